@@ -1,0 +1,438 @@
+/*
+ * agent.c - the agent's lifecycle and its thread.
+ *
+ * One struct ember__core holds all of an agent's state. The public handles
+ * ember_agent (ready) and ember_running (sampling) are two small structs
+ * embedded in it, so each transition hands out the other view without
+ * allocating, and stop can never fail to give the ready agent back.
+ *
+ * Thread ownership:
+ *  - application threads: call the API; run the signal handler
+ *    (src/sample/) and the pthread_create hook (thread_hook.c);
+ *  - the agent thread ("emberprof"): drains the sample ring every 50 ms,
+ *    scans for threads, and at each window boundary symbolizes, encodes
+ *    and calls the reporters. It blocks every signal, so sampling signals
+ *    never interrupt it.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/agent_internal.h"
+#include "agent/aggregate.h"
+#include "agent/threads.h"
+#include "agent/window.h"
+#include "encode/pprof.h"
+#include "symbols/symbolizer.h"
+#include "util/error.h"
+
+#define DRAIN_NS 50000000LL /* how often the ring is drained */
+
+enum { STATE_READY = 0, STATE_RUNNING = 1 };
+
+typedef struct ember__core {
+	struct ember_agent ready;
+	struct ember_running running;
+	ember__config cfg;
+	int state;
+	pid_t pid;
+
+	ember__sigstate sig;
+	struct sigaction old_action;
+	ember__threads threads;
+	int64_t period_ns;
+
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int stop_req;
+	int start_rc; /* agent thread's startup result, 1 while pending */
+	char start_err[EMBER_ERROR_MAX];
+	int final_rc;
+
+	ember__symbolizer *sym;
+	ember__agg cur, next;
+	int64_t win_start, win_end;
+	uint32_t seq;
+	int64_t last_scan;
+
+	/* totals over all runs (the sig counters restart with each start) */
+	_Atomic uint64_t samples, dropped_full, truncated, no_bounds, foreign;
+	_Atomic uint64_t threads_seen, timer_failures, windows, report_failures;
+} ember__core;
+
+static int64_t now_ns(clockid_t clk)
+{
+	struct timespec ts;
+	clock_gettime(clk, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* ---- build / shutdown ---- */
+
+EMBER_API int ember_builder_build(ember_agent **out, ember_builder *b)
+{
+	*out = NULL;
+	if (!b)
+		return ember__error(EMBER_ERR_INVALID, "builder is NULL");
+	ember__core *c = calloc(1, sizeof(*c));
+	if (!c) {
+		ember_builder_free(b);
+		return ember__error_oom("agent");
+	}
+	c->cfg = b->cfg; /* the agent takes over everything the builder owned */
+	free(b);
+	c->ready.core = c;
+	c->running.core = c;
+	c->pid = getpid();
+	pthread_mutex_init(&c->mu, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&c->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	*out = &c->ready;
+	return 0;
+}
+
+EMBER_API void ember_agent_shutdown(ember_agent *a)
+{
+	if (!a)
+		return;
+	ember__core *c = a->core;
+	ember__symbolizer_free(c->sym);
+	ember__agg_release(&c->cur);
+	ember__agg_release(&c->next);
+	ember__config_release(&c->cfg, 1);
+	pthread_mutex_destroy(&c->mu);
+	pthread_cond_destroy(&c->cv);
+	free(c);
+}
+
+/* ---- the agent thread ---- */
+
+static void read_thread_name(int32_t tid, char *buf, size_t len)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/self/task/%d/comm", (int)tid);
+	FILE *f = fopen(path, "re");
+	buf[0] = '\0';
+	if (f) {
+		if (fgets(buf, (int)len, f))
+			buf[strcspn(buf, "\n")] = '\0';
+		fclose(f);
+	}
+}
+
+/* Moves every published sample from the ring into the window aggregates. */
+static void drain(ember__core *c)
+{
+	int need_refresh = 0;
+	ember__sample_rec *r;
+	while ((r = ember__sampbuf_peek(&c->sig.buf))) {
+		ember__agg *a = r->time_ns >= c->win_end ? &c->next : &c->cur;
+		int32_t tid = c->cfg.thread_labels ? r->tid : 0;
+		if (ember__agg_add(a, tid, r->pcs, r->depth, r->weight) != 0)
+			atomic_fetch_add(&c->dropped_full, 1);
+		if (c->cfg.thread_labels && !ember__agg_has_name(a, tid)) {
+			char name[32];
+			read_thread_name(tid, name, sizeof(name));
+			ember__agg_set_name(a, tid, name[0] ? name : "?");
+		}
+		if (c->sym && !need_refresh)
+			for (uint32_t i = 0; i < r->depth; i++)
+				if (!ember__symbolizer_covers(c->sym, r->pcs[i])) {
+					need_refresh = 1;
+					break;
+				}
+		ember__sampbuf_release(&c->sig.buf, r);
+	}
+	/* Code we have not seen mapped (a library dlopen'ed since): learn its
+	 * module now, while it is surely still loaded. */
+	if (need_refresh && ember__symbolizer_refresh(c->sym) != 0)
+		ember__log(&c->cfg, EMBER_LOG_DEBUG, "symbolizer refresh: %s", ember_last_error());
+}
+
+/* Symbolizes, encodes and reports the current window, then starts the next. */
+static int close_window(ember__core *c, int64_t end, int final)
+{
+	int rc = 0;
+	if (c->cur.samples == 0 && !(final && c->seq == 0)) {
+		ember__log(&c->cfg, EMBER_LOG_DEBUG, "window %" PRIu32 " empty, not reported", c->seq);
+		goto next;
+	}
+	ember__profile *p = NULL;
+	rc = ember__window_profile(&c->cur, c->sym, &c->cfg, c->win_start, end, &p);
+	uint8_t *pb = NULL;
+	size_t pblen = 0;
+	if (rc == 0)
+		rc = ember__pprof_encode(p, &pb, &pblen);
+	ember__profile_free(p);
+	if (rc) {
+		ember__log(&c->cfg, EMBER_LOG_ERROR, "window %" PRIu32 " could not be encoded, %" PRIu64
+			   " samples lost: %s", c->seq, c->cur.samples, ember_last_error());
+		atomic_fetch_add(&c->report_failures, 1);
+		goto next;
+	}
+	ember_report rep = {
+		.app_name = c->cfg.app_name,
+		.profile_type = "cpu",
+		.start_ns = c->win_start,
+		.end_ns = end,
+		.samples = c->cur.samples,
+		.pprof = pb,
+		.pprof_len = pblen,
+		.seq = c->seq,
+		.final = final,
+	};
+	for (size_t i = 0; i < c->cfg.nreporters; i++) {
+		ember_reporter *r = &c->cfg.reporters[i];
+		ember__error_clear();
+		int rrc = r->report(r->userdata, &rep);
+		if (rrc != 0) {
+			ember__log(&c->cfg, EMBER_LOG_ERROR, "reporter %s failed for window %" PRIu32 ": %s",
+				   r->name, c->seq, ember_last_error()[0] ? ember_last_error() : ember_strerror(rrc));
+			atomic_fetch_add(&c->report_failures, 1);
+			rc = EMBER_ERR_REPORTER;
+		}
+	}
+	free(pb);
+	atomic_fetch_add(&c->windows, 1);
+next:
+	c->seq++;
+	ember__agg_release(&c->cur);
+	c->cur = c->next;
+	ember__agg_init(&c->next);
+	c->win_start = end;
+	return rc;
+}
+
+static void *agent_main(void *arg)
+{
+	ember__core *c = arg;
+	sigset_t all;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	pthread_setname_np(pthread_self(), "emberprof");
+
+	int rc = ember__threads_start(&c->threads, &c->sig, c->cfg.signo, c->period_ns,
+				      c->cfg.engine, (int32_t)gettid());
+	pthread_mutex_lock(&c->mu);
+	c->start_rc = rc;
+	if (rc)
+		snprintf(c->start_err, sizeof(c->start_err), "%s", ember_last_error());
+	pthread_cond_broadcast(&c->cv);
+	pthread_mutex_unlock(&c->mu);
+	if (rc)
+		return NULL;
+
+	ember__log(&c->cfg, EMBER_LOG_INFO,
+		   "sampling %u Hz with %s, %u threads, new threads via %s; windows of %u ms",
+		   c->cfg.hz, c->threads.process_timer ? "setitimer(ITIMER_PROF)" : "per-thread CPU timers",
+		   (unsigned)c->threads.nrecs,
+		   ember__threads_hooked(&c->threads) ? "pthread_create hook" : "/proc scan",
+		   c->cfg.interval_ms);
+	if (ember__symbolizer_new(&c->sym) != 0)
+		ember__log(&c->cfg, EMBER_LOG_WARN, "no symbolizer, profiles will hold addresses only: %s",
+			   ember_last_error());
+
+	int64_t interval = (int64_t)c->cfg.interval_ms * 1000000;
+	/* A new thread should be covered within a sampling period; with the
+	 * hook in effect the scan is only a safety net. */
+	int64_t scan_every = ember__threads_hooked(&c->threads) ? 1000000000LL : c->period_ns;
+	if (scan_every < 10000000)
+		scan_every = 10000000;
+	pthread_mutex_lock(&c->mu);
+	while (!c->stop_req) {
+		int64_t rt = now_ns(CLOCK_REALTIME);
+		int64_t wait = c->win_end - rt;
+		if (wait > DRAIN_NS)
+			wait = DRAIN_NS;
+		if (wait > scan_every)
+			wait = scan_every;
+		if (wait > 0) {
+			int64_t dl = now_ns(CLOCK_MONOTONIC) + wait;
+			struct timespec ts = {dl / 1000000000, dl % 1000000000};
+			pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+			if (c->stop_req)
+				break;
+		}
+		pthread_mutex_unlock(&c->mu);
+		int64_t mono = now_ns(CLOCK_MONOTONIC);
+		int scan = mono - c->last_scan >= scan_every;
+		if (scan)
+			c->last_scan = mono;
+		ember__threads_poll(&c->threads, scan);
+		drain(c);
+		rt = now_ns(CLOCK_REALTIME);
+		while (rt >= c->win_end) {
+			close_window(c, c->win_end, 0);
+			c->win_end += interval;
+		}
+		pthread_mutex_lock(&c->mu);
+	}
+	pthread_mutex_unlock(&c->mu);
+	return NULL;
+}
+
+/* ---- start / stop ---- */
+
+static void add_sig_totals(ember__core *c)
+{
+	atomic_fetch_add(&c->samples, atomic_load(&c->sig.samples));
+	atomic_fetch_add(&c->dropped_full, atomic_load(&c->sig.dropped_full));
+	atomic_fetch_add(&c->truncated, atomic_load(&c->sig.truncated));
+	atomic_fetch_add(&c->no_bounds, atomic_load(&c->sig.no_bounds));
+	atomic_fetch_add(&c->foreign, atomic_load(&c->sig.foreign));
+	atomic_fetch_add(&c->threads_seen, c->threads.threads_seen);
+	atomic_fetch_add(&c->timer_failures, c->threads.timer_failures);
+}
+
+static uint32_t ring_slots(unsigned hz)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	if (cpus < 1)
+		cpus = 1;
+	/* Half a second of samples at full CPU use; the ring is drained
+	 * every 50 ms, so this leaves a wide margin. */
+	uint64_t want = (uint64_t)hz * (uint64_t)cpus / 2;
+	uint32_t n = 256;
+	while (n < want && n < 16384)
+		n <<= 1;
+	return n;
+}
+
+EMBER_API int ember_agent_start(ember_running **out, ember_agent *a)
+{
+	*out = NULL;
+	ember__core *c = a->core;
+	if (c->pid != getpid())
+		return ember__error(EMBER_ERR_INVALID, "this agent was built in process %d; after fork() "
+				    "build a new one in the child", (int)c->pid);
+	memset(&c->sig, 0, sizeof(c->sig));
+	c->sig.max_depth = (int)c->cfg.max_depth;
+	c->sig.unwind_mode = EMBER_UNWIND_MODE_FP;
+	c->period_ns = 1000000000LL / c->cfg.hz;
+	int rc = ember__sampbuf_init(&c->sig.buf, ring_slots(c->cfg.hz), c->cfg.max_depth);
+	if (rc)
+		return ember__error(rc, "cannot map the sample buffer");
+	rc = ember__sigpath_install(&c->sig, c->cfg.signo, &c->old_action);
+	if (rc) {
+		ember__sampbuf_destroy(&c->sig.buf);
+		return rc;
+	}
+	ember__agg_init(&c->cur);
+	ember__agg_init(&c->next);
+	int64_t interval = (int64_t)c->cfg.interval_ms * 1000000;
+	c->win_start = now_ns(CLOCK_REALTIME);
+	c->win_end = (c->win_start / interval + 1) * interval; /* wall-clock aligned */
+	c->stop_req = 0;
+	c->start_rc = 1;
+	c->last_scan = now_ns(CLOCK_MONOTONIC);
+
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, 1u << 20);
+	rc = ember__real_pthread_create(&c->thread, &attr, agent_main, c);
+	pthread_attr_destroy(&attr);
+	if (rc != 0) {
+		ember__sigpath_uninstall(c->cfg.signo, &c->old_action);
+		ember__sampbuf_destroy(&c->sig.buf);
+		return ember__error_errno(EMBER_ERR_SYS, rc, "cannot start the agent thread");
+	}
+	pthread_mutex_lock(&c->mu);
+	while (c->start_rc == 1)
+		pthread_cond_wait(&c->cv, &c->mu);
+	rc = c->start_rc;
+	pthread_mutex_unlock(&c->mu);
+	if (rc) {
+		pthread_join(c->thread, NULL);
+		ember__sigpath_uninstall(c->cfg.signo, &c->old_action);
+		ember__threads_release(&c->threads);
+		ember__sampbuf_destroy(&c->sig.buf);
+		return ember__error(rc, "%s", c->start_err);
+	}
+	c->state = STATE_RUNNING;
+	*out = &c->running;
+	return 0;
+}
+
+EMBER_API int ember_running_stop(ember_agent **out, ember_running *r)
+{
+	ember__core *c = r->core;
+	*out = &c->ready;
+	if (c->pid != getpid()) {
+		/* A fork child: no agent thread and no timers exist here. */
+		c->state = STATE_READY;
+		return ember__error(EMBER_ERR_INVALID, "agent stopped in a fork child: nothing to report");
+	}
+	/* No new signals, then none pending or running, then the last drain. */
+	ember__threads_stop(&c->threads);
+	ember__sigpath_uninstall(c->cfg.signo, &c->old_action);
+	pthread_mutex_lock(&c->mu);
+	c->stop_req = 1;
+	pthread_cond_broadcast(&c->cv);
+	pthread_mutex_unlock(&c->mu);
+	pthread_join(c->thread, NULL);
+
+	drain(c);
+	int64_t end = now_ns(CLOCK_REALTIME);
+	int64_t interval = (int64_t)c->cfg.interval_ms * 1000000;
+	while (end >= c->win_end) {
+		close_window(c, c->win_end, 0);
+		c->win_end += interval;
+	}
+	int rc = close_window(c, end, 1);
+	add_sig_totals(c);
+	ember__log(&c->cfg, EMBER_LOG_INFO,
+		   "stopped: %" PRIu64 " samples, %" PRIu64 " dropped (buffer full), %" PRIu64
+		   " truncated, %" PRIu64 " leaf-only, %" PRIu64 " windows, %" PRIu64 " report failures",
+		   atomic_load(&c->samples), atomic_load(&c->dropped_full), atomic_load(&c->truncated),
+		   atomic_load(&c->no_bounds), atomic_load(&c->windows), atomic_load(&c->report_failures));
+	ember__threads_release(&c->threads);
+	ember__sampbuf_destroy(&c->sig.buf);
+	ember__agg_release(&c->cur);
+	ember__agg_release(&c->next);
+	c->state = STATE_READY;
+	return rc;
+}
+
+static void fill_stats(const ember__core *c, ember_stats *s, int running)
+{
+	memset(s, 0, sizeof(*s));
+	s->samples = atomic_load(&c->samples);
+	s->samples_dropped_full = atomic_load(&c->dropped_full);
+	s->samples_truncated = atomic_load(&c->truncated);
+	s->samples_no_bounds = atomic_load(&c->no_bounds);
+	s->signals_foreign = atomic_load(&c->foreign);
+	s->threads_seen = atomic_load(&c->threads_seen);
+	s->timer_failures = atomic_load(&c->timer_failures);
+	s->windows_reported = atomic_load(&c->windows);
+	s->report_failures = atomic_load(&c->report_failures);
+	if (running) {
+		s->samples += atomic_load(&c->sig.samples);
+		s->samples_dropped_full += atomic_load(&c->sig.dropped_full);
+		s->samples_truncated += atomic_load(&c->sig.truncated);
+		s->samples_no_bounds += atomic_load(&c->sig.no_bounds);
+		s->signals_foreign += atomic_load(&c->sig.foreign);
+		/* threads_seen/timer_failures of the current run are read racily
+		 * from the registry: good enough for a statistic. */
+		s->threads_seen += c->threads.threads_seen;
+		s->timer_failures += c->threads.timer_failures;
+	}
+}
+
+EMBER_API void ember_agent_stats(const ember_agent *a, ember_stats *out)
+{
+	fill_stats(a->core, out, 0);
+}
+
+EMBER_API void ember_running_stats(const ember_running *r, ember_stats *out)
+{
+	fill_stats(r->core, out, 1);
+}

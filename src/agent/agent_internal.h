@@ -1,0 +1,68 @@
+/*
+ * agent_internal.h - the agent's structures, shared by the files of
+ * src/agent/. All mutable state of an agent lives in struct ember__core;
+ * the public handle types are views of it (see agent.c).
+ */
+#ifndef EMBER_AGENT_INTERNAL_H
+#define EMBER_AGENT_INTERNAL_H
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+
+#include "emberprof.h"
+#include "agent/threads.h"
+#include "sample/handler.h"
+
+typedef struct ember__tag {
+	char *key, *value;
+} ember__tag;
+
+/* Settings: filled by the builder, copied into the agent at build. */
+typedef struct ember__config {
+	char *app_name;
+	unsigned hz;
+	unsigned interval_ms;
+	unsigned max_depth;
+	int unwind;
+	int engine;
+	int signo;
+	int thread_labels;
+	ember__tag *tags;
+	size_t ntags;
+	ember_reporter *reporters;
+	size_t nreporters;
+	ember_log_fn log_fn;
+	void *log_ud;
+	int log_level;
+} ember__config;
+
+struct ember_builder {
+	ember__config cfg;
+};
+
+struct ember__core;
+struct ember_agent {
+	struct ember__core *core;
+};
+struct ember_running {
+	struct ember__core *core;
+};
+
+/* Frees everything a config owns (reporters' destroy() included if `destroy_reporters`). */
+void ember__config_release(ember__config *c, int destroy_reporters);
+/* Sets the defaults. */
+void ember__config_defaults(ember__config *c);
+
+/* Logging through the configured callback (or stderr). Never from a handler. */
+void ember__log(const ember__config *c, ember_log_level level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Parsers shared by the builder, the environment and the CLI. */
+int ember__parse_duration_ms(const char *s, unsigned *out_ms);
+int ember__parse_uint(const char *s, unsigned long min, unsigned long max, unsigned long *out);
+int ember__parse_bool(const char *s, int *out);
+int ember__parse_signal(const char *s, int *out);
+int ember__parse_log_level(const char *s, int *out);
+
+#endif

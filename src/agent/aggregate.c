@@ -1,0 +1,103 @@
+/*
+ * aggregate.c - stack deduplication for one window (aggregate.h).
+ */
+#include "agent/aggregate.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "emberprof.h"
+
+void ember__agg_init(ember__agg *a)
+{
+	memset(a, 0, sizeof(*a));
+}
+
+void ember__agg_release(ember__agg *a)
+{
+	ember__arena_release(&a->arena);
+	ember__u64map_free(&a->index);
+	ember__u64map_free(&a->names);
+	free(a->stacks);
+	free(a->next);
+	memset(a, 0, sizeof(*a));
+}
+
+static uint64_t stack_hash(int32_t tid, const uint64_t *pcs, uint32_t depth)
+{
+	return ember__hash_bytes(pcs, depth * sizeof(*pcs), (uint64_t)(uint32_t)tid * 0x9e3779b97f4a7c15ULL + depth);
+}
+
+int ember__agg_add(ember__agg *a, int32_t tid, const uint64_t *pcs, uint32_t depth,
+		   uint64_t weight)
+{
+	uint64_t h = stack_hash(tid, pcs, depth);
+	int inserted;
+	uint64_t *head = ember__u64map_put(&a->index, h, &inserted);
+	if (!head)
+		return EMBER_ERR_NOMEM;
+	for (uint64_t pos = inserted ? 0 : *head; pos; pos = a->next[pos - 1]) {
+		ember__agg_stack *s = a->stacks[pos - 1];
+		if (s->tid == tid && s->depth == depth && !memcmp(s->pcs, pcs, depth * sizeof(*pcs))) {
+			s->count++;
+			s->weight += weight;
+			a->samples++;
+			a->weight += weight;
+			return 0;
+		}
+	}
+	if (a->n == a->cap) {
+		size_t ncap = a->cap ? a->cap * 2 : 256;
+		ember__agg_stack **ns = realloc(a->stacks, ncap * sizeof(*ns));
+		if (!ns)
+			return EMBER_ERR_NOMEM;
+		a->stacks = ns;
+		uint32_t *nn = realloc(a->next, ncap * sizeof(*nn));
+		if (!nn)
+			return EMBER_ERR_NOMEM;
+		a->next = nn;
+		a->cap = ncap;
+	}
+	ember__agg_stack *s = ember__arena_alloc(&a->arena, sizeof(*s) + depth * sizeof(*pcs));
+	if (!s)
+		return EMBER_ERR_NOMEM;
+	s->tid = tid;
+	s->depth = depth;
+	s->count = 1;
+	s->weight = weight;
+	s->hash = h;
+	memcpy(s->pcs, pcs, depth * sizeof(*pcs));
+	a->stacks[a->n] = s;
+	a->next[a->n] = inserted ? 0 : (uint32_t)*head;
+	a->n++;
+	*head = a->n;
+	a->samples++;
+	a->weight += weight;
+	return 0;
+}
+
+int ember__agg_set_name(ember__agg *a, int32_t tid, const char *name)
+{
+	int inserted;
+	uint64_t *v = ember__u64map_put(&a->names, (uint64_t)(uint32_t)tid, &inserted);
+	if (!v)
+		return EMBER_ERR_NOMEM;
+	if (inserted || !*v) {
+		char *copy = ember__arena_strdup(&a->arena, name);
+		if (!copy)
+			return EMBER_ERR_NOMEM;
+		*v = (uint64_t)(uintptr_t)copy;
+	}
+	return 0;
+}
+
+const char *ember__agg_name(const ember__agg *a, int32_t tid)
+{
+	uint64_t *v = ember__u64map_get(&a->names, (uint64_t)(uint32_t)tid);
+	return v ? (const char *)(uintptr_t)*v : NULL;
+}
+
+int ember__agg_has_name(const ember__agg *a, int32_t tid)
+{
+	return ember__u64map_get(&a->names, (uint64_t)(uint32_t)tid) != NULL;
+}

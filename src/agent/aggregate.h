@@ -1,0 +1,48 @@
+/*
+ * aggregate.h - one window's samples, deduplicated by stack.
+ *
+ * The agent thread drains the sample ring into the current window's
+ * aggregate: identical stacks (and, with thread labels, the same thread)
+ * share one entry holding a sample count and a summed weight in sampling
+ * periods. Thread names are captured when a thread first appears in the
+ * window. Not async-signal-safe; agent thread only.
+ */
+#ifndef EMBER_AGGREGATE_H
+#define EMBER_AGGREGATE_H
+
+#include <stdint.h>
+
+#include "util/arena.h"
+#include "util/hashmap.h"
+
+typedef struct ember__agg_stack {
+	int32_t tid; /* 0 when threads are not distinguished */
+	uint32_t depth;
+	uint64_t count;  /* samples */
+	uint64_t weight; /* sampling periods they stand for */
+	uint64_t hash;
+	uint64_t pcs[];  /* leaf first */
+} ember__agg_stack;
+
+typedef struct ember__agg {
+	ember__arena arena;
+	ember__u64map index; /* hash -> position+1 in stacks (chained through next) */
+	ember__agg_stack **stacks;
+	uint32_t *next;      /* collision chain: position+1 of the next stack with the same hash slot */
+	size_t n, cap;
+	uint64_t samples, weight;
+	ember__u64map names; /* tid -> const char * (arena) */
+} ember__agg;
+
+void ember__agg_init(ember__agg *a);
+void ember__agg_release(ember__agg *a);
+/* Adds one sample. 0 or EMBER_ERR_NOMEM. */
+int ember__agg_add(ember__agg *a, int32_t tid, const uint64_t *pcs, uint32_t depth,
+		   uint64_t weight);
+/* Records a thread's name unless one is known. */
+int ember__agg_set_name(ember__agg *a, int32_t tid, const char *name);
+/* A thread's name or NULL; borrowed from the aggregate. */
+const char *ember__agg_name(const ember__agg *a, int32_t tid);
+int ember__agg_has_name(const ember__agg *a, int32_t tid);
+
+#endif

@@ -1,0 +1,411 @@
+/*
+ * config.c - the builder: defaults, validated setters, the EMBERPROF_*
+ * environment variables, and the small parsers they share with the CLI.
+ * Every rejection names the setting and the bad value.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/agent_internal.h"
+#include "util/error.h"
+
+void ember__config_defaults(ember__config *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->hz = 100;
+	c->interval_ms = 10000;
+	c->max_depth = 128;
+	c->unwind = EMBER_UNWIND_AUTO;
+	c->engine = EMBER_ENGINE_AUTO;
+	c->signo = SIGPROF;
+	c->log_level = EMBER_LOG_WARN;
+}
+
+void ember__config_release(ember__config *c, int destroy_reporters)
+{
+	free(c->app_name);
+	for (size_t i = 0; i < c->ntags; i++) {
+		free(c->tags[i].key);
+		free(c->tags[i].value);
+	}
+	free(c->tags);
+	for (size_t i = 0; i < c->nreporters; i++) {
+		if (destroy_reporters && c->reporters[i].destroy)
+			c->reporters[i].destroy(c->reporters[i].userdata);
+		free((char *)c->reporters[i].name);
+	}
+	free(c->reporters);
+	memset(c, 0, sizeof(*c));
+}
+
+/* ---- parsers ---- */
+
+int ember__parse_uint(const char *s, unsigned long min, unsigned long max, unsigned long *out)
+{
+	if (!s || !*s || !isdigit((unsigned char)*s))
+		return EMBER_ERR_INVALID;
+	errno = 0;
+	char *end;
+	unsigned long v = strtoul(s, &end, 10);
+	if (errno || *end || v < min || v > max)
+		return EMBER_ERR_INVALID;
+	*out = v;
+	return 0;
+}
+
+int ember__parse_duration_ms(const char *s, unsigned *out_ms)
+{
+	if (!s || !isdigit((unsigned char)*s))
+		return EMBER_ERR_INVALID;
+	errno = 0;
+	char *end;
+	double v = strtod(s, &end);
+	if (errno || v < 0)
+		return EMBER_ERR_INVALID;
+	double mul;
+	if (!*end || !strcmp(end, "s"))
+		mul = 1000; /* a bare number is seconds, as in Pyroscope's agents */
+	else if (!strcmp(end, "ms"))
+		mul = 1;
+	else if (!strcmp(end, "m"))
+		mul = 60000;
+	else
+		return EMBER_ERR_INVALID;
+	double ms = v * mul;
+	if (ms > (double)UINT_MAX || ms < 1)
+		return EMBER_ERR_INVALID;
+	*out_ms = (unsigned)(ms + 0.5);
+	return 0;
+}
+
+int ember__parse_bool(const char *s, int *out)
+{
+	static const char *const yes[] = {"1", "true", "yes", "on"};
+	static const char *const no[] = {"0", "false", "no", "off", ""};
+	for (size_t i = 0; i < sizeof(yes) / sizeof(*yes); i++)
+		if (!strcasecmp(s, yes[i]))
+			return *out = 1, 0;
+	for (size_t i = 0; i < sizeof(no) / sizeof(*no); i++)
+		if (!strcasecmp(s, no[i]))
+			return *out = 0, 0;
+	return EMBER_ERR_INVALID;
+}
+
+int ember__parse_signal(const char *s, int *out)
+{
+	unsigned long n;
+	if (ember__parse_uint(s, 1, (unsigned long)SIGRTMAX, &n) == 0) {
+		*out = (int)n;
+		return 0;
+	}
+	if (!strncasecmp(s, "SIG", 3))
+		s += 3;
+	if (!strncasecmp(s, "RTMIN", 5)) {
+		long off = 0;
+		if (s[5] == '+' && ember__parse_uint(s + 6, 0, 64, &n) == 0)
+			off = (long)n;
+		else if (s[5])
+			return EMBER_ERR_INVALID;
+		if (SIGRTMIN + off > SIGRTMAX)
+			return EMBER_ERR_INVALID;
+		*out = SIGRTMIN + (int)off;
+		return 0;
+	}
+	static const struct { const char *name; int sig; } names[] = {
+		{"PROF", SIGPROF}, {"VTALRM", SIGVTALRM}, {"USR1", SIGUSR1}, {"USR2", SIGUSR2}};
+	for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++)
+		if (!strcasecmp(s, names[i].name))
+			return *out = names[i].sig, 0;
+	return EMBER_ERR_INVALID;
+}
+
+int ember__parse_log_level(const char *s, int *out)
+{
+	static const char *const names[] = {"off", "error", "warn", "info", "debug"};
+	for (int i = 0; i < 5; i++)
+		if (!strcasecmp(s, names[i]))
+			return *out = i, 0;
+	if (!strcasecmp(s, "warning"))
+		return *out = EMBER_LOG_WARN, 0;
+	return EMBER_ERR_INVALID;
+}
+
+/* ---- builder ---- */
+
+EMBER_API int ember_builder_new(ember_builder **out, const char *app_name)
+{
+	*out = NULL;
+	if (!app_name || !*app_name)
+		return ember__error(EMBER_ERR_INVALID, "application name must be a non-empty string");
+	ember_builder *b = calloc(1, sizeof(*b));
+	if (!b)
+		return ember__error_oom("builder");
+	ember__config_defaults(&b->cfg);
+	b->cfg.app_name = strdup(app_name);
+	if (!b->cfg.app_name) {
+		free(b);
+		return ember__error_oom("application name");
+	}
+	*out = b;
+	return 0;
+}
+
+EMBER_API void ember_builder_free(ember_builder *b)
+{
+	if (!b)
+		return;
+	ember__config_release(&b->cfg, 1);
+	free(b);
+}
+
+EMBER_API int ember_builder_set_sample_rate(ember_builder *b, unsigned hz)
+{
+	if (hz < 1 || hz > 10000)
+		return ember__error(EMBER_ERR_INVALID, "sample rate %u Hz is out of range 1..10000", hz);
+	b->cfg.hz = hz;
+	return 0;
+}
+
+EMBER_API int ember_builder_set_interval_ms(ember_builder *b, unsigned ms)
+{
+	if (ms < 100 || ms > 3600000)
+		return ember__error(EMBER_ERR_INVALID,
+				    "reporting interval %u ms is out of range 100 ms..1 h", ms);
+	b->cfg.interval_ms = ms;
+	return 0;
+}
+
+EMBER_API int ember_builder_set_max_depth(ember_builder *b, unsigned depth)
+{
+	if (depth < 1 || depth > 1024)
+		return ember__error(EMBER_ERR_INVALID, "maximum stack depth %u is out of range 1..1024", depth);
+	b->cfg.max_depth = depth;
+	return 0;
+}
+
+EMBER_API int ember_builder_set_unwind(ember_builder *b, ember_unwind_mode mode)
+{
+	if (mode != EMBER_UNWIND_AUTO && mode != EMBER_UNWIND_FP)
+		return ember__error(EMBER_ERR_INVALID, "unknown unwind mode %d", (int)mode);
+	b->cfg.unwind = mode;
+	return 0;
+}
+
+EMBER_API int ember_builder_set_engine(ember_builder *b, ember_engine engine)
+{
+	if (engine < EMBER_ENGINE_AUTO || engine > EMBER_ENGINE_PROCESS_TIMER)
+		return ember__error(EMBER_ERR_INVALID, "unknown sampling engine %d", (int)engine);
+	b->cfg.engine = engine;
+	return 0;
+}
+
+EMBER_API int ember_builder_set_signal(ember_builder *b, int signo)
+{
+	if (signo < 1 || signo > SIGRTMAX || signo == SIGKILL || signo == SIGSTOP ||
+	    signo == SIGSEGV || signo == SIGBUS || signo == SIGILL || signo == SIGFPE)
+		return ember__error(EMBER_ERR_INVALID, "signal %d cannot be used for sampling", signo);
+	b->cfg.signo = signo;
+	return 0;
+}
+
+static int valid_tag_key(const char *k)
+{
+	if (!k || !(isalpha((unsigned char)*k) || *k == '_'))
+		return 0;
+	for (const char *p = k + 1; *p; p++)
+		if (!(isalnum((unsigned char)*p) || *p == '_' || *p == '.'))
+			return 0;
+	return strlen(k) <= 128;
+}
+
+EMBER_API int ember_builder_add_tag(ember_builder *b, const char *key, const char *value)
+{
+	if (!valid_tag_key(key))
+		return ember__error(EMBER_ERR_INVALID,
+				    "tag key \"%s\" is invalid: it must match [A-Za-z_][A-Za-z0-9_.]* "
+				    "(at most 128 characters)",
+				    key ? key : "(null)");
+	if (!value || strlen(value) > 1024)
+		return ember__error(EMBER_ERR_INVALID, "tag \"%s\" needs a value of at most 1024 bytes", key);
+	for (size_t i = 0; i < b->cfg.ntags; i++)
+		if (!strcmp(b->cfg.tags[i].key, key))
+			return ember__error(EMBER_ERR_INVALID, "tag \"%s\" is given twice", key);
+	ember__tag *t = realloc(b->cfg.tags, (b->cfg.ntags + 1) * sizeof(*t));
+	if (!t)
+		return ember__error_oom("tag");
+	b->cfg.tags = t;
+	char *k = strdup(key), *v = strdup(value);
+	if (!k || !v) {
+		free(k);
+		free(v);
+		return ember__error_oom("tag");
+	}
+	t[b->cfg.ntags].key = k;
+	t[b->cfg.ntags].value = v;
+	b->cfg.ntags++;
+	return 0;
+}
+
+EMBER_API int ember_builder_set_thread_labels(ember_builder *b, int on)
+{
+	b->cfg.thread_labels = on != 0;
+	return 0;
+}
+
+EMBER_API int ember_builder_add_reporter(ember_builder *b, const ember_reporter *r)
+{
+	if (!r || !r->report)
+		return ember__error(EMBER_ERR_INVALID, "a reporter needs a report callback");
+	ember_reporter *t = realloc(b->cfg.reporters, (b->cfg.nreporters + 1) * sizeof(*t));
+	if (!t)
+		return ember__error_oom("reporter");
+	b->cfg.reporters = t;
+	char *name = strdup(r->name ? r->name : "reporter");
+	if (!name)
+		return ember__error_oom("reporter name");
+	t[b->cfg.nreporters] = *r;
+	t[b->cfg.nreporters].name = name;
+	b->cfg.nreporters++;
+	return 0;
+}
+
+EMBER_API int ember_builder_set_log(ember_builder *b, ember_log_fn fn, void *userdata,
+				    ember_log_level level)
+{
+	if (level < EMBER_LOG_OFF || level > EMBER_LOG_DEBUG)
+		return ember__error(EMBER_ERR_INVALID, "unknown log level %d", (int)level);
+	b->cfg.log_fn = fn;
+	b->cfg.log_ud = userdata;
+	b->cfg.log_level = level;
+	return 0;
+}
+
+/* ---- environment ---- */
+
+static int bad_env(const char *name, const char *value, const char *expect)
+{
+	return ember__error(EMBER_ERR_INVALID, "environment variable %s=\"%s\" is invalid: %s", name,
+			    value, expect);
+}
+
+/* Adds k=v[,k=v...] tags. */
+static int apply_tags(ember_builder *b, const char *name, const char *list)
+{
+	char *copy = strdup(list), *save = NULL;
+	if (!copy)
+		return ember__error_oom("tags");
+	int rc = 0;
+	for (char *item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+		while (*item == ' ')
+			item++;
+		char *eq = strchr(item, '=');
+		if (!eq || eq == item) {
+			rc = bad_env(name, list, "expected key=value[,key=value...]");
+			break;
+		}
+		*eq = '\0';
+		rc = ember_builder_add_tag(b, item, eq + 1);
+		if (rc) {
+			char why[EMBER_ERROR_MAX];
+			strncpy(why, ember_last_error(), sizeof(why) - 1);
+			why[sizeof(why) - 1] = '\0';
+			rc = bad_env(name, list, why);
+			break;
+		}
+	}
+	free(copy);
+	return rc;
+}
+
+EMBER_API int ember_builder_apply_env(ember_builder *b)
+{
+	const char *v;
+	unsigned long n;
+	int x;
+	if ((v = getenv("EMBERPROF_APP_NAME")) && *v) {
+		char *s = strdup(v);
+		if (!s)
+			return ember__error_oom("application name");
+		free(b->cfg.app_name);
+		b->cfg.app_name = s;
+	}
+	if ((v = getenv("EMBERPROF_SAMPLE_RATE"))) {
+		if (ember__parse_uint(v, 1, 10000, &n))
+			return bad_env("EMBERPROF_SAMPLE_RATE", v, "expected a rate in Hz, 1..10000");
+		b->cfg.hz = (unsigned)n;
+	}
+	if ((v = getenv("EMBERPROF_INTERVAL"))) {
+		unsigned ms;
+		if (ember__parse_duration_ms(v, &ms) || ms < 100 || ms > 3600000)
+			return bad_env("EMBERPROF_INTERVAL", v,
+				       "expected a duration such as 10s, 500ms or 1m (100ms..1h)");
+		b->cfg.interval_ms = ms;
+	}
+	if ((v = getenv("EMBERPROF_MAX_DEPTH"))) {
+		if (ember__parse_uint(v, 1, 1024, &n))
+			return bad_env("EMBERPROF_MAX_DEPTH", v, "expected a depth, 1..1024");
+		b->cfg.max_depth = (unsigned)n;
+	}
+	if ((v = getenv("EMBERPROF_UNWIND"))) {
+		if (!strcmp(v, "auto"))
+			b->cfg.unwind = EMBER_UNWIND_AUTO;
+		else if (!strcmp(v, "fp"))
+			b->cfg.unwind = EMBER_UNWIND_FP;
+		else
+			return bad_env("EMBERPROF_UNWIND", v, "expected auto or fp");
+	}
+	if ((v = getenv("EMBERPROF_ENGINE"))) {
+		if (!strcmp(v, "auto"))
+			b->cfg.engine = EMBER_ENGINE_AUTO;
+		else if (!strcmp(v, "timer") || !strcmp(v, "thread-timer"))
+			b->cfg.engine = EMBER_ENGINE_THREAD_TIMER;
+		else if (!strcmp(v, "itimer") || !strcmp(v, "process-timer"))
+			b->cfg.engine = EMBER_ENGINE_PROCESS_TIMER;
+		else
+			return bad_env("EMBERPROF_ENGINE", v, "expected auto, timer or itimer");
+	}
+	if ((v = getenv("EMBERPROF_SIGNAL"))) {
+		if (ember__parse_signal(v, &x) || ember_builder_set_signal(b, x))
+			return bad_env("EMBERPROF_SIGNAL", v,
+				       "expected a signal name or number such as SIGPROF or SIGRTMIN+4");
+	}
+	if ((v = getenv("EMBERPROF_THREAD_LABELS"))) {
+		if (ember__parse_bool(v, &x))
+			return bad_env("EMBERPROF_THREAD_LABELS", v, "expected 0 or 1");
+		b->cfg.thread_labels = x;
+	}
+	if ((v = getenv("EMBERPROF_LOG_LEVEL"))) {
+		if (ember__parse_log_level(v, &x))
+			return bad_env("EMBERPROF_LOG_LEVEL", v, "expected off, error, warn, info or debug");
+		b->cfg.log_level = x;
+	}
+	if ((v = getenv("EMBERPROF_TAGS")) && *v) {
+		int rc = apply_tags(b, "EMBERPROF_TAGS", v);
+		if (rc)
+			return rc;
+	}
+	if ((v = getenv("EMBERPROF_FOLLOW_CHILDREN"))) {
+		if (ember__parse_bool(v, &x))
+			return bad_env("EMBERPROF_FOLLOW_CHILDREN", v, "expected 0 or 1");
+	}
+	if ((v = getenv("EMBERPROF_OUTPUT_DIR")) && *v) {
+		ember_reporter r;
+		int rc = ember_reporter_local(&r, v);
+		if (rc == 0) {
+			rc = ember_builder_add_reporter(b, &r);
+			if (rc && r.destroy)
+				r.destroy(r.userdata);
+		}
+		if (rc) {
+			char why[EMBER_ERROR_MAX];
+			strncpy(why, ember_last_error(), sizeof(why) - 1);
+			why[sizeof(why) - 1] = '\0';
+			return bad_env("EMBERPROF_OUTPUT_DIR", v, why);
+		}
+	}
+	return 0;
+}

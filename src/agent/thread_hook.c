@@ -1,0 +1,115 @@
+/*
+ * thread_hook.c - covers threads created after start.
+ *
+ * emberprof defines pthread_create. Where this definition comes first in
+ * the symbol search order (LD_PRELOAD, or linked into the program), the
+ * application's threads start in a trampoline that registers the thread
+ * (stack bounds, CPU timer) before the real start routine runs, so a new
+ * thread is sampled from its first period. A thread-specific-data
+ * destructor unregisters it at exit. Where the hook is not in effect
+ * (e.g. emberprof was dlopen'ed), the agent's periodic scan of
+ * /proc/self/task covers new threads instead (threads.c).
+ *
+ * Runs on application threads, outside signal handlers; not
+ * async-signal-safe.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "agent/threads.h"
+#include "emberprof.h"
+
+typedef int (*pthread_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+
+static _Atomic(pthread_create_fn) real_create;
+static pthread_key_t exit_key;
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+
+static void on_thread_exit(void *value)
+{
+	(void)value;
+	ember__threads_on_exit();
+}
+
+static void make_key(void)
+{
+	pthread_key_create(&exit_key, on_thread_exit);
+}
+
+static pthread_create_fn resolve_real(void)
+{
+	pthread_create_fn f = atomic_load_explicit(&real_create, memory_order_acquire);
+	if (!f) {
+		f = (pthread_create_fn)dlsym(RTLD_NEXT, "pthread_create");
+		if (!f)
+			return NULL;
+		atomic_store_explicit(&real_create, f, memory_order_release);
+	}
+	return f;
+}
+
+int ember__real_pthread_create(pthread_t *th, const pthread_attr_t *attr,
+			       void *(*fn)(void *), void *arg)
+{
+	pthread_create_fn f = resolve_real();
+	if (!f)
+		return EAGAIN;
+	return f(th, attr, fn, arg);
+}
+
+struct trampoline {
+	void *(*fn)(void *);
+	void *arg;
+};
+
+static void *trampoline_start(void *p)
+{
+	struct trampoline tr = *(struct trampoline *)p;
+	free(p);
+	pthread_once(&key_once, make_key);
+	pthread_setspecific(exit_key, (void *)1);
+	ember__threads_on_start();
+	return tr.fn(tr.arg);
+}
+
+/* Hidden alias target: what the exported pthread_create runs. */
+static int hooked_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+	pthread_create_fn real = resolve_real();
+	if (!real)
+		return EAGAIN;
+	struct trampoline *tr = malloc(sizeof(*tr));
+	if (!tr) /* run the thread unhooked rather than fail the application */
+		return real(th, attr, fn, arg);
+	tr->fn = fn;
+	tr->arg = arg;
+	int rc = real(th, attr, trampoline_start, tr);
+	if (rc != 0)
+		free(tr);
+	return rc;
+}
+
+EMBER_API int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *),
+			     void *arg)
+{
+	return hooked_create(th, attr, fn, arg);
+}
+
+/* Our own definition's address: a hidden alias is not interposable, while
+ * taking &pthread_create inside a shared library yields whichever definition
+ * the dynamic linker chose. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-attributes"
+extern __typeof(pthread_create) ember__own_pthread_create
+	__attribute__((alias("pthread_create"), visibility("hidden")));
+#pragma GCC diagnostic pop
+
+int ember__threads_hooked(const ember__threads *t)
+{
+	(void)t;
+	void *first = dlsym(RTLD_DEFAULT, "pthread_create");
+	return first == (void *)ember__own_pthread_create;
+}

@@ -1,0 +1,467 @@
+/*
+ * threads.c - per-thread CPU timers and stack bounds (threads.h).
+ */
+#include "agent/threads.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "emberprof.h"
+#include "symbols/procmaps.h"
+#include "util/error.h"
+
+enum { BOUNDS_UNKNOWN = 0, BOUNDS_PROBED = 1, BOUNDS_KNOWN = 2, BOUNDS_FAILED = 3 };
+
+/* The registry the pthread_create hook and fork handlers reach. Set while
+ * sampling runs; the hook runs on arbitrary application threads, which is
+ * why this one pointer has to be global. */
+static _Atomic(ember__threads *) g_threads;
+
+/* ---- records ---- */
+
+static size_t rec_lower_bound(const ember__threads *t, int32_t tid)
+{
+	size_t lo = 0, hi = t->nrecs;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (t->recs[mid].tid < tid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static ember__thread_rec *rec_find(ember__threads *t, int32_t tid)
+{
+	size_t i = rec_lower_bound(t, tid);
+	return i < t->nrecs && t->recs[i].tid == tid ? &t->recs[i] : NULL;
+}
+
+static ember__thread_rec *rec_add(ember__threads *t, int32_t tid)
+{
+	size_t i = rec_lower_bound(t, tid);
+	if (i < t->nrecs && t->recs[i].tid == tid)
+		return &t->recs[i];
+	if (t->nrecs == t->caprecs) {
+		size_t ncap = t->caprecs ? t->caprecs * 2 : 64;
+		ember__thread_rec *n = realloc(t->recs, ncap * sizeof(*n));
+		if (!n)
+			return NULL;
+		t->recs = n;
+		t->caprecs = ncap;
+	}
+	memmove(&t->recs[i + 1], &t->recs[i], (t->nrecs - i) * sizeof(*t->recs));
+	memset(&t->recs[i], 0, sizeof(t->recs[i]));
+	t->recs[i].tid = tid;
+	t->nrecs++;
+	return &t->recs[i];
+}
+
+static void rec_remove(ember__threads *t, ember__thread_rec *r)
+{
+	size_t i = (size_t)(r - t->recs);
+	memmove(&t->recs[i], &t->recs[i + 1], (t->nrecs - i - 1) * sizeof(*t->recs));
+	t->nrecs--;
+}
+
+/* ---- the handler's table ---- */
+
+/* Doubles the table, copying live entries, and publishes the new one. */
+static int grow_table(ember__threads *t)
+{
+	ember__threadtab *old = t->tab;
+	ember__threadtab *n = ember__threadtab_new(old->cap * 2);
+	if (!n)
+		return EMBER_ERR_NOMEM;
+	for (size_t i = 0; i < t->nrecs; i++) {
+		ember__thread_ent *oe = ember__threadtab_find(old, t->recs[i].tid);
+		ember__thread_ent *ne = ember__threadtab_insert(n, t->recs[i].tid);
+		if (oe && ne)
+			ember__threadtab_set_bounds(ne, atomic_load(&oe->lo), atomic_load(&oe->hi));
+	}
+	atomic_store_explicit(&t->sig->tab, n, memory_order_release);
+	t->tab = n;
+	/* Handlers may still read the old table; free it once none runs. */
+	if (t->nretired < sizeof(t->retired) / sizeof(*t->retired))
+		t->retired[t->nretired++] = old;
+	else if (ember__sigpath_quiesce())
+		ember__threadtab_free(old);
+	/* else: leak rather than free memory a handler may read */
+	return 0;
+}
+
+static ember__thread_ent *table_entry(ember__threads *t, int32_t tid)
+{
+	ember__thread_ent *e = ember__threadtab_insert(t->tab, tid);
+	if (!e && grow_table(t) == 0)
+		e = ember__threadtab_insert(t->tab, tid);
+	if (!e)
+		t->table_full++;
+	return e;
+}
+
+/* ---- timers ---- */
+
+static uint64_t next_random(ember__threads *t)
+{
+	/* xorshift64*: quality is plenty for spreading first expiries. */
+	uint64_t x = t->rng;
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	t->rng = x;
+	return x * 0x2545F4914F6CDD1DULL;
+}
+
+static int arm_thread_timer(ember__threads *t, ember__thread_rec *r)
+{
+	struct sigevent sev;
+	memset(&sev, 0, sizeof(sev));
+	sev.sigev_notify = SIGEV_THREAD_ID;
+	sev.sigev_signo = t->signo;
+	sev._sigev_un._tid = r->tid;
+	/* The CPU-time clock of any thread of ours: MAKE_THREAD_CPUCLOCK(tid,
+	 * CPUCLOCK_SCHED) in the kernel's encoding. */
+	clockid_t clk = (clockid_t)((~(unsigned)r->tid << 3) | 6u);
+	timer_t timer;
+	if (timer_create(clk, &sev, &timer) != 0)
+		return -errno;
+	/* First expiry uniform in (0, period]: short-lived threads are
+	 * sampled without bias, and threads do not fire in lockstep. */
+	int64_t first = 1 + (int64_t)(next_random(t) % (uint64_t)t->period_ns);
+	struct itimerspec its;
+	its.it_interval.tv_sec = t->period_ns / 1000000000;
+	its.it_interval.tv_nsec = t->period_ns % 1000000000;
+	its.it_value.tv_sec = first / 1000000000;
+	its.it_value.tv_nsec = first % 1000000000;
+	if (timer_settime(timer, 0, &its, NULL) != 0) {
+		int e = errno;
+		timer_delete(timer);
+		return -e;
+	}
+	r->timer = timer;
+	r->has_timer = 1;
+	return 0;
+}
+
+static void note_timer_failure(ember__threads *t, int32_t tid, int err)
+{
+	t->timer_failures++;
+	if (!t->first_error[0])
+		snprintf(t->first_error, sizeof(t->first_error), "timer for thread %d: %s", (int)tid,
+			 strerror(err));
+}
+
+static void send_probe(ember__threads *t, ember__thread_rec *r)
+{
+	siginfo_t si;
+	memset(&si, 0, sizeof(si));
+	si.si_signo = t->signo;
+	si.si_code = SI_QUEUE;
+	si.si_pid = t->pid;
+	si.si_uid = getuid();
+	si.si_value.sival_int = EMBER_PROBE_MAGIC;
+	if (syscall(SYS_rt_tgsigqueueinfo, t->pid, r->tid, t->signo, &si) == 0)
+		r->bounds = BOUNDS_PROBED;
+	else
+		r->bounds = BOUNDS_FAILED; /* thread gone; the next scan forgets it */
+	r->probe_tries++;
+}
+
+/* Registers a thread seen from outside (scan/start): timer, then probe. */
+static void adopt_thread(ember__threads *t, int32_t tid)
+{
+	ember__thread_rec *r = rec_add(t, tid);
+	if (!r)
+		return;
+	r->seen_gen = t->gen;
+	if (!table_entry(t, tid))
+		return;
+	t->threads_seen++;
+	if (!t->process_timer) {
+		int rc = arm_thread_timer(t, r);
+		if (rc)
+			note_timer_failure(t, tid, -rc);
+	}
+	send_probe(t, r);
+}
+
+static void forget_thread(ember__threads *t, ember__thread_rec *r)
+{
+	if (r->has_timer)
+		timer_delete(r->timer);
+	ember__thread_ent *e = ember__threadtab_find(t->tab, r->tid);
+	if (e)
+		ember__threadtab_set_bounds(e, 0, 0);
+	rec_remove(t, r);
+}
+
+/*
+ * Derives bounds from a probe answer. The live stack [sp, top) is mapped,
+ * so the mapping holding sp extends at least to the top. For a glibc
+ * thread, pthread_self() (the thread's TCB) sits at the top of the same
+ * mapping, just above the stack: it bounds the stack exactly. For the main
+ * thread it lies elsewhere, and the "[stack]" mapping's end is the top.
+ */
+static void resolve_probe(ember__threads *t, ember__thread_rec *r, ember__thread_ent *e)
+{
+	uintptr_t sp = atomic_load_explicit(&e->probe_sp, memory_order_acquire);
+	uintptr_t self = atomic_load_explicit(&e->probe_self, memory_order_relaxed);
+	ember__procmap m;
+	char path[32];
+	if (ember__procmaps_self_find(sp, &m, path, sizeof(path)) != 0) {
+		r->bounds = BOUNDS_FAILED;
+		t->probe_failures++;
+		return;
+	}
+	uintptr_t lo = m.start, hi = m.end;
+	if (self > sp && self < m.end) {
+		hi = self;
+	} else if (!strcmp(path, "[stack]")) {
+		/* The main stack grows down past the mapping's current start. */
+		struct rlimit rl;
+		uintptr_t room = 64u << 20;
+		if (getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+		    rl.rlim_cur < ((uintptr_t)1 << 30))
+			room = rl.rlim_cur;
+		lo = hi > room ? hi - room : 0;
+	}
+	ember__threadtab_set_bounds(e, lo, hi);
+	r->bounds = BOUNDS_KNOWN;
+}
+
+/* ---- scanning ---- */
+
+static void scan_tasks(ember__threads *t)
+{
+	DIR *d = opendir("/proc/self/task");
+	if (!d)
+		return;
+	t->gen++;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		char *end;
+		long tid = strtol(de->d_name, &end, 10);
+		if (*end || tid <= 0 || tid == t->agent_tid)
+			continue;
+		ember__thread_rec *r = rec_find(t, (int32_t)tid);
+		if (r)
+			r->seen_gen = t->gen;
+		else
+			adopt_thread(t, (int32_t)tid);
+	}
+	closedir(d);
+	for (size_t i = t->nrecs; i-- > 0;)
+		if (t->recs[i].seen_gen != t->gen)
+			forget_thread(t, &t->recs[i]);
+}
+
+void ember__threads_poll(ember__threads *t, int scan)
+{
+	pthread_mutex_lock(&t->mu);
+	if (scan)
+		scan_tasks(t);
+	for (size_t i = 0; i < t->nrecs; i++) {
+		ember__thread_rec *r = &t->recs[i];
+		if (r->bounds != BOUNDS_PROBED)
+			continue;
+		ember__thread_ent *e = ember__threadtab_find(t->tab, r->tid);
+		if (e && atomic_load_explicit(&e->probe_sp, memory_order_acquire))
+			resolve_probe(t, r, e);
+		else if (r->probe_tries < 50)
+			send_probe(t, r); /* lost or blocked; ask again */
+		else
+			r->bounds = BOUNDS_FAILED;
+	}
+	pthread_mutex_unlock(&t->mu);
+}
+
+/* ---- lifecycle ---- */
+
+static void atfork_prepare(void)
+{
+	ember__threads *t = atomic_load(&g_threads);
+	if (t)
+		pthread_mutex_lock(&t->mu);
+}
+
+static void atfork_parent(void)
+{
+	ember__threads *t = atomic_load(&g_threads);
+	if (t)
+		pthread_mutex_unlock(&t->mu);
+}
+
+static void atfork_child(void)
+{
+	/* The child has no timers and no agent thread: sampling is off there.
+	 * Unlock the copy of the mutex so nothing in the child can deadlock. */
+	ember__threads *t = atomic_exchange(&g_threads, NULL);
+	if (t)
+		pthread_mutex_unlock(&t->mu);
+	ember__sigpath_forget();
+}
+
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+static void install_atfork(void)
+{
+	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+}
+
+int ember__threads_start(ember__threads *t, ember__sigstate *sig, int signo, int64_t period_ns,
+			 int engine, int32_t agent_tid)
+{
+	memset(t, 0, sizeof(*t));
+	pthread_mutex_init(&t->mu, NULL);
+	t->sig = sig;
+	t->signo = signo;
+	t->period_ns = period_ns;
+	t->agent_tid = agent_tid;
+	t->pid = getpid();
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	t->rng = ((uint64_t)now.tv_nsec << 20) ^ (uint64_t)now.tv_sec ^ ((uint64_t)t->pid << 40) ^ 1;
+	t->tab = ember__threadtab_new(1024);
+	if (!t->tab)
+		return ember__error_oom("thread table");
+	atomic_store_explicit(&sig->tab, t->tab, memory_order_release);
+
+	t->process_timer = engine == EMBER_ENGINE_PROCESS_TIMER;
+	if (engine == EMBER_ENGINE_AUTO) {
+		/* Probe per-thread timers on this thread before relying on them. */
+		ember__thread_rec probe = {.tid = (int32_t)gettid()};
+		int rc = arm_thread_timer(t, &probe);
+		if (rc == 0)
+			timer_delete(probe.timer);
+		else
+			t->process_timer = 1;
+	}
+	if (t->process_timer && signo != SIGPROF)
+		return ember__error(EMBER_ERR_INVALID,
+				    "the process-wide timer engine can only use SIGPROF, not signal %d",
+				    signo);
+	sig->accept_itimer = t->process_timer;
+
+	pthread_once(&atfork_once, install_atfork);
+	pthread_mutex_lock(&t->mu);
+	atomic_store(&g_threads, t);
+	scan_tasks(t);
+	pthread_mutex_unlock(&t->mu);
+
+	if (!t->process_timer && t->timer_failures && t->threads_seen == t->timer_failures) {
+		ember__threads_stop(t);
+		return ember__error(EMBER_ERR_SYS, "cannot create per-thread CPU timers: %s",
+				    t->first_error);
+	}
+	if (t->process_timer) {
+		struct itimerval it;
+		it.it_interval.tv_sec = period_ns / 1000000000;
+		it.it_interval.tv_usec = (period_ns % 1000000000) / 1000;
+		if (it.it_interval.tv_sec == 0 && it.it_interval.tv_usec == 0)
+			it.it_interval.tv_usec = 1;
+		it.it_value = it.it_interval;
+		if (setitimer(ITIMER_PROF, &it, NULL) != 0) {
+			int e = errno;
+			ember__threads_stop(t);
+			return ember__error_errno(EMBER_ERR_SYS, e, "setitimer(ITIMER_PROF)");
+		}
+	}
+	t->hook_active = ember__threads_hooked(t);
+	return 0;
+}
+
+void ember__threads_stop(ember__threads *t)
+{
+	if (atomic_load(&g_threads) == t)
+		atomic_store(&g_threads, NULL);
+	if (t->process_timer) {
+		struct itimerval off;
+		memset(&off, 0, sizeof(off));
+		setitimer(ITIMER_PROF, &off, NULL);
+	}
+	pthread_mutex_lock(&t->mu);
+	for (size_t i = 0; i < t->nrecs; i++)
+		if (t->recs[i].has_timer && t->pid == getpid())
+			timer_delete(t->recs[i].timer);
+	t->nrecs = 0;
+	pthread_mutex_unlock(&t->mu);
+}
+
+void ember__threads_release(ember__threads *t)
+{
+	for (unsigned i = 0; i < t->nretired; i++)
+		ember__threadtab_free(t->retired[i]);
+	t->nretired = 0;
+	ember__threadtab_free(t->tab);
+	t->tab = NULL;
+	free(t->recs);
+	t->recs = NULL;
+	t->nrecs = t->caprecs = 0;
+	pthread_mutex_destroy(&t->mu);
+}
+
+/* ---- hook side: a new thread registers itself ---- */
+
+void ember__threads_on_start(void)
+{
+	ember__threads *t = atomic_load(&g_threads);
+	if (!t)
+		return;
+	int32_t tid = (int32_t)gettid();
+	uintptr_t lo = 0, hi = 0;
+	pthread_attr_t attr;
+	if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+		void *addr;
+		size_t size;
+		if (pthread_attr_getstack(&attr, &addr, &size) == 0) {
+			lo = (uintptr_t)addr;
+			hi = lo + size;
+		}
+		pthread_attr_destroy(&attr);
+	}
+	pthread_mutex_lock(&t->mu);
+	if (atomic_load(&g_threads) == t) {
+		ember__thread_rec *r = rec_add(t, tid);
+		ember__thread_ent *e = r ? table_entry(t, tid) : NULL;
+		if (r && e) {
+			r->seen_gen = t->gen;
+			if (hi) {
+				ember__threadtab_set_bounds(e, lo, hi);
+				r->bounds = BOUNDS_KNOWN;
+			}
+			if (!r->has_timer && !t->process_timer) {
+				t->threads_seen++;
+				int rc = arm_thread_timer(t, r);
+				if (rc)
+					note_timer_failure(t, tid, -rc);
+			}
+			if (!hi)
+				send_probe(t, r);
+		}
+	}
+	pthread_mutex_unlock(&t->mu);
+}
+
+void ember__threads_on_exit(void)
+{
+	ember__threads *t = atomic_load(&g_threads);
+	if (!t)
+		return;
+	pthread_mutex_lock(&t->mu);
+	if (atomic_load(&g_threads) == t) {
+		ember__thread_rec *r = rec_find(t, (int32_t)gettid());
+		if (r)
+			forget_thread(t, r);
+	}
+	pthread_mutex_unlock(&t->mu);
+}

@@ -1,0 +1,97 @@
+/*
+ * threads.h - the set of sampled threads: one CPU-time timer per thread,
+ * each thread's stack bounds published for the handler, and the hooks
+ * that cover threads created after start.
+ *
+ * Threads are found three ways: a scan of /proc/self/task at start and
+ * periodically on the agent thread (safety net, and the only way when the
+ * pthread_create hook is not in effect); the pthread_create wrapper
+ * (thread_hook.c), which registers a new thread from inside itself before
+ * its start routine runs; and exits, seen by a thread-specific-data
+ * destructor or by the next scan.
+ *
+ * Stack bounds come from pthread_getattr_np() in hooked threads. For other
+ * threads the agent asks the thread itself, with a queued signal, for its
+ * stack pointer and pthread_self(), and derives the bounds from the mapping
+ * that holds the stack pointer (see resolve_probe in threads.c).
+ *
+ * All functions here run on the agent thread or on application threads
+ * outside signal handlers, under the registry's mutex. None is
+ * async-signal-safe.
+ */
+#ifndef EMBER_THREADS_H
+#define EMBER_THREADS_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "sample/handler.h"
+
+typedef struct ember__thread_rec {
+	int32_t tid;
+	int has_timer;
+	timer_t timer;
+	int bounds; /* BOUNDS_* in threads.c */
+	unsigned probe_tries;
+	uint64_t seen_gen;
+} ember__thread_rec;
+
+typedef struct ember__threads {
+	pthread_mutex_t mu;
+	ember__sigstate *sig;
+	ember__threadtab *tab;
+	ember__threadtab *retired[16];
+	unsigned nretired;
+	ember__thread_rec *recs; /* sorted by tid */
+	size_t nrecs, caprecs;
+	int signo;
+	int64_t period_ns;
+	int process_timer; /* setitimer mode */
+	int32_t agent_tid;
+	pid_t pid;
+	uint64_t rng;
+	uint64_t gen;
+	int hook_active;
+	/* counters */
+	uint64_t threads_seen, timer_failures, probe_failures, table_full;
+	char first_error[256]; /* first timer failure, for the log */
+} ember__threads;
+
+/*
+ * Starts sampling every thread of the process except `agent_tid`: builds
+ * the table, arms timers (or the process timer), probes stack bounds.
+ * `engine` is an ember_engine; AUTO falls back to the process timer when
+ * per-thread timers are refused. On success the registry is reachable by
+ * the pthread_create hook. 0 or ember_err.
+ */
+int ember__threads_start(ember__threads *t, ember__sigstate *sig, int signo, int64_t period_ns,
+			 int engine, int32_t agent_tid);
+
+/*
+ * Agent-thread housekeeping: resolves answered probes; with `scan`, also
+ * re-reads /proc/self/task to arm new threads and forget dead ones.
+ */
+void ember__threads_poll(ember__threads *t, int scan);
+
+/* Whether threads created later register themselves (hook in effect). */
+int ember__threads_hooked(const ember__threads *t);
+
+/*
+ * Disarms and deletes every timer and detaches the registry from the hook.
+ * The table stays published to the handler until the caller uninstalls the
+ * signal handler; then ember__threads_release() frees it.
+ */
+void ember__threads_stop(ember__threads *t);
+void ember__threads_release(ember__threads *t);
+
+/* Called by thread_hook.c in a new thread / at its exit. */
+void ember__threads_on_start(void);
+void ember__threads_on_exit(void);
+
+/* The real pthread_create (resolved once by thread_hook.c). */
+int ember__real_pthread_create(pthread_t *th, const pthread_attr_t *attr,
+			       void *(*fn)(void *), void *arg);
+
+#endif

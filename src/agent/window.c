@@ -1,0 +1,201 @@
+/*
+ * window.c - from deduplicated stacks to a pprof-shaped profile.
+ *
+ * Each distinct PC becomes one Location (the leaf's own address; for
+ * callers, the return address minus one, which lies inside the call
+ * instruction and so symbolizes to the calling line). Locations point to
+ * the Mapping of their module and to one Line per (inlined) function.
+ * Functions are shared by name, system name and file.
+ */
+#include "agent/window.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "util/error.h"
+#include "util/hashmap.h"
+
+typedef struct builder {
+	ember__profile *p;
+	ember__symbolizer *sym;
+	ember__u64map locs;  /* lookup address -> location index */
+	ember__u64map maps;  /* module id + 1 -> mapping index */
+	ember__u64map funcs; /* string hash (+probe) -> function index */
+} builder;
+
+static uint32_t mapping_for(builder *b, const ember__module_info *m)
+{
+	int inserted;
+	uint64_t *v = ember__u64map_put(&b->maps, (uint64_t)m->id + 1, &inserted);
+	if (!v)
+		return 0;
+	if (!inserted)
+		return (uint32_t)*v;
+	ember__mapping mp = {
+		.start = m->start,
+		.limit = m->limit,
+		.offset = m->file_offset,
+		.file = ember__profile_strdup(b->p, m->path),
+		.build_id = ember__profile_strdup(b->p, m->build_id),
+		.has_functions = m->has_symbols,
+		.has_filenames = m->has_lines,
+		.has_line_numbers = m->has_lines,
+	};
+	*v = ember__profile_add_mapping(b->p, &mp);
+	return (uint32_t)*v;
+}
+
+static int same(const char *a, const char *b)
+{
+	return !strcmp(a ? a : "", b ? b : "");
+}
+
+static uint32_t function_for(builder *b, const ember__symbol_frame *f)
+{
+	const char *name = f->function ? f->function : "";
+	const char *sys = f->system_name ? f->system_name : name;
+	const char *file = f->file ? f->file : "";
+	uint64_t h = ember__hash_bytes(name, strlen(name), 1);
+	h = ember__hash_bytes(sys, strlen(sys), h);
+	h = ember__hash_bytes(file, strlen(file), h);
+	for (;; h++) {
+		int inserted;
+		uint64_t *v = ember__u64map_put(&b->funcs, h, &inserted);
+		if (!v)
+			return 0;
+		if (!inserted) {
+			const ember__function *fn = &b->p->functions[*v - 1];
+			if (same(fn->name, name) && same(fn->system_name, sys) && same(fn->filename, file))
+				return (uint32_t)*v;
+			continue; /* a different function with the same hash: probe on */
+		}
+		ember__function fn = {
+			.name = ember__profile_strdup(b->p, name),
+			.system_name = ember__profile_strdup(b->p, sys),
+			.filename = ember__profile_strdup(b->p, file),
+		};
+		*v = ember__profile_add_function(b->p, &fn);
+		return (uint32_t)*v;
+	}
+}
+
+static uint32_t location_for(builder *b, uint64_t addr)
+{
+	int inserted;
+	uint64_t *v = ember__u64map_put(&b->locs, addr, &inserted);
+	if (!v)
+		return 0;
+	if (!inserted)
+		return (uint32_t)*v;
+	ember__location loc = {.address = addr};
+	ember__symbol_info si;
+	if (b->sym && ember__symbolizer_lookup(b->sym, addr, &si) == 0) {
+		if (si.module)
+			loc.mapping = mapping_for(b, si.module);
+		if (si.nframes) {
+			loc.lines = ember__arena_alloc(&b->p->arena, si.nframes * sizeof(*loc.lines));
+			if (!loc.lines)
+				return 0;
+			for (uint32_t i = 0; i < si.nframes; i++) {
+				loc.lines[i].function = function_for(b, &si.frames[i]);
+				loc.lines[i].line = si.frames[i].line;
+				if (!loc.lines[i].function)
+					return 0;
+			}
+			loc.nlines = si.nframes;
+		}
+	}
+	/* The builder's map may have moved; look the slot up again. */
+	uint32_t idx = ember__profile_add_location(b->p, &loc);
+	v = ember__u64map_get(&b->locs, addr);
+	*v = idx;
+	return idx;
+}
+
+static int add_labels(builder *b, const ember__config *cfg, const ember__agg *a,
+		      const ember__agg_stack *s, ember__sample *out)
+{
+	uint32_t n = (uint32_t)cfg->ntags + (cfg->thread_labels ? 2u : 0u);
+	if (!n)
+		return 0;
+	out->labels = ember__arena_alloc(&b->p->arena, n * sizeof(*out->labels));
+	if (!out->labels)
+		return EMBER_ERR_NOMEM;
+	uint32_t k = 0;
+	for (size_t i = 0; i < cfg->ntags; i++) {
+		out->labels[k].key = ember__profile_strdup(b->p, cfg->tags[i].key);
+		out->labels[k].str = ember__profile_strdup(b->p, cfg->tags[i].value);
+		k++;
+	}
+	if (cfg->thread_labels) {
+		char tid[16];
+		snprintf(tid, sizeof(tid), "%d", (int)s->tid);
+		const char *name = ember__agg_name(a, s->tid);
+		out->labels[k].key = ember__profile_strdup(b->p, "thread_id");
+		out->labels[k].str = ember__profile_strdup(b->p, tid);
+		k++;
+		out->labels[k].key = ember__profile_strdup(b->p, "thread_name");
+		out->labels[k].str = ember__profile_strdup(b->p, name ? name : "?");
+		k++;
+	}
+	out->nlabels = k;
+	return 0;
+}
+
+int ember__window_profile(const ember__agg *a, ember__symbolizer *sym, const ember__config *cfg,
+			  int64_t start_ns, int64_t end_ns, ember__profile **out)
+{
+	*out = NULL;
+	builder b = {.sym = sym};
+	b.p = ember__profile_new();
+	if (!b.p)
+		return ember__error_oom("profile");
+	ember__profile *p = b.p;
+	int64_t period = 1000000000 / (int64_t)cfg->hz;
+	p->nvalues = 2;
+	p->sample_type[0] = (ember__value_type){ember__profile_strdup(p, "samples"),
+						ember__profile_strdup(p, "count")};
+	p->sample_type[1] = (ember__value_type){ember__profile_strdup(p, "cpu"),
+						ember__profile_strdup(p, "nanoseconds")};
+	p->period_type = p->sample_type[1];
+	p->period = period;
+	p->time_nanos = start_ns;
+	p->duration_nanos = end_ns - start_ns;
+	p->default_sample_type = p->sample_type[1].type;
+
+	int rc = 0;
+	for (size_t i = 0; i < a->n && rc == 0; i++) {
+		const ember__agg_stack *s = a->stacks[i];
+		ember__sample smp;
+		memset(&smp, 0, sizeof(smp));
+		smp.locs = ember__arena_alloc(&p->arena, s->depth * sizeof(*smp.locs));
+		if (!smp.locs) {
+			rc = EMBER_ERR_NOMEM;
+			break;
+		}
+		for (uint32_t d = 0; d < s->depth; d++) {
+			uint64_t addr = d == 0 || s->pcs[d] == 0 ? s->pcs[d] : s->pcs[d] - 1;
+			smp.locs[d] = location_for(&b, addr);
+			if (!smp.locs[d]) {
+				rc = EMBER_ERR_NOMEM;
+				break;
+			}
+		}
+		smp.nlocs = s->depth;
+		smp.values[0] = (int64_t)s->count;
+		smp.values[1] = (int64_t)s->weight * period;
+		if (rc == 0)
+			rc = add_labels(&b, cfg, a, s, &smp);
+		if (rc == 0 && !ember__profile_add_sample(p, &smp))
+			rc = EMBER_ERR_NOMEM;
+	}
+	ember__u64map_free(&b.locs);
+	ember__u64map_free(&b.maps);
+	ember__u64map_free(&b.funcs);
+	if (rc) {
+		ember__profile_free(p);
+		return ember__error_oom("window profile");
+	}
+	*out = p;
+	return 0;
+}

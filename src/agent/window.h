@@ -1,0 +1,21 @@
+/*
+ * window.h - turns one window's aggregated stacks into a symbolized
+ * profile (the pprof model of profile.h). Agent thread only.
+ */
+#ifndef EMBER_WINDOW_H
+#define EMBER_WINDOW_H
+
+#include "agent/aggregate.h"
+#include "agent/agent_internal.h"
+#include "profile/profile.h"
+#include "symbols/symbolizer.h"
+
+/*
+ * Builds the CPU profile of [start_ns, end_ns) from `a`. `sym` may be NULL
+ * (then locations carry addresses only). On success *out is the caller's,
+ * freed with ember__profile_free(). 0 or ember_err.
+ */
+int ember__window_profile(const ember__agg *a, ember__symbolizer *sym, const ember__config *cfg,
+			  int64_t start_ns, int64_t end_ns, ember__profile **out);
+
+#endif

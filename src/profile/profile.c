@@ -1,0 +1,76 @@
+/*
+ * profile.c - construction of the in-memory profile model (see profile.h).
+ * Tables grow by doubling with realloc; strings and per-item arrays live in
+ * the arena.
+ */
+#include "profile/profile.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+ember__profile *ember__profile_new(void)
+{
+	ember__profile *p = calloc(1, sizeof(*p));
+	return p;
+}
+
+void ember__profile_free(ember__profile *p)
+{
+	if (!p)
+		return;
+	free(p->mappings);
+	free(p->functions);
+	free(p->locations);
+	free(p->samples);
+	ember__arena_release(&p->arena);
+	free(p);
+}
+
+const char *ember__profile_strdup(ember__profile *p, const char *s)
+{
+	return ember__arena_strdup(&p->arena, s);
+}
+
+/* Grows *tab (of elements of `size` bytes) to hold one more; 0 on OOM. */
+static int grow(void **tab, uint32_t n, uint32_t *cap, size_t size)
+{
+	if (n < *cap)
+		return 1;
+	uint32_t ncap = *cap ? *cap * 2 : 64;
+	if (ncap <= *cap)
+		return 0;
+	void *t = realloc(*tab, (size_t)ncap * size);
+	if (!t)
+		return 0;
+	*tab = t;
+	*cap = ncap;
+	return 1;
+}
+
+#define APPEND(p, tab, n, cap, item)                                            \
+	do {                                                                    \
+		if (!grow((void **)&(p)->tab, (p)->n, &(p)->cap, sizeof(*(item)))) \
+			return 0;                                               \
+		(p)->tab[(p)->n++] = *(item);                                   \
+		return (p)->n;                                                  \
+	} while (0)
+
+uint32_t ember__profile_add_mapping(ember__profile *p, const ember__mapping *m)
+{
+	APPEND(p, mappings, nmappings, cap_mappings, m);
+}
+
+uint32_t ember__profile_add_function(ember__profile *p, const ember__function *f)
+{
+	APPEND(p, functions, nfunctions, cap_functions, f);
+}
+
+uint32_t ember__profile_add_location(ember__profile *p, const ember__location *l)
+{
+	APPEND(p, locations, nlocations, cap_locations, l);
+}
+
+uint32_t ember__profile_add_sample(ember__profile *p, const ember__sample *s)
+{
+	APPEND(p, samples, nsamples, cap_samples, s);
+}

@@ -1,0 +1,160 @@
+/*
+ * handler.c - the sampling signal handler.
+ *
+ * Runs on whichever application thread the timer signal hits. Everything
+ * here is async-signal-safe: it reads the interrupted registers from the
+ * ucontext, looks up the thread's stack bounds in a lock-free table,
+ * claims a slot in a preallocated ring, unwinds into it and publishes it.
+ * No allocation, no locks, no stdio; when it cannot do its work it counts
+ * why and returns. errno is preserved for the interrupted code.
+ */
+#include "sample/handler.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "emberprof.h"
+#include "unwind/unwind.h"
+#include "util/error.h"
+
+static _Atomic(ember__sigstate *) g_state;
+static _Atomic int g_inflight;
+
+__thread int ember__sig_depth __attribute__((tls_model("initial-exec")));
+
+static void answer_probe(ember__sigstate *st, void *uc)
+{
+	ember__threadtab *tab = atomic_load_explicit(&st->tab, memory_order_acquire);
+	ember__thread_ent *e = ember__threadtab_find(tab, (int32_t)gettid());
+	if (!e)
+		return;
+	ember__regs regs;
+	ember__regs_from_ucontext(uc, &regs);
+	atomic_store_explicit(&e->probe_self, (uintptr_t)pthread_self(), memory_order_relaxed);
+	atomic_store_explicit(&e->probe_sp, regs.sp, memory_order_release);
+	atomic_fetch_add_explicit(&st->probes, 1, memory_order_relaxed);
+}
+
+static void take_sample(ember__sigstate *st, uint32_t weight, void *uc)
+{
+	ember__sample_rec *r = ember__sampbuf_claim(&st->buf);
+	if (!r) {
+		atomic_fetch_add_explicit(&st->dropped_full, 1, memory_order_relaxed);
+		return;
+	}
+	int32_t tid = (int32_t)gettid();
+	ember__regs regs;
+	ember__regs_from_ucontext(uc, &regs);
+	ember__stack_bounds bounds = {0, 0};
+	ember__threadtab *tab = atomic_load_explicit(&st->tab, memory_order_acquire);
+	if (tab)
+		ember__threadtab_bounds(tab, tid, &bounds);
+	unsigned flags = 0;
+	int n = ember__unwind(st->unwind_mode, &regs, &bounds, r->pcs, st->max_depth, &flags);
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	r->depth = (uint32_t)n;
+	r->tid = tid;
+	r->weight = weight;
+	r->flags = flags;
+	r->time_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	ember__sampbuf_commit(r);
+	atomic_fetch_add_explicit(&st->samples, 1, memory_order_relaxed);
+	if (flags & EMBER_UNWIND_NO_BOUNDS)
+		atomic_fetch_add_explicit(&st->no_bounds, 1, memory_order_relaxed);
+	else if (flags & EMBER_UNWIND_TRUNCATED)
+		atomic_fetch_add_explicit(&st->truncated, 1, memory_order_relaxed);
+}
+
+void ember__sigpath_handler(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig;
+	int saved_errno = errno;
+	ember__sig_depth++;
+	atomic_fetch_add_explicit(&g_inflight, 1, memory_order_acq_rel);
+	ember__sigstate *st = atomic_load_explicit(&g_state, memory_order_acquire);
+	if (!st)
+		goto out;
+	if (si->si_code == SI_TIMER) {
+		/* POSIX timer: overruns are expirations merged into this signal. */
+		int ov = si->si_overrun;
+		uint32_t weight = 1u + (uint32_t)(ov < 0 ? 0 : ov > 100000 ? 100000 : ov);
+		take_sample(st, weight, uc);
+	} else if (si->si_code == SI_KERNEL && st->accept_itimer) {
+		take_sample(st, 1, uc); /* setitimer(ITIMER_PROF) */
+	} else if (si->si_code == SI_QUEUE && si->si_pid == getpid() &&
+		   si->si_value.sival_int == EMBER_PROBE_MAGIC) {
+		answer_probe(st, uc);
+	} else {
+		/* kill(), another process, or a timer that is not ours. */
+		atomic_fetch_add_explicit(&st->foreign, 1, memory_order_relaxed);
+	}
+out:
+	atomic_fetch_sub_explicit(&g_inflight, 1, memory_order_release);
+	ember__sig_depth--;
+	errno = saved_errno;
+}
+
+int ember__sigpath_install(ember__sigstate *st, int signo, struct sigaction *old)
+{
+	if (sigaction(signo, NULL, old) != 0)
+		return ember__error_errno(EMBER_ERR_SYS, errno, "sigaction(%d)", signo);
+	int custom = (old->sa_flags & SA_SIGINFO) ? old->sa_sigaction != NULL
+						   : (old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN);
+	if (custom && !((old->sa_flags & SA_SIGINFO) && old->sa_sigaction == ember__sigpath_handler))
+		return ember__error(EMBER_ERR_BUSY,
+				    "signal %d (%s) already has a handler at %p installed by the "
+				    "application; emberprof will not replace it. Pick a free signal "
+				    "with EMBERPROF_SIGNAL (e.g. SIGRTMIN+4)",
+				    signo, strsignal(signo),
+				    (old->sa_flags & SA_SIGINFO) ? (void *)old->sa_sigaction
+								 : (void *)old->sa_handler);
+	ember__sigstate *expect = NULL;
+	if (!atomic_compare_exchange_strong(&g_state, &expect, st))
+		return ember__error(EMBER_ERR_BUSY, "another emberprof agent is already running in this process");
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = ember__sigpath_handler;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(signo, &sa, NULL) != 0) {
+		int e = errno;
+		atomic_store(&g_state, NULL);
+		return ember__error_errno(EMBER_ERR_SYS, e, "sigaction(%d)", signo);
+	}
+	return 0;
+}
+
+int ember__sigpath_quiesce(void)
+{
+	for (int i = 0; i < 1000; i++) {
+		if (atomic_load_explicit(&g_inflight, memory_order_acquire) == 0)
+			return 1;
+		struct timespec d = {0, 1000000};
+		nanosleep(&d, NULL);
+	}
+	return 0;
+}
+
+void ember__sigpath_uninstall(int signo, const struct sigaction *old)
+{
+	atomic_store_explicit(&g_state, NULL, memory_order_release);
+	/* Setting SIG_IGN discards signals already pending for every thread,
+	 * so restoring SIG_DFL next cannot let a late SIGPROF kill the process. */
+	struct sigaction ign;
+	memset(&ign, 0, sizeof(ign));
+	ign.sa_handler = SIG_IGN;
+	sigemptyset(&ign.sa_mask);
+	sigaction(signo, &ign, NULL);
+	sigaction(signo, old, NULL);
+	ember__sigpath_quiesce();
+}
+
+void ember__sigpath_forget(void)
+{
+	atomic_store_explicit(&g_state, NULL, memory_order_release);
+	atomic_store_explicit(&g_inflight, 0, memory_order_release);
+}

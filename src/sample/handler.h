@@ -1,0 +1,65 @@
+/*
+ * handler.h - the sampling signal handler and the little global state it
+ * needs.
+ *
+ * The handler reaches the running sampler through one atomic pointer
+ * (g_state in handler.c): it is the only mutable global of emberprof,
+ * besides an in-flight counter that lets the agent wait until no handler
+ * runs before it frees what handlers read.
+ */
+#ifndef EMBER_HANDLER_H
+#define EMBER_HANDLER_H
+
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "sample/sampbuf.h"
+#include "sample/threadtab.h"
+
+/* sigqueue() value asking a thread to report its sp and pthread_self(). */
+#define EMBER_PROBE_MAGIC 0x656d6272 /* "embr" */
+
+typedef struct ember__sigstate {
+	ember__sampbuf buf;
+	_Atomic(ember__threadtab *) tab;
+	int unwind_mode;
+	int max_depth;
+	int accept_itimer; /* process-wide ITIMER_PROF fallback: SI_KERNEL signals count */
+	_Atomic uint64_t samples;
+	_Atomic uint64_t dropped_full;
+	_Atomic uint64_t truncated;
+	_Atomic uint64_t no_bounds;
+	_Atomic uint64_t foreign;
+	_Atomic uint64_t probes;
+} ember__sigstate;
+
+/*
+ * Makes `st` the state handlers use and installs the handler for `signo`,
+ * saving the previous action in *old. Fails with EMBER_ERR_BUSY (and a
+ * message naming the handler) if another sampler is active or if `signo`
+ * already has a handler that is not SIG_DFL/SIG_IGN. Agent side.
+ */
+int ember__sigpath_install(ember__sigstate *st, int signo, struct sigaction *old);
+
+/*
+ * Detaches the state (handlers that start afterwards do nothing), discards
+ * pending `signo` signals and restores `old`, then waits until no handler
+ * is running. After it returns, `st` is no longer reachable from any
+ * handler. Agent side.
+ */
+void ember__sigpath_uninstall(int signo, const struct sigaction *old);
+
+/* Waits (bounded, ~1 s) until no handler runs; 1 if quiescent. Agent side. */
+int ember__sigpath_quiesce(void);
+
+/* Forgets the active state without touching signals: for a fork child. */
+void ember__sigpath_forget(void);
+
+/* The handler itself, exposed for tests and for the disposition check. */
+void ember__sigpath_handler(int sig, siginfo_t *si, void *uc);
+
+/* Handler nesting depth on this thread (tests: "no malloc in handler"). */
+extern __thread int ember__sig_depth __attribute__((tls_model("initial-exec")));
+
+#endif

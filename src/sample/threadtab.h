@@ -1,0 +1,62 @@
+/*
+ * threadtab.h - per-thread stack bounds the signal handler can look up by
+ * thread id without locks.
+ *
+ * An open-addressing table of fixed capacity, mmap'd once. Readers (the
+ * handler) find a thread's entry by linear probing and read its bounds
+ * under a sequence counter, so a concurrent update is seen either whole or
+ * not at all (then the sample keeps only its leaf). Keys are never removed:
+ * an exited thread's entry is invalidated and reused if the id comes back,
+ * so probe chains stay intact. When the table is too full the writer builds
+ * a bigger one and publishes it with one atomic store (see threads.c).
+ *
+ * Writers must hold the agent's thread-table lock; they are not
+ * async-signal-safe only in that sense (they never block or allocate).
+ */
+#ifndef EMBER_THREADTAB_H
+#define EMBER_THREADTAB_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "unwind/unwind.h"
+
+typedef struct ember__thread_ent {
+	_Atomic int32_t tid;  /* 0 = empty */
+	_Atomic uint32_t seq; /* odd while being written */
+	_Atomic uintptr_t lo, hi;
+	/* Written by the handler when it answers a probe (threads.c). */
+	_Atomic uintptr_t probe_sp, probe_self;
+} ember__thread_ent;
+
+typedef struct ember__threadtab {
+	uint32_t cap; /* power of two */
+	_Atomic uint32_t used;
+	size_t map_size;
+	ember__thread_ent ents[];
+} ember__threadtab;
+
+/* Maps a table with room for `cap` (rounded up to a power of two) ids. */
+ember__threadtab *ember__threadtab_new(uint32_t cap);
+void ember__threadtab_free(ember__threadtab *t);
+
+/*
+ * Reader: copies tid's bounds into *out; returns 1 if found and valid.
+ * Async-signal-safe, lock-free.
+ */
+int ember__threadtab_bounds(const ember__threadtab *t, int32_t tid, ember__stack_bounds *out);
+
+/* Reader: the entry for tid or NULL. Async-signal-safe, lock-free. */
+ember__thread_ent *ember__threadtab_find(ember__threadtab *t, int32_t tid);
+
+/*
+ * Writer (lock held): the entry for tid, inserted if absent. NULL when the
+ * table is more than 3/4 full and tid is absent (the caller grows it).
+ */
+ember__thread_ent *ember__threadtab_insert(ember__threadtab *t, int32_t tid);
+
+/* Writer (lock held): sets or clears (0, 0) the bounds of an entry. */
+void ember__threadtab_set_bounds(ember__thread_ent *e, uintptr_t lo, uintptr_t hi);
+
+#endif
