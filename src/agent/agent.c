@@ -212,6 +212,22 @@ next:
 	return rc;
 }
 
+/*
+ * Runs on the agent thread once stop() has silenced the handler: the last
+ * drain, any window that ended meanwhile, then the final partial window.
+ */
+static void final_window(ember__core *c)
+{
+	drain(c);
+	int64_t end = now_ns(CLOCK_REALTIME);
+	int64_t interval = (int64_t)c->cfg.interval_ms * 1000000;
+	while (end >= c->win_end) {
+		close_window(c, c->win_end, 0);
+		c->win_end += interval;
+	}
+	c->final_rc = close_window(c, end, 1);
+}
+
 static void *agent_main(void *arg)
 {
 	ember__core *c = arg;
@@ -277,6 +293,7 @@ static void *agent_main(void *arg)
 		pthread_mutex_lock(&c->mu);
 	}
 	pthread_mutex_unlock(&c->mu);
+	final_window(c);
 	return NULL;
 }
 
@@ -380,14 +397,7 @@ EMBER_API int ember_running_stop(ember_agent **out, ember_running *r)
 	pthread_mutex_unlock(&c->mu);
 	pthread_join(c->thread, NULL);
 
-	drain(c);
-	int64_t end = now_ns(CLOCK_REALTIME);
-	int64_t interval = (int64_t)c->cfg.interval_ms * 1000000;
-	while (end >= c->win_end) {
-		close_window(c, c->win_end, 0);
-		c->win_end += interval;
-	}
-	int rc = close_window(c, end, 1);
+	int rc = c->final_rc;
 	add_sig_totals(c);
 	ember__log(&c->cfg, EMBER_LOG_INFO,
 		   "stopped: %" PRIu64 " samples, %" PRIu64 " dropped (buffer full), %" PRIu64

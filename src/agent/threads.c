@@ -286,6 +286,16 @@ void ember__threads_poll(ember__threads *t, int scan)
 	pthread_mutex_unlock(&t->mu);
 }
 
+static int probes_pending(ember__threads *t)
+{
+	int n = 0;
+	pthread_mutex_lock(&t->mu);
+	for (size_t i = 0; i < t->nrecs; i++)
+		n += t->recs[i].bounds == BOUNDS_PROBED;
+	pthread_mutex_unlock(&t->mu);
+	return n;
+}
+
 /* ---- lifecycle ---- */
 
 static void atfork_prepare(void)
@@ -377,6 +387,13 @@ int ember__threads_start(ember__threads *t, ember__sigstate *sig, int signo, int
 		}
 	}
 	t->hook_active = ember__threads_hooked(t);
+	/* Threads that run answer the probe within microseconds; give them a
+	 * moment so their first samples already have full stacks. */
+	for (int i = 0; i < 20 && probes_pending(t); i++) {
+		struct timespec d = {0, 1000000};
+		nanosleep(&d, NULL);
+		ember__threads_poll(t, 0);
+	}
 	return 0;
 }
 
