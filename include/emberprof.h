@@ -30,6 +30,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/*
+ * Passing one handle type where another is expected is what makes lifecycle
+ * misuse fail to compile. C compilers before GCC 14 and Clang 16 only warn
+ * about incompatible pointer types, so this header makes that diagnostic an
+ * error, as those newer compilers do by default.
+ */
+#if defined(__GNUC__) && !defined(__cplusplus) && !defined(EMBER_NO_STRICT_HANDLES)
+#pragma GCC diagnostic error "-Wincompatible-pointer-types"
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif

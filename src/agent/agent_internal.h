@@ -12,7 +12,7 @@
 
 #include "emberprof.h"
 #include "agent/threads.h"
-#include "sample/handler.h"
+#include "agent/sigsetup.h"
 
 typedef struct ember__tag {
 	char *key, *value;

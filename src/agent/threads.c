@@ -15,6 +15,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "agent/sigsetup.h"
 #include "emberprof.h"
 #include "symbols/procmaps.h"
 #include "util/error.h"

@@ -12,13 +12,11 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "emberprof.h"
 #include "unwind/unwind.h"
-#include "util/error.h"
 
 static _Atomic(ember__sigstate *) g_state;
 static _Atomic int g_inflight;
@@ -98,59 +96,20 @@ out:
 	errno = saved_errno;
 }
 
-int ember__sigpath_install(ember__sigstate *st, int signo, struct sigaction *old)
+int ember__sigpath_attach(ember__sigstate *st)
 {
-	if (sigaction(signo, NULL, old) != 0)
-		return ember__error_errno(EMBER_ERR_SYS, errno, "sigaction(%d)", signo);
-	int custom = (old->sa_flags & SA_SIGINFO) ? old->sa_sigaction != NULL
-						   : (old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN);
-	if (custom && !((old->sa_flags & SA_SIGINFO) && old->sa_sigaction == ember__sigpath_handler))
-		return ember__error(EMBER_ERR_BUSY,
-				    "signal %d (%s) already has a handler at %p installed by the "
-				    "application; emberprof will not replace it. Pick a free signal "
-				    "with EMBERPROF_SIGNAL (e.g. SIGRTMIN+4)",
-				    signo, strsignal(signo),
-				    (old->sa_flags & SA_SIGINFO) ? (void *)old->sa_sigaction
-								 : (void *)old->sa_handler);
 	ember__sigstate *expect = NULL;
-	if (!atomic_compare_exchange_strong(&g_state, &expect, st))
-		return ember__error(EMBER_ERR_BUSY, "another emberprof agent is already running in this process");
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = ember__sigpath_handler;
-	sa.sa_flags = SA_SIGINFO | SA_RESTART;
-	sigemptyset(&sa.sa_mask);
-	if (sigaction(signo, &sa, NULL) != 0) {
-		int e = errno;
-		atomic_store(&g_state, NULL);
-		return ember__error_errno(EMBER_ERR_SYS, e, "sigaction(%d)", signo);
-	}
-	return 0;
+	return atomic_compare_exchange_strong(&g_state, &expect, st) ? 0 : -1;
 }
 
-int ember__sigpath_quiesce(void)
-{
-	for (int i = 0; i < 1000; i++) {
-		if (atomic_load_explicit(&g_inflight, memory_order_acquire) == 0)
-			return 1;
-		struct timespec d = {0, 1000000};
-		nanosleep(&d, NULL);
-	}
-	return 0;
-}
-
-void ember__sigpath_uninstall(int signo, const struct sigaction *old)
+void ember__sigpath_detach(void)
 {
 	atomic_store_explicit(&g_state, NULL, memory_order_release);
-	/* Setting SIG_IGN discards signals already pending for every thread,
-	 * so restoring SIG_DFL next cannot let a late SIGPROF kill the process. */
-	struct sigaction ign;
-	memset(&ign, 0, sizeof(ign));
-	ign.sa_handler = SIG_IGN;
-	sigemptyset(&ign.sa_mask);
-	sigaction(signo, &ign, NULL);
-	sigaction(signo, old, NULL);
-	ember__sigpath_quiesce();
+}
+
+int ember__sigpath_inflight(void)
+{
+	return atomic_load_explicit(&g_inflight, memory_order_acquire);
 }
 
 void ember__sigpath_forget(void)

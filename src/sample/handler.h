@@ -35,24 +35,14 @@ typedef struct ember__sigstate {
 } ember__sigstate;
 
 /*
- * Makes `st` the state handlers use and installs the handler for `signo`,
- * saving the previous action in *old. Fails with EMBER_ERR_BUSY (and a
- * message naming the handler) if another sampler is active or if `signo`
- * already has a handler that is not SIG_DFL/SIG_IGN. Agent side.
+ * Makes `st` the state handlers use; -1 if another state is attached.
+ * Async-signal-safe (one compare-and-swap).
  */
-int ember__sigpath_install(ember__sigstate *st, int signo, struct sigaction *old);
-
-/*
- * Detaches the state (handlers that start afterwards do nothing), discards
- * pending `signo` signals and restores `old`, then waits until no handler
- * is running. After it returns, `st` is no longer reachable from any
- * handler. Agent side.
- */
-void ember__sigpath_uninstall(int signo, const struct sigaction *old);
-
-/* Waits (bounded, ~1 s) until no handler runs; 1 if quiescent. Agent side. */
-int ember__sigpath_quiesce(void);
-
+int ember__sigpath_attach(ember__sigstate *st);
+/* Detaches the state: handlers that start afterwards do nothing. */
+void ember__sigpath_detach(void);
+/* Number of handlers running right now, on any thread. */
+int ember__sigpath_inflight(void);
 /* Forgets the active state without touching signals: for a fork child. */
 void ember__sigpath_forget(void);
 

@@ -38,14 +38,14 @@
 			IT_FAIL(__VA_ARGS__);                                       \
 	} while (0)
 
-static double it_thread_cpu(void)
+static __attribute__((unused)) double it_thread_cpu(void)
 {
 	struct timespec t;
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
 	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
-static double it_process_cpu(void)
+static __attribute__((unused)) double it_process_cpu(void)
 {
 	struct rusage ru;
 	getrusage(RUSAGE_SELF, &ru);
@@ -55,7 +55,7 @@ static double it_process_cpu(void)
 
 /* Identical bodies; noinline and -fno-ipa-icf keep them apart. The
  * volatile array puts them on the stack, which gives them a frame. */
-__attribute__((noinline)) static double hot_a(int n)
+__attribute__((noinline, unused)) static double hot_a(int n)
 {
 	volatile double acc[2] = {0, 0};
 	for (int i = 0; i < n; i++)
@@ -63,7 +63,7 @@ __attribute__((noinline)) static double hot_a(int n)
 	return acc[0] + acc[1];
 }
 
-__attribute__((noinline)) static double hot_b(int n)
+__attribute__((noinline, unused)) static double hot_b(int n)
 {
 	volatile double acc[2] = {0, 0};
 	for (int i = 0; i < n; i++)
@@ -71,13 +71,13 @@ __attribute__((noinline)) static double hot_b(int n)
 	return acc[0] + acc[1];
 }
 
-__attribute__((noinline)) static double stage_one(int n)
+__attribute__((noinline, unused)) static double stage_one(int n)
 {
 	volatile double r = hot_a(n);
 	return r;
 }
 
-__attribute__((noinline)) static double stage_two(int n)
+__attribute__((noinline, unused)) static double stage_two(int n)
 {
 	volatile double r = hot_b(n);
 	return r;
@@ -93,7 +93,7 @@ typedef struct it_work {
 static volatile int it_iterations = 20000;
 
 /* Burns cpu_seconds of this thread's CPU time, 3:1 in hot_a:hot_b. */
-__attribute__((noinline)) static void *worker_main(void *arg)
+__attribute__((noinline, unused)) static void *worker_main(void *arg)
 {
 	it_work *w = arg;
 	double end = it_thread_cpu() + w->cpu_seconds;
@@ -125,7 +125,7 @@ typedef struct it_capture {
 	pthread_t reporter_thread; /* the thread report() ran on */
 } it_capture;
 
-static int it_capture_report(void *ud, const ember_report *r)
+static __attribute__((unused)) int it_capture_report(void *ud, const ember_report *r)
 {
 	it_capture *c = ud;
 	pthread_mutex_lock(&c->mu);
@@ -145,14 +145,14 @@ static int it_capture_report(void *ud, const ember_report *r)
 	return 0;
 }
 
-static void it_capture_free(it_capture *c)
+static __attribute__((unused)) void it_capture_free(it_capture *c)
 {
 	for (size_t i = 0; i < c->n; i++)
 		free(c->w[i].pprof);
 	c->n = 0;
 }
 
-static ember_reporter it_capture_reporter(it_capture *c)
+static __attribute__((unused)) ember_reporter it_capture_reporter(it_capture *c)
 {
 	pthread_mutex_init(&c->mu, NULL);
 	ember_reporter r = {.name = "capture", .report = it_capture_report, .userdata = c};
@@ -162,7 +162,7 @@ static ember_reporter it_capture_reporter(it_capture *c)
 /* ---- profile queries ---- */
 
 /* Name of the innermost function at a location, or "" if unknown. */
-static const char *it_loc_func(const ember__profile *p, uint32_t loc)
+static __attribute__((unused)) const char *it_loc_func(const ember__profile *p, uint32_t loc)
 {
 	const ember__location *l = &p->locations[loc - 1];
 	if (!l->nlines)
@@ -171,7 +171,7 @@ static const char *it_loc_func(const ember__profile *p, uint32_t loc)
 }
 
 /* Whether a sample's stack, leaf first, starts with the given names. */
-static int it_stack_starts(const ember__profile *p, const ember__sample *s, const char *const *names,
+static __attribute__((unused)) int it_stack_starts(const ember__profile *p, const ember__sample *s, const char *const *names,
 			   size_t n)
 {
 	if (s->nlocs < n)
@@ -182,7 +182,7 @@ static int it_stack_starts(const ember__profile *p, const ember__sample *s, cons
 	return 1;
 }
 
-static ember__profile *it_decode(const it_window *w)
+static __attribute__((unused)) ember__profile *it_decode(const it_window *w)
 {
 	ember__profile *p = NULL;
 	int rc = ember__pprof_read(w->pprof, w->len, &p);
@@ -191,7 +191,7 @@ static ember__profile *it_decode(const it_window *w)
 }
 
 /* Writes the window to a file and has `go tool pprof` read it. */
-static void it_go_pprof_reads(const it_window *w, const char *must_contain)
+static __attribute__((unused)) void it_go_pprof_reads(const it_window *w, const char *must_contain)
 {
 	char dir[] = "/tmp/ember-it-XXXXXX";
 	IT_CHECK(mkdtemp(dir), "mkdtemp");
@@ -218,7 +218,7 @@ static void it_go_pprof_reads(const it_window *w, const char *must_contain)
 		fprintf(stderr, "warning: could not remove %s\n", dir);
 }
 
-static ember_agent *it_build(it_capture *cap, unsigned hz, unsigned interval_ms)
+static __attribute__((unused)) ember_agent *it_build(it_capture *cap, unsigned hz, unsigned interval_ms)
 {
 	ember_builder *b;
 	IT_CHECK(ember_builder_new(&b, "it") == 0, "builder: %s", ember_last_error());
