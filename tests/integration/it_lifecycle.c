@@ -1,0 +1,176 @@
+/*
+ * it_lifecycle.c - the agent's life around the application:
+ *  - start, stop, start again, stop: each stop reports a final window;
+ *  - an application that owns SIGPROF is told so and keeps its handler;
+ *    with another signal configured, sampling works next to it;
+ *  - stop restores the previous disposition exactly;
+ *  - the process-wide setitimer engine works as the fallback;
+ *  - fork() while sampling leaves parent and child healthy, and a child
+ *    that execs runs normally.
+ */
+#include "it_common.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+static void burn(double seconds)
+{
+	it_work w = {.cpu_seconds = seconds};
+	worker_main(&w);
+}
+
+static size_t finals(const it_capture *c)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < c->n; i++)
+		n += c->w[i].final != 0;
+	return n;
+}
+
+static void test_restart(void)
+{
+	static it_capture cap;
+	ember_agent *a = it_build(&cap, 200, 10000);
+	for (int round = 0; round < 2; round++) {
+		ember_running *r;
+		IT_CHECK(ember_agent_start(&r, a) == 0, "start %d: %s", round, ember_last_error());
+		burn(0.3);
+		IT_CHECK(ember_running_stop(&a, r) == 0, "stop %d: %s", round, ember_last_error());
+	}
+	IT_CHECK(finals(&cap) == 2, "each stop reports a final window (got %zu)", finals(&cap));
+	for (size_t i = 0; i < cap.n; i++)
+		IT_CHECK(cap.w[i].samples > 20, "window %zu has %llu samples", i,
+			 (unsigned long long)cap.w[i].samples);
+	ember_stats st;
+	ember_agent_stats(a, &st);
+	IT_CHECK(st.windows_reported == cap.n, "stats count windows");
+	printf("restart: ok (%zu windows)\n", cap.n);
+	ember_agent_shutdown(a);
+	it_capture_free(&cap);
+}
+
+static volatile sig_atomic_t app_signals;
+static void app_handler(int sig)
+{
+	(void)sig;
+	app_signals++;
+}
+
+static void test_signal_owned_by_app(void)
+{
+	struct sigaction mine, now;
+	memset(&mine, 0, sizeof(mine));
+	mine.sa_handler = app_handler;
+	sigaction(SIGPROF, &mine, NULL);
+
+	static it_capture cap;
+	ember_agent *a = it_build(&cap, 100, 10000);
+	ember_running *r;
+	int rc = ember_agent_start(&r, a);
+	IT_CHECK(rc == EMBER_ERR_BUSY, "start must refuse a SIGPROF the application owns (rc %d)", rc);
+	IT_CHECK(strstr(ember_last_error(), "already has a handler"), "message: %s", ember_last_error());
+	sigaction(SIGPROF, NULL, &now);
+	IT_CHECK(now.sa_handler == app_handler, "the application's handler must stay");
+	ember_agent_shutdown(a);
+
+	/* With another signal, emberprof samples and the app keeps SIGPROF. */
+	ember_builder *b;
+	IT_CHECK(ember_builder_new(&b, "it") == 0, "builder");
+	ember_reporter rep = it_capture_reporter(&cap);
+	ember_builder_add_reporter(b, &rep);
+	IT_CHECK(ember_builder_set_signal(b, SIGRTMIN + 4) == 0, "set_signal");
+	IT_CHECK(ember_builder_build(&a, b) == 0, "build");
+	struct sigaction before;
+	sigaction(SIGRTMIN + 4, NULL, &before);
+	IT_CHECK(ember_agent_start(&r, a) == 0, "start on SIGRTMIN+4: %s", ember_last_error());
+	burn(0.3);
+	raise(SIGPROF);
+	IT_CHECK(ember_running_stop(&a, r) == 0, "stop");
+	IT_CHECK(app_signals == 1, "the application's SIGPROF handler still runs");
+	IT_CHECK(cap.n >= 1 && cap.w[cap.n - 1].samples > 10, "samples on SIGRTMIN+4");
+	struct sigaction after;
+	sigaction(SIGRTMIN + 4, NULL, &after);
+	/* glibc adds SA_RESTORER (0x04000000) to every action it installs. */
+	IT_CHECK(after.sa_handler == before.sa_handler &&
+			 (after.sa_flags & ~0x04000000) == (before.sa_flags & ~0x04000000),
+		 "stop restores the previous disposition (handler %p/%p, flags %#x/%#x)",
+		 (void *)after.sa_handler, (void *)before.sa_handler, after.sa_flags, before.sa_flags);
+	ember_agent_shutdown(a);
+	it_capture_free(&cap);
+	signal(SIGPROF, SIG_DFL);
+	printf("signal owned by the application: ok\n");
+}
+
+static void test_itimer(void)
+{
+	static it_capture cap;
+	setenv("EMBERPROF_ENGINE", "itimer", 1);
+	ember_agent *a = it_build(&cap, 100, 10000);
+	unsetenv("EMBERPROF_ENGINE");
+	ember_running *r;
+	/* ITIMER_PROF counts the whole process, the agent thread included
+	 * (its signals land on other threads): compare with all of it. */
+	double c0 = it_process_cpu();
+	IT_CHECK(ember_agent_start(&r, a) == 0, "start itimer: %s", ember_last_error());
+	burn(0.6);
+	IT_CHECK(ember_running_stop(&a, r) == 0, "stop");
+	double cpu = it_process_cpu() - c0;
+	ember__profile *p = it_decode(&cap.w[cap.n - 1]);
+	double total = 0;
+	for (uint32_t s = 0; s < p->nsamples; s++)
+		total += (double)p->samples[s].values[1];
+	ember__profile_free(p);
+	printf("itimer: sampled %.3f s of %.3f s\n", total / 1e9, cpu);
+	IT_CHECK(total / 1e9 > 0.8 * cpu && total / 1e9 < 1.2 * cpu, "itimer totals off");
+	struct sigaction now;
+	sigaction(SIGPROF, NULL, &now);
+	IT_CHECK(now.sa_handler == SIG_DFL, "SIGPROF back to default after stop");
+	ember_agent_shutdown(a);
+	it_capture_free(&cap);
+}
+
+static void test_fork(void)
+{
+	static it_capture cap;
+	ember_agent *a = it_build(&cap, 1000, 10000);
+	ember_running *r;
+	IT_CHECK(ember_agent_start(&r, a) == 0, "start");
+	for (int round = 0; round < 20; round++) {
+		pid_t pid = fork();
+		IT_CHECK(pid >= 0, "fork");
+		if (pid == 0) {
+			/* The child: must run normally, create threads, even exec. */
+			burn(0.02);
+			pthread_t t;
+			it_work w = {.cpu_seconds = 0.01};
+			if (pthread_create(&t, NULL, worker_main, &w) != 0)
+				_exit(3);
+			pthread_join(t, NULL);
+			if (round % 2)
+				execl("/bin/true", "true", (char *)NULL);
+			_exit(0);
+		}
+		burn(0.01);
+		int st;
+		IT_CHECK(waitpid(pid, &st, 0) == pid, "waitpid");
+		IT_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child %d ended badly (status %d)", round,
+			 st);
+	}
+	burn(0.1);
+	IT_CHECK(ember_running_stop(&a, r) == 0, "stop after forks: %s", ember_last_error());
+	IT_CHECK(cap.n >= 1 && cap.w[cap.n - 1].final, "parent still reports");
+	ember_agent_shutdown(a);
+	it_capture_free(&cap);
+	printf("fork: ok\n");
+}
+
+int main(void)
+{
+	test_restart();
+	test_signal_owned_by_app();
+	test_itimer();
+	test_fork();
+	printf("ok\n");
+	return 0;
+}
