@@ -1,0 +1,137 @@
+/*
+ * test_config.c - the builder's validation and the EMBERPROF_* variables:
+ * good values land, bad ones are refused with a message naming them.
+ */
+#include <signal.h>
+#include <stdlib.h>
+
+#include "agent/agent_internal.h"
+#include "check.h"
+
+static void test_defaults_and_setters(void)
+{
+	ember_builder *b;
+	CHECK_EQ_INT(ember_builder_new(&b, "svc"), 0);
+	CHECK_EQ_INT(b->cfg.hz, 100);
+	CHECK_EQ_INT(b->cfg.interval_ms, 10000);
+	CHECK_EQ_INT(b->cfg.max_depth, 128);
+	CHECK_EQ_INT(ember_builder_set_sample_rate(b, 0), EMBER_ERR_INVALID);
+	CHECK(strstr(ember_last_error(), "sample rate"));
+	CHECK_EQ_INT(ember_builder_set_sample_rate(b, 10001), EMBER_ERR_INVALID);
+	CHECK_EQ_INT(ember_builder_set_sample_rate(b, 997), 0);
+	CHECK_EQ_INT(ember_builder_set_interval_ms(b, 99), EMBER_ERR_INVALID);
+	CHECK_EQ_INT(ember_builder_set_max_depth(b, 0), EMBER_ERR_INVALID);
+	CHECK_EQ_INT(ember_builder_set_signal(b, SIGKILL), EMBER_ERR_INVALID);
+	CHECK_EQ_INT(ember_builder_add_tag(b, "env", "prod"), 0);
+	CHECK_EQ_INT(ember_builder_add_tag(b, "env", "dev"), EMBER_ERR_INVALID);
+	CHECK(strstr(ember_last_error(), "twice"));
+	CHECK_EQ_INT(ember_builder_add_tag(b, "9lives", "x"), EMBER_ERR_INVALID);
+	CHECK_EQ_INT(ember_builder_add_tag(b, "has space", "x"), EMBER_ERR_INVALID);
+	ember_reporter none = {0};
+	CHECK_EQ_INT(ember_builder_add_reporter(b, &none), EMBER_ERR_INVALID);
+	ember_builder *b2 = (ember_builder *)1;
+	CHECK_EQ_INT(ember_builder_new(&b2, ""), EMBER_ERR_INVALID);
+	CHECK(b2 == NULL);
+	ember_builder_free(b);
+}
+
+static void test_parsers(void)
+{
+	unsigned ms;
+	CHECK_EQ_INT(ember__parse_duration_ms("10s", &ms), 0);
+	CHECK_EQ_INT(ms, 10000);
+	CHECK_EQ_INT(ember__parse_duration_ms("250ms", &ms), 0);
+	CHECK_EQ_INT(ms, 250);
+	CHECK_EQ_INT(ember__parse_duration_ms("15", &ms), 0); /* bare number: seconds */
+	CHECK_EQ_INT(ms, 15000);
+	CHECK_EQ_INT(ember__parse_duration_ms("1.5m", &ms), 0);
+	CHECK_EQ_INT(ms, 90000);
+	CHECK_EQ_INT(ember__parse_duration_ms("10 s", &ms), EMBER_ERR_INVALID);
+	CHECK_EQ_INT(ember__parse_duration_ms("-1s", &ms), EMBER_ERR_INVALID);
+	CHECK_EQ_INT(ember__parse_duration_ms("fast", &ms), EMBER_ERR_INVALID);
+	int sig;
+	CHECK_EQ_INT(ember__parse_signal("SIGPROF", &sig), 0);
+	CHECK_EQ_INT(sig, SIGPROF);
+	CHECK_EQ_INT(ember__parse_signal("SIGRTMIN+4", &sig), 0);
+	CHECK_EQ_INT(sig, SIGRTMIN + 4);
+	CHECK_EQ_INT(ember__parse_signal("40", &sig), 0);
+	CHECK_EQ_INT(sig, 40);
+	CHECK_EQ_INT(ember__parse_signal("SIGNOPE", &sig), EMBER_ERR_INVALID);
+	unsigned long n;
+	CHECK_EQ_INT(ember__parse_uint("12x", 0, 100, &n), EMBER_ERR_INVALID);
+	CHECK_EQ_INT(ember__parse_uint("-3", 0, 100, &n), EMBER_ERR_INVALID);
+	CHECK_EQ_INT(ember__parse_uint("101", 0, 100, &n), EMBER_ERR_INVALID);
+	int on;
+	CHECK_EQ_INT(ember__parse_bool("TRUE", &on), 0);
+	CHECK_EQ_INT(on, 1);
+	CHECK_EQ_INT(ember__parse_bool("maybe", &on), EMBER_ERR_INVALID);
+}
+
+static void expect_env_error(const char *name, const char *value)
+{
+	ember_builder *b;
+	ember_builder_new(&b, "svc");
+	setenv(name, value, 1);
+	int rc = ember_builder_apply_env(b);
+	unsetenv(name);
+	CHECK_EQ_INT(rc, EMBER_ERR_INVALID);
+	if (!strstr(ember_last_error(), name))
+		fprintf(stderr, "  message does not name %s: %s\n", name, ember_last_error());
+	CHECK(strstr(ember_last_error(), name) != NULL);
+	ember_builder_free(b);
+}
+
+static void test_env(void)
+{
+	ember_builder *b;
+	ember_builder_new(&b, "svc");
+	setenv("EMBERPROF_APP_NAME", "billing", 1);
+	setenv("EMBERPROF_SAMPLE_RATE", "250", 1);
+	setenv("EMBERPROF_INTERVAL", "15s", 1);
+	setenv("EMBERPROF_MAX_DEPTH", "64", 1);
+	setenv("EMBERPROF_TAGS", "env=prod, region=eu-west-1", 1);
+	setenv("EMBERPROF_THREAD_LABELS", "1", 1);
+	setenv("EMBERPROF_ENGINE", "itimer", 1);
+	setenv("EMBERPROF_SIGNAL", "SIGRTMIN+2", 1);
+	CHECK_EQ_INT(ember_builder_apply_env(b), 0);
+	CHECK_EQ_STR(b->cfg.app_name, "billing");
+	CHECK_EQ_INT(b->cfg.hz, 250);
+	CHECK_EQ_INT(b->cfg.interval_ms, 15000);
+	CHECK_EQ_INT(b->cfg.max_depth, 64);
+	CHECK_EQ_INT(b->cfg.ntags, 2);
+	if (b->cfg.ntags == 2) {
+		CHECK_EQ_STR(b->cfg.tags[1].key, "region");
+		CHECK_EQ_STR(b->cfg.tags[1].value, "eu-west-1");
+	}
+	CHECK_EQ_INT(b->cfg.thread_labels, 1);
+	CHECK_EQ_INT(b->cfg.engine, EMBER_ENGINE_PROCESS_TIMER);
+	CHECK_EQ_INT(b->cfg.signo, SIGRTMIN + 2);
+	const char *names[] = {"EMBERPROF_APP_NAME", "EMBERPROF_SAMPLE_RATE", "EMBERPROF_INTERVAL",
+			       "EMBERPROF_MAX_DEPTH", "EMBERPROF_TAGS", "EMBERPROF_THREAD_LABELS",
+			       "EMBERPROF_ENGINE", "EMBERPROF_SIGNAL"};
+	for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++)
+		unsetenv(names[i]);
+	ember_builder_free(b);
+
+	expect_env_error("EMBERPROF_SAMPLE_RATE", "fast");
+	expect_env_error("EMBERPROF_SAMPLE_RATE", "0");
+	expect_env_error("EMBERPROF_INTERVAL", "10x");
+	expect_env_error("EMBERPROF_INTERVAL", "50ms");
+	expect_env_error("EMBERPROF_MAX_DEPTH", "5000");
+	expect_env_error("EMBERPROF_TAGS", "novalue");
+	expect_env_error("EMBERPROF_TAGS", "bad key=1");
+	expect_env_error("EMBERPROF_THREAD_LABELS", "perhaps");
+	expect_env_error("EMBERPROF_ENGINE", "quantum");
+	expect_env_error("EMBERPROF_SIGNAL", "SIGKILL");
+	expect_env_error("EMBERPROF_LOG_LEVEL", "loud");
+	expect_env_error("EMBERPROF_UNWIND", "magic");
+	expect_env_error("EMBERPROF_OUTPUT_DIR", "/proc/version/sub");
+}
+
+int main(void)
+{
+	RUN(test_defaults_and_setters);
+	RUN(test_parsers);
+	RUN(test_env);
+	return CHECK_DONE();
+}

@@ -1,0 +1,113 @@
+/*
+ * test_window.c - from drained samples to a profile: stacks are
+ * deduplicated (per thread when thread labels are on), values are the
+ * sample count and count x period, callers are looked up at the return
+ * address minus one, functions are resolved through the symbolizer and
+ * shared, static tags and thread labels are attached.
+ */
+#include "agent/aggregate.h"
+#include "agent/window.h"
+#include "check.h"
+
+__attribute__((noinline)) int leaf_fn(int x);
+__attribute__((noinline)) int leaf_fn(int x) { return x * 3 + 1; }
+__attribute__((noinline)) int caller_fn(int x);
+__attribute__((noinline)) int caller_fn(int x) { return leaf_fn(x) + 2; }
+
+static void test_aggregate(void)
+{
+	ember__agg a;
+	ember__agg_init(&a);
+	uint64_t s1[] = {1, 2, 3}, s2[] = {1, 2, 4};
+	CHECK_EQ_INT(ember__agg_add(&a, 0, s1, 3, 1), 0);
+	CHECK_EQ_INT(ember__agg_add(&a, 0, s1, 3, 2), 0);
+	CHECK_EQ_INT(ember__agg_add(&a, 0, s2, 3, 1), 0);
+	CHECK_EQ_INT(ember__agg_add(&a, 7, s1, 3, 1), 0); /* another thread */
+	CHECK_EQ_INT(ember__agg_add(&a, 0, s1, 2, 1), 0); /* a prefix is another stack */
+	CHECK_EQ_INT(a.n, 4);
+	CHECK_EQ_INT(a.samples, 5);
+	CHECK_EQ_INT(a.weight, 6);
+	CHECK_EQ_INT(a.stacks[0]->count, 2);
+	CHECK_EQ_INT(a.stacks[0]->weight, 3);
+	for (int i = 0; i < 5000; i++) { /* many distinct stacks: growth */
+		uint64_t s[2] = {(uint64_t)i, 99};
+		CHECK_EQ_INT(ember__agg_add(&a, 0, s, 2, 1), 0);
+	}
+	CHECK_EQ_INT(a.n, 5004);
+	CHECK_EQ_INT(ember__agg_set_name(&a, 7, "worker-7"), 0);
+	CHECK_EQ_STR(ember__agg_name(&a, 7), "worker-7");
+	CHECK(ember__agg_name(&a, 8) == NULL);
+	ember__agg_release(&a);
+}
+
+static const char *func_of(const ember__profile *p, uint32_t loc)
+{
+	const ember__location *l = &p->locations[loc - 1];
+	return l->nlines ? p->functions[l->lines[0].function - 1].name : "";
+}
+
+static void test_profile(void)
+{
+	ember__symbolizer *sym;
+	CHECK_EQ_INT(ember__symbolizer_new(&sym), 0);
+	ember__config cfg;
+	ember__config_defaults(&cfg);
+	cfg.hz = 250;
+	cfg.thread_labels = 1;
+	ember__tag tags[] = {{"env", "test"}};
+	cfg.tags = tags;
+	cfg.ntags = 1;
+
+	ember__agg a;
+	ember__agg_init(&a);
+	/* A leaf PC inside leaf_fn, and a "return address" into caller_fn:
+	 * one byte past its start + 1 so that minus one stays inside. */
+	uint64_t leaf = (uint64_t)(uintptr_t)leaf_fn + 1;
+	uint64_t ret = (uint64_t)(uintptr_t)caller_fn + 2;
+	uint64_t st[] = {leaf, ret};
+	ember__agg_add(&a, 11, st, 2, 1);
+	ember__agg_add(&a, 11, st, 2, 3);
+	ember__agg_add(&a, 12, st, 2, 1);
+	ember__agg_set_name(&a, 11, "alpha");
+
+	ember__profile *p;
+	CHECK_EQ_INT(ember__window_profile(&a, sym, &cfg, 1000, 5000, &p), 0);
+	CHECK_EQ_INT(p->period, 4000000);
+	CHECK_EQ_INT(p->time_nanos, 1000);
+	CHECK_EQ_INT(p->duration_nanos, 4000);
+	CHECK_EQ_INT(p->nsamples, 2);
+	CHECK_EQ_INT(p->nlocations, 2);  /* shared between the two threads */
+	CHECK_EQ_INT(p->nfunctions, 2);
+	CHECK(p->nmappings >= 1);
+	const ember__sample *s = &p->samples[0];
+	CHECK_EQ_INT(s->values[0], 2);
+	CHECK_EQ_INT(s->values[1], 4 * 4000000);
+	CHECK_EQ_STR(func_of(p, s->locs[0]), "leaf_fn");
+	CHECK_EQ_STR(func_of(p, s->locs[1]), "caller_fn");
+	CHECK_EQ_INT(p->locations[s->locs[1] - 1].address, ret - 1);
+	CHECK_EQ_INT(s->nlabels, 3);
+	if (s->nlabels == 3) {
+		CHECK_EQ_STR(s->labels[0].key, "env");
+		CHECK_EQ_STR(s->labels[0].str, "test");
+		CHECK_EQ_STR(s->labels[1].key, "thread_id");
+		CHECK_EQ_STR(s->labels[1].str, "11");
+		CHECK_EQ_STR(s->labels[2].str, "alpha");
+	}
+	CHECK_EQ_STR(p->samples[1].labels[2].str, "?"); /* name unknown */
+	ember__profile_free(p);
+
+	/* Without a symbolizer: addresses only, no functions. */
+	CHECK_EQ_INT(ember__window_profile(&a, NULL, &cfg, 0, 1, &p), 0);
+	CHECK_EQ_INT(p->nfunctions, 0);
+	CHECK_EQ_INT(p->nlocations, 2);
+	ember__profile_free(p);
+	ember__agg_release(&a);
+	ember__symbolizer_free(sym);
+}
+
+int main(void)
+{
+	RUN(test_aggregate);
+	RUN(test_profile);
+	return CHECK_DONE();
+}
