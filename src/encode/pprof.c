@@ -1,0 +1,439 @@
+/*
+ * pprof.c - the profile.proto encoder (see pprof.h for the contract).
+ *
+ * One pass over the model writes Profile's repeated messages in field
+ * order (sample_type, sample, mapping, location, function), then the
+ * scalar fields, and the string table last, since it is only complete once
+ * everything has been interned. Protobuf does not care about field order.
+ * Strings are interned through an open-addressing hash table keyed by
+ * content, so every distinct string is written once whatever its address.
+ */
+#include "encode/pprof.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "emberprof.h"
+#include "encode/protobuf.h"
+#include "util/error.h"
+
+/* profile.proto field numbers. */
+enum {
+	PROFILE_SAMPLE_TYPE = 1,
+	PROFILE_SAMPLE = 2,
+	PROFILE_MAPPING = 3,
+	PROFILE_LOCATION = 4,
+	PROFILE_FUNCTION = 5,
+	PROFILE_STRING_TABLE = 6,
+	PROFILE_TIME_NANOS = 9,
+	PROFILE_DURATION_NANOS = 10,
+	PROFILE_PERIOD_TYPE = 11,
+	PROFILE_PERIOD = 12,
+	PROFILE_COMMENT = 13,
+	PROFILE_DEFAULT_SAMPLE_TYPE = 14,
+
+	VALUE_TYPE_TYPE = 1,
+	VALUE_TYPE_UNIT = 2,
+
+	SAMPLE_LOCATION_ID = 1,
+	SAMPLE_VALUE = 2,
+	SAMPLE_LABEL = 3,
+
+	LABEL_KEY = 1,
+	LABEL_STR = 2,
+	LABEL_NUM = 3,
+	LABEL_NUM_UNIT = 4,
+
+	MAPPING_ID = 1,
+	MAPPING_MEMORY_START = 2,
+	MAPPING_MEMORY_LIMIT = 3,
+	MAPPING_FILE_OFFSET = 4,
+	MAPPING_FILENAME = 5,
+	MAPPING_BUILD_ID = 6,
+	MAPPING_HAS_FUNCTIONS = 7,
+	MAPPING_HAS_FILENAMES = 8,
+	MAPPING_HAS_LINE_NUMBERS = 9,
+	MAPPING_HAS_INLINE_FRAMES = 10,
+
+	LOCATION_ID = 1,
+	LOCATION_MAPPING_ID = 2,
+	LOCATION_ADDRESS = 3,
+	LOCATION_LINE = 4,
+
+	LINE_FUNCTION_ID = 1,
+	LINE_LINE = 2,
+
+	FUNCTION_ID = 1,
+	FUNCTION_NAME = 2,
+	FUNCTION_SYSTEM_NAME = 3,
+	FUNCTION_FILENAME = 4,
+	FUNCTION_START_LINE = 5
+};
+
+/* ---- string interning ---- */
+
+typedef struct strent {
+	const char *s; /* borrowed from the profile */
+	size_t len;
+	uint64_t hash;
+} strent;
+
+typedef struct strtab {
+	strent *ents;     /* index -> string, ents[0] is "" */
+	uint32_t n, cap;
+	uint32_t *slots;  /* 0 = empty, else index + 1 */
+	size_t nslots;    /* a power of two, at least twice n */
+	int failed;       /* out of memory: indices returned are meaningless */
+} strtab;
+
+/* FNV-1a, 64 bits. */
+static uint64_t hash_bytes(const char *s, size_t len)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (size_t i = 0; i < len; i++) {
+		h ^= (unsigned char)s[i];
+		h *= 1099511628211ull;
+	}
+	return h;
+}
+
+static int strtab_rehash(strtab *t, size_t nslots)
+{
+	uint32_t *slots = calloc(nslots, sizeof(*slots));
+	if (!slots)
+		return -1;
+	for (uint32_t i = 0; i < t->n; i++) {
+		size_t j = (size_t)t->ents[i].hash & (nslots - 1);
+		while (slots[j])
+			j = (j + 1) & (nslots - 1);
+		slots[j] = i + 1;
+	}
+	free(t->slots);
+	t->slots = slots;
+	t->nslots = nslots;
+	return 0;
+}
+
+/* Returns the index of s[0..len), adding it if new. 0 and t->failed on OOM. */
+static int64_t intern_n(strtab *t, const char *s, size_t len)
+{
+	if (t->failed)
+		return 0;
+	uint64_t h = hash_bytes(s, len);
+	size_t j = (size_t)h & (t->nslots - 1);
+	for (uint32_t v; (v = t->slots[j]) != 0; j = (j + 1) & (t->nslots - 1)) {
+		const strent *e = &t->ents[v - 1];
+		if (e->hash == h && e->len == len && memcmp(e->s, s, len) == 0)
+			return v - 1;
+	}
+	if (t->n == UINT32_MAX - 1)
+		goto oom;
+	if (t->n == t->cap) {
+		uint32_t ncap = t->cap * 2;
+		strent *ents = ncap > t->cap ? realloc(t->ents, (size_t)ncap * sizeof(*ents)) : NULL;
+		if (!ents)
+			goto oom;
+		t->ents = ents;
+		t->cap = ncap;
+	}
+	uint32_t idx = t->n++;
+	t->ents[idx] = (strent){s, len, h};
+	if ((size_t)t->n * 2 > t->nslots) {
+		if (strtab_rehash(t, t->nslots * 2))
+			goto oom;
+	} else {
+		t->slots[j] = idx + 1;
+	}
+	return idx;
+oom:
+	t->failed = 1;
+	return 0;
+}
+
+/* Interns a C string; NULL is "". */
+static int64_t intern(strtab *t, const char *s)
+{
+	return s ? intern_n(t, s, strlen(s)) : 0;
+}
+
+static int strtab_init(strtab *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->cap = 256;
+	t->ents = malloc(t->cap * sizeof(*t->ents));
+	t->nslots = 512;
+	t->slots = calloc(t->nslots, sizeof(*t->slots));
+	if (!t->ents || !t->slots)
+		return -1;
+	t->ents[0] = (strent){"", 0, hash_bytes("", 0)};
+	t->n = 1;
+	return strtab_rehash(t, t->nslots);
+}
+
+static void strtab_free(strtab *t)
+{
+	free(t->ents);
+	free(t->slots);
+}
+
+/* ---- validation ---- */
+
+/* Checks every reference in the model so that the output is consistent. */
+static int validate(const ember__profile *p)
+{
+	if (p->nvalues > EMBER_PROFILE_MAX_VALUES)
+		return ember__error(EMBER_ERR_INVALID, "pprof: profile has %u sample types, at most %d",
+				    p->nvalues, EMBER_PROFILE_MAX_VALUES);
+	for (uint32_t i = 0; i < p->nlocations; i++) {
+		const ember__location *l = &p->locations[i];
+		if (l->mapping > p->nmappings)
+			return ember__error(EMBER_ERR_INVALID,
+					    "pprof: location %u refers to mapping %u of %u", i + 1,
+					    l->mapping, p->nmappings);
+		if (l->nlines && !l->lines)
+			return ember__error(EMBER_ERR_INVALID, "pprof: location %u has no line array",
+					    i + 1);
+		for (uint32_t k = 0; k < l->nlines; k++)
+			if (l->lines[k].function > p->nfunctions)
+				return ember__error(EMBER_ERR_INVALID,
+						    "pprof: location %u refers to function %u of %u",
+						    i + 1, l->lines[k].function, p->nfunctions);
+	}
+	for (uint32_t i = 0; i < p->nsamples; i++) {
+		const ember__sample *s = &p->samples[i];
+		if ((s->nlocs && !s->locs) || (s->nlabels && !s->labels))
+			return ember__error(EMBER_ERR_INVALID, "pprof: sample %u has a missing array",
+					    i + 1);
+		for (uint32_t k = 0; k < s->nlocs; k++)
+			if (s->locs[k] == 0 || s->locs[k] > p->nlocations)
+				return ember__error(EMBER_ERR_INVALID,
+						    "pprof: sample %u refers to location %u of %u",
+						    i + 1, s->locs[k], p->nlocations);
+	}
+	return 0;
+}
+
+/* ---- encoding ---- */
+
+static void put_value_type(ember__pbuf *b, strtab *st, uint32_t field, const ember__value_type *vt)
+{
+	size_t m = ember__pb_begin(b, field);
+	ember__pb_int64_opt(b, VALUE_TYPE_TYPE, intern(st, vt->type));
+	ember__pb_int64_opt(b, VALUE_TYPE_UNIT, intern(st, vt->unit));
+	ember__pb_end(b, m);
+}
+
+static void put_sample(ember__pbuf *b, strtab *st, const ember__profile *p, const ember__sample *s)
+{
+	size_t m = ember__pb_begin(b, PROFILE_SAMPLE);
+	ember__pb_packed_uint32(b, SAMPLE_LOCATION_ID, s->locs, s->nlocs);
+	ember__pb_packed_int64(b, SAMPLE_VALUE, s->values, p->nvalues);
+	for (uint32_t i = 0; i < s->nlabels; i++) {
+		const ember__label *l = &s->labels[i];
+		size_t lm = ember__pb_begin(b, SAMPLE_LABEL);
+		ember__pb_int64_opt(b, LABEL_KEY, intern(st, l->key));
+		if (l->str) {
+			ember__pb_int64_opt(b, LABEL_STR, intern(st, l->str));
+		} else {
+			ember__pb_int64_opt(b, LABEL_NUM, l->num);
+			if (l->num_unit)
+				ember__pb_int64_opt(b, LABEL_NUM_UNIT, intern(st, l->num_unit));
+		}
+		ember__pb_end(b, lm);
+	}
+	ember__pb_end(b, m);
+}
+
+static void put_mapping(ember__pbuf *b, strtab *st, const ember__mapping *mp, uint32_t id,
+			int inline_frames)
+{
+	size_t m = ember__pb_begin(b, PROFILE_MAPPING);
+	ember__pb_uint64(b, MAPPING_ID, id);
+	ember__pb_uint64_opt(b, MAPPING_MEMORY_START, mp->start);
+	ember__pb_uint64_opt(b, MAPPING_MEMORY_LIMIT, mp->limit);
+	ember__pb_uint64_opt(b, MAPPING_FILE_OFFSET, mp->offset);
+	ember__pb_int64_opt(b, MAPPING_FILENAME, intern(st, mp->file));
+	ember__pb_int64_opt(b, MAPPING_BUILD_ID, intern(st, mp->build_id));
+	ember__pb_uint64_opt(b, MAPPING_HAS_FUNCTIONS, mp->has_functions != 0);
+	ember__pb_uint64_opt(b, MAPPING_HAS_FILENAMES, mp->has_filenames != 0);
+	ember__pb_uint64_opt(b, MAPPING_HAS_LINE_NUMBERS, mp->has_line_numbers != 0);
+	ember__pb_uint64_opt(b, MAPPING_HAS_INLINE_FRAMES, inline_frames != 0);
+	ember__pb_end(b, m);
+}
+
+static void put_location(ember__pbuf *b, const ember__location *l, uint32_t id)
+{
+	size_t m = ember__pb_begin(b, PROFILE_LOCATION);
+	ember__pb_uint64(b, LOCATION_ID, id);
+	ember__pb_uint64_opt(b, LOCATION_MAPPING_ID, l->mapping);
+	ember__pb_uint64_opt(b, LOCATION_ADDRESS, l->address);
+	for (uint32_t k = 0; k < l->nlines; k++) {
+		size_t lm = ember__pb_begin(b, LOCATION_LINE);
+		ember__pb_uint64_opt(b, LINE_FUNCTION_ID, l->lines[k].function);
+		ember__pb_int64_opt(b, LINE_LINE, l->lines[k].line);
+		ember__pb_end(b, lm);
+	}
+	ember__pb_end(b, m);
+}
+
+static void put_function(ember__pbuf *b, strtab *st, const ember__function *f, uint32_t id)
+{
+	size_t m = ember__pb_begin(b, PROFILE_FUNCTION);
+	ember__pb_uint64(b, FUNCTION_ID, id);
+	ember__pb_int64_opt(b, FUNCTION_NAME, intern(st, f->name));
+	ember__pb_int64_opt(b, FUNCTION_SYSTEM_NAME, intern(st, f->system_name));
+	ember__pb_int64_opt(b, FUNCTION_FILENAME, intern(st, f->filename));
+	ember__pb_int64_opt(b, FUNCTION_START_LINE, f->start_line);
+	ember__pb_end(b, m);
+}
+
+/* Writes one comment entry per line of `c` (a trailing "\n" adds none). */
+static void put_comments(ember__pbuf *b, strtab *st, const char *c)
+{
+	while (*c) {
+		const char *nl = strchr(c, '\n');
+		size_t n = nl ? (size_t)(nl - c) : strlen(c);
+		ember__pb_int64(b, PROFILE_COMMENT, intern_n(st, c, n));
+		c += n + (nl != NULL);
+	}
+}
+
+static int encode(const ember__profile *p, ember__pbuf *b, strtab *st)
+{
+	int err = validate(p);
+	if (err)
+		return err;
+	/* has_inline_frames: does any location of the mapping have inlines? */
+	unsigned char *inl = calloc((size_t)p->nmappings + 1, 1);
+	if (!inl)
+		return ember__error_oom("pprof mapping flags");
+	for (uint32_t i = 0; i < p->nlocations; i++)
+		if (p->locations[i].nlines > 1)
+			inl[p->locations[i].mapping] = 1;
+
+	/* Roughly a few bytes per frame and per value; grows if short. */
+	size_t guess = 4096;
+	for (uint32_t i = 0; i < p->nsamples && guess < ((size_t)1 << 26); i++)
+		guess += 8 + 3 * (size_t)p->samples[i].nlocs + 4 * (size_t)p->samples[i].nlabels;
+	ember__pb_reserve(b, guess + 32 * (size_t)p->nlocations);
+
+	for (uint32_t i = 0; i < p->nvalues; i++)
+		put_value_type(b, st, PROFILE_SAMPLE_TYPE, &p->sample_type[i]);
+	for (uint32_t i = 0; i < p->nsamples; i++)
+		put_sample(b, st, p, &p->samples[i]);
+	for (uint32_t i = 0; i < p->nmappings; i++)
+		put_mapping(b, st, &p->mappings[i], i + 1, inl[i + 1]);
+	for (uint32_t i = 0; i < p->nlocations; i++)
+		put_location(b, &p->locations[i], i + 1);
+	for (uint32_t i = 0; i < p->nfunctions; i++)
+		put_function(b, st, &p->functions[i], i + 1);
+	free(inl);
+
+	ember__pb_int64_opt(b, PROFILE_TIME_NANOS, p->time_nanos);
+	ember__pb_int64_opt(b, PROFILE_DURATION_NANOS, p->duration_nanos);
+	if ((p->period_type.type && *p->period_type.type) ||
+	    (p->period_type.unit && *p->period_type.unit))
+		put_value_type(b, st, PROFILE_PERIOD_TYPE, &p->period_type);
+	ember__pb_int64_opt(b, PROFILE_PERIOD, p->period);
+	if (p->comment)
+		put_comments(b, st, p->comment);
+	if (p->default_sample_type)
+		ember__pb_int64_opt(b, PROFILE_DEFAULT_SAMPLE_TYPE,
+				    intern(st, p->default_sample_type));
+
+	/* Everything is interned now: the table can go out. */
+	if (!st->failed)
+		for (uint32_t i = 0; i < st->n; i++)
+			ember__pb_bytes(b, PROFILE_STRING_TABLE, st->ents[i].s, st->ents[i].len);
+	if (st->failed)
+		return ember__error_oom("pprof string table");
+	if (ember__pb_failed(b))
+		return ember__error_oom("pprof encoding buffer");
+	return 0;
+}
+
+int ember__pprof_encode_raw(const ember__profile *p, uint8_t **out, size_t *out_len)
+{
+	if (!p || !out || !out_len)
+		return ember__error(EMBER_ERR_INVALID, "pprof: NULL argument");
+	*out = NULL;
+	*out_len = 0;
+	strtab st;
+	if (strtab_init(&st)) {
+		strtab_free(&st);
+		return ember__error_oom("pprof string table");
+	}
+	ember__pbuf b = EMBER_PBUF_INIT;
+	int err = encode(p, &b, &st);
+	strtab_free(&st);
+	if (err) {
+		ember__pb_free(&b);
+		return err;
+	}
+	if (!b.data) {
+		/* An empty profile still yields a (one-string) table, but be safe. */
+		b.data = malloc(1);
+		if (!b.data)
+			return ember__error_oom("pprof output");
+	}
+	*out = b.data;
+	*out_len = b.len;
+	return 0;
+}
+
+/* Compresses in[0..len) into a malloc'd gzip stream. */
+static int gzip_buffer(const uint8_t *in, size_t len, uint8_t **out, size_t *out_len)
+{
+	z_stream zs;
+	memset(&zs, 0, sizeof(zs));
+	/* windowBits 15 + 16: gzip framing. Best speed, as Go's runtime/pprof. */
+	if (deflateInit2(&zs, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+		return ember__error(EMBER_ERR_NOMEM, "pprof: deflateInit2 failed");
+	size_t cap = deflateBound(&zs, len);
+	uint8_t *buf = malloc(cap);
+	if (!buf) {
+		deflateEnd(&zs);
+		return ember__error_oom("pprof gzip buffer");
+	}
+	size_t in_left = len;
+	zs.next_in = (Bytef *)in;
+	zs.next_out = buf;
+	int ret;
+	do {
+		/* avail_* are 32-bit: feed in pieces. */
+		if (zs.avail_in == 0) {
+			zs.avail_in = in_left > UINT_MAX ? UINT_MAX : (uInt)in_left;
+			in_left -= zs.avail_in;
+		}
+		size_t out_left = cap - (size_t)(zs.next_out - buf);
+		zs.avail_out = out_left > UINT_MAX ? UINT_MAX : (uInt)out_left;
+		ret = deflate(&zs, in_left == 0 ? Z_FINISH : Z_NO_FLUSH);
+	} while (ret == Z_OK);
+	size_t n = (size_t)(zs.next_out - buf);
+	deflateEnd(&zs);
+	if (ret != Z_STREAM_END) {
+		free(buf);
+		return ember__error(EMBER_ERR_FORMAT, "pprof: deflate failed (%d)", ret);
+	}
+	*out = buf;
+	*out_len = n;
+	return 0;
+}
+
+int ember__pprof_encode(const ember__profile *p, uint8_t **out, size_t *out_len)
+{
+	if (!p || !out || !out_len)
+		return ember__error(EMBER_ERR_INVALID, "pprof: NULL argument");
+	*out = NULL;
+	*out_len = 0;
+	uint8_t *raw;
+	size_t raw_len;
+	int err = ember__pprof_encode_raw(p, &raw, &raw_len);
+	if (err)
+		return err;
+	err = gzip_buffer(raw, raw_len, out, out_len);
+	free(raw);
+	return err;
+}

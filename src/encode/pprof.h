@@ -1,0 +1,71 @@
+/*
+ * pprof.h - conversion between the in-memory profile model (profile.h) and
+ * pprof's profile.proto (github.com/google/pprof, proto/profile.proto),
+ * gzip'd as pprof tools expect on disk.
+ *
+ * Encoding (pprof.c) walks the model's tables: a mapping, function or
+ * location gets the id equal to its 1-based index; strings are interned
+ * once each into the string table, whose entry 0 is "". Sample location
+ * ids and values are packed.
+ *
+ * Decoding (pprof_read.c) accepts gzip'd or raw profile.proto as written
+ * by us, by Go's runtime/pprof or by `go tool pprof -proto`: ids may be
+ * sparse and in any order, and are remapped to 1-based indices. Input is
+ * treated as hostile: every reference is checked, the decompressed size is
+ * bounded by EMBER_PPROF_MAX_RAW, and allocation is proportional to the
+ * (decompressed) input.
+ *
+ * Fields the model has no place for are dropped on reading: drop_frames,
+ * keep_frames, Line.column, Location.is_folded, Mapping.has_inline_frames.
+ * Several comments are joined into one with "\n" (cut at 1 MiB); on
+ * writing, a comment is split at "\n" into several. On writing, has_inline_frames is set for a
+ * mapping when one of its locations has more than one line.
+ *
+ * Labels: a label whose str index is nonzero is a string label, any other
+ * is numeric (so a string label with the value "" reads back as the
+ * numeric label 0, as in Go's reader).
+ *
+ * None of this is async-signal-safe.
+ */
+#ifndef EMBER_PPROF_H
+#define EMBER_PPROF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "profile/profile.h"
+
+/* The largest decompressed profile the reader accepts: 1 GiB. */
+#define EMBER_PPROF_MAX_RAW ((size_t)1 << 30)
+
+/*
+ * Encodes `p` as gzip'd profile.proto. On success *out is a malloc'd buffer
+ * of *out_len bytes that the caller frees with free(). The profile is only
+ * read. Returns 0, EMBER_ERR_INVALID if the profile refers to a missing
+ * mapping, function or location or has more than EMBER_PROFILE_MAX_VALUES
+ * sample types, EMBER_ERR_NOMEM, or EMBER_ERR_FORMAT if zlib fails.
+ */
+int ember__pprof_encode(const ember__profile *p, uint8_t **out, size_t *out_len);
+
+/* The same without gzip: *out is raw profile.proto, caller frees. */
+int ember__pprof_encode_raw(const ember__profile *p, uint8_t **out, size_t *out_len);
+
+/*
+ * Decodes a profile from data[0..len), gzip'd (detected by the 1f 8b magic)
+ * or raw. The input is borrowed. On success *out is a new profile owned by
+ * the caller (free with ember__profile_free) whose strings all live in its
+ * arena. On failure *out is NULL and the return is EMBER_ERR_FORMAT (with a
+ * message naming the problem: malformed protobuf, a missing id, a string
+ * index out of range, too many values...), EMBER_ERR_NOMEM or
+ * EMBER_ERR_INVALID for NULL arguments.
+ */
+int ember__pprof_read(const uint8_t *data, size_t len, ember__profile **out);
+
+/*
+ * Reads the file at `path` and decodes it like ember__pprof_read(). Files
+ * larger than EMBER_PPROF_MAX_RAW are refused. EMBER_ERR_IO if the file
+ * cannot be read. *out as above.
+ */
+int ember__pprof_read_file(const char *path, ember__profile **out);
+
+#endif
