@@ -1,0 +1,115 @@
+/*
+ * symbolizer.h - turning code addresses of the current process into
+ * modules (executable mappings), function names, source files and lines,
+ * with inlined calls expanded when debug info describes them.
+ *
+ * It is built on elfutils' libdwfl: modules are reported from
+ * /proc/self/maps, symbols come from .symtab (the binary's own or that of
+ * its separate debug file, found by build id under /usr/lib/debug/.build-id
+ * or through .gnu_debuglink) or else .dynsym, lines and inline scopes from
+ * DWARF. The vDSO is a module too ("[vdso]").
+ *
+ * Threads and signals: a symbolizer is used by one thread at a time (the
+ * agent thread); nothing here is async-signal-safe and none of it may run in
+ * the SIGPROF handler.
+ *
+ * Lifetimes. Everything a symbolizer hands out is owned by it:
+ *   - the module table and every `const ember__module_info *` (including
+ *     ember__symbol_info.module) stay valid until the next
+ *     ember__symbolizer_refresh() or ember__symbolizer_free();
+ *   - the strings (module path and build id; each frame's function,
+ *     system_name and file) belong to their module and stay valid as long
+ *     as that module does: until a refresh finds the module gone (its
+ *     mapping was unmapped or changed), or until ember__symbolizer_free().
+ *     A module that survives a refresh keeps its id and its strings, so a
+ *     caller that keys its own tables by module id may keep the strings of
+ *     modules it still sees in ember__symbolizer_modules().
+ *
+ * Debug files are looked for on the local disk only, never through
+ * debuginfod: no network traffic and no extra libraries are brought into
+ * the profiled process (see find_debuginfo() in symbolizer.c).
+ */
+#ifndef EMBER_SYMBOLIZER_H
+#define EMBER_SYMBOLIZER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct ember__symbolizer ember__symbolizer;
+
+typedef struct ember__module_info {
+	uint32_t id;            /* stable small integer, unique for the symbolizer's lifetime */
+	const char *path;       /* file path as in /proc/self/maps ("[vdso]" for the vDSO) */
+	uint64_t start, limit;  /* the executable mapping's address range [start, limit) */
+	uint64_t file_offset;   /* file offset of that mapping */
+	const char *build_id;   /* lowercase hex, "" if none */
+	int has_symbols;        /* a symbol table (.symtab or .dynsym) was found */
+	int has_lines;          /* DWARF was found; known only once an address in
+	                           the module has been looked up, 0 before */
+} ember__module_info;
+
+#define EMBER_MAX_INLINE 8
+
+typedef struct ember__symbol_frame {
+	const char *function;    /* demangled; NULL if no symbol covers the address */
+	const char *system_name; /* raw (mangled) symbol name; NULL if none */
+	const char *file;        /* source file, NULL if unknown */
+	int line;                /* 0 if unknown */
+} ember__symbol_frame;
+
+typedef struct ember__symbol_info {
+	const ember__module_info *module; /* NULL if no module covers the address */
+	uint32_t nframes;                 /* 0 if unresolved, else 1..EMBER_MAX_INLINE, innermost (inlined) first */
+	ember__symbol_frame frames[EMBER_MAX_INLINE];
+} ember__symbol_info;
+
+/*
+ * Creates a symbolizer for the current process and reads /proc/self/maps.
+ * On success *out is the caller's, freed with ember__symbolizer_free().
+ * Symbol data of each module is loaded when the module is first seen.
+ * Returns 0, EMBER_ERR_NOMEM, EMBER_ERR_IO, EMBER_ERR_FORMAT or
+ * EMBER_ERR_SYS (libdwfl failed).
+ */
+int ember__symbolizer_new(ember__symbolizer **out);
+
+/* Frees the symbolizer and everything it handed out. NULL is ok. */
+void ember__symbolizer_free(ember__symbolizer *s);
+
+/*
+ * Re-reads /proc/self/maps: libraries mapped since appear (with new ids),
+ * modules whose mapping went away are dropped together with their cached
+ * results and strings, and the others are kept with their loaded symbol
+ * data, ids and strings. Invalidates every module_info pointer (see the
+ * lifetime rules above). On error the previous module table is kept when
+ * possible and the error is returned; lookups keep working either way.
+ */
+int ember__symbolizer_refresh(ember__symbolizer *s);
+
+/*
+ * Returns 1 if addr lies inside an executable mapping known since the last
+ * refresh, else 0 (also for s == NULL). A binary search; no allocation.
+ */
+int ember__symbolizer_covers(const ember__symbolizer *s, uint64_t addr);
+
+/*
+ * Symbolizes exactly `addr` (callers pass return address - 1 for non-leaf
+ * frames) and fills *out. An address outside every module gives
+ * module == NULL and nframes == 0; an address inside a module without a
+ * covering symbol or line gives nframes == 0. Both are successes (0).
+ * The last frame is the function that holds the code, named from the
+ * symbol table when a symbol covers addr (else from DWARF); the frames
+ * before it are calls inlined into it, named from DWARF (system_name is
+ * the linkage name when the compiler recorded one, else the plain name).
+ * Results are cached per address, so repeated lookups are cheap. Returns
+ * <0 only for real errors: EMBER_ERR_INVALID (NULL argument) or
+ * EMBER_ERR_NOMEM.
+ */
+int ember__symbolizer_lookup(ember__symbolizer *s, uint64_t addr, ember__symbol_info *out);
+
+/*
+ * Sets *out to the current module table, sorted by start address, and
+ * returns its length. The array is borrowed; see the lifetime rules above.
+ */
+size_t ember__symbolizer_modules(const ember__symbolizer *s, const ember__module_info **out);
+
+#endif

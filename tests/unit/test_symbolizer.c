@@ -1,0 +1,485 @@
+/*
+ * test_symbolizer.c - resolving addresses of this very process: a static
+ * function of the test (symbol, file, line), libc (symbol, module path), a
+ * C++ method in a fixture library (demangled, with its inlined callee
+ * expanded), a module dlopen'ed after the symbolizer was made (visible
+ * after a refresh, gone after dlclose and another refresh), a stripped
+ * module whose debug file is found through .gnu_debuglink, the vDSO, the
+ * executable's build id checked against readelf, addresses in no module,
+ * and the cache (repeat lookups, eviction). The fixtures are in
+ * tests/fixtures; this file is built with -g.
+ */
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "emberprof.h"
+#include "symbols/symbolizer.h"
+#include "symfixture.h"
+
+#if !defined(EMBER_FIXTURE_DL) || !defined(EMBER_FIXTURE_SPLIT)
+#error "EMBER_FIXTURE_DL and EMBER_FIXTURE_SPLIT must be defined by tests/fixtures"
+#endif
+
+static void *volatile captured_pc;
+static int captured_line;
+
+/* Out of line so that its return address lies inside the caller. */
+__attribute__((noipa)) static void capture_pc(void)
+{
+	captured_pc = __builtin_return_address(0);
+}
+
+__attribute__((noipa)) static int static_target(int x)
+{
+	captured_line = __LINE__; capture_pc();
+	/* Work after the call keeps it from becoming a tail call. */
+	return x * 2 + (int)((uintptr_t)captured_pc & 1);
+}
+
+static const char *base_name(const char *path)
+{
+	const char *s = path ? strrchr(path, '/') : NULL;
+	return s ? s + 1 : path;
+}
+
+static const ember__module_info *module_by_path(ember__symbolizer *s, const char *path)
+{
+	const ember__module_info *mods;
+	size_t n = ember__symbolizer_modules(s, &mods);
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(mods[i].path, path) == 0)
+			return &mods[i];
+	}
+	return NULL;
+}
+
+static int self_exe(char *buf, size_t len)
+{
+	ssize_t n = readlink("/proc/self/exe", buf, len - 1);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	return 0;
+}
+
+static void test_static_function(void)
+{
+	ember__symbolizer *s = NULL;
+	CHECK_EQ_INT(ember__symbolizer_new(&s), 0);
+	if (!s)
+		return;
+	CHECK(static_target(3) >= 6);
+	uint64_t pc = (uint64_t)(uintptr_t)captured_pc - 1;
+	ember__symbol_info si;
+	CHECK_EQ_INT(ember__symbolizer_lookup(s, pc, &si), 0);
+
+	char exe[4096];
+	CHECK_EQ_INT(self_exe(exe, sizeof(exe)), 0);
+	CHECK(si.module != NULL);
+	if (si.module) {
+		CHECK_EQ_STR(si.module->path, exe);
+		CHECK(si.module->start <= pc && pc < si.module->limit);
+		CHECK(si.module->has_symbols);
+		CHECK(si.module->has_lines);
+	}
+	CHECK(si.nframes >= 1);
+	if (si.nframes >= 1) {
+		const ember__symbol_frame *f = &si.frames[si.nframes - 1];
+		CHECK_EQ_STR(f->function, "static_target");
+		CHECK_EQ_STR(f->system_name, "static_target");
+		CHECK_EQ_STR(base_name(f->file), "test_symbolizer.c");
+		CHECK_EQ_INT(f->line, captured_line);
+	}
+
+	/* The entry point resolves to the same function. */
+	CHECK_EQ_INT(ember__symbolizer_lookup(s, (uint64_t)(uintptr_t)&static_target, &si), 0);
+	CHECK(si.nframes >= 1);
+	if (si.nframes >= 1)
+		CHECK_EQ_STR(si.frames[si.nframes - 1].function, "static_target");
+	ember__symbolizer_free(s);
+}
+
+static void test_libc(void)
+{
+	ember__symbolizer *s = NULL;
+	CHECK_EQ_INT(ember__symbolizer_new(&s), 0);
+	if (!s)
+		return;
+	void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+	CHECK(libc != NULL);
+	void *pf = libc ? dlsym(libc, "printf") : NULL;
+	CHECK(pf != NULL);
+	if (!pf) {
+		ember__symbolizer_free(s);
+		return;
+	}
+	ember__symbol_info si;
+	for (int delta = 0; delta <= 4; delta += 4) {
+		CHECK_EQ_INT(ember__symbolizer_lookup(s, (uint64_t)(uintptr_t)pf + delta, &si), 0);
+		CHECK(si.module && strstr(si.module->path, "libc") != NULL);
+		/* With libc's debug info installed, inlined frames may come
+		 * first; the outermost frame is printf itself either way. */
+		CHECK(si.nframes >= 1);
+		if (si.nframes >= 1) {
+			const ember__symbol_frame *f = &si.frames[si.nframes - 1];
+			const char *name = f->system_name;
+			CHECK(name && strstr(name, "printf") != NULL);
+			/* Whichever alias the symbol table picked, it must be
+			 * a name of this very function. */
+			CHECK(name && dlsym(libc, name) == pf);
+			CHECK_EQ_STR(f->function, name);
+		}
+	}
+	dlclose(libc);
+	ember__symbolizer_free(s);
+}
+
+static void test_cxx_inline(void)
+{
+	ember__symbolizer *s = NULL;
+	CHECK_EQ_INT(ember__symbolizer_new(&s), 0);
+	if (!s)
+		return;
+	CHECK(ember_fixture_spin(2) > 0);
+	uint64_t pc = (uint64_t)(uintptr_t)ember_fixture_pc - 1;
+	ember__symbol_info si;
+	CHECK_EQ_INT(ember__symbolizer_lookup(s, pc, &si), 0);
+	CHECK(si.module && strcmp(base_name(si.module->path), "libember_fixture_cxx.so") == 0);
+	CHECK_EQ_INT(si.nframes, 3);
+	if (si.nframes == 3) {
+		/* Innermost: wobble, inlined into twirl; its line is the call
+		 * it makes. */
+		CHECK(si.frames[0].function &&
+		      strncmp(si.frames[0].function, "wobble", 6) == 0);
+		CHECK_EQ_STR(base_name(si.frames[0].file), "widget.cpp");
+		CHECK_EQ_INT(si.frames[0].line, ember_fixture_record_line);
+		/* twirl, inlined into spin, at its call of wobble. */
+		CHECK(si.frames[1].function &&
+		      strncmp(si.frames[1].function, "twirl", 5) == 0);
+		CHECK_EQ_STR(base_name(si.frames[1].file), "widget.cpp");
+		CHECK_EQ_INT(si.frames[1].line, ember_fixture_twirl_line);
+		/* Outermost: the real function, from the symbol table. */
+		CHECK_EQ_STR(si.frames[2].function, "ns::Widget::spin(int)");
+		CHECK_EQ_STR(si.frames[2].system_name, "_ZN2ns6Widget4spinEi");
+		CHECK_EQ_STR(base_name(si.frames[2].file), "widget.cpp");
+		CHECK_EQ_INT(si.frames[2].line, ember_fixture_call_line);
+	}
+	ember__symbolizer_free(s);
+}
+
+static void test_dlopen_refresh_dlclose(void)
+{
+	ember__symbolizer *s = NULL;
+	CHECK_EQ_INT(ember__symbolizer_new(&s), 0);
+	if (!s)
+		return;
+	size_t before = ember__symbolizer_modules(s, NULL);
+
+	void *h = dlopen(EMBER_FIXTURE_DL, RTLD_NOW | RTLD_LOCAL);
+	CHECK(h != NULL);
+	if (!h) {
+		fprintf(stderr, "dlopen: %s\n", dlerror());
+		ember__symbolizer_free(s);
+		return;
+	}
+	int (*fn)(int) = (int (*)(int))dlsym(h, "ember_fixture_dl_func");
+	CHECK(fn != NULL && fn(1) == 8);
+	uint64_t addr = (uint64_t)(uintptr_t)fn;
+	ember__symbol_info si;
+
+	/* Not known until a refresh. */
+	CHECK(!ember__symbolizer_covers(s, addr));
+	CHECK_EQ_INT(ember__symbolizer_lookup(s, addr, &si), 0);
+	CHECK(si.module == NULL);
+	CHECK_EQ_INT(si.nframes, 0);
+
+	CHECK_EQ_INT(ember__symbolizer_refresh(s), 0);
+	CHECK(ember__symbolizer_modules(s, NULL) > before);
+	CHECK(ember__symbolizer_covers(s, addr));
+	CHECK_EQ_INT(ember__symbolizer_lookup(s, addr, &si), 0);
+	CHECK(si.module && strcmp(base_name(si.module->path), "ember_fixture_dl.so") == 0);
+	CHECK_EQ_INT(si.nframes, 1);
+	if (si.nframes == 1) {
+		CHECK_EQ_STR(si.frames[0].function, "ember_fixture_dl_func");
+		CHECK_EQ_STR(base_name(si.frames[0].file), "dlfunc.c");
+		CHECK(si.frames[0].line > 0);
+	}
+	char path[4096] = "";
+	if (si.module)
+		snprintf(path, sizeof(path), "%s", si.module->path);
+
+	CHECK_EQ_INT(dlclose(h), 0);
+	CHECK_EQ_INT(ember__symbolizer_refresh(s), 0);
+	CHECK(!ember__symbolizer_covers(s, addr));
+	CHECK(module_by_path(s, path) == NULL);
+	CHECK_EQ_INT(ember__symbolizer_modules(s, NULL), before);
+	CHECK_EQ_INT(ember__symbolizer_lookup(s, addr, &si), 0);
+	CHECK(si.module == NULL);
+	CHECK_EQ_INT(si.nframes, 0);
+	ember__symbolizer_free(s);
+}
+
+static void test_debuglink(void)
+{
+	ember__symbolizer *s = NULL;
+	CHECK_EQ_INT(ember__symbolizer_new(&s), 0);
+	if (!s)
+		return;
+	void *h = dlopen(EMBER_FIXTURE_SPLIT, RTLD_NOW | RTLD_LOCAL);
+	CHECK(h != NULL);
+	if (!h) {
+		fprintf(stderr, "dlopen: %s\n", dlerror());
+		ember__symbolizer_free(s);
+		return;
+	}
+	int (*fn)(int) = (int (*)(int))dlsym(h, "ember_fixture_split_func");
+	void *(*helper)(void) = (void *(*)(void))dlsym(h, "ember_fixture_split_helper");
+	CHECK(fn && helper);
+	/* The helper is static: the stripped file's .dynsym cannot name it. */
+	CHECK(dlsym(h, "split_helper") == NULL);
+	CHECK_EQ_INT(ember__symbolizer_refresh(s), 0);
+	if (fn && helper) {
+		CHECK_EQ_INT(fn(1), 14);
+		ember__symbol_info si;
+		CHECK_EQ_INT(ember__symbolizer_lookup(s, (uint64_t)(uintptr_t)helper(), &si), 0);
+		CHECK(si.module &&
+		      strcmp(base_name(si.module->path), "ember_fixture_split.so") == 0);
+		if (si.module) {
+			CHECK_EQ_STR(si.module->build_id, "");
+			CHECK(si.module->has_symbols);
+			CHECK(si.module->has_lines);
+		}
+		CHECK_EQ_INT(si.nframes, 1);
+		if (si.nframes == 1) {
+			CHECK_EQ_STR(si.frames[0].function, "split_helper");
+			CHECK_EQ_STR(base_name(si.frames[0].file), "dlsplit.c");
+			CHECK(si.frames[0].line > 0);
+		}
+	}
+	dlclose(h);
+	ember__symbolizer_free(s);
+}
+
+/* The build id as readelf prints it, independently of libdwfl. */
+static int readelf_build_id(const char *path, char *out, size_t len)
+{
+	char cmd[4200];
+	snprintf(cmd, sizeof(cmd), "readelf -n '%s' 2>/dev/null", path);
+	FILE *p = popen(cmd, "r");
+	if (!p)
+		return -1;
+	char line[512];
+	int found = -1;
+	while (fgets(line, sizeof(line), p)) {
+		const char *k = strstr(line, "Build ID: ");
+		if (k && found < 0) {
+			snprintf(out, len, "%s", k + strlen("Build ID: "));
+			out[strcspn(out, " \r\n")] = '\0';
+			found = 0;
+		}
+	}
+	pclose(p);
+	return found;
+}
+
+static void test_build_id(void)
+{
+	ember__symbolizer *s = NULL;
+	CHECK_EQ_INT(ember__symbolizer_new(&s), 0);
+	if (!s)
+		return;
+	char exe[4096], want[256];
+	CHECK_EQ_INT(self_exe(exe, sizeof(exe)), 0);
+	CHECK_EQ_INT(readelf_build_id(exe, want, sizeof(want)), 0);
+	CHECK(strlen(want) >= 16);
+	const ember__module_info *m = module_by_path(s, exe);
+	CHECK(m != NULL);
+	if (m)
+		CHECK_EQ_STR(m->build_id, want);
+	ember__symbolizer_free(s);
+}
+
+static void test_vdso(void)
+{
+	ember__symbolizer *s = NULL;
+	CHECK_EQ_INT(ember__symbolizer_new(&s), 0);
+	if (!s)
+		return;
+	uint64_t ehdr = getauxval(AT_SYSINFO_EHDR);
+	CHECK(ehdr != 0);
+	const ember__module_info *m = module_by_path(s, "[vdso]");
+	CHECK(m != NULL);
+	if (m) {
+		CHECK(m->start <= ehdr && ehdr < m->limit);
+		CHECK(m->has_symbols);
+		CHECK(strlen(m->build_id) > 0);
+	}
+	/* glibc finds the vDSO's symbols through this soname. */
+	void *h = dlopen("linux-vdso.so.1", RTLD_NOW | RTLD_NOLOAD);
+	void *fn = h ? dlsym(h, "__vdso_clock_gettime") : NULL;
+	if (fn) {
+		ember__symbol_info si;
+		CHECK_EQ_INT(ember__symbolizer_lookup(s, (uint64_t)(uintptr_t)fn, &si), 0);
+		CHECK(si.module == m);
+		CHECK_EQ_INT(si.nframes, 1);
+		if (si.nframes == 1)
+			CHECK(si.frames[0].function &&
+			      strstr(si.frames[0].function, "clock_gettime") != NULL);
+	} else {
+		fprintf(stderr, "note: no vDSO handle from dlopen; vDSO lookup skipped\n");
+	}
+	if (h)
+		dlclose(h);
+	ember__symbolizer_free(s);
+}
+
+static void test_no_module(void)
+{
+	ember__symbolizer *s = NULL;
+	CHECK_EQ_INT(ember__symbolizer_new(&s), 0);
+	if (!s)
+		return;
+	char *heap = malloc(64);
+	uint64_t addrs[] = {0, 16, (uint64_t)(uintptr_t)heap, (uint64_t)(uintptr_t)&captured_line,
+			    UINT64_MAX};
+	for (size_t i = 0; i < sizeof(addrs) / sizeof(addrs[0]); i++) {
+		ember__symbol_info si;
+		si.nframes = 99;
+		si.module = (const ember__module_info *)&si;
+		CHECK_EQ_INT(ember__symbolizer_lookup(s, addrs[i], &si), 0);
+		CHECK(si.module == NULL);
+		CHECK_EQ_INT(si.nframes, 0);
+		CHECK(!ember__symbolizer_covers(s, addrs[i]));
+	}
+	free(heap);
+	ember__symbol_info si;
+	CHECK_EQ_INT(ember__symbolizer_lookup(NULL, 0, &si), EMBER_ERR_INVALID);
+	CHECK_EQ_INT(ember__symbolizer_lookup(s, 0, NULL), EMBER_ERR_INVALID);
+	CHECK(!ember__symbolizer_covers(NULL, 0));
+	ember__symbolizer_free(s);
+	ember__symbolizer_free(NULL);
+}
+
+static void test_table_and_cache(void)
+{
+	ember__symbolizer *s = NULL;
+	CHECK_EQ_INT(ember__symbolizer_new(&s), 0);
+	if (!s)
+		return;
+	const ember__module_info *mods;
+	size_t n = ember__symbolizer_modules(s, &mods);
+	CHECK(n >= 5); /* exe, fixture, libc, ld.so, vdso at least */
+	for (size_t i = 0; i < n; i++) {
+		CHECK(mods[i].start < mods[i].limit);
+		if (i > 0)
+			CHECK(mods[i - 1].limit <= mods[i].start);
+		for (size_t j = 0; j < i; j++)
+			CHECK(mods[i].id != mods[j].id);
+		for (const char *c = mods[i].build_id; *c; c++)
+			CHECK((*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'f'));
+		CHECK(ember__symbolizer_covers(s, mods[i].start));
+		CHECK(ember__symbolizer_covers(s, mods[i].limit - 1));
+	}
+
+	/* Repeated lookups give the very same strings (cached). */
+	ember__symbol_info a, b;
+	uint64_t addr = (uint64_t)(uintptr_t)&static_target;
+	CHECK_EQ_INT(ember__symbolizer_lookup(s, addr, &a), 0);
+	CHECK_EQ_INT(ember__symbolizer_lookup(s, addr, &b), 0);
+	CHECK(a.nframes >= 1 && a.nframes == b.nframes);
+	CHECK(a.module == b.module);
+	if (a.nframes >= 1 && a.nframes == b.nframes)
+		CHECK(a.frames[0].function == b.frames[0].function);
+
+	/* A refresh keeps surviving modules' ids and strings. */
+	uint32_t id = a.module ? a.module->id : 0;
+	const char *path = a.module ? a.module->path : NULL;
+	const char *fn = a.nframes ? a.frames[a.nframes - 1].function : NULL;
+	CHECK_EQ_INT(ember__symbolizer_refresh(s), 0);
+	CHECK_EQ_INT(ember__symbolizer_lookup(s, addr, &b), 0);
+	CHECK(b.module != NULL);
+	if (b.module) {
+		CHECK_EQ_INT(b.module->id, id);
+		CHECK(b.module->path == path);
+	}
+	CHECK(b.nframes >= 1 && b.frames[b.nframes - 1].function == fn);
+	CHECK_EQ_STR(fn, "static_target");
+
+	/* Many distinct addresses in libc resolve, most of them to a symbol. */
+	const ember__module_info *libm = NULL;
+	for (size_t i = 0; i < ember__symbolizer_modules(s, &mods); i++) {
+		if (strstr(mods[i].path, "libc.so"))
+			libm = &mods[i];
+	}
+	CHECK(libm != NULL);
+	if (libm) {
+		uint64_t resolved = 0;
+		for (uint64_t p = libm->start; p < libm->start + 200000 && p < libm->limit; p += 7) {
+			ember__symbol_info si;
+			CHECK_EQ_INT(ember__symbolizer_lookup(s, p, &si), 0);
+			resolved += si.nframes > 0;
+		}
+		CHECK(resolved > 1000);
+	}
+	ember__symbolizer_free(s);
+}
+
+/* More distinct addresses than the cache holds (64K): results must stay
+ * right and earlier strings valid after the cache empties itself. */
+static void test_cache_eviction(void)
+{
+	ember__symbolizer *s = NULL;
+	CHECK_EQ_INT(ember__symbolizer_new(&s), 0);
+	if (!s)
+		return;
+	const ember__module_info *mods;
+	size_t n = ember__symbolizer_modules(s, &mods);
+	const ember__module_info *libc = NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (strstr(mods[i].path, "libc.so"))
+			libc = &mods[i];
+	}
+	CHECK(libc != NULL);
+	if (!libc || libc->limit - libc->start < 80000) {
+		ember__symbolizer_free(s);
+		return;
+	}
+	uint64_t first = (uint64_t)(uintptr_t)&static_target;
+	ember__symbol_info a, b;
+	CHECK_EQ_INT(ember__symbolizer_lookup(s, first, &a), 0);
+	CHECK(a.nframes >= 1);
+	const char *name = a.nframes ? a.frames[a.nframes - 1].function : NULL;
+	for (uint64_t p = libc->start; p < libc->start + 80000; p++) {
+		ember__symbol_info si;
+		if (ember__symbolizer_lookup(s, p, &si) != 0) {
+			CHECK(0);
+			break;
+		}
+	}
+	CHECK_EQ_STR(name, "static_target"); /* still readable */
+	CHECK_EQ_INT(ember__symbolizer_lookup(s, first, &b), 0);
+	CHECK(b.nframes == a.nframes);
+	if (b.nframes >= 1)
+		CHECK(b.frames[b.nframes - 1].function == name); /* same interned string */
+	ember__symbolizer_free(s);
+}
+
+int main(void)
+{
+	RUN(test_static_function);
+	RUN(test_libc);
+	RUN(test_cxx_inline);
+	RUN(test_dlopen_refresh_dlclose);
+	RUN(test_debuglink);
+	RUN(test_build_id);
+	RUN(test_vdso);
+	RUN(test_no_module);
+	RUN(test_table_and_cache);
+	RUN(test_cache_eviction);
+	return CHECK_DONE();
+}
