@@ -140,6 +140,7 @@ typedef struct ember_stats {
 	uint64_t samples_dropped_full;/**< dropped: sample buffer was full */
 	uint64_t samples_truncated;   /**< stack cut short (depth, bounds, bad frame) */
 	uint64_t samples_no_bounds;   /**< leaf only: thread stack bounds not yet known */
+	uint64_t labels_truncated;    /**< samples whose labels did not all fit */
 	uint64_t signals_foreign;     /**< signals not from our timers (ignored) */
 	uint64_t threads_seen;        /**< threads given a timer */
 	uint64_t timer_failures;      /**< timer_create/settime failures */
@@ -272,6 +273,33 @@ EMBER_API void ember_agent_stats(const ember_agent *a, ember_stats *out);
 
 /** Copies the counters of a running agent (a consistent-enough snapshot). */
 EMBER_API void ember_running_stats(const ember_running *r, ember_stats *out);
+
+/* ---- per-thread labels ---- */
+
+/**
+ * Sets key=value on the calling thread until the matching pop: every
+ * sample taken on this thread meanwhile carries it as a pprof label. Labels
+ * nest; when a key is set twice, the innermost value wins. Key and value
+ * are copied (key <= 63 bytes, value <= 127 bytes, at most 8 labels at
+ * once). The first push on a thread allocates its label block; later
+ * pushes and pops make no system call and take no lock. Works whether or
+ * not an agent is running. Not async-signal-safe.
+ *
+ *     unsigned mark = ember_labels_depth();
+ *     ember_labels_push("endpoint", "/checkout");
+ *     handle_request();
+ *     ember_labels_pop_to(mark);
+ */
+EMBER_API int ember_labels_push(const char *key, const char *value);
+
+/** Removes the innermost label of the calling thread (none: no-op). */
+EMBER_API void ember_labels_pop(void);
+
+/** How many labels the calling thread has set. */
+EMBER_API unsigned ember_labels_depth(void);
+
+/** Pops labels until `depth` remain: the end of a scope. */
+EMBER_API void ember_labels_pop_to(unsigned depth);
 
 /* ---- built-in reporters ---- */
 

@@ -62,7 +62,7 @@ typedef struct ember__core {
 	int64_t last_scan;
 
 	/* totals over all runs (the sig counters restart with each start) */
-	_Atomic uint64_t samples, dropped_full, truncated, no_bounds, foreign;
+	_Atomic uint64_t samples, dropped_full, truncated, no_bounds, foreign, labels_truncated;
 	_Atomic uint64_t threads_seen, timer_failures, windows, report_failures;
 } ember__core;
 
@@ -137,7 +137,8 @@ static void drain(ember__core *c)
 	while ((r = ember__sampbuf_peek(&c->sig.buf))) {
 		ember__agg *a = r->time_ns >= c->win_end ? &c->next : &c->cur;
 		int32_t tid = c->cfg.thread_labels ? r->tid : 0;
-		if (ember__agg_add(a, tid, r->pcs, r->depth, r->weight) != 0)
+		if (ember__agg_add(a, tid, r->pcs, r->depth, ember__sample_labels(&c->sig.buf, r),
+				   r->label_len, r->weight) != 0)
 			atomic_fetch_add(&c->dropped_full, 1);
 		if (c->cfg.thread_labels && !ember__agg_has_name(a, tid)) {
 			char name[32];
@@ -306,6 +307,7 @@ static void add_sig_totals(ember__core *c)
 	atomic_fetch_add(&c->truncated, atomic_load(&c->sig.truncated));
 	atomic_fetch_add(&c->no_bounds, atomic_load(&c->sig.no_bounds));
 	atomic_fetch_add(&c->foreign, atomic_load(&c->sig.foreign));
+	atomic_fetch_add(&c->labels_truncated, atomic_load(&c->sig.labels_truncated));
 	atomic_fetch_add(&c->threads_seen, c->threads.threads_seen);
 	atomic_fetch_add(&c->timer_failures, c->threads.timer_failures);
 }
@@ -420,6 +422,7 @@ static void fill_stats(const ember__core *c, ember_stats *s, int running)
 	s->samples_truncated = atomic_load(&c->truncated);
 	s->samples_no_bounds = atomic_load(&c->no_bounds);
 	s->signals_foreign = atomic_load(&c->foreign);
+	s->labels_truncated = atomic_load(&c->labels_truncated);
 	s->threads_seen = atomic_load(&c->threads_seen);
 	s->timer_failures = atomic_load(&c->timer_failures);
 	s->windows_reported = atomic_load(&c->windows);
@@ -430,6 +433,7 @@ static void fill_stats(const ember__core *c, ember_stats *s, int running)
 		s->samples_truncated += atomic_load(&c->sig.truncated);
 		s->samples_no_bounds += atomic_load(&c->sig.no_bounds);
 		s->signals_foreign += atomic_load(&c->sig.foreign);
+		s->labels_truncated += atomic_load(&c->sig.labels_truncated);
 		/* threads_seen/timer_failures of the current run are read racily
 		 * from the registry: good enough for a statistic. */
 		s->threads_seen += c->threads.threads_seen;

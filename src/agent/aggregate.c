@@ -23,22 +23,27 @@ void ember__agg_release(ember__agg *a)
 	memset(a, 0, sizeof(*a));
 }
 
-static uint64_t stack_hash(int32_t tid, const uint64_t *pcs, uint32_t depth)
+static uint64_t stack_hash(int32_t tid, const uint64_t *pcs, uint32_t depth,
+			   const uint8_t *labels, uint32_t label_len)
 {
-	return ember__hash_bytes(pcs, depth * sizeof(*pcs), (uint64_t)(uint32_t)tid * 0x9e3779b97f4a7c15ULL + depth);
+	uint64_t h = ember__hash_bytes(pcs, depth * sizeof(*pcs),
+				       (uint64_t)(uint32_t)tid * 0x9e3779b97f4a7c15ULL + depth);
+	return label_len ? ember__hash_bytes(labels, label_len, h) : h;
 }
 
 int ember__agg_add(ember__agg *a, int32_t tid, const uint64_t *pcs, uint32_t depth,
-		   uint64_t weight)
+		   const uint8_t *labels, uint32_t label_len, uint64_t weight)
 {
-	uint64_t h = stack_hash(tid, pcs, depth);
+	uint64_t h = stack_hash(tid, pcs, depth, labels, label_len);
 	int inserted;
 	uint64_t *head = ember__u64map_put(&a->index, h, &inserted);
 	if (!head)
 		return EMBER_ERR_NOMEM;
 	for (uint64_t pos = inserted ? 0 : *head; pos; pos = a->next[pos - 1]) {
 		ember__agg_stack *s = a->stacks[pos - 1];
-		if (s->tid == tid && s->depth == depth && !memcmp(s->pcs, pcs, depth * sizeof(*pcs))) {
+		if (s->tid == tid && s->depth == depth && s->label_len == label_len &&
+		    !memcmp(s->pcs, pcs, depth * sizeof(*pcs)) &&
+		    (!label_len || !memcmp(ember__agg_labels(s), labels, label_len))) {
 			s->count++;
 			s->weight += weight;
 			a->samples++;
@@ -58,7 +63,8 @@ int ember__agg_add(ember__agg *a, int32_t tid, const uint64_t *pcs, uint32_t dep
 		a->next = nn;
 		a->cap = ncap;
 	}
-	ember__agg_stack *s = ember__arena_alloc(&a->arena, sizeof(*s) + depth * sizeof(*pcs));
+	ember__agg_stack *s =
+		ember__arena_alloc(&a->arena, sizeof(*s) + depth * sizeof(*pcs) + label_len);
 	if (!s)
 		return EMBER_ERR_NOMEM;
 	s->tid = tid;
@@ -67,6 +73,9 @@ int ember__agg_add(ember__agg *a, int32_t tid, const uint64_t *pcs, uint32_t dep
 	s->weight = weight;
 	s->hash = h;
 	memcpy(s->pcs, pcs, depth * sizeof(*pcs));
+	s->label_len = label_len;
+	if (label_len)
+		memcpy((uint8_t *)(s->pcs + depth), labels, label_len);
 	a->stacks[a->n] = s;
 	a->next[a->n] = inserted ? 0 : (uint32_t)*head;
 	a->n++;

@@ -21,6 +21,8 @@ typedef struct ember__agg_stack {
 	uint64_t count;  /* samples */
 	uint64_t weight; /* sampling periods they stand for */
 	uint64_t hash;
+	uint32_t label_len; /* packed labels (sample/labels.h format) after pcs */
+	uint32_t reserved;
 	uint64_t pcs[];  /* leaf first */
 } ember__agg_stack;
 
@@ -36,9 +38,18 @@ typedef struct ember__agg {
 
 void ember__agg_init(ember__agg *a);
 void ember__agg_release(ember__agg *a);
-/* Adds one sample. 0 or EMBER_ERR_NOMEM. */
+/*
+ * Adds one sample: `labels` holds `label_len` bytes of packed dynamic
+ * labels (may be 0). Samples are merged when tid, stack and labels are
+ * equal. 0 or EMBER_ERR_NOMEM.
+ */
 int ember__agg_add(ember__agg *a, int32_t tid, const uint64_t *pcs, uint32_t depth,
-		   uint64_t weight);
+		   const uint8_t *labels, uint32_t label_len, uint64_t weight);
+/* The packed labels of a stack. */
+static inline const uint8_t *ember__agg_labels(const ember__agg_stack *s)
+{
+	return (const uint8_t *)(s->pcs + s->depth);
+}
 /* Records a thread's name unless one is known. */
 int ember__agg_set_name(ember__agg *a, int32_t tid, const char *name);
 /* A thread's name or NULL; borrowed from the aggregate. */

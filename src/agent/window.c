@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "sample/labels.h"
 #include "util/error.h"
 #include "util/hashmap.h"
 
@@ -112,17 +113,55 @@ static uint32_t location_for(builder *b, uint64_t addr)
 	return idx;
 }
 
+/* Unpacks dynamic labels (sample/labels.h format); the innermost value of
+ * a key wins. Returns how many distinct keys were written to out. */
+static uint32_t dynamic_labels(builder *b, const ember__agg_stack *s, ember__label *out)
+{
+	const uint8_t *p = ember__agg_labels(s), *end = p + s->label_len;
+	uint32_t n = 0;
+	while (p + 2 <= end) {
+		size_t kl = p[0];
+		if (p + 1 + kl + 1 > end)
+			break;
+		size_t vl = p[1 + kl];
+		if (p + 2 + kl + vl > end)
+			break;
+		const char *key = ember__arena_strndup(&b->p->arena, (const char *)p + 1, kl);
+		const char *val = ember__arena_strndup(&b->p->arena, (const char *)p + 2 + kl, vl);
+		if (!key || !val)
+			break;
+		uint32_t j = 0;
+		while (j < n && strcmp(out[j].key, key) != 0)
+			j++;
+		out[j].key = key; /* a later (inner) push overrides */
+		out[j].str = val;
+		if (j == n)
+			n++;
+		p += 2 + kl + vl;
+	}
+	return n;
+}
+
+static int has_key(const ember__label *l, uint32_t n, const char *key)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (!strcmp(l[i].key, key))
+			return 1;
+	return 0;
+}
+
 static int add_labels(builder *b, const ember__config *cfg, const ember__agg *a,
 		      const ember__agg_stack *s, ember__sample *out)
 {
-	uint32_t n = (uint32_t)cfg->ntags + (cfg->thread_labels ? 2u : 0u);
-	if (!n)
-		return 0;
+	uint32_t n = (uint32_t)cfg->ntags + (cfg->thread_labels ? 2u : 0u) + EMBER__LABELS_MAX;
 	out->labels = ember__arena_alloc(&b->p->arena, n * sizeof(*out->labels));
 	if (!out->labels)
 		return EMBER_ERR_NOMEM;
-	uint32_t k = 0;
+	uint32_t k = dynamic_labels(b, s, out->labels);
+	uint32_t ndyn = k;
 	for (size_t i = 0; i < cfg->ntags; i++) {
+		if (has_key(out->labels, ndyn, cfg->tags[i].key))
+			continue; /* a thread's own label beats a static tag */
 		out->labels[k].key = ember__profile_strdup(b->p, cfg->tags[i].key);
 		out->labels[k].str = ember__profile_strdup(b->p, cfg->tags[i].value);
 		k++;

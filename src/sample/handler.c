@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "emberprof.h"
+#include "sample/labels.h"
 #include "unwind/unwind.h"
 
 static _Atomic(ember__sigstate *) g_state;
@@ -54,6 +55,11 @@ static void take_sample(ember__sigstate *st, uint32_t weight, void *uc)
 	int n = ember__unwind(st->unwind_mode, &regs, &bounds, r->pcs, st->max_depth, &flags);
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
+	int labels_cut = 0;
+	r->label_len = (uint32_t)ember__labels_snapshot(ember__sample_labels(&st->buf, r),
+							EMBER__LABEL_BYTES, &labels_cut);
+	if (labels_cut)
+		atomic_fetch_add_explicit(&st->labels_truncated, 1, memory_order_relaxed);
 	r->depth = (uint32_t)n;
 	r->tid = tid;
 	r->weight = weight;

@@ -32,6 +32,7 @@ typedef struct ember__sigstate {
 	_Atomic uint64_t no_bounds;
 	_Atomic uint64_t foreign;
 	_Atomic uint64_t probes;
+	_Atomic uint64_t labels_truncated;
 } ember__sigstate;
 
 /*

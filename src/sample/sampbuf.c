@@ -12,6 +12,7 @@
 #include <sys/mman.h>
 
 #include "emberprof.h"
+#include "sample/labels.h"
 
 enum { SLOT_FREE = 0, SLOT_WRITING = 1, SLOT_READY = 2 };
 
@@ -26,8 +27,8 @@ int ember__sampbuf_init(ember__sampbuf *b, uint32_t nslots, uint32_t max_depth)
 		return EMBER_ERR_INVALID;
 	b->nslots = nslots;
 	b->max_depth = max_depth;
-	b->slot_size = (sizeof(ember__sample_rec) + (size_t)max_depth * sizeof(uint64_t) + 63u) &
-		       ~(size_t)63u;
+	b->slot_size = (sizeof(ember__sample_rec) + (size_t)max_depth * sizeof(uint64_t) +
+			EMBER__LABEL_BYTES + 63u) & ~(size_t)63u;
 	b->mem_size = b->slot_size * nslots;
 	void *m = mmap(NULL, b->mem_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (m == MAP_FAILED) {

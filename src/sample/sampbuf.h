@@ -21,7 +21,7 @@ typedef struct ember__sample_rec {
 	int32_t tid;
 	uint32_t weight; /* periods this sample stands for (1 + timer overruns) */
 	uint32_t flags;  /* EMBER_UNWIND_* */
-	uint32_t reserved;
+	uint32_t label_len; /* bytes of packed labels after pcs[max_depth] */
 	int64_t time_ns; /* CLOCK_REALTIME */
 	uint64_t pcs[];  /* leaf first */
 } ember__sample_rec;
@@ -35,6 +35,12 @@ typedef struct ember__sampbuf {
 	_Atomic uint64_t head; /* next slot to claim */
 	_Atomic uint64_t tail; /* next slot to consume */
 } ember__sampbuf;
+
+/* The packed labels of a record (EMBER__LABEL_BYTES of room). */
+static inline uint8_t *ember__sample_labels(const ember__sampbuf *b, ember__sample_rec *r)
+{
+	return (uint8_t *)(r->pcs + b->max_depth);
+}
 
 /* Maps the ring. Agent thread; not async-signal-safe. 0 or ember_err. */
 int ember__sampbuf_init(ember__sampbuf *b, uint32_t nslots, uint32_t max_depth);

@@ -19,11 +19,11 @@ static void test_aggregate(void)
 	ember__agg a;
 	ember__agg_init(&a);
 	uint64_t s1[] = {1, 2, 3}, s2[] = {1, 2, 4};
-	CHECK_EQ_INT(ember__agg_add(&a, 0, s1, 3, 1), 0);
-	CHECK_EQ_INT(ember__agg_add(&a, 0, s1, 3, 2), 0);
-	CHECK_EQ_INT(ember__agg_add(&a, 0, s2, 3, 1), 0);
-	CHECK_EQ_INT(ember__agg_add(&a, 7, s1, 3, 1), 0); /* another thread */
-	CHECK_EQ_INT(ember__agg_add(&a, 0, s1, 2, 1), 0); /* a prefix is another stack */
+	CHECK_EQ_INT(ember__agg_add(&a, 0, s1, 3, NULL, 0, 1), 0);
+	CHECK_EQ_INT(ember__agg_add(&a, 0, s1, 3, NULL, 0, 2), 0);
+	CHECK_EQ_INT(ember__agg_add(&a, 0, s2, 3, NULL, 0, 1), 0);
+	CHECK_EQ_INT(ember__agg_add(&a, 7, s1, 3, NULL, 0, 1), 0); /* another thread */
+	CHECK_EQ_INT(ember__agg_add(&a, 0, s1, 2, NULL, 0, 1), 0); /* a prefix is another stack */
 	CHECK_EQ_INT(a.n, 4);
 	CHECK_EQ_INT(a.samples, 5);
 	CHECK_EQ_INT(a.weight, 6);
@@ -31,7 +31,7 @@ static void test_aggregate(void)
 	CHECK_EQ_INT(a.stacks[0]->weight, 3);
 	for (int i = 0; i < 5000; i++) { /* many distinct stacks: growth */
 		uint64_t s[2] = {(uint64_t)i, 99};
-		CHECK_EQ_INT(ember__agg_add(&a, 0, s, 2, 1), 0);
+		CHECK_EQ_INT(ember__agg_add(&a, 0, s, 2, NULL, 0, 1), 0);
 	}
 	CHECK_EQ_INT(a.n, 5004);
 	CHECK_EQ_INT(ember__agg_set_name(&a, 7, "worker-7"), 0);
@@ -65,9 +65,9 @@ static void test_profile(void)
 	uint64_t leaf = (uint64_t)(uintptr_t)leaf_fn + 1;
 	uint64_t ret = (uint64_t)(uintptr_t)caller_fn + 2;
 	uint64_t st[] = {leaf, ret};
-	ember__agg_add(&a, 11, st, 2, 1);
-	ember__agg_add(&a, 11, st, 2, 3);
-	ember__agg_add(&a, 12, st, 2, 1);
+	ember__agg_add(&a, 11, st, 2, NULL, 0, 1);
+	ember__agg_add(&a, 11, st, 2, NULL, 0, 3);
+	ember__agg_add(&a, 12, st, 2, NULL, 0, 1);
 	ember__agg_set_name(&a, 11, "alpha");
 
 	ember__profile *p;
@@ -105,8 +105,67 @@ static void test_profile(void)
 	ember__symbolizer_free(sym);
 }
 
+/* Packs labels the way the handler does. */
+static uint32_t pack(uint8_t *dst, const char *const *kv, int n)
+{
+	uint32_t used = 0;
+	for (int i = 0; i < n; i++) {
+		size_t kl = strlen(kv[2 * i]), vl = strlen(kv[2 * i + 1]);
+		dst[used++] = (uint8_t)kl;
+		memcpy(dst + used, kv[2 * i], kl);
+		used += (uint32_t)kl;
+		dst[used++] = (uint8_t)vl;
+		memcpy(dst + used, kv[2 * i + 1], vl);
+		used += (uint32_t)vl;
+	}
+	return used;
+}
+
+static const char *label(const ember__sample *s, const char *key)
+{
+	for (uint32_t i = 0; i < s->nlabels; i++)
+		if (!strcmp(s->labels[i].key, key))
+			return s->labels[i].str;
+	return NULL;
+}
+
+static void test_dynamic_labels(void)
+{
+	ember__config cfg;
+	ember__config_defaults(&cfg);
+	ember__tag tags[] = {{"env", "test"}, {"endpoint", "static"}};
+	cfg.tags = tags;
+	cfg.ntags = 2;
+	ember__agg a;
+	ember__agg_init(&a);
+	uint64_t st[] = {0x1000, 0x2000};
+	uint8_t l1[256], l2[256];
+	static const char *const kv1[] = {"endpoint", "/checkout", "span", "a1", "endpoint", "/pay"};
+	static const char *const kv2[] = {"endpoint", "/cart"};
+	uint32_t n1 = pack(l1, kv1, 3), n2 = pack(l2, kv2, 1);
+	ember__agg_add(&a, 0, st, 2, l1, n1, 1);
+	ember__agg_add(&a, 0, st, 2, l1, n1, 1);
+	ember__agg_add(&a, 0, st, 2, l2, n2, 1);
+	ember__agg_add(&a, 0, st, 2, NULL, 0, 1);
+	CHECK_EQ_INT(a.n, 3); /* same stack, three label sets */
+	ember__profile *p;
+	CHECK_EQ_INT(ember__window_profile(&a, NULL, &cfg, 0, 1, &p), 0);
+	CHECK_EQ_INT(p->nsamples, 3);
+	const ember__sample *s = &p->samples[0];
+	CHECK_EQ_INT(s->values[0], 2);
+	CHECK_EQ_STR(label(s, "endpoint"), "/pay"); /* innermost wins, over the static tag too */
+	CHECK_EQ_STR(label(s, "span"), "a1");
+	CHECK_EQ_STR(label(s, "env"), "test");
+	CHECK_EQ_INT(s->nlabels, 3);
+	CHECK_EQ_STR(label(&p->samples[1], "endpoint"), "/cart");
+	CHECK_EQ_STR(label(&p->samples[2], "endpoint"), "static");
+	ember__profile_free(p);
+	ember__agg_release(&a);
+}
+
 int main(void)
 {
+	RUN(test_dynamic_labels);
 	RUN(test_aggregate);
 	RUN(test_profile);
 	return CHECK_DONE();
