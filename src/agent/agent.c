@@ -254,7 +254,10 @@ static void *agent_main(void *arg)
 		   (unsigned)c->threads.nrecs,
 		   ember__threads_hooked(&c->threads) ? "pthread_create hook" : "/proc scan",
 		   c->cfg.interval_ms);
-	if (ember__symbolizer_new(&c->sym) != 0)
+	/* One symbolizer per agent, kept across restarts (its caches stay warm). */
+	if (c->sym)
+		ember__symbolizer_refresh(c->sym);
+	else if (ember__symbolizer_new(&c->sym) != 0)
 		ember__log(&c->cfg, EMBER_LOG_WARN, "no symbolizer, profiles will hold addresses only: %s",
 			   ember_last_error());
 
