@@ -26,6 +26,7 @@
 #include "agent/agent_internal.h"
 #include "agent/aggregate.h"
 #include "agent/threads.h"
+#include "agent/unwind_tables.h"
 #include "agent/window.h"
 #include "encode/pprof.h"
 #include "symbols/symbolizer.h"
@@ -64,6 +65,10 @@ typedef struct ember__core {
 	/* totals over all runs (the sig counters restart with each start) */
 	_Atomic uint64_t samples, dropped_full, truncated, no_bounds, foreign, labels_truncated;
 	_Atomic uint64_t threads_seen, timer_failures, windows, report_failures;
+
+	/* DWARF unwind tables (modes auto and dwarf); agent thread only */
+	ember__unwind_tables *utab;
+	ember__unwind_tables_stats utab_totals; /* finished runs */
 } ember__core;
 
 static int64_t now_ns(clockid_t clk)
@@ -74,6 +79,43 @@ static int64_t now_ns(clockid_t clk)
 }
 
 /* ---- build / shutdown ---- */
+
+/* Tells each reporter with a bind() callback about the agent it serves. */
+static int bind_reporters(const ember__config *cfg)
+{
+	ember_tag *tags = calloc(cfg->ntags ? cfg->ntags : 1, sizeof(*tags));
+	if (!tags)
+		return ember__error_oom("tags");
+	for (size_t i = 0; i < cfg->ntags; i++)
+		tags[i] = (ember_tag){cfg->tags[i].key, cfg->tags[i].value};
+	ember_agent_info info = {
+		.app_name = cfg->app_name,
+		.tags = tags,
+		.ntags = cfg->ntags,
+		.sample_rate_hz = cfg->hz,
+		.interval_ms = cfg->interval_ms,
+		.thread_labels = cfg->thread_labels,
+		.log_fn = cfg->log_fn,
+		.log_userdata = cfg->log_ud,
+		.log_level = (ember_log_level)cfg->log_level,
+	};
+	int rc = 0;
+	for (size_t i = 0; rc == 0 && i < cfg->nreporters; i++) {
+		const ember_reporter *r = &cfg->reporters[i];
+		if (!r->bind)
+			continue;
+		ember__error_clear();
+		if ((rc = r->bind(r->userdata, &info)) != 0) {
+			char why[EMBER_ERROR_MAX];
+			snprintf(why, sizeof(why), "%s", ember_last_error()[0] ? ember_last_error()
+									     : ember_strerror(rc));
+			rc = ember__error(rc < 0 ? rc : EMBER_ERR_REPORTER, "reporter %s: %s", r->name,
+					  why);
+		}
+	}
+	free(tags);
+	return rc;
+}
 
 EMBER_API int ember_builder_build(ember_agent **out, ember_builder *b)
 {
@@ -87,6 +129,12 @@ EMBER_API int ember_builder_build(ember_agent **out, ember_builder *b)
 	}
 	c->cfg = b->cfg; /* the agent takes over everything the builder owned */
 	free(b);
+	int brc = bind_reporters(&c->cfg);
+	if (brc) {
+		ember__config_release(&c->cfg, 1);
+		free(c);
+		return brc;
+	}
 	c->ready.core = c;
 	c->running.core = c;
 	c->pid = getpid();
@@ -157,13 +205,18 @@ static void drain(ember__core *c)
 	 * module now, while it is surely still loaded. */
 	if (need_refresh && ember__symbolizer_refresh(c->sym) != 0)
 		ember__log(&c->cfg, EMBER_LOG_DEBUG, "symbolizer refresh: %s", ember_last_error());
+	/* The same for the unwinder: tables for code mapped since. */
+	if (need_refresh && c->utab && ember__unwind_tables_refresh(c->utab) != 0)
+		ember__log(&c->cfg, EMBER_LOG_DEBUG, "unwind tables refresh: %s", ember_last_error());
 }
 
 /* Symbolizes, encodes and reports the current window, then starts the next. */
 static int close_window(ember__core *c, int64_t end, int final)
 {
 	int rc = 0;
-	if (c->cur.samples == 0 && !(final && c->seq == 0)) {
+	/* Empty windows are skipped, except the final one: stop always
+	 * reports, so a run always leaves at least one profile. */
+	if (c->cur.samples == 0 && !final) {
 		ember__log(&c->cfg, EMBER_LOG_DEBUG, "window %" PRIu32 " empty, not reported", c->seq);
 		goto next;
 	}
@@ -237,6 +290,14 @@ static void *agent_main(void *arg)
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	pthread_setname_np(pthread_self(), "emberprof");
 
+	/* DWARF tables before the first timer fires, so that the first
+	 * samples already have them; without them frames fall back to frame
+	 * pointers (auto) or end (dwarf). */
+	if (c->sig.unwind_mode != EMBER_UNWIND_MODE_FP) {
+		if (ember__unwind_tables_new(&c->utab, &c->sig.unwind_snap, &c->cfg) != 0 ||
+		    ember__unwind_tables_refresh(c->utab) != 0)
+			ember__log(&c->cfg, EMBER_LOG_WARN, "no DWARF unwind tables: %s", ember_last_error());
+	}
 	int rc = ember__threads_start(&c->threads, &c->sig, c->cfg.signo, c->period_ns,
 				      c->cfg.engine, (int32_t)gettid());
 	pthread_mutex_lock(&c->mu);
@@ -289,6 +350,10 @@ static void *agent_main(void *arg)
 			c->last_scan = mono;
 		ember__threads_poll(&c->threads, scan);
 		drain(c);
+		/* Libraries loaded or unloaded since the last look get or lose
+		 * their tables now, before a sample lands in them. */
+		if (c->utab && ember__unwind_tables_poll(c->utab) != 0)
+			ember__log(&c->cfg, EMBER_LOG_DEBUG, "unwind tables refresh: %s", ember_last_error());
 		rt = now_ns(CLOCK_REALTIME);
 		while (rt >= c->win_end) {
 			close_window(c, c->win_end, 0);
@@ -315,6 +380,34 @@ static void add_sig_totals(ember__core *c)
 	atomic_fetch_add(&c->timer_failures, c->threads.timer_failures);
 }
 
+/* Adds the run's unwind-table counters to the totals and frees the tables. */
+static void release_unwind_tables(ember__core *c)
+{
+	if (!c->utab)
+		return;
+	ember__unwind_tables_stats s;
+	ember__unwind_tables_get_stats(c->utab, &s);
+	ember__unwind_tables_stats *t = &c->utab_totals;
+	t->modules = s.modules;
+	t->bytes = s.bytes;
+	t->rows = s.rows;
+	t->built += s.built;
+	t->failed += s.failed;
+	t->retired += s.retired;
+	t->freed += s.freed;
+	t->snapshots += s.snapshots;
+	t->refreshes += s.refreshes;
+	t->bad_fdes += s.bad_fdes;
+	t->build_ns += s.build_ns;
+	ember__unwind_tables_free(c->utab);
+	c->utab = NULL;
+}
+
+void ember__agent_unwind_stats(const ember_agent *a, ember__unwind_tables_stats *out)
+{
+	*out = a->core->utab_totals;
+}
+
 static uint32_t ring_slots(unsigned hz)
 {
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -338,7 +431,7 @@ EMBER_API int ember_agent_start(ember_running **out, ember_agent *a)
 				    "build a new one in the child", (int)c->pid);
 	memset(&c->sig, 0, sizeof(c->sig));
 	c->sig.max_depth = (int)c->cfg.max_depth;
-	c->sig.unwind_mode = EMBER_UNWIND_MODE_FP;
+	c->sig.unwind_mode = c->cfg.unwind; /* ember_unwind_mode = EMBER_UNWIND_MODE_* */
 	c->period_ns = 1000000000LL / c->cfg.hz;
 	int rc = ember__sampbuf_init(&c->sig.buf, ring_slots(c->cfg.hz), c->cfg.max_depth);
 	if (rc)
@@ -375,6 +468,7 @@ EMBER_API int ember_agent_start(ember_running **out, ember_agent *a)
 	if (rc) {
 		pthread_join(c->thread, NULL);
 		ember__sigpath_uninstall(c->cfg.signo, &c->old_action);
+		release_unwind_tables(c);
 		ember__threads_release(&c->threads);
 		ember__sampbuf_destroy(&c->sig.buf);
 		return ember__error(rc, "%s", c->start_err);
@@ -382,6 +476,31 @@ EMBER_API int ember_agent_start(ember_running **out, ember_agent *a)
 	c->state = STATE_RUNNING;
 	*out = &c->running;
 	return 0;
+}
+
+/* The network reporters' counters, added by their stats() callbacks. */
+static void add_reporter_stats(const ember__core *c, ember_stats *s)
+{
+	for (size_t i = 0; i < c->cfg.nreporters; i++)
+		if (c->cfg.reporters[i].stats)
+			c->cfg.reporters[i].stats(c->cfg.reporters[i].userdata, s);
+}
+
+static void log_upload_stats(const ember__core *c)
+{
+	int any = 0;
+	for (size_t i = 0; i < c->cfg.nreporters; i++)
+		any |= c->cfg.reporters[i].stats != NULL;
+	if (!any)
+		return;
+	ember_stats s;
+	memset(&s, 0, sizeof(s));
+	add_reporter_stats(c, &s);
+	ember__log(&c->cfg, EMBER_LOG_INFO,
+		   "uploads: %" PRIu64 " ok, %" PRIu64 " retried, %" PRIu64 " failed, %" PRIu64
+		   " spooled, %" PRIu64 " dropped, %" PRIu64 " bytes sent",
+		   s.uploads_ok, s.uploads_retried, s.uploads_failed, s.uploads_spooled,
+		   s.uploads_dropped, s.bytes_sent);
 }
 
 EMBER_API int ember_running_stop(ember_agent **out, ember_running *r)
@@ -404,11 +523,13 @@ EMBER_API int ember_running_stop(ember_agent **out, ember_running *r)
 
 	int rc = c->final_rc;
 	add_sig_totals(c);
+	release_unwind_tables(c); /* no handler runs: uninstall waited for them */
 	ember__log(&c->cfg, EMBER_LOG_INFO,
 		   "stopped: %" PRIu64 " samples, %" PRIu64 " dropped (buffer full), %" PRIu64
 		   " truncated, %" PRIu64 " leaf-only, %" PRIu64 " windows, %" PRIu64 " report failures",
 		   atomic_load(&c->samples), atomic_load(&c->dropped_full), atomic_load(&c->truncated),
 		   atomic_load(&c->no_bounds), atomic_load(&c->windows), atomic_load(&c->report_failures));
+	log_upload_stats(c);
 	ember__threads_release(&c->threads);
 	ember__sampbuf_destroy(&c->sig.buf);
 	ember__agg_release(&c->cur);
@@ -442,6 +563,7 @@ static void fill_stats(const ember__core *c, ember_stats *s, int running)
 		s->threads_seen += c->threads.threads_seen;
 		s->timer_failures += c->threads.timer_failures;
 	}
+	add_reporter_stats(c, s);
 }
 
 EMBER_API void ember_agent_stats(const ember_agent *a, ember_stats *out)

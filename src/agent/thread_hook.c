@@ -1,8 +1,12 @@
 /*
  * thread_hook.c - covers threads created after start.
  *
- * emberprof defines pthread_create. Where this definition comes first in
- * the symbol search order (LD_PRELOAD, or linked into the program), the
+ * emberprof defines pthread_create: in libemberprof.so under glibc's own
+ * symbol versions (src/preload/pthread_versions.c: a versioned reference
+ * such as pthread_create@GLIBC_2.34 only binds to a definition carrying
+ * that version), and unversioned in the static library
+ * (src/link/pthread_create.c). Where this definition comes first in the
+ * symbol search order (LD_PRELOAD, or linked into the program), the
  * application's threads start in a trampoline that registers the thread
  * (stack bounds, CPU timer) before the real start routine runs, so a new
  * thread is sampled from its first period. A thread-specific-data
@@ -43,7 +47,13 @@ static pthread_create_fn resolve_real(void)
 {
 	pthread_create_fn f = atomic_load_explicit(&real_create, memory_order_acquire);
 	if (!f) {
-		f = (pthread_create_fn)dlsym(RTLD_NEXT, "pthread_create");
+		/* Ask for glibc's current version first: a plain dlsym could
+		 * return an older compatibility version on some systems. */
+		f = (pthread_create_fn)dlvsym(RTLD_NEXT, "pthread_create", "GLIBC_2.34");
+		if (!f)
+			f = (pthread_create_fn)dlvsym(RTLD_NEXT, "pthread_create", "GLIBC_2.2.5");
+		if (!f)
+			f = (pthread_create_fn)dlsym(RTLD_NEXT, "pthread_create");
 		if (!f)
 			return NULL;
 		atomic_store_explicit(&real_create, f, memory_order_release);
@@ -75,8 +85,8 @@ static void *trampoline_start(void *p)
 	return tr.fn(tr.arg);
 }
 
-/* Hidden alias target: what the exported pthread_create runs. */
-static int hooked_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+int ember__hooked_pthread_create(pthread_t *th, const pthread_attr_t *attr,
+				 void *(*fn)(void *), void *arg)
 {
 	pthread_create_fn real = resolve_real();
 	if (!real)
@@ -92,24 +102,14 @@ static int hooked_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(
 	return rc;
 }
 
-EMBER_API int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *),
-			     void *arg)
-{
-	return hooked_create(th, attr, fn, arg);
-}
-
-/* Our own definition's address: a hidden alias is not interposable, while
- * taking &pthread_create inside a shared library yields whichever definition
- * the dynamic linker chose. */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmissing-attributes"
-extern __typeof(pthread_create) ember__own_pthread_create
-	__attribute__((alias("pthread_create"), visibility("hidden")));
-#pragma GCC diagnostic pop
-
 int ember__threads_hooked(const ember__threads *t)
 {
 	(void)t;
-	void *first = dlsym(RTLD_DEFAULT, "pthread_create");
-	return first == (void *)ember__own_pthread_create;
+	void *entry = ember__pthread_create_entry();
+	if (!entry)
+		return 0;
+	/* Programs built against glibc >= 2.34 bind pthread_create@GLIBC_2.34,
+	 * older ones pthread_create@GLIBC_2.2.5: check what each resolves to. */
+	return dlvsym(RTLD_DEFAULT, "pthread_create", "GLIBC_2.34") == entry ||
+	       dlsym(RTLD_DEFAULT, "pthread_create") == entry;
 }

@@ -90,6 +90,13 @@ void ember__threads_release(ember__threads *t);
 void ember__threads_on_start(void);
 void ember__threads_on_exit(void);
 
+/* The wrapper every pthread_create entry point calls (thread_hook.c). */
+int ember__hooked_pthread_create(pthread_t *th, const pthread_attr_t *attr,
+				 void *(*fn)(void *), void *arg);
+/* The address of this build's exported pthread_create entry point, or NULL
+ * when the build has none (defined next to the entry point). */
+void *ember__pthread_create_entry(void);
+
 /* The real pthread_create (resolved once by thread_hook.c). */
 int ember__real_pthread_create(pthread_t *th, const pthread_attr_t *attr,
 			       void *(*fn)(void *), void *arg);
