@@ -18,7 +18,7 @@ build: deps
 
 # The main job: profile the bundled demo workload, no server needed.
 demo: build
-	$(BUILD)/emberprof run --output $(BUILD)/demo-profiles -- $(BUILD)/demo/emberprof_demo
+	$(BUILD)/emberprof run --output $(BUILD)/demo-profiles -- $(BUILD)/emberprof_demo
 
 test-unit: build
 	cd $(BUILD) && ctest --output-on-failure -j 2

@@ -1,0 +1,147 @@
+/*
+ * cli.h - the pieces of the `emberprof` command-line tool, shared between
+ * its files: main.c (dispatch, usage, messages), run.c (`emberprof run`),
+ * program.c (finding and checking the program and libemberprof.so),
+ * spawn.c (starting the program, forwarding signals, waiting), outdir.c
+ * (the output directory and the profiles in it) and top_cmd.c
+ * (`emberprof top` and the table printed after `run`).
+ *
+ * Functions that can fail return 0 or a negative ember_err and leave a
+ * message in ember_last_error(); the caller prints it with
+ * ember__cli_error(). Nothing here runs in a signal handler except the
+ * forwarding handler in spawn.c, which only calls kill().
+ */
+#ifndef EMBER_CLI_H
+#define EMBER_CLI_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+/* Exit codes of the tool itself (a program's own status passes through). */
+#define EMBER_EXIT_USAGE 2      /* bad option, argument or EMBERPROF_* variable */
+#define EMBER_EXIT_INTERNAL 125 /* emberprof itself failed (fork, memory, ...) */
+#define EMBER_EXIT_NOEXEC 126   /* the program exists but cannot be run under emberprof */
+#define EMBER_EXIT_NOTFOUND 127 /* the program was not found */
+
+/* ---- main.c ---- */
+
+/* Prints "emberprof: <formatted message>\n" to stderr. */
+void ember__cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/*
+ * Parses a whole decimal number in [min, max] from `s` into *out.
+ * Returns 0 or -1 (no message).
+ */
+int ember__cli_parse_count(const char *s, unsigned long min, unsigned long max,
+			   unsigned long *out);
+
+/* ---- run.c ---- */
+
+/* `emberprof run ...`; argv[0] is "run". Returns the process exit code. */
+int ember__cli_run(int argc, char **argv);
+void ember__cli_run_usage(FILE *out);
+
+/* ---- top_cmd.c ---- */
+
+/* `emberprof top ...`; argv[0] is "top". Returns the process exit code. */
+int ember__cli_top(int argc, char **argv);
+void ember__cli_top_usage(FILE *out);
+
+/*
+ * Reads every file in paths[0..npaths), accumulates the sample value named
+ * by `index_spec` (a 0-based number or a sample type name such as "cpu";
+ * NULL means the profile's default sample type, else its last) and prints
+ * the top `n` rows to `out`. With `skip_bad`, unreadable files are
+ * reported on stderr and skipped; without it the first one fails the call.
+ * Returns 0, or a negative ember_err with a message naming the file.
+ * *nread (if not NULL) receives the number of profiles added.
+ */
+int ember__cli_print_top(char *const *paths, size_t npaths, const char *index_spec, size_t n,
+			 FILE *out, int skip_bad, size_t *nread);
+
+/* ---- program.c ---- */
+
+/*
+ * Finds `cmd` the way execvp would (a name without '/' is searched in
+ * PATH) and checks that it can be profiled: a dynamically linked ELF
+ * program of this machine's architecture (it has PT_INTERP) or a "#!"
+ * script. On success *out_path is the malloc'd path to execute (the
+ * caller frees) and the return is 0. On failure the return is
+ * EMBER_EXIT_NOTFOUND or EMBER_EXIT_NOEXEC (the exit code to use), with a
+ * message in ember_last_error(), or EMBER_EXIT_INTERNAL on out-of-memory.
+ */
+int ember__cli_find_program(const char *cmd, char **out_path);
+
+/*
+ * Checks that the file at `path` is a program LD_PRELOAD can load into.
+ * Returns 0, or EMBER_EXIT_NOEXEC with a message saying why not.
+ */
+int ember__cli_check_executable(const char *path);
+
+/*
+ * Finds libemberprof.so: $EMBERPROF_LIB if set, else next to this
+ * executable, else in ../lib relative to it, else in the install libdir.
+ * On success *out is a malloc'd absolute path (the caller frees).
+ * Returns 0, EMBER_EXIT_USAGE if EMBERPROF_LIB names an unusable file, or
+ * EMBER_EXIT_INTERNAL if the library cannot be found; message set.
+ */
+int ember__cli_find_library(char **out);
+
+/*
+ * Returns a malloc'd new value for LD_PRELOAD with `lib` added first
+ * (after any sanitizer runtime already at the front, which must stay
+ * first); `old` may be NULL. NULL on out-of-memory.
+ */
+char *ember__cli_ld_preload_with(const char *old, const char *lib);
+
+/* ---- spawn.c ---- */
+
+/*
+ * Runs `path` with argv (argv[0] is what the program sees), in this
+ * process's environment, forwarding SIGINT, SIGTERM, SIGHUP and SIGQUIT
+ * sent to emberprof itself, and waits for it. On return *status holds the
+ * exit code to report: the program's exit status, or 128+N if it was
+ * killed by signal N (then *killed_by is N, else 0). Returns 0,
+ * EMBER_EXIT_NOEXEC/EMBER_EXIT_NOTFOUND if exec failed (message set;
+ * *status is that code), or EMBER_EXIT_INTERNAL if fork or wait failed.
+ * The signal dispositions are restored before it returns.
+ */
+int ember__cli_spawn_wait(const char *path, char *const argv[], int *status, int *killed_by);
+
+/* ---- outdir.c ---- */
+
+/*
+ * Creates a new directory "emberprof-<cmdname>-<yyyymmddTHHMMSS>" (local
+ * time; "-2", "-3"... appended if taken) in the current directory, mode
+ * 0700. *out is its malloc'd absolute path (the caller frees). Returns 0
+ * or a negative ember_err with a message.
+ */
+int ember__cli_make_default_outdir(const char *cmd, char **out);
+
+/*
+ * Returns a malloc'd absolute version of `path` (relative paths are
+ * resolved against the current directory, without following symlinks).
+ * NULL on error (message set).
+ */
+char *ember__cli_absolute(const char *path);
+
+/* A sorted list of file names, each malloc'd. */
+typedef struct ember__cli_names {
+	char **v;
+	size_t n, cap;
+} ember__cli_names;
+
+/*
+ * Lists the finished profiles (names ending in .pb.gz, not hidden) in
+ * `dir`, sorted by name, into *out (which must be zeroed). A missing
+ * directory gives an empty list. Returns 0 or a negative ember_err.
+ */
+int ember__cli_list_profiles(const char *dir, ember__cli_names *out);
+
+/* Is `name` in the sorted list? */
+int ember__cli_names_has(const ember__cli_names *l, const char *name);
+
+/* Frees the names and zeroes the list. */
+void ember__cli_names_free(ember__cli_names *l);
+
+#endif

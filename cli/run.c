@@ -1,0 +1,519 @@
+/*
+ * run.c - `emberprof run [options] -- CMD [ARGS...]`.
+ *
+ * The command turns its options into EMBERPROF_* environment variables,
+ * puts libemberprof.so at the front of LD_PRELOAD and runs CMD, whose
+ * preloaded agent (src/preload/preload.c) then writes one pprof file per
+ * window into the output directory. Afterwards it prints the top functions
+ * of the profiles this run wrote, on stderr, and exits with CMD's status.
+ *
+ * Everything is validated before CMD starts, by the library's own parser:
+ * the variables are set in emberprof's environment and a throw-away
+ * builder applies them (ember_builder_apply_env), so a bad option or a bad
+ * inherited EMBERPROF_* variable is reported - naming the option or the
+ * variable - with exit code 2 and CMD never runs.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent/agent_internal.h"
+#include "cli.h"
+#include "emberprof.h"
+#include "preload/preload_env.h"
+#include "util/error.h"
+
+extern char **environ;
+
+#define DEFAULT_TOP 20
+
+/* Options that become environment variables, in the order of the usage. */
+enum {
+	OPT_RATE,
+	OPT_INTERVAL,
+	OPT_OUTPUT,
+	OPT_DEPTH,
+	OPT_APP,
+	OPT_TAG,
+	OPT_THREAD_LABELS,
+	OPT_FOLLOW,
+	OPT_LOG_LEVEL,
+	OPT_UNWIND,
+	OPT_ENGINE,
+	OPT_SIGNAL,
+	NENV_OPTS,
+	/* CLI-only options */
+	OPT_TOP = NENV_OPTS,
+	OPT_QUIET,
+	OPT_HELP
+};
+
+typedef struct option_def {
+	const char *name;  /* long name without "--" */
+	char short_name;   /* 0 if none */
+	int has_value;
+	const char *env;   /* the variable it sets, NULL for CLI-only options */
+} option_def;
+
+static const option_def option_defs[] = {
+	[OPT_RATE] = { "rate", 'r', 1, "EMBERPROF_SAMPLE_RATE" },
+	[OPT_INTERVAL] = { "interval", 'i', 1, "EMBERPROF_INTERVAL" },
+	[OPT_OUTPUT] = { "output", 'o', 1, "EMBERPROF_OUTPUT_DIR" },
+	[OPT_DEPTH] = { "depth", 'd', 1, "EMBERPROF_MAX_DEPTH" },
+	[OPT_APP] = { "app", 'a', 1, "EMBERPROF_APP_NAME" },
+	[OPT_TAG] = { "tag", 't', 1, "EMBERPROF_TAGS" },
+	[OPT_THREAD_LABELS] = { "thread-labels", 0, 0, "EMBERPROF_THREAD_LABELS" },
+	[OPT_FOLLOW] = { "follow-children", 'f', 0, "EMBERPROF_FOLLOW_CHILDREN" },
+	[OPT_LOG_LEVEL] = { "log-level", 0, 1, "EMBERPROF_LOG_LEVEL" },
+	[OPT_UNWIND] = { "unwind", 0, 1, "EMBERPROF_UNWIND" },
+	[OPT_ENGINE] = { "engine", 0, 1, "EMBERPROF_ENGINE" },
+	[OPT_SIGNAL] = { "signal", 0, 1, "EMBERPROF_SIGNAL" },
+	[OPT_TOP] = { "top", 'n', 1, NULL },
+	[OPT_QUIET] = { "quiet", 'q', 0, NULL },
+	[OPT_HELP] = { "help", 'h', 0, NULL },
+};
+#define NOPTIONS (sizeof(option_defs) / sizeof(option_defs[0]))
+
+/* Every variable emberprof reads; others with the prefix draw a warning. */
+static const char *const known_vars[] = {
+	"EMBERPROF_APP_NAME",	   "EMBERPROF_SAMPLE_RATE", "EMBERPROF_INTERVAL",
+	"EMBERPROF_MAX_DEPTH",	   "EMBERPROF_UNWIND",	     "EMBERPROF_ENGINE",
+	"EMBERPROF_SIGNAL",	   "EMBERPROF_TAGS",	     "EMBERPROF_THREAD_LABELS",
+	"EMBERPROF_LOG_LEVEL",	   "EMBERPROF_OUTPUT_DIR",  "EMBERPROF_FOLLOW_CHILDREN",
+	"EMBERPROF_AUTOSTART",	   "EMBERPROF_LIB",
+};
+
+typedef struct run_opts {
+	const char *value[NENV_OPTS]; /* as given; NULL if not given */
+	char *tags;                   /* --tag values joined with ',' */
+	unsigned long top;
+	int quiet;
+	int cmd;                      /* index of CMD in argv */
+} run_opts;
+
+void ember__cli_run_usage(FILE *out)
+{
+	fprintf(out,
+		"usage: emberprof run [options] [--] CMD [ARGS...]\n"
+		"\n"
+		"Runs CMD with the emberprof agent preloaded, writes one gzip'd pprof file per\n"
+		"reporting window into the output directory and, when CMD exits, prints the\n"
+		"functions using the most CPU (on stderr). Exits with CMD's exit status\n"
+		"(128+N if a signal N killed it).\n"
+		"\n"
+		"Options (each sets the EMBERPROF_* variable in brackets; see docs/CONFIG.md):\n"
+		"  -r, --rate HZ            samples per second of CPU time, 1..10000 (100)\n"
+		"                           [EMBERPROF_SAMPLE_RATE]\n"
+		"  -i, --interval DURATION  reporting window, e.g. 10s, 500ms, 1m (10s)\n"
+		"                           [EMBERPROF_INTERVAL]\n"
+		"  -o, --output DIR         where profiles go (default: a new directory\n"
+		"                           ./emberprof-CMD-yyyymmddTHHMMSS) [EMBERPROF_OUTPUT_DIR]\n"
+		"  -d, --depth N            maximum frames per stack, 1..1024 (128)\n"
+		"                           [EMBERPROF_MAX_DEPTH]\n"
+		"  -a, --app NAME           application name (default: CMD's base name)\n"
+		"                           [EMBERPROF_APP_NAME]\n"
+		"  -t, --tag KEY=VALUE      a label on every sample; repeatable [EMBERPROF_TAGS]\n"
+		"      --thread-labels      label samples with thread id and name\n"
+		"                           [EMBERPROF_THREAD_LABELS]\n"
+		"  -f, --follow-children    also profile the programs CMD executes\n"
+		"                           [EMBERPROF_FOLLOW_CHILDREN]\n"
+		"      --log-level LEVEL    off, error, warn, info or debug (warn)\n"
+		"                           [EMBERPROF_LOG_LEVEL]\n"
+		"      --unwind auto|fp     stack unwinding method (auto) [EMBERPROF_UNWIND]\n"
+		"      --engine auto|timer|itimer\n"
+		"                           sampling timers (auto) [EMBERPROF_ENGINE]\n"
+		"      --signal SIG         sampling signal, e.g. SIGPROF, SIGRTMIN+4\n"
+		"                           [EMBERPROF_SIGNAL]\n"
+		"  -n, --top N              rows in the summary table (20)\n"
+		"  -q, --quiet              no summary table\n"
+		"  -h, --help               this help\n"
+		"\n"
+		"Options override the same EMBERPROF_* variables inherited from the environment.\n"
+		"EMBERPROF_LIB overrides where libemberprof.so is looked for.\n"
+		"Exit codes of emberprof itself: 2 bad usage or configuration, 125 internal\n"
+		"failure, 126 CMD cannot be profiled or executed, 127 CMD not found.\n");
+}
+
+/* ---- options ---- */
+
+static int find_option(const char *arg, const char **inline_value)
+{
+	*inline_value = NULL;
+	if (arg[1] == '-') {
+		const char *name = arg + 2;
+		size_t n = strcspn(name, "=");
+		for (size_t i = 0; i < NOPTIONS; i++)
+			if (strlen(option_defs[i].name) == n && !strncmp(option_defs[i].name, name, n)) {
+				if (name[n] == '=')
+					*inline_value = name + n + 1;
+				return (int)i;
+			}
+		return -1;
+	}
+	for (size_t i = 0; i < NOPTIONS; i++)
+		if (option_defs[i].short_name && arg[1] == option_defs[i].short_name && !arg[2])
+			return (int)i;
+	return -1;
+}
+
+/* Appends one --tag KEY=VALUE to o->tags. Returns 0 or prints and fails. */
+static int add_tag(run_opts *o, const char *tag)
+{
+	const char *eq = strchr(tag, '=');
+	if (!eq || eq == tag) {
+		ember__cli_error("run: --tag \"%s\" is invalid: expected KEY=VALUE", tag);
+		return -1;
+	}
+	if (strchr(tag, ',')) {
+		ember__cli_error("run: --tag \"%s\" is invalid: a tag may not contain ','", tag);
+		return -1;
+	}
+	size_t old = o->tags ? strlen(o->tags) : 0, n = strlen(tag);
+	char *s = realloc(o->tags, old + n + 2);
+	if (!s) {
+		ember__cli_error("out of memory");
+		return -1;
+	}
+	if (old)
+		s[old++] = ',';
+	memcpy(s + old, tag, n + 1);
+	o->tags = s;
+	return 0;
+}
+
+/* Handles one option with its value (NULL for a flag). 0, or 1 to stop. */
+static int apply_option(run_opts *o, int id, const char *value)
+{
+	switch (id) {
+	case OPT_TOP:
+		if (ember__cli_parse_count(value, 1, 1000000, &o->top) < 0) {
+			ember__cli_error("run: --top \"%s\" is invalid: expected a number of rows, "
+					 "1..1000000",
+					 value);
+			return -1;
+		}
+		return 0;
+	case OPT_QUIET:
+		o->quiet = 1;
+		return 0;
+	case OPT_HELP:
+		ember__cli_run_usage(stdout);
+		return 1;
+	case OPT_TAG:
+		return add_tag(o, value);
+	case OPT_THREAD_LABELS:
+	case OPT_FOLLOW:
+		o->value[id] = "1";
+		return 0;
+	case OPT_OUTPUT:
+	case OPT_APP:
+		if (!*value) {
+			ember__cli_error("run: --%s needs a non-empty value", option_defs[id].name);
+			return -1;
+		}
+		o->value[id] = value;
+		return 0;
+	default:
+		o->value[id] = value;
+		return 0;
+	}
+}
+
+/*
+ * Parses argv (argv[0] is "run"). Returns -1 to go on (o filled, o->cmd
+ * set), else the exit code to return right away.
+ */
+static int parse_args(int argc, char **argv, run_opts *o)
+{
+	int i = 1;
+	for (; i < argc; i++) {
+		const char *arg = argv[i];
+		if (!strcmp(arg, "--")) {
+			i++;
+			break;
+		}
+		if (arg[0] != '-' || arg[1] == '\0')
+			break; /* CMD */
+		const char *value;
+		int id = find_option(arg, &value);
+		if (id < 0) {
+			ember__cli_error("run: unknown option '%s'", arg);
+			ember__cli_run_usage(stderr);
+			return EMBER_EXIT_USAGE;
+		}
+		const option_def *d = &option_defs[id];
+		if (d->has_value && !value) {
+			if (i + 1 >= argc || !strcmp(argv[i + 1], "--")) {
+				ember__cli_error("run: option --%s needs a value", d->name);
+				return EMBER_EXIT_USAGE;
+			}
+			value = argv[++i];
+		} else if (!d->has_value && value) {
+			ember__cli_error("run: option --%s takes no value", d->name);
+			return EMBER_EXIT_USAGE;
+		}
+		int rc = apply_option(o, id, value);
+		if (rc)
+			return rc > 0 ? 0 : EMBER_EXIT_USAGE;
+	}
+	if (i >= argc) {
+		ember__cli_error("run: no command given");
+		ember__cli_run_usage(stderr);
+		return EMBER_EXIT_USAGE;
+	}
+	o->cmd = i;
+	return -1;
+}
+
+/* ---- environment ---- */
+
+static int set_var(const char *name, const char *value)
+{
+	if (setenv(name, value, 1) == 0)
+		return 0;
+	ember__cli_error("cannot set %s: %s", name, strerror(errno));
+	return -1;
+}
+
+/* Sets the variables of the given options (output dir made absolute). */
+static int export_options(const run_opts *o, const char *cmd)
+{
+	for (int id = 0; id < NENV_OPTS; id++) {
+		const char *v = id == OPT_TAG ? o->tags : o->value[id];
+		if (!v)
+			continue;
+		if (id == OPT_OUTPUT) {
+			char *abs = ember__cli_absolute(v);
+			if (!abs) {
+				ember__cli_error("%s", ember_last_error());
+				return -1;
+			}
+			int rc = set_var(option_defs[id].env, abs);
+			free(abs);
+			if (rc)
+				return rc;
+		} else if (set_var(option_defs[id].env, v)) {
+			return -1;
+		}
+	}
+	/* An inherited relative output directory: pin it before CMD can chdir. */
+	const char *dir = getenv(EMBER_ENV_OUTPUT_DIR);
+	if (!o->value[OPT_OUTPUT] && dir && *dir && dir[0] != '/') {
+		char *abs = ember__cli_absolute(dir);
+		if (!abs || set_var(EMBER_ENV_OUTPUT_DIR, abs)) {
+			if (!abs)
+				ember__cli_error("%s", ember_last_error());
+			free(abs);
+			return -1;
+		}
+		free(abs);
+	}
+	/* The default application name is the command's, not the interpreter's. */
+	const char *app = getenv(EMBER_ENV_APP_NAME);
+	if (!app || !*app) {
+		const char *base = strrchr(cmd, '/');
+		base = base ? base + 1 : cmd;
+		if (set_var(EMBER_ENV_APP_NAME, *base ? base : "app"))
+			return -1;
+	}
+	return 0;
+}
+
+/* Prints a validation failure, naming the option if one set the variable. */
+static void report_invalid(const run_opts *o, const char *msg)
+{
+	for (int id = 0; id < NENV_OPTS; id++) {
+		const char *v = id == OPT_TAG ? o->tags : o->value[id];
+		char needle[64];
+		snprintf(needle, sizeof(needle), "%s=", option_defs[id].env);
+		if (v && strstr(msg, needle)) {
+			ember__cli_error("run: invalid --%s: %s", option_defs[id].name, msg);
+			return;
+		}
+	}
+	ember__cli_error("run: %s", msg);
+}
+
+/* Applies the whole environment to a throw-away builder. 0 or exit code. */
+static int validate_environment(const run_opts *o)
+{
+	ember_builder *b = NULL;
+	const char *autostart = getenv(EMBER_ENV_AUTOSTART);
+	int flag;
+	if (autostart && ember__parse_bool(autostart, &flag) < 0) {
+		ember__cli_error("run: environment variable %s=\"%s\" is invalid: expected 0 or 1",
+				 EMBER_ENV_AUTOSTART, autostart);
+		return EMBER_EXIT_USAGE;
+	}
+	if (ember_builder_new(&b, "emberprof") < 0) {
+		ember__cli_error("%s", ember_last_error());
+		return EMBER_EXIT_INTERNAL;
+	}
+	int rc = ember_builder_apply_env(b);
+	if (rc < 0) {
+		char msg[EMBER_ERROR_MAX];
+		snprintf(msg, sizeof(msg), "%s", ember_last_error());
+		report_invalid(o, msg);
+	}
+	ember_builder_free(b);
+	if (rc == EMBER_ERR_NOMEM)
+		return EMBER_EXIT_INTERNAL;
+	return rc < 0 ? EMBER_EXIT_USAGE : 0;
+}
+
+/* Warns about EMBERPROF_* variables nothing reads (likely misspelled). */
+static void warn_unknown_variables(void)
+{
+	static const char prefix[] = "EMBERPROF_";
+	for (char **e = environ; e && *e; e++) {
+		if (strncmp(*e, prefix, sizeof(prefix) - 1))
+			continue;
+		size_t n = strcspn(*e, "=");
+		int known = 0;
+		for (size_t i = 0; i < sizeof(known_vars) / sizeof(known_vars[0]); i++)
+			if (strlen(known_vars[i]) == n && !strncmp(known_vars[i], *e, n))
+				known = 1;
+		if (!known)
+			ember__cli_error("warning: ignoring unknown environment variable %.*s", (int)n,
+					 *e);
+	}
+}
+
+static int export_ld_preload(const char *lib)
+{
+	char *v = ember__cli_ld_preload_with(getenv("LD_PRELOAD"), lib);
+	if (!v) {
+		ember__cli_error("out of memory");
+		return -1;
+	}
+	int rc = set_var("LD_PRELOAD", v);
+	free(v);
+	return rc;
+}
+
+/* ---- after the run ---- */
+
+/* Prints where the profiles went and the table of those this run wrote. */
+static void summarize(const run_opts *o, const char *dir, const ember__cli_names *before,
+		      int killed_by)
+{
+	ember__cli_names after = { 0 };
+	if (ember__cli_list_profiles(dir, &after) < 0) {
+		ember__cli_error("%s", ember_last_error());
+		return;
+	}
+	char **paths = calloc(after.n ? after.n : 1, sizeof(*paths));
+	size_t n = 0;
+	for (size_t i = 0; paths && i < after.n; i++) {
+		if (ember__cli_names_has(before, after.v[i]))
+			continue;
+		size_t len = strlen(dir) + strlen(after.v[i]) + 2;
+		if (!(paths[n] = malloc(len)))
+			break;
+		snprintf(paths[n++], len, "%s/%s", dir, after.v[i]);
+	}
+	if (!paths) {
+		ember__cli_error("out of memory");
+	} else if (n == 0) {
+		ember__cli_error("no profiles were written to %s%s", dir,
+				 killed_by ? " (a program killed by a signal cannot write its last "
+					     "window)"
+					   : "");
+	} else {
+		fprintf(stderr, "emberprof: %zu profile%s written to %s\n", n, n == 1 ? "" : "s",
+			dir);
+		if (!o->quiet) {
+			fputc('\n', stderr);
+			if (ember__cli_print_top(paths, n, "cpu", o->top, stderr, 1, NULL) < 0)
+				ember__cli_error("%s", ember_last_error());
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		free(paths[i]);
+	free(paths);
+	ember__cli_names_free(&after);
+}
+
+/* Runs CMD and summarizes; returns the exit code. */
+static int run_and_summarize(const run_opts *o, const char *path, char **cmd_argv,
+			     const char *dir)
+{
+	ember__cli_names before = { 0 };
+	if (ember__cli_list_profiles(dir, &before) < 0) {
+		ember__cli_error("%s", ember_last_error());
+		return EMBER_EXIT_INTERNAL;
+	}
+	fflush(NULL);
+	int status, killed_by;
+	int rc = ember__cli_spawn_wait(path, cmd_argv, &status, &killed_by);
+	if (rc) {
+		ember__cli_error("%s", ember_last_error());
+		ember__cli_names_free(&before);
+		return status;
+	}
+	if (killed_by)
+		ember__cli_error("%s was killed by signal %d (%s)", cmd_argv[0], killed_by,
+				 strsignal(killed_by));
+	summarize(o, dir, &before, killed_by);
+	ember__cli_names_free(&before);
+	return status;
+}
+
+int ember__cli_run(int argc, char **argv)
+{
+	run_opts o;
+	memset(&o, 0, sizeof(o));
+	o.top = DEFAULT_TOP;
+	char *path = NULL, *lib = NULL, *dir = NULL;
+
+	int code = parse_args(argc, argv, &o);
+	if (code >= 0)
+		goto out;
+	const char *cmd = argv[o.cmd];
+
+	/* 1. Configuration, checked by the library itself. */
+	code = EMBER_EXIT_USAGE;
+	if (export_options(&o, cmd) < 0)
+		goto out;
+	if ((code = validate_environment(&o)) != 0)
+		goto out;
+	warn_unknown_variables();
+
+	/* 2. The program and the library. */
+	if ((code = ember__cli_find_program(cmd, &path)) != 0 ||
+	    (code = ember__cli_find_library(&lib)) != 0) {
+		ember__cli_error("%s", ember_last_error());
+		goto out;
+	}
+
+	/* 3. The output directory (a fresh default one if none was given). */
+	const char *given = getenv(EMBER_ENV_OUTPUT_DIR);
+	if (given && *given) {
+		code = EMBER_EXIT_INTERNAL;
+		if (!(dir = strdup(given))) {
+			ember__cli_error("out of memory");
+			goto out;
+		}
+	} else {
+		if (ember__cli_make_default_outdir(cmd, &dir) < 0) {
+			ember__cli_error("%s", ember_last_error());
+			code = EMBER_EXIT_USAGE;
+			goto out;
+		}
+		code = EMBER_EXIT_INTERNAL;
+		if (set_var(EMBER_ENV_OUTPUT_DIR, dir) < 0)
+			goto out;
+	}
+	if (export_ld_preload(lib) < 0)
+		goto out;
+
+	code = run_and_summarize(&o, path, argv + o.cmd, dir);
+out:
+	free(dir);
+	free(lib);
+	free(path);
+	free(o.tags);
+	return code;
+}

@@ -1,0 +1,20 @@
+/*
+ * preload_env.h - names shared by the LD_PRELOAD entry point
+ * (src/preload/preload.c) and the `emberprof` CLI, which sets them up for
+ * the program it starts. See docs/CONFIG.md for every variable.
+ *
+ * EMBERPROF_AUTOSTART is read only by the preload entry point; the other
+ * EMBERPROF_* variables are applied by ember_builder_apply_env().
+ */
+#ifndef EMBER_PRELOAD_ENV_H
+#define EMBER_PRELOAD_ENV_H
+
+#define EMBER_ENV_AUTOSTART "EMBERPROF_AUTOSTART"
+#define EMBER_ENV_FOLLOW_CHILDREN "EMBERPROF_FOLLOW_CHILDREN"
+#define EMBER_ENV_OUTPUT_DIR "EMBERPROF_OUTPUT_DIR"
+#define EMBER_ENV_APP_NAME "EMBERPROF_APP_NAME"
+
+/* The file name (without version suffix) of the preloadable library. */
+#define EMBER_PRELOAD_LIBNAME "libemberprof.so"
+
+#endif

@@ -1,0 +1,352 @@
+/*
+ * local.c - the local-directory reporter: one gzip'd pprof file per
+ * reporting window, written into a directory.
+ *
+ * Safety rules, because the directory may be shared or hostile:
+ *   - the directory is opened once, with O_DIRECTORY|O_NOFOLLOW, and every
+ *     later file operation is relative to that descriptor (openat,
+ *     renameat2), so a symlink swapped in for the path later cannot
+ *     redirect the writes;
+ *   - each file is written under a hidden temporary name created with
+ *     O_CREAT|O_EXCL|O_NOFOLLOW (mode 0600), fsync'd, and renamed into
+ *     place without replacing anything: readers never see a partial file
+ *     and an existing file is never overwritten (a numeric suffix is added
+ *     on a name clash instead).
+ *
+ * The reporter runs on the agent thread only, so its state needs no lock.
+ * Nothing here is async-signal-safe.
+ */
+#include "report/local.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "emberprof.h"
+#include "util/error.h"
+
+typedef struct local_state {
+	char *dir;          /* the path as given (trailing slashes removed) */
+	int dirfd;          /* the directory, or -1 after a failed reopen */
+	unsigned tmp_count; /* makes temporary names unique within the process */
+} local_state;
+
+/* ---- file names ---- */
+
+static void sanitize_app(char *out, size_t cap, const char *app)
+{
+	size_t n = 0;
+	if (app) {
+		for (const char *p = app; *p && n + 1 < cap && n < EMBER_LOCAL_APP_MAX; p++) {
+			char c = *p;
+			int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+				 (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+			out[n++] = ok ? c : '_';
+		}
+	}
+	if (n == 0 && cap > 3) {
+		memcpy(out, "app", 3);
+		n = 3;
+	}
+	out[n] = '\0';
+}
+
+int ember__local_filename(char *buf, size_t n, const char *app, int64_t start_ns, pid_t pid,
+			  uint32_t seq)
+{
+	char safe[EMBER_LOCAL_APP_MAX + 1];
+	struct tm tm;
+
+	sanitize_app(safe, sizeof(safe), app);
+	if (start_ns < 0)
+		start_ns = 0;
+	time_t secs = (time_t)(start_ns / 1000000000);
+	int ms = (int)((start_ns % 1000000000) / 1000000);
+	if (!gmtime_r(&secs, &tm))
+		return ember__error(EMBER_ERR_INVALID, "local reporter: start time %lld is out of range",
+				    (long long)start_ns);
+	int w = snprintf(buf, n, "%s-%04d%02d%02dT%02d%02d%02d.%03dZ-%ld-%u" EMBER_LOCAL_SUFFIX,
+			 safe, tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+			 tm.tm_sec, ms, (long)pid, (unsigned)seq);
+	if (w < 0 || (size_t)w >= n)
+		return ember__error(EMBER_ERR_INVALID, "local reporter: file name buffer too small");
+	return 0;
+}
+
+/* ---- the directory ---- */
+
+/* mkdir that treats "already exists" as success. */
+static int mkdir_one(const char *path)
+{
+	if (mkdir(path, 0700) == 0 || errno == EEXIST)
+		return 0;
+	return ember__error_errno(EMBER_ERR_IO, errno, "cannot create directory '%s'", path);
+}
+
+/* Creates every missing component of `path` (already without trailing '/'). */
+static int mkdir_parents(char *path)
+{
+	for (char *p = path + 1; *p; p++) {
+		if (*p != '/' || p[-1] == '/')
+			continue;
+		*p = '\0';
+		int rc = mkdir_one(path);
+		*p = '/';
+		if (rc < 0)
+			return rc;
+	}
+	return mkdir_one(path);
+}
+
+/* Copies `dir` with trailing slashes removed ("/" stays "/"). NULL on OOM. */
+static char *normalized_dir(const char *dir)
+{
+	size_t n = strlen(dir);
+	while (n > 1 && dir[n - 1] == '/')
+		n--;
+	char *s = malloc(n + 1);
+	if (s) {
+		memcpy(s, dir, n);
+		s[n] = '\0';
+	}
+	return s;
+}
+
+static int open_dir_normalized(char *path)
+{
+	struct stat st;
+
+	int rc = mkdir_parents(path);
+	if (rc < 0)
+		return rc;
+	if (lstat(path, &st) < 0)
+		return ember__error_errno(EMBER_ERR_IO, errno, "cannot examine output directory '%s'",
+					  path);
+	if (S_ISLNK(st.st_mode))
+		return ember__error(EMBER_ERR_INVALID,
+				    "output directory '%s' is a symbolic link; refusing to follow it",
+				    path);
+	if (!S_ISDIR(st.st_mode))
+		return ember__error(EMBER_ERR_INVALID, "output directory '%s' is not a directory",
+				    path);
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == ELOOP)
+			return ember__error(EMBER_ERR_INVALID,
+					    "output directory '%s' is a symbolic link; refusing to follow it",
+					    path);
+		return ember__error_errno(EMBER_ERR_IO, errno, "cannot open output directory '%s'",
+					  path);
+	}
+	if (faccessat(fd, ".", W_OK | X_OK, 0) < 0) {
+		int e = errno;
+		close(fd);
+		return ember__error_errno(EMBER_ERR_IO, e, "output directory '%s' is not writable",
+					  path);
+	}
+	return fd;
+}
+
+int ember__local_open_dir(const char *dir)
+{
+	if (!dir || !*dir)
+		return ember__error(EMBER_ERR_INVALID, "output directory path is empty");
+	if (strlen(dir) >= PATH_MAX)
+		return ember__error(EMBER_ERR_INVALID, "output directory path is too long");
+	char *path = normalized_dir(dir);
+	if (!path)
+		return ember__error_oom("output directory path");
+	int rc = open_dir_normalized(path);
+	free(path);
+	return rc;
+}
+
+/* ---- writing one file ---- */
+
+static int write_all(int fd, const uint8_t *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* Creates a fresh hidden temporary file; its name goes into tmp. */
+static int open_temp(local_state *st, char *tmp, size_t cap)
+{
+	for (int attempt = 0; attempt < 100; attempt++) {
+		snprintf(tmp, cap, ".emberprof-%ld-%u.tmp", (long)getpid(), st->tmp_count++);
+		int fd = openat(st->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+				0600);
+		if (fd >= 0 || errno != EEXIST)
+			return fd;
+	}
+	errno = EEXIST;
+	return -1;
+}
+
+/*
+ * Moves tmp to `name` without replacing an existing file. renameat2's
+ * RENAME_NOREPLACE does that atomically; where the filesystem lacks it,
+ * link()+unlink() gives the same guarantee. Returns 0 or -1 with errno.
+ */
+static int publish_noreplace(int dirfd, const char *tmp, const char *name)
+{
+	if (renameat2(dirfd, tmp, dirfd, name, RENAME_NOREPLACE) == 0)
+		return 0;
+	if (errno != EINVAL && errno != ENOSYS)
+		return -1;
+	if (linkat(dirfd, tmp, dirfd, name, 0) < 0)
+		return -1;
+	unlinkat(dirfd, tmp, 0);
+	return 0;
+}
+
+/* Publishes tmp as `name`, or name_1, name_2... if taken. */
+static int publish(local_state *st, const char *tmp, const char *name, char *final, size_t cap)
+{
+	size_t base = strlen(name) - strlen(EMBER_LOCAL_SUFFIX);
+	for (unsigned k = 0; k < 1000; k++) {
+		if (k == 0)
+			snprintf(final, cap, "%s", name);
+		else
+			snprintf(final, cap, "%.*s_%u" EMBER_LOCAL_SUFFIX, (int)base, name, k);
+		if (publish_noreplace(st->dirfd, tmp, final) == 0)
+			return 0;
+		if (errno != EEXIST)
+			return -1;
+	}
+	errno = EEXIST;
+	return -1;
+}
+
+/*
+ * Writes the bytes under a temporary name; on failure nothing is left and
+ * *os_err is the errno that caused it.
+ */
+static int write_temp(local_state *st, const ember_report *r, char *tmp, size_t cap, int *os_err)
+{
+	int fd = open_temp(st, tmp, cap);
+	*os_err = errno;
+	if (fd < 0)
+		return ember__error_errno(EMBER_ERR_IO, *os_err,
+					  "local reporter: cannot create a temporary file in '%s'",
+					  st->dir);
+	int failed = write_all(fd, r->pprof, r->pprof_len) < 0 || fsync(fd) < 0;
+	int e = errno;
+	if (close(fd) < 0 && !failed) {
+		failed = 1;
+		e = errno;
+	}
+	if (failed) {
+		*os_err = e;
+		unlinkat(st->dirfd, tmp, 0);
+		return ember__error_errno(EMBER_ERR_IO, e, "local reporter: cannot write '%s/%s'",
+					  st->dir, tmp);
+	}
+	return 0;
+}
+
+/* Reopens (and recreates) the directory, e.g. after it was removed. */
+static int reopen_dir(local_state *st)
+{
+	int fd = ember__local_open_dir(st->dir);
+	if (fd < 0)
+		return fd;
+	if (st->dirfd >= 0)
+		close(st->dirfd);
+	st->dirfd = fd;
+	return 0;
+}
+
+static int local_report(void *userdata, const ember_report *r)
+{
+	local_state *st = userdata;
+	char name[NAME_MAX + 1], final[NAME_MAX + 1], tmp[64];
+
+	if (!r || (!r->pprof && r->pprof_len))
+		return ember__error(EMBER_ERR_INVALID, "local reporter: no profile data");
+	int rc = ember__local_filename(name, sizeof(name), r->app_name, r->start_ns, getpid(),
+				       r->seq);
+	if (rc < 0)
+		return rc;
+	if (st->dirfd < 0 && (rc = reopen_dir(st)) < 0)
+		return rc;
+	int os_err = 0;
+	rc = write_temp(st, r, tmp, sizeof(tmp), &os_err);
+	if (rc < 0 && os_err == ENOENT) {
+		/* The directory was removed under us: make it again, once. */
+		if ((rc = reopen_dir(st)) < 0)
+			return rc;
+		rc = write_temp(st, r, tmp, sizeof(tmp), &os_err);
+	}
+	if (rc < 0)
+		return rc;
+	if (publish(st, tmp, name, final, sizeof(final)) < 0) {
+		int e = errno;
+		unlinkat(st->dirfd, tmp, 0);
+		return ember__error_errno(EMBER_ERR_IO, e, "local reporter: cannot rename '%s/%s' to '%s'",
+					  st->dir, tmp, name);
+	}
+	/* Make the new directory entry durable too; a failure here loses
+	 * nothing that the rename did not already make visible. */
+	(void)fsync(st->dirfd);
+	return 0;
+}
+
+static void local_destroy(void *userdata)
+{
+	local_state *st = userdata;
+	if (!st)
+		return;
+	if (st->dirfd >= 0)
+		close(st->dirfd);
+	free(st->dir);
+	free(st);
+}
+
+EMBER_API int ember_reporter_local(ember_reporter *out, const char *dir)
+{
+	if (!out)
+		return ember__error(EMBER_ERR_INVALID, "ember_reporter_local: out is NULL");
+	if (!dir || !*dir)
+		return ember__error(EMBER_ERR_INVALID, "ember_reporter_local: empty directory path");
+	if (strlen(dir) >= PATH_MAX)
+		return ember__error(EMBER_ERR_INVALID, "ember_reporter_local: directory path too long");
+
+	local_state *st = calloc(1, sizeof(*st));
+	if (!st)
+		return ember__error_oom("local reporter");
+	st->dir = normalized_dir(dir);
+	if (!st->dir) {
+		free(st);
+		return ember__error_oom("local reporter directory");
+	}
+	int fd = open_dir_normalized(st->dir);
+	if (fd < 0) {
+		free(st->dir);
+		free(st);
+		return fd;
+	}
+	st->dirfd = fd;
+
+	memset(out, 0, sizeof(*out));
+	out->name = "local";
+	out->report = local_report;
+	out->destroy = local_destroy;
+	out->userdata = st;
+	return 0;
+}

@@ -1,0 +1,47 @@
+/*
+ * local.h - internals of the local-directory reporter behind
+ * ember_reporter_local() (declared in include/emberprof.h).
+ *
+ * The reporter writes one gzip'd pprof file per reporting window into a
+ * directory it holds open, so the file names and the directory checks are
+ * exposed here for the unit tests and for the CLI, which lists the files
+ * the reporter produced.
+ *
+ * Nothing here is async-signal-safe: it runs on the agent thread or in the
+ * CLI, never in the signal handler.
+ */
+#ifndef EMBER_REPORT_LOCAL_H
+#define EMBER_REPORT_LOCAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* The suffix every finished profile file ends with. */
+#define EMBER_LOCAL_SUFFIX ".pb.gz"
+
+/* Longest application-name part of a file name, in bytes. */
+#define EMBER_LOCAL_APP_MAX 96
+
+/*
+ * Writes the file name of one window into buf (size n):
+ *     <app>-<UTC yyyymmddTHHMMSS>.<mmm>Z-<pid>-<seq>.pb.gz
+ * The app name is sanitized to [A-Za-z0-9._-] (other bytes become '_'),
+ * cut to EMBER_LOCAL_APP_MAX bytes, and "app" if empty. A start time before
+ * the epoch is written as the epoch. Returns 0, or EMBER_ERR_INVALID (with
+ * a message) if buf is too small. Does not allocate.
+ */
+int ember__local_filename(char *buf, size_t n, const char *app, int64_t start_ns, pid_t pid,
+			  uint32_t seq);
+
+/*
+ * Creates `dir` and its missing parents (mode 0700) and opens it with
+ * O_DIRECTORY|O_NOFOLLOW|O_CLOEXEC. Refuses a `dir` whose last component
+ * is a symlink, a path that is not a directory, and a directory the caller
+ * cannot write to; every failure is a negative ember_err with a message
+ * naming the path (and errno where there is one). On success returns the
+ * descriptor, which the caller closes.
+ */
+int ember__local_open_dir(const char *dir);
+
+#endif

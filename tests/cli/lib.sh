@@ -1,0 +1,90 @@
+# lib.sh - shared helpers for the CLI tests (sourced by each test_*.sh).
+#
+# CTest passes EMBERPROF (the emberprof executable), EMBER_TEST_LIB
+# (libemberprof.so), EMBER_DEMO (the demo workload), EMBER_TEST_BINDIR,
+# EMBER_TEST_SRCDIR and EMBER_TEST_SANITIZE.
+# Each test gets a fresh scratch directory, removed on exit, and runs with
+# no EMBERPROF_* variables inherited from the caller.
+
+set -u
+
+: "${EMBERPROF:?EMBERPROF must name the emberprof executable}"
+T=$(mktemp -d "${TMPDIR:-/tmp}/ember-cli-XXXXXX") || exit 1
+trap 'rm -rf "$T"' EXIT
+cd "$T" || exit 1
+
+for v in $(env | sed -n 's/^\(EMBERPROF_[A-Za-z0-9_]*\)=.*/\1/p'); do
+	unset "$v"
+done
+
+# In a sanitizer build libemberprof.so needs the ASan runtime, which must be
+# the first library loaded into the (uninstrumented) program.
+case "${EMBER_TEST_SANITIZE:-OFF}" in
+ON | on | 1 | TRUE | true)
+	asan=$(${CC:-cc} -print-file-name=libasan.so 2>/dev/null)
+	if [ -n "$asan" ] && [ -e "$asan" ]; then
+		LD_PRELOAD=$asan
+		export LD_PRELOAD
+		# Uninstrumented programs (sh, the demo) are not leak-checked.
+		ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
+		export ASAN_OPTIONS
+	fi
+	;;
+esac
+
+failures=0
+
+fail() {
+	echo "FAIL: $*" >&2
+	failures=$((failures + 1))
+}
+
+ok() {
+	echo "ok   $*"
+}
+
+# check_exit WHAT EXPECTED ACTUAL
+check_exit() {
+	if [ "$3" -eq "$2" ]; then
+		ok "$1: exit $3"
+	else
+		fail "$1: exit $3, expected $2"
+	fi
+}
+
+# check_grep WHAT FILE PATTERN (fixed string)
+check_grep() {
+	if grep -qF -- "$3" "$2"; then
+		ok "$1: found '$3'"
+	else
+		fail "$1: '$3' not in $2:"
+		sed 's/^/    /' "$2" >&2
+	fi
+}
+
+# check_no_grep WHAT FILE PATTERN (fixed string)
+check_no_grep() {
+	if grep -qF -- "$3" "$2"; then
+		fail "$1: unexpected '$3' in $2:"
+		sed 's/^/    /' "$2" >&2
+	else
+		ok "$1: no '$3'"
+	fi
+}
+
+# check_absent WHAT PATH
+check_absent() {
+	if [ -e "$2" ]; then
+		fail "$1: $2 exists"
+	else
+		ok "$1: $2 absent"
+	fi
+}
+
+done_tests() {
+	if [ "$failures" -ne 0 ]; then
+		echo "$failures check(s) failed" >&2
+		exit 1
+	fi
+	exit 0
+}
