@@ -7,6 +7,8 @@ PKGS=(
   build-essential cmake pkg-config     # toolchain
   libelf-dev libdw-dev                  # elfutils: symbols, debuginfo, lines
   zlib1g-dev                            # gzip for pprof
+  libcurl4-openssl-dev                  # HTTP(S) uploads (Pyroscope reporter)
+  python3                               # the tests' fake Pyroscope server (stdlib only)
   libiberty-dev                         # C++/Rust demangler
   binutils                              # readelf, used by tests
   golang-go                             # `go tool pprof` checks every pprof we write
