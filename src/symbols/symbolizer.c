@@ -21,49 +21,32 @@
  * names and files, and they live exactly as long as the module. The
  * address cache is bounded; when it fills up, or when a module goes away,
  * it is emptied, which frees only the frame arrays, never the strings.
+ *
+ * The per-module symbol and function indexes live in symindex.c, the
+ * local-disk search for separate debug files in debugfile.c.
  */
 #include "symbols/symbolizer.h"
 
-#include <dwarf.h>
-#include <elfutils/libdw.h>
-#include <elfutils/libdwelf.h>
 #include <elfutils/libdwfl.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <inttypes.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include "emberprof.h"
+#include "symbols/debugfile.h"
 #include "symbols/demangle.h"
 #include "symbols/procmaps.h"
+#include "symbols/symindex.h"
 #include "util/arena.h"
 #include "util/error.h"
 
 #define CACHE_MIN_SLOTS 1024u
 #define CACHE_MAX_SLOTS (1u << 16) /* at most 32K cached addresses, ~2.4 MB */
-#define MAX_SCOPES 64             /* inline depth we look at before trimming */
 
 /* ---------------------------------------------------------------------- */
 /* Modules                                                                 */
-
-/* One function symbol of a module's index; name is libelf-owned. */
-typedef struct sym_entry {
-	uint64_t addr, size;
-	const char *name;
-	unsigned rank; /* preference among symbols at one address, lower wins */
-} sym_entry;
-
-/* One function's code range in the DWARF index. */
-typedef struct func_range {
-	uint64_t lo, hi; /* absolute addresses, [lo, hi) */
-	Dwarf_Off die;   /* offset of its DW_TAG_subprogram in .debug_info */
-} func_range;
 
 typedef struct sym_module {
 	ember__module_info info; /* path and build_id point into arena */
@@ -75,14 +58,7 @@ typedef struct sym_module {
 	ember__arena arena;      /* every string handed out for this module */
 	const char **strs;       /* interned strings: open addressing */
 	size_t strs_cap, strs_count;
-	sym_entry *syms;         /* sorted by addr, one per address */
-	size_t nsyms;
-	int syms_built;          /* syms reflects dm's symbol table */
-	func_range *funcs;       /* sorted by lo */
-	size_t nfuncs;
-	int funcs_built;         /* funcs reflects dm's DWARF */
-	Dwarf *dw;               /* dm's DWARF (owned by libdwfl), NULL if none */
-	Dwarf_Addr dwbias;       /* DWARF addresses + dwbias = ours */
+	ember__symindex ix;      /* symbols and functions of dm, built lazily */
 } sym_module;
 
 typedef struct cache_entry {
@@ -154,8 +130,7 @@ static void module_free(sym_module *m)
 		return;
 	ember__arena_release(&m->arena);
 	free(m->strs);
-	free(m->syms);
-	free(m->funcs);
+	ember__symindex_reset(&m->ix);
 	free(m);
 }
 
@@ -319,354 +294,10 @@ static void cache_put(ember__symbolizer *s, cache_entry *e)
 }
 
 /* ---------------------------------------------------------------------- */
-/* The symbol index                                                        */
-
-/*
- * dwfl_module_addrinfo() scans the whole symbol table on every call (about
- * 0.3 ms per lookup in libc with its debug symbols), so each module gets a
- * sorted index instead, built once from the same symbols, enumerated with
- * dwfl_module_getsym_info(): .symtab (the file's or its debug file's),
- * else .dynsym, with addresses already relocated to this process.
- */
-
-static unsigned leading_underscores(const char *s)
-{
-	unsigned n = 0;
-	while (s[n] == '_')
-		n++;
-	return n;
-}
-
-/* Orders by address; at one address the preferred symbol comes first:
- * sized over sizeless, global over weak over local, a typed function over
- * a bare label, fewer leading underscores ("printf" over "_IO_printf"). */
-static int cmp_sym(const void *a, const void *b)
-{
-	const sym_entry *x = a, *y = b;
-	if (x->addr != y->addr)
-		return x->addr < y->addr ? -1 : 1;
-	if ((x->size == 0) != (y->size == 0))
-		return x->size == 0 ? 1 : -1;
-	if (x->rank != y->rank)
-		return x->rank < y->rank ? -1 : 1;
-	unsigned ux = leading_underscores(x->name), uy = leading_underscores(y->name);
-	if (ux != uy)
-		return ux < uy ? -1 : 1;
-	return strcmp(x->name, y->name);
-}
-
-static unsigned sym_rank(const GElf_Sym *sym)
-{
-	int bind = GELF_ST_BIND(sym->st_info);
-	unsigned r = bind == STB_GLOBAL || bind == STB_GNU_UNIQUE ? 0 : bind == STB_WEAK ? 1 : 2;
-	return GELF_ST_TYPE(sym->st_info) == STT_NOTYPE ? r + 3 : r;
-}
-
-static int build_index(sym_module *m)
-{
-	free(m->syms);
-	m->syms = NULL;
-	m->nsyms = 0;
-	m->syms_built = 1;
-	int total = m->dm ? dwfl_module_getsymtab(m->dm) : -1;
-	if (total <= 1)
-		return 0;
-	sym_entry *v = malloc((size_t)total * sizeof(*v));
-	if (!v) {
-		m->syms_built = 0;
-		return ember__error_oom("symbol index");
-	}
-	size_t n = 0;
-	for (int i = 1; i < total; i++) {
-		GElf_Sym sym;
-		GElf_Addr addr;
-		GElf_Word shndx;
-		Elf *elf;
-		Dwarf_Addr bias;
-		const char *name = dwfl_module_getsym_info(m->dm, i, &sym, &addr, &shndx, &elf, &bias);
-		int type = name ? GELF_ST_TYPE(sym.st_info) : -1;
-		if (!name || !name[0] || shndx == SHN_UNDEF || shndx == SHN_ABS ||
-		    (type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_NOTYPE))
-			continue;
-		if (addr < m->info.start || addr >= m->info.limit)
-			continue;
-		v[n++] = (sym_entry){addr, sym.st_size, name, sym_rank(&sym)};
-	}
-	qsort(v, n, sizeof(*v), cmp_sym);
-	size_t k = 0; /* keep the preferred symbol of each address */
-	for (size_t i = 0; i < n; i++) {
-		if (k == 0 || v[k - 1].addr != v[i].addr)
-			v[k++] = v[i];
-	}
-	m->syms = v;
-	m->nsyms = k;
-	return 0;
-}
-
-/* How far back to look for a sized symbol enclosing a later one. */
-#define ENCLOSING_LOOKBACK 16
-
-/*
- * The symbol covering addr: the closest one at or below it if it is
- * sizeless (it then runs to the next symbol) or its size reaches addr;
- * otherwise a nearby earlier symbol whose size encloses addr; else NULL.
- */
-static const char *symbol_at(sym_module *m, uint64_t addr)
-{
-	size_t lo = 0, hi = m->nsyms;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (m->syms[mid].addr <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == 0)
-		return NULL;
-	const sym_entry *e = &m->syms[lo - 1];
-	if (e->size == 0 || addr - e->addr < e->size)
-		return e->name;
-	for (size_t j = lo - 1; j-- > 0 && lo - 1 - j <= ENCLOSING_LOOKBACK;) {
-		e = &m->syms[j];
-		if (e->size && addr - e->addr < e->size)
-			return e->name;
-	}
-	return NULL;
-}
-
-/* ---------------------------------------------------------------------- */
-/* The function index and inline expansion                                 */
-
-/*
- * dwarf_getscopes() walks the compilation unit's DIE tree from its root on
- * every call, about 0.1 ms per address in libc, so each module with DWARF
- * gets an index of its functions' code ranges instead, built once by a
- * dwarf_getfuncs-style walk over the top of every unit. A lookup then
- * binary-searches the function and descends only into its own scopes.
- */
-
-/* A frame before its strings are interned: they are libdw/libelf-owned. */
-typedef struct raw_frame {
-	const char *system_name, *file;
-	int line;
-} raw_frame;
-
-static const char *die_string(Dwarf_Die *die, unsigned name)
-{
-	Dwarf_Attribute attr;
-	if (!dwarf_attr_integrate(die, name, &attr))
-		return NULL;
-	return dwarf_formstring(&attr);
-}
-
-static const char *die_linkage_name(Dwarf_Die *die)
-{
-	const char *n = die_string(die, DW_AT_linkage_name);
-	return n ? n : die_string(die, DW_AT_MIPS_linkage_name);
-}
-
-/* The caller's position for an inlined call: DW_AT_call_file/call_line. */
-static void call_site(Dwarf_Die *cu, Dwarf_Die *inlined, const char **file, int *line)
-{
-	Dwarf_Attribute attr;
-	Dwarf_Word v;
-	*file = NULL;
-	*line = 0;
-	if (dwarf_attr(inlined, DW_AT_call_line, &attr) && dwarf_formudata(&attr, &v) == 0 &&
-	    v <= (Dwarf_Word)INT32_MAX)
-		*line = (int)v;
-	Dwarf_Files *files;
-	size_t nfiles;
-	if (dwarf_attr(inlined, DW_AT_call_file, &attr) && dwarf_formudata(&attr, &v) == 0 &&
-	    dwarf_getsrcfiles(cu, &files, &nfiles) == 0 && v < nfiles)
-		*file = dwarf_filesrc(files, v, NULL, NULL);
-}
-
-typedef struct func_vec {
-	func_range *v;
-	size_t n, cap;
-} func_vec;
-
-static int add_func_ranges(sym_module *m, Dwarf_Die *die, func_vec *fv)
-{
-	Dwarf_Addr base, start, end;
-	ptrdiff_t off = 0;
-	while ((off = dwarf_ranges(die, off, &base, &start, &end)) > 0) {
-		uint64_t lo = start + m->dwbias, hi = end + m->dwbias;
-		if (end <= start || hi <= m->info.start || lo >= m->info.limit)
-			continue;
-		if (fv->n == fv->cap) {
-			size_t ncap = fv->cap ? fv->cap * 2 : 256;
-			func_range *nv = realloc(fv->v, ncap * sizeof(*nv));
-			if (!nv)
-				return ember__error_oom("function index");
-			fv->v = nv;
-			fv->cap = ncap;
-		}
-		fv->v[fv->n++] = (func_range){lo, hi, dwarf_dieoffset(die)};
-	}
-	return 0;
-}
-
-/* Functions are children of the unit, or of namespaces (and Fortran
- * modules) within it; member functions are defined at the top with
- * DW_AT_specification, so class bodies need no visit. */
-static int index_scope(sym_module *m, Dwarf_Die *parent, func_vec *fv, int depth)
-{
-	Dwarf_Die child;
-	if (dwarf_child(parent, &child) != 0)
-		return 0;
-	do {
-		int err = 0;
-		switch (dwarf_tag(&child)) {
-		case DW_TAG_subprogram:
-			err = add_func_ranges(m, &child, fv);
-			break;
-		case DW_TAG_namespace:
-		case DW_TAG_module:
-			if (depth < 32)
-				err = index_scope(m, &child, fv, depth + 1);
-			break;
-		default:
-			break;
-		}
-		if (err)
-			return err;
-	} while (dwarf_siblingof(&child, &child) == 0);
-	return 0;
-}
-
-static int cmp_func(const void *a, const void *b)
-{
-	const func_range *x = a, *y = b;
-	if (x->lo != y->lo)
-		return x->lo < y->lo ? -1 : 1;
-	return x->hi > y->hi ? -1 : x->hi < y->hi; /* wider first */
-}
-
-static int build_funcs(sym_module *m)
-{
-	m->funcs_built = 1;
-	m->dw = m->dm ? dwfl_module_getdwarf(m->dm, &m->dwbias) : NULL;
-	if (!m->dw)
-		return 0;
-	func_vec fv = {0};
-	Dwarf_CU *cu = NULL, *next;
-	Dwarf_Half version;
-	uint8_t unit_type;
-	Dwarf_Die cudie, subdie;
-	while (dwarf_get_units(m->dw, cu, &next, &version, &unit_type, &cudie, &subdie) == 0) {
-		cu = next;
-		/* Type units hold no code; split units live in other files. */
-		if (unit_type != DW_UT_compile && unit_type != DW_UT_partial)
-			continue;
-		int err = index_scope(m, &cudie, &fv, 0);
-		if (err) {
-			free(fv.v);
-			m->funcs_built = 0;
-			return err;
-		}
-	}
-	qsort(fv.v, fv.n, sizeof(*fv.v), cmp_func);
-	m->funcs = fv.v;
-	m->nfuncs = fv.n;
-	return 0;
-}
-
-/* How far back to look for a range enclosing a later one (nested
- * functions, GNU C). */
-#define FUNC_LOOKBACK 4
-
-static const func_range *func_at(const sym_module *m, uint64_t addr)
-{
-	size_t lo = 0, hi = m->nfuncs;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (m->funcs[mid].lo <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	for (size_t j = lo; j-- > 0 && lo - j <= FUNC_LOOKBACK;) {
-		if (addr < m->funcs[j].hi)
-			return &m->funcs[j];
-	}
-	return NULL;
-}
-
-/* The child scope of `parent` that contains pc and may contain inlined
- * code, if any. */
-static int child_at(Dwarf_Die *parent, Dwarf_Addr pc, Dwarf_Die *out)
-{
-	if (dwarf_child(parent, out) != 0)
-		return 0;
-	do {
-		switch (dwarf_tag(out)) {
-		case DW_TAG_inlined_subroutine:
-		case DW_TAG_lexical_block:
-		case DW_TAG_try_block:
-		case DW_TAG_catch_block:
-		case DW_TAG_with_stmt:
-			if (dwarf_haspc(out, pc) == 1)
-				return 1;
-			break;
-		default:
-			break;
-		}
-	} while (dwarf_siblingof(out, out) == 0);
-	return 0;
-}
-
-/*
- * Finds the function containing addr and the chain of inlined calls at
- * addr, innermost first: each inlined subroutine is a frame, ending with the
- * subprogram that contains them. Frame i's position is where frame i-1 was
- * called from (DW_AT_call_file/line); frame 0's is the line-table position,
- * filled in by the caller. Returns the number of frames (0 without usable
- * debug info), at most `max`; when there are more, the innermost max-1 and
- * the outermost are kept.
- */
-static int inline_frames(sym_module *m, uint64_t addr, raw_frame *out, int max)
-{
-	const func_range *fr = func_at(m, addr);
-	Dwarf_Die path[MAX_SCOPES]; /* path[0] the subprogram, then inlined */
-	if (!fr || !dwarf_offdie(m->dw, fr->die, &path[0]))
-		return 0;
-	Dwarf_Addr pc = addr - m->dwbias;
-	int depth = 1;
-	Dwarf_Die cur = path[0], child;
-	while (depth < MAX_SCOPES && child_at(&cur, pc, &child)) {
-		cur = child;
-		if (dwarf_tag(&cur) == DW_TAG_inlined_subroutine)
-			path[depth++] = cur;
-	}
-	Dwarf_Die cudie;
-	if (!dwarf_diecu(&path[0], &cudie, NULL, NULL))
-		return 0;
-
-	raw_frame all[MAX_SCOPES];
-	const char *file = NULL;
-	int line = 0, n = 0;
-	for (int k = depth - 1; k >= 0; k--, n++) {
-		const char *linkage = die_linkage_name(&path[k]);
-		all[n] = (raw_frame){linkage ? linkage : die_string(&path[k], DW_AT_name), file,
-				     line};
-		if (k > 0)
-			call_site(&cudie, &path[k], &file, &line);
-	}
-	if (n > max) {
-		all[max - 1] = all[n - 1];
-		n = max;
-	}
-	memcpy(out, all, (size_t)n * sizeof(*out));
-	return n;
-}
-
-/* ---------------------------------------------------------------------- */
 /* Resolving one address                                                   */
 
 /* Interns one raw frame's strings into the module; demangles the name. */
-static int finish_frame(sym_module *m, const raw_frame *raw, ember__symbol_frame *f)
+static int finish_frame(sym_module *m, const ember__raw_frame *raw, ember__symbol_frame *f)
 {
 	*f = (ember__symbol_frame){0};
 	f->line = raw->line;
@@ -691,18 +322,18 @@ static int finish_frame(sym_module *m, const raw_frame *raw, ember__symbol_frame
 /* Resolves addr in module m into a new cache entry (not yet inserted). */
 static int resolve(ember__symbolizer *s, sym_module *m, uint64_t addr, cache_entry *e)
 {
-	raw_frame raw[EMBER_MAX_INLINE];
+	ember__raw_frame raw[EMBER_MAX_INLINE];
 	int n = 0;
 	*e = (cache_entry){.addr = addr, .mod = m};
 	if (!m->dm)
 		return 0;
 
-	if (!m->syms_built) {
-		int err = build_index(m);
+	if (!m->ix.syms_built) {
+		int err = ember__symindex_build_syms(&m->ix, m->dm, m->info.start, m->info.limit);
 		if (err)
 			return err;
 	}
-	const char *symname = symbol_at(m, addr);
+	const char *symname = ember__symindex_symbol_at(&m->ix, addr);
 	const char *file = NULL;
 	int line = 0;
 	Dwfl_Line *dl = dwfl_module_getsrc(m->dm, addr);
@@ -711,14 +342,14 @@ static int resolve(ember__symbolizer *s, sym_module *m, uint64_t addr, cache_ent
 	if (!file)
 		line = 0;
 
-	if (!m->funcs_built) {
-		int err = build_funcs(m);
+	if (!m->ix.funcs_built) {
+		int err = ember__symindex_build_funcs(&m->ix, m->dm, m->info.start, m->info.limit);
 		if (err)
 			return err;
-		m->info.has_lines = m->dw != NULL;
+		m->info.has_lines = m->ix.dw != NULL;
 		s->infos[m->index].has_lines = m->info.has_lines;
 	}
-	n = inline_frames(m, addr, raw, EMBER_MAX_INLINE);
+	n = ember__symindex_inline_frames(&m->ix, addr, raw, EMBER_MAX_INLINE);
 	if (n > 0) {
 		raw[0].file = file;
 		raw[0].line = line;
@@ -727,7 +358,7 @@ static int resolve(ember__symbolizer *s, sym_module *m, uint64_t addr, cache_ent
 		if (symname)
 			raw[n - 1].system_name = symname;
 	} else if (symname || file) {
-		raw[0] = (raw_frame){symname, file, line};
+		raw[0] = (ember__raw_frame){symname, file, line};
 		n = 1;
 	}
 
@@ -815,112 +446,13 @@ size_t ember__symbolizer_modules(const ember__symbolizer *s, const ember__module
 }
 
 /* ---------------------------------------------------------------------- */
-/* Finding debug files                                                     */
-
-/*
- * Checks that fd is the debug file of mod: by build id when the module has
- * one, else by the CRC-32 that .gnu_debuglink records (zlib's crc32 is the
- * same function). Leaves the file offset at 0.
- */
-static int debug_file_matches(Dwfl_Module *mod, int fd, GElf_Word crc)
-{
-	const unsigned char *want;
-	GElf_Addr vaddr;
-	int wlen = dwfl_module_build_id(mod, &want, &vaddr);
-	if (wlen > 0) {
-		Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-		const void *got = NULL;
-		ssize_t glen = elf ? dwelf_elf_gnu_build_id(elf, &got) : -1;
-		int ok = glen == wlen && memcmp(got, want, (size_t)wlen) == 0;
-		elf_end(elf);
-		return ok;
-	}
-	unsigned char buf[16384];
-	uLong c = crc32(0L, Z_NULL, 0);
-	ssize_t r;
-	while ((r = read(fd, buf, sizeof(buf))) > 0)
-		c = crc32(c, buf, (uInt)r);
-	if (lseek(fd, 0, SEEK_SET) != 0)
-		return 0;
-	return r == 0 && (GElf_Word)c == crc;
-}
-
-/* Opens dir/sub/name if it exists, is not the main file and matches. */
-static int try_debug_file(Dwfl_Module *mod, const struct stat *main_st, const char *dir,
-			  const char *sub, const char *name, GElf_Word crc, char **found)
-{
-	char path[PATH_MAX];
-	int n = snprintf(path, sizeof(path), "%s%s/%s", dir, sub, name);
-	if (n < 0 || (size_t)n >= sizeof(path))
-		return -1;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	struct stat st;
-	if (fstat(fd, &st) != 0 || (st.st_dev == main_st->st_dev && st.st_ino == main_st->st_ino) ||
-	    !debug_file_matches(mod, fd, crc) || !(*found = strdup(path))) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
-/*
- * libdwfl's find_debuginfo callback. It does what
- * dwfl_standard_find_debuginfo does on the local disk: first the build-id
- * tree (/usr/lib/debug/.build-id/xx/yyyy.debug, through
- * dwfl_build_id_find_debuginfo), then the .gnu_debuglink name next to the
- * file, in its .debug subdirectory and under /usr/lib/debug/<dir>. It
- * deliberately does not call dwfl_standard_find_debuginfo: elfutils 0.188
- * ends that search by dlopen'ing libdebuginfod (which pulls about thirty
- * libraries such as libcurl, gnutls and krb5 into the profiled process even
- * when DEBUGINFOD_URLS is unset) and, when it is set, by downloading debug
- * info over the network from inside the profiled process.
- */
-static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
-			  GElf_Addr base, const char *file_name, const char *debuglink_file,
-			  GElf_Word debuglink_crc, char **debuginfo_file_name)
-{
-	int fd = dwfl_build_id_find_debuginfo(mod, userdata, modname, base, file_name,
-					      debuglink_file, debuglink_crc,
-					      debuginfo_file_name);
-	if (fd >= 0 || !debuglink_file || !file_name || file_name[0] != '/')
-		return fd;
-
-	struct stat main_st;
-	if (stat(file_name, &main_st) != 0)
-		return -1;
-	const char *slash = strrchr(file_name, '/');
-	char dir[PATH_MAX];
-	size_t dlen = (size_t)(slash - file_name);
-	if (dlen >= sizeof(dir))
-		return -1;
-	memcpy(dir, file_name, dlen);
-	dir[dlen] = '\0';
-	const char *link = strchr(debuglink_file, '/') ? strrchr(debuglink_file, '/') + 1
-						    : debuglink_file;
-	char global[PATH_MAX];
-	int n = snprintf(global, sizeof(global), "/usr/lib/debug%s", dir);
-	const char *places[3][2] = {{dir, ""}, {dir, "/.debug"}, {global, ""}};
-	for (int i = 0; i < 3; i++) {
-		if (i == 2 && (n < 0 || (size_t)n >= sizeof(global)))
-			break;
-		fd = try_debug_file(mod, &main_st, places[i][0], places[i][1], link,
-				    debuglink_crc, debuginfo_file_name);
-		if (fd >= 0)
-			return fd;
-	}
-	return -1;
-}
-
-/* ---------------------------------------------------------------------- */
 /* Reporting and refreshing                                                */
 
 static char *default_debuginfo_path = NULL; /* NULL: the standard search path */
 
 static const Dwfl_Callbacks callbacks = {
 	.find_elf = dwfl_linux_proc_find_elf,
-	.find_debuginfo = find_debuginfo,
+	.find_debuginfo = ember__debugfile_find,
 	.debuginfo_path = &default_debuginfo_path,
 };
 
@@ -1065,13 +597,7 @@ int ember__symbolizer_refresh(ember__symbolizer *s)
 		Dwfl_Module *dm = find_dwfl_module(s->dwfl, m);
 		if (dm != m->dm) {
 			/* The indexes point into the old module's data. */
-			free(m->syms);
-			free(m->funcs);
-			m->syms = NULL;
-			m->funcs = NULL;
-			m->nsyms = m->nfuncs = 0;
-			m->syms_built = m->funcs_built = 0;
-			m->dw = NULL;
+			ember__symindex_reset(&m->ix);
 			m->dm = dm;
 		}
 	}

@@ -27,7 +27,7 @@
  *
  * Debug files are looked for on the local disk only, never through
  * debuginfod: no network traffic and no extra libraries are brought into
- * the profiled process (see find_debuginfo() in symbolizer.c).
+ * the profiled process (see ember__debugfile_find() in debugfile.c).
  */
 #ifndef EMBER_SYMBOLIZER_H
 #define EMBER_SYMBOLIZER_H

@@ -1,0 +1,351 @@
+/*
+ * symindex.c - the symbolizer's per-module indexes: function symbols
+ * sorted by address, and the code ranges of the functions in the module's
+ * DWARF, through which the inlined calls at an address are found.
+ */
+#include "symbols/symindex.h"
+
+#include <dwarf.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/error.h"
+
+#define MAX_SCOPES 64 /* inline depth we look at before trimming */
+
+void ember__symindex_reset(ember__symindex *ix)
+{
+	free(ix->syms);
+	free(ix->funcs);
+	*ix = (ember__symindex)EMBER_SYMINDEX_INIT;
+}
+
+/* ---------------------------------------------------------------------- */
+/* The symbol index                                                        */
+
+/*
+ * dwfl_module_addrinfo() scans the whole symbol table on every call (about
+ * 0.3 ms per lookup in libc with its debug symbols), so each module gets a
+ * sorted index instead, built once from the same symbols, enumerated with
+ * dwfl_module_getsym_info(): .symtab (the file's or its debug file's),
+ * else .dynsym, with addresses already relocated to this process.
+ */
+
+static unsigned leading_underscores(const char *s)
+{
+	unsigned n = 0;
+	while (s[n] == '_')
+		n++;
+	return n;
+}
+
+/* Orders by address; at one address the preferred symbol comes first:
+ * sized over sizeless, global over weak over local, a typed function over
+ * a bare label, fewer leading underscores ("printf" over "_IO_printf"). */
+static int cmp_sym(const void *a, const void *b)
+{
+	const ember__sym_entry *x = a, *y = b;
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	if ((x->size == 0) != (y->size == 0))
+		return x->size == 0 ? 1 : -1;
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	unsigned ux = leading_underscores(x->name), uy = leading_underscores(y->name);
+	if (ux != uy)
+		return ux < uy ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+static unsigned sym_rank(const GElf_Sym *sym)
+{
+	int bind = GELF_ST_BIND(sym->st_info);
+	unsigned r = bind == STB_GLOBAL || bind == STB_GNU_UNIQUE ? 0 : bind == STB_WEAK ? 1 : 2;
+	return GELF_ST_TYPE(sym->st_info) == STT_NOTYPE ? r + 3 : r;
+}
+
+int ember__symindex_build_syms(ember__symindex *ix, Dwfl_Module *dm, uint64_t start,
+			       uint64_t limit)
+{
+	free(ix->syms);
+	ix->syms = NULL;
+	ix->nsyms = 0;
+	ix->syms_built = 1;
+	int total = dm ? dwfl_module_getsymtab(dm) : -1;
+	if (total <= 1)
+		return 0;
+	ember__sym_entry *v = malloc((size_t)total * sizeof(*v));
+	if (!v) {
+		ix->syms_built = 0;
+		return ember__error_oom("symbol index");
+	}
+	size_t n = 0;
+	for (int i = 1; i < total; i++) {
+		GElf_Sym sym;
+		GElf_Addr addr;
+		GElf_Word shndx;
+		Elf *elf;
+		Dwarf_Addr bias;
+		const char *name = dwfl_module_getsym_info(dm, i, &sym, &addr, &shndx, &elf, &bias);
+		int type = name ? GELF_ST_TYPE(sym.st_info) : -1;
+		if (!name || !name[0] || shndx == SHN_UNDEF || shndx == SHN_ABS ||
+		    (type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_NOTYPE))
+			continue;
+		if (addr < start || addr >= limit)
+			continue;
+		v[n++] = (ember__sym_entry){addr, sym.st_size, name, sym_rank(&sym)};
+	}
+	qsort(v, n, sizeof(*v), cmp_sym);
+	size_t k = 0; /* keep the preferred symbol of each address */
+	for (size_t i = 0; i < n; i++) {
+		if (k == 0 || v[k - 1].addr != v[i].addr)
+			v[k++] = v[i];
+	}
+	ix->syms = v;
+	ix->nsyms = k;
+	return 0;
+}
+
+/* How far back to look for a sized symbol enclosing a later one. */
+#define ENCLOSING_LOOKBACK 16
+
+const char *ember__symindex_symbol_at(const ember__symindex *ix, uint64_t addr)
+{
+	size_t lo = 0, hi = ix->nsyms;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (ix->syms[mid].addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return NULL;
+	const ember__sym_entry *e = &ix->syms[lo - 1];
+	if (e->size == 0 || addr - e->addr < e->size)
+		return e->name;
+	for (size_t j = lo - 1; j-- > 0 && lo - 1 - j <= ENCLOSING_LOOKBACK;) {
+		e = &ix->syms[j];
+		if (e->size && addr - e->addr < e->size)
+			return e->name;
+	}
+	return NULL;
+}
+
+/* ---------------------------------------------------------------------- */
+/* The function index and inline expansion                                 */
+
+/*
+ * dwarf_getscopes() walks the compilation unit's DIE tree from its root on
+ * every call, about 0.1 ms per address in libc, so each module with DWARF
+ * gets an index of its functions' code ranges instead, built once by a
+ * dwarf_getfuncs-style walk over the top of every unit. A lookup then
+ * binary-searches the function and descends only into its own scopes.
+ */
+
+static const char *die_string(Dwarf_Die *die, unsigned name)
+{
+	Dwarf_Attribute attr;
+	if (!dwarf_attr_integrate(die, name, &attr))
+		return NULL;
+	return dwarf_formstring(&attr);
+}
+
+static const char *die_linkage_name(Dwarf_Die *die)
+{
+	const char *n = die_string(die, DW_AT_linkage_name);
+	return n ? n : die_string(die, DW_AT_MIPS_linkage_name);
+}
+
+/* The caller's position for an inlined call: DW_AT_call_file/call_line. */
+static void call_site(Dwarf_Die *cu, Dwarf_Die *inlined, const char **file, int *line)
+{
+	Dwarf_Attribute attr;
+	Dwarf_Word v;
+	*file = NULL;
+	*line = 0;
+	if (dwarf_attr(inlined, DW_AT_call_line, &attr) && dwarf_formudata(&attr, &v) == 0 &&
+	    v <= (Dwarf_Word)INT32_MAX)
+		*line = (int)v;
+	Dwarf_Files *files;
+	size_t nfiles;
+	if (dwarf_attr(inlined, DW_AT_call_file, &attr) && dwarf_formudata(&attr, &v) == 0 &&
+	    dwarf_getsrcfiles(cu, &files, &nfiles) == 0 && v < nfiles)
+		*file = dwarf_filesrc(files, v, NULL, NULL);
+}
+
+/* The function index being built, and the module's range and DWARF bias. */
+typedef struct func_vec {
+	ember__func_range *v;
+	size_t n, cap;
+	uint64_t start, limit;
+	Dwarf_Addr bias;
+} func_vec;
+
+static int add_func_ranges(Dwarf_Die *die, func_vec *fv)
+{
+	Dwarf_Addr base, start, end;
+	ptrdiff_t off = 0;
+	while ((off = dwarf_ranges(die, off, &base, &start, &end)) > 0) {
+		uint64_t lo = start + fv->bias, hi = end + fv->bias;
+		if (end <= start || hi <= fv->start || lo >= fv->limit)
+			continue;
+		if (fv->n == fv->cap) {
+			size_t ncap = fv->cap ? fv->cap * 2 : 256;
+			ember__func_range *nv = realloc(fv->v, ncap * sizeof(*nv));
+			if (!nv)
+				return ember__error_oom("function index");
+			fv->v = nv;
+			fv->cap = ncap;
+		}
+		fv->v[fv->n++] = (ember__func_range){lo, hi, dwarf_dieoffset(die)};
+	}
+	return 0;
+}
+
+/* Functions are children of the unit, or of namespaces (and Fortran
+ * modules) within it; member functions are defined at the top with
+ * DW_AT_specification, so class bodies need no visit. */
+static int index_scope(Dwarf_Die *parent, func_vec *fv, int depth)
+{
+	Dwarf_Die child;
+	if (dwarf_child(parent, &child) != 0)
+		return 0;
+	do {
+		int err = 0;
+		switch (dwarf_tag(&child)) {
+		case DW_TAG_subprogram:
+			err = add_func_ranges(&child, fv);
+			break;
+		case DW_TAG_namespace:
+		case DW_TAG_module:
+			if (depth < 32)
+				err = index_scope(&child, fv, depth + 1);
+			break;
+		default:
+			break;
+		}
+		if (err)
+			return err;
+	} while (dwarf_siblingof(&child, &child) == 0);
+	return 0;
+}
+
+static int cmp_func(const void *a, const void *b)
+{
+	const ember__func_range *x = a, *y = b;
+	if (x->lo != y->lo)
+		return x->lo < y->lo ? -1 : 1;
+	return x->hi > y->hi ? -1 : x->hi < y->hi; /* wider first */
+}
+
+int ember__symindex_build_funcs(ember__symindex *ix, Dwfl_Module *dm, uint64_t start,
+				uint64_t limit)
+{
+	ix->funcs_built = 1;
+	ix->dw = dm ? dwfl_module_getdwarf(dm, &ix->dwbias) : NULL;
+	if (!ix->dw)
+		return 0;
+	func_vec fv = {.start = start, .limit = limit, .bias = ix->dwbias};
+	Dwarf_CU *cu = NULL, *next;
+	Dwarf_Half version;
+	uint8_t unit_type;
+	Dwarf_Die cudie, subdie;
+	while (dwarf_get_units(ix->dw, cu, &next, &version, &unit_type, &cudie, &subdie) == 0) {
+		cu = next;
+		/* Type units hold no code; split units live in other files. */
+		if (unit_type != DW_UT_compile && unit_type != DW_UT_partial)
+			continue;
+		int err = index_scope(&cudie, &fv, 0);
+		if (err) {
+			free(fv.v);
+			ix->funcs_built = 0;
+			return err;
+		}
+	}
+	qsort(fv.v, fv.n, sizeof(*fv.v), cmp_func);
+	ix->funcs = fv.v;
+	ix->nfuncs = fv.n;
+	return 0;
+}
+
+/* How far back to look for a range enclosing a later one (nested
+ * functions, GNU C). */
+#define FUNC_LOOKBACK 4
+
+static const ember__func_range *func_at(const ember__symindex *ix, uint64_t addr)
+{
+	size_t lo = 0, hi = ix->nfuncs;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (ix->funcs[mid].lo <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t j = lo; j-- > 0 && lo - j <= FUNC_LOOKBACK;) {
+		if (addr < ix->funcs[j].hi)
+			return &ix->funcs[j];
+	}
+	return NULL;
+}
+
+/* The child scope of `parent` that contains pc and may contain inlined
+ * code, if any. */
+static int child_at(Dwarf_Die *parent, Dwarf_Addr pc, Dwarf_Die *out)
+{
+	if (dwarf_child(parent, out) != 0)
+		return 0;
+	do {
+		switch (dwarf_tag(out)) {
+		case DW_TAG_inlined_subroutine:
+		case DW_TAG_lexical_block:
+		case DW_TAG_try_block:
+		case DW_TAG_catch_block:
+		case DW_TAG_with_stmt:
+			if (dwarf_haspc(out, pc) == 1)
+				return 1;
+			break;
+		default:
+			break;
+		}
+	} while (dwarf_siblingof(out, out) == 0);
+	return 0;
+}
+
+int ember__symindex_inline_frames(const ember__symindex *ix, uint64_t addr,
+				  ember__raw_frame *out, int max)
+{
+	const ember__func_range *fr = func_at(ix, addr);
+	Dwarf_Die path[MAX_SCOPES]; /* path[0] the subprogram, then inlined */
+	if (!fr || !dwarf_offdie(ix->dw, fr->die, &path[0]))
+		return 0;
+	Dwarf_Addr pc = addr - ix->dwbias;
+	int depth = 1;
+	Dwarf_Die cur = path[0], child;
+	while (depth < MAX_SCOPES && child_at(&cur, pc, &child)) {
+		cur = child;
+		if (dwarf_tag(&cur) == DW_TAG_inlined_subroutine)
+			path[depth++] = cur;
+	}
+	Dwarf_Die cudie;
+	if (!dwarf_diecu(&path[0], &cudie, NULL, NULL))
+		return 0;
+
+	ember__raw_frame all[MAX_SCOPES];
+	const char *file = NULL;
+	int line = 0, n = 0;
+	for (int k = depth - 1; k >= 0; k--, n++) {
+		const char *linkage = die_linkage_name(&path[k]);
+		all[n] = (ember__raw_frame){linkage ? linkage : die_string(&path[k], DW_AT_name),
+					    file, line};
+		if (k > 0)
+			call_site(&cudie, &path[k], &file, &line);
+	}
+	if (n > max) {
+		all[max - 1] = all[n - 1];
+		n = max;
+	}
+	memcpy(out, all, (size_t)n * sizeof(*out));
+	return n;
+}

@@ -1,0 +1,113 @@
+/*
+ * symindex.h - the per-module lookup indexes of the symbolizer: a sorted
+ * index of a module's function symbols, and an index of the code ranges
+ * of the functions its DWARF describes, which is used to expand the
+ * inlined calls at an address.
+ *
+ * libdwfl answers both questions itself, but slowly: dwfl_module_addrinfo()
+ * scans the whole symbol table on every call and dwarf_getscopes() walks a
+ * compilation unit's DIE tree from its root. An index is built once per
+ * module, on the first lookup in it, and then answers each address with a
+ * binary search.
+ *
+ * An index points into data owned by libdwfl (symbol names, the Dwarf
+ * handle and its DIEs), so it is valid only as long as the Dwfl_Module it
+ * was built from; when that module is replaced, reset the index.
+ *
+ * Used by the agent thread only; nothing here is async-signal-safe.
+ */
+#ifndef EMBER_SYMINDEX_H
+#define EMBER_SYMINDEX_H
+
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* One function symbol of a module's index; name is libelf-owned. */
+typedef struct ember__sym_entry {
+	uint64_t addr, size;
+	const char *name;
+	unsigned rank; /* preference among symbols at one address, lower wins */
+} ember__sym_entry;
+
+/* One function's code range in the DWARF index. */
+typedef struct ember__func_range {
+	uint64_t lo, hi; /* absolute addresses, [lo, hi) */
+	Dwarf_Off die;   /* offset of its DW_TAG_subprogram in .debug_info */
+} ember__func_range;
+
+/* Both indexes of one module. All-zero (EMBER_SYMINDEX_INIT) is empty and
+ * not yet built. */
+typedef struct ember__symindex {
+	ember__sym_entry *syms;   /* sorted by addr, one per address */
+	size_t nsyms;
+	int syms_built;           /* syms reflects the module's symbol table */
+	ember__func_range *funcs; /* sorted by lo */
+	size_t nfuncs;
+	int funcs_built;          /* funcs reflects the module's DWARF */
+	Dwarf *dw;                /* the module's DWARF (owned by libdwfl), NULL if none */
+	Dwarf_Addr dwbias;        /* DWARF addresses + dwbias = ours */
+} ember__symindex;
+
+#define EMBER_SYMINDEX_INIT {0}
+
+/* A frame before its strings are interned: they are libdw/libelf-owned and
+ * live as long as the module's Dwfl_Module. */
+typedef struct ember__raw_frame {
+	const char *system_name, *file;
+	int line;
+} ember__raw_frame;
+
+/*
+ * Frees what the index owns (its arrays; the libdwfl data it points into
+ * is not its own) and makes it empty and unbuilt again, so that the next
+ * lookup rebuilds it. The struct itself stays the caller's.
+ */
+void ember__symindex_reset(ember__symindex *ix);
+
+/*
+ * (Re)builds the symbol index from the function symbols of dm that lie in
+ * [start, limit): .symtab (the file's or its debug file's), else .dynsym,
+ * as dwfl_module_getsym_info() enumerates them, already relocated. At one
+ * address only the preferred symbol is kept. A NULL dm or a module without
+ * symbols gives an empty, built index. Sets syms_built; on failure
+ * (EMBER_ERR_NOMEM) the index is empty and left unbuilt. The names point
+ * into libelf data owned by dm.
+ */
+int ember__symindex_build_syms(ember__symindex *ix, Dwfl_Module *dm, uint64_t start,
+			       uint64_t limit);
+
+/*
+ * The name of the symbol covering addr: the closest one at or below it if
+ * it is sizeless (it then runs to the next symbol) or its size reaches
+ * addr; else a nearby earlier symbol whose size encloses addr; else NULL.
+ * The string is borrowed from libelf (see above).
+ */
+const char *ember__symindex_symbol_at(const ember__symindex *ix, uint64_t addr);
+
+/*
+ * Loads dm's DWARF (setting dw and dwbias; dw stays NULL when there is
+ * none) and builds the function index from the subprograms whose code lies
+ * in [start, limit). Call it once on an unbuilt index (funcs == NULL).
+ * Sets funcs_built; on failure (EMBER_ERR_NOMEM) the function index is
+ * empty and left unbuilt.
+ */
+int ember__symindex_build_funcs(ember__symindex *ix, Dwfl_Module *dm, uint64_t start,
+				uint64_t limit);
+
+/*
+ * Finds the function containing addr and the chain of inlined calls at
+ * addr, innermost first, into out[0..max-1]: each inlined subroutine is a
+ * frame, ending with the subprogram that contains them. Frame i's position
+ * is where frame i-1 was called from (DW_AT_call_file/line); frame 0's is
+ * left empty for the caller to fill from the line table. Names are the
+ * linkage name when recorded, else the plain name. Returns the number of
+ * frames (0 without usable debug info), at most max (>= 1); when there are
+ * more, the innermost max-1 and the outermost are kept. Strings are
+ * borrowed from libdw. Needs a built function index.
+ */
+int ember__symindex_inline_frames(const ember__symindex *ix, uint64_t addr,
+				  ember__raw_frame *out, int max);
+
+#endif
