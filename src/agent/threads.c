@@ -4,6 +4,7 @@
 #include "agent/threads.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -243,11 +244,37 @@ static void resolve_probe(ember__threads *t, ember__thread_rec *r, ember__thread
 
 /* ---- scanning ---- */
 
+/*
+ * Opens /proc/self/task and moves its descriptor to 256 or above. A
+ * program that closes a low descriptor and then dup2()s onto it (shells
+ * do, for redirections) can lose it to another thread's open() in
+ * between; keeping our long-lived descriptor out of the low range keeps
+ * it out of such races.
+ */
+static DIR *open_tasks(void)
+{
+	int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	int high = fcntl(fd, F_DUPFD_CLOEXEC, 256);
+	if (high >= 0) {
+		close(fd);
+		fd = high;
+	}
+	DIR *d = fdopendir(fd);
+	if (!d)
+		close(fd);
+	return d;
+}
+
 static void scan_tasks(ember__threads *t)
 {
-	DIR *d = opendir("/proc/self/task");
+	/* One directory stream for the registry's life, rewound per scan:
+	 * no open() per scan, and its descriptor sits high (see open_tasks). */
+	DIR *d = t->tasks;
 	if (!d)
 		return;
+	rewinddir(d);
 	t->gen++;
 	struct dirent *de;
 	while ((de = readdir(d))) {
@@ -261,7 +288,6 @@ static void scan_tasks(ember__threads *t)
 		else
 			adopt_thread(t, (int32_t)tid);
 	}
-	closedir(d);
 	for (size_t i = t->nrecs; i-- > 0;)
 		if (t->recs[i].seen_gen != t->gen)
 			forget_thread(t, &t->recs[i]);
@@ -363,6 +389,10 @@ int ember__threads_start(ember__threads *t, ember__sigstate *sig, int signo, int
 				    signo);
 	sig->accept_itimer = t->process_timer;
 
+	t->tasks = open_tasks();
+	if (!t->tasks)
+		return ember__error_errno(EMBER_ERR_SYS, errno, "cannot open /proc/self/task");
+
 	pthread_once(&atfork_once, install_atfork);
 	pthread_mutex_lock(&t->mu);
 	atomic_store(&g_threads, t);
@@ -424,6 +454,9 @@ void ember__threads_release(ember__threads *t)
 	t->tab = NULL;
 	free(t->recs);
 	t->recs = NULL;
+	if (t->tasks)
+		closedir(t->tasks);
+	t->tasks = NULL;
 	t->nrecs = t->caprecs = 0;
 	pthread_mutex_destroy(&t->mu);
 }

@@ -44,6 +44,7 @@ typedef struct ember__threads {
 	ember__threadtab *tab;
 	ember__threadtab *retired[16];
 	unsigned nretired;
+	void *tasks;             /* DIR * of /proc/self/task, rewound per scan */
 	ember__thread_rec *recs; /* sorted by tid */
 	size_t nrecs, caprecs;
 	int signo;

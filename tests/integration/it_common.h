@@ -97,12 +97,21 @@ __attribute__((noinline, unused)) static void *worker_main(void *arg)
 {
 	it_work *w = arg;
 	double end = it_thread_cpu() + w->cpu_seconds;
-	unsigned i = 0;
+	/* Three hot_a calls and one hot_b call per round, hot_b at a random
+	 * place: a fixed order can alias with the kernel tick that drives
+	 * CPU-time timers and skew the measured split. */
+	uint32_t rng = (uint32_t)(uintptr_t)w * 2654435761u + 1;
 	while (it_thread_cpu() < end) {
-		if (i++ % 4 == 3)
-			w->sink += stage_two(it_iterations);
-		else
-			w->sink += stage_one(it_iterations);
+		rng ^= rng << 13;
+		rng ^= rng >> 17;
+		rng ^= rng << 5;
+		unsigned b_at = rng & 3;
+		for (unsigned k = 0; k < 4; k++) {
+			if (k == b_at)
+				w->sink += stage_two(it_iterations);
+			else
+				w->sink += stage_one(it_iterations);
+		}
 	}
 	return NULL;
 }
