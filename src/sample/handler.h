@@ -16,6 +16,7 @@
 
 #include "sample/sampbuf.h"
 #include "sample/threadtab.h"
+#include "unwind/unwind.h"
 
 /* sigqueue() value asking a thread to report its sp and pthread_self(). */
 #define EMBER_PROBE_MAGIC 0x656d6272 /* "embr" */
@@ -23,7 +24,11 @@
 typedef struct ember__sigstate {
 	ember__sampbuf buf;
 	_Atomic(ember__threadtab *) tab;
-	int unwind_mode;
+	/* DWARF unwind tables (src/agent/unwind_tables.c); NULL: frame pointers.
+	 * Loaded sequentially consistent after the in-flight count is raised,
+	 * so the agent can tell when no handler still holds an old snapshot. */
+	_Atomic(const ember__unwind_snapshot *) unwind_snap;
+	int unwind_mode; /* EMBER_UNWIND_MODE_* */
 	int max_depth;
 	int accept_itimer; /* process-wide ITIMER_PROF fallback: SI_KERNEL signals count */
 	_Atomic uint64_t samples;
@@ -44,6 +49,10 @@ int ember__sigpath_attach(ember__sigstate *st);
 void ember__sigpath_detach(void);
 /* Number of handlers running right now, on any thread. */
 int ember__sigpath_inflight(void);
+/* Forgets the calling thread's cached id: for a fork child, whose only
+ * thread has a new id. Async-signal-safe. */
+void ember__sigpath_forget_tid(void);
+
 /* Forgets the active state without touching signals: for a fork child. */
 void ember__sigpath_forget(void);
 

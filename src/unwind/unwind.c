@@ -4,10 +4,19 @@
  */
 #include "unwind/unwind.h"
 
-int ember__unwind(int mode, const ember__regs *regs, const ember__stack_bounds *bounds,
-		  uint64_t *pcs, int max, unsigned *flags)
+#include <stddef.h>
+
+int ember__unwind(int mode, const ember__unwind_snapshot *snap, const ember__regs *regs,
+		  const ember__stack_bounds *bounds, uint64_t *pcs, int max, unsigned *flags)
 {
 	switch (mode) {
+	case EMBER_UNWIND_MODE_AUTO:
+	case EMBER_UNWIND_MODE_DWARF:
+		if (snap)
+			return ember__unwind_dwarf(snap, mode == EMBER_UNWIND_MODE_DWARF, regs, bounds,
+						   pcs, max, flags);
+		/* No tables (yet): frame pointers. */
+		return ember__unwind_fp(regs, bounds, pcs, max, flags);
 	case EMBER_UNWIND_MODE_FP:
 	default:
 		return ember__unwind_fp(regs, bounds, pcs, max, flags);

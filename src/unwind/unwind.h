@@ -5,13 +5,34 @@
  * program counters, leaf first. It runs inside the signal handler, so every
  * implementation must be async-signal-safe: no allocation, no locks, no
  * stdio, and no memory read outside what the caller proved readable (the
- * stack bounds passed in). A frame-pointer unwinder exists now; a DWARF
- * unwinder plugs in behind the same call (ember__unwind) with its own mode.
+ * stack bounds passed in, and the DWARF tables the agent published). Two
+ * walkers sit behind one call (ember__unwind): frame pointers
+ * (unwind_fp.c) and DWARF call-frame information compiled into compact
+ * per-module tables (unwind_dwarf.c; tables built by src/cfi/).
  */
 #ifndef EMBER_UNWIND_H
 #define EMBER_UNWIND_H
 
 #include <stdint.h>
+
+/*
+ * For functions that read the stack on an unwinder's behalf: under
+ * AddressSanitizer they are not instrumented. An unwinder reads slots of
+ * other functions' frames (and, following the frame-pointer rule through
+ * code without one, arbitrary live stack words), some inside the redzones
+ * ASan poisons; the bounds checks of the caller are what make such a read
+ * safe, and ASan would only report the profiler's intent.
+ */
+#if defined(__SANITIZE_ADDRESS__)
+#define EMBER_STACK_READ __attribute__((no_sanitize_address, noinline))
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define EMBER_STACK_READ __attribute__((no_sanitize_address, noinline))
+#endif
+#endif
+#ifndef EMBER_STACK_READ
+#define EMBER_STACK_READ
+#endif
 
 /* The registers an unwinder needs, taken from the signal's ucontext. */
 typedef struct ember__regs {
@@ -28,8 +49,11 @@ typedef struct ember__stack_bounds {
 	uintptr_t lo, hi;
 } ember__stack_bounds;
 
+/* Unwinding modes; the values match the public ember_unwind_mode. */
 enum {
-	EMBER_UNWIND_MODE_FP = 1,
+	EMBER_UNWIND_MODE_AUTO = 0,  /* DWARF tables where they exist, frame pointers elsewhere */
+	EMBER_UNWIND_MODE_FP = 1,    /* frame pointers only */
+	EMBER_UNWIND_MODE_DWARF = 2, /* DWARF tables only: a PC without CFI ends the stack */
 };
 
 /* Result flags. */
@@ -38,13 +62,112 @@ enum {
 	EMBER_UNWIND_NO_BOUNDS = 1u << 1  /* leaf only: bounds unknown */
 };
 
+/* ---- DWARF unwind tables (built by src/cfi/, read by unwind_dwarf.c) ---- */
+
+/*
+ * One row of a module's compiled call-frame information: from `pc` up to
+ * the next row's pc, how to find the caller's registers. pc is an offset
+ * from the module's load bias (a link-time virtual address). Rows are
+ * sorted by pc; a gap between functions is a row of kind EMBER_CFI_NONE.
+ * Offsets are kept in units of EMBER_CFI_UNIT bytes (arch.h: the stack
+ * slot size) and the return address is always at CFA + EMBER_CFI_RA_OFF;
+ * CFI that needs anything else becomes an EMBER_CFI_UNKNOWN row. 8 bytes;
+ * see src/cfi/cfi.h for how rows are built.
+ */
+typedef struct ember__cfi_row {
+	uint32_t pc;
+	int16_t cfa;  /* SP, FP, PLT: CFA = reg + cfa * EMBER_CFI_UNIT */
+	int8_t fp;    /* SP, FP: caller's fp saved at CFA + fp * EMBER_CFI_UNIT, 0 = fp
+			 unchanged; PLT: the threshold on (pc & 15) */
+	uint8_t kind; /* EMBER_CFI_KIND_MASK: EMBER_CFI_*; high bits: EMBER_CFI_F_* */
+} ember__cfi_row;
+
+_Static_assert(sizeof(ember__cfi_row) == 8, "unwind rows are 8 bytes");
+
+enum {
+	EMBER_CFI_NONE = 0,    /* no CFI covers this address */
+	EMBER_CFI_SP = 1,      /* CFA = sp + cfa units */
+	EMBER_CFI_FP = 2,      /* CFA = fp + cfa units */
+	EMBER_CFI_PLT = 3,     /* CFA = sp + cfa units + ((pc & 15) >= fp ? 1 unit : 0) */
+	EMBER_CFI_SIGNAL = 4,  /* sigreturn trampoline: registers in the ucontext at sp */
+	EMBER_CFI_UNKNOWN = 5, /* a rule we do not keep: use the frame-pointer rule */
+	EMBER_CFI_KIND_MASK = 0x0f,
+	EMBER_CFI_F_RA_UNDEF = 0x10, /* return address undefined: the thread's outermost frame */
+	EMBER_CFI_F_FP_LOST = 0x20   /* the caller's fp cannot be recovered */
+};
+
+/*
+ * A module's rows and the index that narrows a lookup: index[i] is the row
+ * covering rows[0].pc + (i << shift), for i in [0, nindex); the row
+ * covering an address in bucket i lies in rows[index[i] .. index[i + 1]]
+ * (the last bucket: up to the last row). Without it, a lookup is one
+ * binary search over every row: ~15 dependent loads for libc, most of them
+ * cache misses. shift is EMBER_CFI_INDEX_SHIFT (512-byte buckets), or more
+ * where the rows span so much address space that the index would outgrow
+ * them (garbage CFI). Built by src/cfi/ (ember__cfi_finish).
+ */
+#define EMBER_CFI_INDEX_SHIFT 9
+
+/* One executable mapping with CFI, as the handler sees it. */
+typedef struct ember__unwind_module {
+	uintptr_t start, end; /* the mapping [start, end) */
+	uintptr_t base;       /* load bias: row pc = address - base */
+	const ember__cfi_row *rows;
+	const uint32_t *index; /* may be NULL: search all rows */
+	uint32_t nrows, nindex;
+	uint32_t index_shift;
+} ember__unwind_module;
+
+/*
+ * The modules the handler may use, sorted by start, non-overlapping. A
+ * snapshot and the rows it points to are immutable once published and are
+ * freed only after no handler can still read them (unwind_tables.c).
+ */
+typedef struct ember__unwind_snapshot {
+	uint32_t n;
+	ember__unwind_module mods[];
+} ember__unwind_snapshot;
+
 /*
  * Fills pcs[0..max) from regs, leaf first; returns the count (>= 1 when
- * max >= 1) and ORs EMBER_UNWIND_* flags into *flags.
- * Async-signal-safe. Reads memory only inside [regs->sp, bounds->hi).
+ * max >= 1) and ORs EMBER_UNWIND_* flags into *flags. `snap` (may be NULL)
+ * holds the DWARF tables for modes AUTO and DWARF; without it, and in mode
+ * FP, frame pointers are followed.
+ * Async-signal-safe. Reads memory only inside [regs->sp, bounds->hi) and
+ * inside the snapshot's tables.
  */
-int ember__unwind(int mode, const ember__regs *regs, const ember__stack_bounds *bounds,
-		  uint64_t *pcs, int max, unsigned *flags);
+int ember__unwind(int mode, const ember__unwind_snapshot *snap, const ember__regs *regs,
+		  const ember__stack_bounds *bounds, uint64_t *pcs, int max, unsigned *flags);
+
+/*
+ * The DWARF unwinder (unwind_dwarf.c). Same contract as ember__unwind.
+ * Each frame's PC (return address - 1 for callers) is looked up in `snap`;
+ * where no row covers it, `strict` ends the stack (truncated) and
+ * otherwise the frame-pointer rule is tried for that one frame. A frame
+ * resumed from a signal frame is recorded as its interrupted PC + 1, so
+ * that "caller at address - 1" (window.c) symbolizes the exact PC.
+ */
+int ember__unwind_dwarf(const ember__unwind_snapshot *snap, int strict, const ember__regs *regs,
+			const ember__stack_bounds *bounds, uint64_t *pcs, int max, unsigned *flags);
+
+/*
+ * The row covering `pc` in the snapshot, or NULL (no module, or a gap).
+ * *mod receives the module when non-NULL. Async-signal-safe.
+ */
+const ember__cfi_row *ember__unwind_find_row(const ember__unwind_snapshot *snap, uintptr_t pc,
+					     const ember__unwind_module **mod);
+
+/*
+ * The row covering offset `pc` in rows[0..n) sorted by pc (the last row
+ * starting at or before it), or NULL when pc is below the first row.
+ * Async-signal-safe.
+ */
+const ember__cfi_row *ember__cfi_rows_find(const ember__cfi_row *rows, uint32_t n, uint32_t pc);
+
+/* The same through a module's index (see ember__unwind_module). */
+const ember__cfi_row *ember__cfi_rows_find_indexed(const ember__cfi_row *rows, uint32_t n,
+						   const uint32_t *index, uint32_t nindex,
+						   uint32_t shift, uint32_t pc);
 
 /* The frame-pointer walker. Same contract as ember__unwind. */
 int ember__unwind_fp(const ember__regs *regs, const ember__stack_bounds *bounds,
@@ -55,5 +178,14 @@ int ember__unwind_fp(const ember__regs *regs, const ember__stack_bounds *bounds,
  * Async-signal-safe.
  */
 void ember__regs_from_ucontext(const void *ucontext, ember__regs *out);
+
+/*
+ * Architecture part: the registers a signal interrupted, read from the
+ * signal frame a sigreturn trampoline runs on, given the trampoline's sp
+ * (on x86-64 the ucontext starts right there, the handler's return slot
+ * having been popped). Returns 1 and fills *out only if the frame lies
+ * wholly inside [sp, hi) and sp is aligned; else 0. Async-signal-safe.
+ */
+int ember__regs_from_sigframe(uintptr_t sp, uintptr_t hi, ember__regs *out);
 
 #endif

@@ -28,8 +28,11 @@ int ember__unwind_fp(const ember__regs *regs, const ember__stack_bounds *bounds,
 	}
 	uintptr_t fp = regs->fp;
 	while (n < max) {
-		if (fp == 0)
-			return n; /* the thread's outermost frame: complete */
+		/* The thread's outermost frame: glibc clears rbp there (0), and
+		 * leaves a small non-pointer (1) above main; nothing below a
+		 * page can be a frame. Complete, not truncated. */
+		if (fp < 4096)
+			return n;
 		if (fp < lo || fp > hi - 2 * sizeof(uintptr_t) || (fp & (sizeof(uintptr_t) - 1))) {
 			*flags |= EMBER_UNWIND_TRUNCATED;
 			return n;

@@ -1,0 +1,8 @@
+# The DWARF unwinder's benchmark (issue 3): cost per unwind at depths 8, 32
+# and 128, frame pointers against DWARF tables, and table build time and
+# memory. Included from bench/CMakeLists.txt:
+#   include(${CMAKE_CURRENT_SOURCE_DIR}/unwind.cmake)
+# The recursion keeps frame pointers so that both walkers see every frame.
+add_executable(ember_bench_unwind_cost ${CMAKE_CURRENT_LIST_DIR}/unwind_cost.c)
+target_compile_options(ember_bench_unwind_cost PRIVATE -O2 -fno-omit-frame-pointer)
+target_link_libraries(ember_bench_unwind_cost PRIVATE emberprof_internal ${CMAKE_DL_LIBS})

@@ -1,0 +1,368 @@
+/*
+ * unwind_tables.c - the registry of DWARF unwind tables and the snapshot
+ * the handler reads (unwind_tables.h).
+ */
+#include "agent/unwind_tables.h"
+
+#include <inttypes.h>
+#include <link.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "agent/agent_internal.h"
+#include "cfi/cfi_elf.h"
+#include "symbols/procmaps.h"
+#include "util/error.h"
+
+typedef struct mod_table {
+	uint32_t dev_major, dev_minor;
+	uint64_t inode;
+	uint64_t file_base;    /* address of file offset 0 (the vDSO: its start) */
+	uint64_t bias;
+	ember__cfi_table *table; /* NULL: the build failed (not retried while mapped) */
+	int seen;
+} mod_table;
+
+/* Memory that a handler may still read: freed once none runs. */
+typedef struct retired {
+	ember__unwind_snapshot *snap;
+	ember__cfi_table *table;
+} retired;
+
+struct ember__unwind_tables {
+	_Atomic(const ember__unwind_snapshot *) *slot;
+	const ember__config *cfg;
+	mod_table *mods;
+	size_t nmods, capmods;
+	ember__unwind_snapshot *cur;
+	size_t cur_bytes;
+	retired *ret;
+	size_t nret, capret;
+	unsigned long long dl_adds, dl_subs;
+	int dl_known;
+	ember__unwind_tables_stats st;
+};
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void logf_(const ember__unwind_tables *t, ember_log_level lvl, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void logf_(const ember__unwind_tables *t, ember_log_level lvl, const char *fmt, ...)
+{
+	if (!t->cfg)
+		return;
+	char msg[768];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	ember__log(t->cfg, lvl, "%s", msg);
+}
+
+int ember__unwind_tables_new(ember__unwind_tables **out,
+			     _Atomic(const ember__unwind_snapshot *) *slot, const ember__config *cfg)
+{
+	ember__unwind_tables *t = calloc(1, sizeof(*t));
+	if (!t)
+		return ember__error_oom("unwind table registry");
+	t->slot = slot;
+	t->cfg = cfg;
+	*out = t;
+	return 0;
+}
+
+static int push_retired(ember__unwind_tables *t, ember__unwind_snapshot *snap, ember__cfi_table *table)
+{
+	if (t->nret == t->capret) {
+		size_t ncap = t->capret ? t->capret * 2 : 16;
+		retired *n = realloc(t->ret, ncap * sizeof(*n));
+		if (!n)
+			return EMBER_ERR_NOMEM;
+		t->ret = n;
+		t->capret = ncap;
+	}
+	t->ret[t->nret].snap = snap;
+	t->ret[t->nret].table = table;
+	t->nret++;
+	return 0;
+}
+
+/* Frees retired memory if no handler runs now (see the header). */
+static void free_retired(ember__unwind_tables *t)
+{
+	if (t->nret == 0)
+		return;
+	/* Orders the snapshot store before the in-flight load: a handler
+	 * counted in flight before it loads the snapshot pointer (handler.c,
+	 * both sequentially consistent), so zero here means every handler that
+	 * could hold a retired pointer has returned. */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (ember__sigpath_inflight() != 0)
+		return;
+	for (size_t i = 0; i < t->nret; i++) {
+		free(t->ret[i].snap);
+		if (t->ret[i].table) {
+			ember__cfi_table_free(t->ret[i].table);
+			t->st.freed++;
+		}
+	}
+	t->nret = 0;
+}
+
+static mod_table *find_mod(ember__unwind_tables *t, const ember__procmap *m, uint64_t file_base)
+{
+	for (size_t i = 0; i < t->nmods; i++) {
+		mod_table *x = &t->mods[i];
+		if (x->inode == m->inode && x->dev_major == m->dev_major &&
+		    x->dev_minor == m->dev_minor && x->file_base == file_base)
+			return x;
+	}
+	return NULL;
+}
+
+static mod_table *add_mod(ember__unwind_tables *t, const ember__procmap *m, uint64_t file_base)
+{
+	if (t->nmods == t->capmods) {
+		size_t ncap = t->capmods ? t->capmods * 2 : 32;
+		mod_table *n = realloc(t->mods, ncap * sizeof(*n));
+		if (!n)
+			return NULL;
+		t->mods = n;
+		t->capmods = ncap;
+	}
+	mod_table *x = &t->mods[t->nmods++];
+	memset(x, 0, sizeof(*x));
+	x->dev_major = m->dev_major;
+	x->dev_minor = m->dev_minor;
+	x->inode = m->inode;
+	x->file_base = file_base;
+	int vdso = !strcmp(m->path, "[vdso]");
+	ember__cfi_module_src src = {
+		.path = vdso ? NULL : m->path,
+		.image = vdso ? (const void *)(uintptr_t)m->start : NULL,
+		.image_size = (size_t)(m->end - m->start),
+		.map_start = m->start,
+		.map_end = m->end,
+		.map_offset = m->offset,
+		.inode = m->inode,
+		.dev_major = m->dev_major,
+		.dev_minor = m->dev_minor,
+	};
+	ember__cfi_module_info info;
+	int64_t t0 = mono_ns();
+	int rc = ember__cfi_build_module(&src, &x->table, &info);
+	t->st.build_ns += mono_ns() - t0;
+	if (rc) {
+		t->st.failed++;
+		logf_(t, EMBER_LOG_DEBUG, "no unwind table for %s: %s", m->path, ember_last_error());
+		x->table = NULL;
+		return x;
+	}
+	x->bias = info.bias;
+	t->st.built++;
+	t->st.bad_fdes += x->table->stats.bad_fdes;
+	const ember__cfi_stats *s = &x->table->stats;
+	logf_(t, EMBER_LOG_DEBUG,
+	      "unwind table for %s: %u rows, %zu bytes from %s%s%s%s (%u FDEs, %u skipped, "
+	      "%u left to frame pointers)",
+	      m->path, x->table->nrows, x->table->bytes,
+	      info.eh_frame_bytes ? (info.used_hdr ? ".eh_frame via .eh_frame_hdr" : ".eh_frame") : "",
+	      info.eh_frame_bytes && info.debug_frame_bytes ? " and " : "",
+	      info.debug_frame_bytes ? ".debug_frame " : (info.eh_frame_bytes ? "" : "no CFI"),
+	      info.debug_file[0] ? info.debug_file : "", s->fdes, s->bad_fdes, s->unknown_rows);
+	return x;
+}
+
+static int same_snapshot(const ember__unwind_snapshot *a, const ember__unwind_snapshot *b)
+{
+	if (!a || !b || a->n != b->n)
+		return 0;
+	for (uint32_t i = 0; i < a->n; i++) {
+		const ember__unwind_module *x = &a->mods[i], *y = &b->mods[i];
+		if (x->start != y->start || x->end != y->end || x->base != y->base ||
+		    x->rows != y->rows || x->nrows != y->nrows)
+			return 0;
+	}
+	return 1;
+}
+
+static void note_dl_counters(ember__unwind_tables *t);
+
+int ember__unwind_tables_refresh(ember__unwind_tables *t)
+{
+	ember__procmaps maps = EMBER_PROCMAPS_INIT;
+	note_dl_counters(t);
+	int rc = ember__procmaps_read_self(&maps);
+	if (rc)
+		return rc;
+	t->st.refreshes++;
+	int first = t->st.snapshots == 0;
+	for (size_t i = 0; i < t->nmods; i++)
+		t->mods[i].seen = 0;
+	ember__unwind_snapshot *snap =
+		malloc(sizeof(*snap) + (maps.n ? maps.n : 1) * sizeof(snap->mods[0]));
+	if (!snap) {
+		ember__procmaps_free(&maps);
+		return ember__error_oom("unwind snapshot");
+	}
+	snap->n = 0;
+	uint64_t bytes = 0, rows = 0;
+	for (size_t i = 0; i < maps.n; i++) {
+		const ember__procmap *m = &maps.maps[i];
+		if (!(m->perms & EMBER_MAP_EXEC))
+			continue;
+		int vdso = !strcmp(m->path, "[vdso]");
+		if (!vdso && (m->inode == 0 || m->path[0] != '/'))
+			continue; /* anonymous code (JIT), [vsyscall]: no CFI to read */
+		uint64_t file_base = m->start - m->offset;
+		mod_table *x = find_mod(t, m, file_base);
+		if (!x && !(x = add_mod(t, m, file_base))) {
+			free(snap);
+			ember__procmaps_free(&maps);
+			return ember__error_oom("unwind table registry");
+		}
+		if (!x->seen && x->table) {
+			bytes += x->table->bytes;
+			rows += x->table->nrows;
+		}
+		x->seen = 1;
+		if (!x->table || x->table->nrows == 0)
+			continue;
+		ember__unwind_module *um = &snap->mods[snap->n++];
+		um->start = (uintptr_t)m->start;
+		um->end = (uintptr_t)m->end;
+		um->base = (uintptr_t)x->bias;
+		um->rows = x->table->rows;
+		um->nrows = x->table->nrows;
+		um->index = x->table->index;
+		um->nindex = x->table->nindex;
+		um->index_shift = x->table->index_shift;
+	}
+	ember__procmaps_free(&maps);
+
+	/* Modules gone since the last refresh: their tables retire. */
+	size_t w = 0;
+	for (size_t i = 0; i < t->nmods; i++) {
+		if (t->mods[i].seen) {
+			t->mods[w++] = t->mods[i];
+			continue;
+		}
+		if (t->mods[i].table) {
+			if (push_retired(t, NULL, t->mods[i].table)) {
+				/* Cannot track it: leak rather than free what a handler may read. */
+				t->mods[w++] = t->mods[i];
+				continue;
+			}
+			t->st.retired++;
+		}
+	}
+	t->nmods = w;
+
+	if (same_snapshot(t->cur, snap)) {
+		free(snap);
+	} else if (push_retired(t, t->cur, NULL) == 0) {
+		atomic_exchange_explicit(t->slot, snap, memory_order_seq_cst);
+		t->cur = snap;
+		t->st.snapshots++;
+	} else {
+		free(snap);
+		return ember__error_oom("unwind snapshot");
+	}
+	t->cur_bytes = bytes + sizeof(*t->cur) + t->cur->n * sizeof(t->cur->mods[0]);
+	t->st.modules = 0;
+	for (size_t i = 0; i < t->nmods; i++)
+		t->st.modules += t->mods[i].table && t->mods[i].table->nrows;
+	t->st.bytes = t->cur_bytes;
+	t->st.rows = rows;
+	if (first)
+		logf_(t, EMBER_LOG_INFO,
+		      "DWARF unwind tables: %" PRIu64 " modules, %" PRIu64 " rows, %.1f KiB, built in %.1f ms",
+		      t->st.modules, rows, (double)t->cur_bytes / 1024.0, (double)t->st.build_ns / 1e6);
+	free_retired(t);
+	return 0;
+}
+
+static int dl_counters_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+	unsigned long long *out = data;
+	if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs)) {
+		out[0] = info->dlpi_adds;
+		out[1] = info->dlpi_subs;
+		out[2] = 1;
+	}
+	return 1; /* the counters are the same in every entry: one is enough */
+}
+
+static void note_dl_counters(ember__unwind_tables *t)
+{
+	unsigned long long c[3] = {0, 0, 0};
+	dl_iterate_phdr(dl_counters_cb, c);
+	t->dl_adds = c[0];
+	t->dl_subs = c[1];
+	t->dl_known = (int)c[2];
+}
+
+int ember__unwind_tables_poll(ember__unwind_tables *t)
+{
+	unsigned long long c[3] = {0, 0, 0};
+	dl_iterate_phdr(dl_counters_cb, c);
+	int rc = 0;
+	/* Without the counters (not glibc) only explicit refreshes happen. */
+	if (c[2] && (!t->dl_known || c[0] != t->dl_adds || c[1] != t->dl_subs))
+		rc = ember__unwind_tables_refresh(t);
+	else
+		free_retired(t);
+	return rc;
+}
+
+void ember__unwind_tables_get_stats(const ember__unwind_tables *t, ember__unwind_tables_stats *out)
+{
+	*out = t->st;
+}
+
+void ember__unwind_tables_detach(ember__unwind_tables *t)
+{
+	atomic_store_explicit(t->slot, NULL, memory_order_seq_cst);
+	for (size_t i = 0; i < t->nret; i++) {
+		free(t->ret[i].snap);
+		if (t->ret[i].table) {
+			ember__cfi_table_free(t->ret[i].table);
+			t->st.freed++;
+		}
+	}
+	t->nret = 0;
+	free(t->cur);
+	t->cur = NULL;
+}
+
+void ember__unwind_tables_attach(ember__unwind_tables *t,
+				 _Atomic(const ember__unwind_snapshot *) *slot)
+{
+	t->slot = slot;
+	t->dl_known = 0; /* the next poll refreshes */
+}
+
+void ember__unwind_tables_free(ember__unwind_tables *t)
+{
+	if (!t)
+		return;
+	atomic_store_explicit(t->slot, NULL, memory_order_seq_cst);
+	for (size_t i = 0; i < t->nret; i++) {
+		free(t->ret[i].snap);
+		ember__cfi_table_free(t->ret[i].table);
+	}
+	for (size_t i = 0; i < t->nmods; i++)
+		ember__cfi_table_free(t->mods[i].table);
+	free(t->cur);
+	free(t->ret);
+	free(t->mods);
+	free(t);
+}

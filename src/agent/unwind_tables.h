@@ -1,0 +1,105 @@
+/*
+ * unwind_tables.h - the registry of DWARF unwind tables the signal handler
+ * reads: one table per loaded module, published as an immutable snapshot
+ * through one atomic pointer (ember__sigstate.unwind_snap).
+ *
+ * The agent thread owns the registry. A refresh reads /proc/self/maps,
+ * builds a table (cfi_elf.h) for every executable mapping not seen before
+ * (files, and the vDSO from its image in memory), forgets modules that
+ * were unmapped, and when anything changed publishes a new snapshot
+ * {modules sorted by start: start, end, load bias, rows}. The previous
+ * snapshot and the tables of vanished modules are retired: they are freed
+ * only once no handler is running (the in-flight counter of handler.c
+ * reads zero after the new snapshot was published), so a handler never
+ * reads freed memory. Tables are our own heap memory, never the module's:
+ * a dlclose cannot pull them away, and the handler never reads code.
+ *
+ * Modules are keyed by (device, inode, address of file offset 0), the
+ * vDSO by its address; a library dlclose'd and dlopen'ed again at the
+ * same place between two refreshes keeps its table.
+ *
+ * Not async-signal-safe; agent thread only (or a test's own thread).
+ */
+#ifndef EMBER_UNWIND_TABLES_H
+#define EMBER_UNWIND_TABLES_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "emberprof.h"
+#include "unwind/unwind.h"
+
+typedef struct ember__config ember__config;
+typedef struct ember__unwind_tables ember__unwind_tables;
+
+typedef struct ember__unwind_tables_stats {
+	uint64_t modules;    /* modules with a table in the current snapshot */
+	uint64_t bytes;      /* memory of those tables and the snapshot */
+	uint64_t rows;       /* rows in those tables */
+	uint64_t built;      /* tables built, all time */
+	uint64_t failed;     /* modules whose table could not be built, all time */
+	uint64_t retired;    /* tables dropped because their module was unmapped */
+	uint64_t freed;      /* retired tables freed (no handler could read them) */
+	uint64_t snapshots;  /* snapshots published */
+	uint64_t refreshes;  /* reads of /proc/self/maps */
+	uint64_t bad_fdes;   /* malformed or unsupported FDEs skipped, all tables */
+	int64_t build_ns;    /* time spent building tables, all time */
+} ember__unwind_tables_stats;
+
+/*
+ * Creates an empty registry that publishes into *slot (left NULL until
+ * the first refresh). `cfg` (may be NULL) is used for logging only and
+ * must outlive the registry. 0 or EMBER_ERR_NOMEM.
+ */
+int ember__unwind_tables_new(ember__unwind_tables **out,
+			     _Atomic(const ember__unwind_snapshot *) *slot, const ember__config *cfg);
+
+/*
+ * Re-reads the module list, builds and retires tables, publishes a new
+ * snapshot if it changed, and frees retired memory no handler can still
+ * read. A module whose table cannot be built is logged, counted and left
+ * out (its frames fall back to frame pointers). Returns 0, or an error
+ * when /proc/self/maps cannot be read or memory runs out (the published
+ * snapshot then stays as it was).
+ */
+int ember__unwind_tables_refresh(ember__unwind_tables *t);
+
+/*
+ * The cheap periodic check: refreshes only if the dynamic loader's load
+ * and unload counters (dl_iterate_phdr's dlpi_adds/dlpi_subs) changed
+ * since the last refresh, then frees retired memory if no handler runs.
+ * Returns what the refresh returned, else 0.
+ */
+int ember__unwind_tables_poll(ember__unwind_tables *t);
+
+/* Current counters. */
+void ember__unwind_tables_get_stats(const ember__unwind_tables *t, ember__unwind_tables_stats *out);
+
+/*
+ * Between runs of an agent: detach unpublishes the snapshot (stores NULL
+ * in the slot) and frees snapshots and retired tables, keeping the tables
+ * of the modules still loaded; attach points the registry at the next
+ * run's slot, where the next refresh publishes (building tables only for
+ * modules loaded meanwhile). The caller of detach guarantees that no
+ * handler can still be reading the snapshot.
+ */
+void ember__unwind_tables_detach(ember__unwind_tables *t);
+void ember__unwind_tables_attach(ember__unwind_tables *t,
+				 _Atomic(const ember__unwind_snapshot *) *slot);
+
+/*
+ * Unpublishes the snapshot (stores NULL in the slot) and frees everything.
+ * The caller guarantees that no handler can still be reading it (the
+ * handler is detached and quiescent). NULL is ok.
+ */
+void ember__unwind_tables_free(ember__unwind_tables *t);
+
+/*
+ * The unwind-table counters of a ready (not running) agent, all its runs
+ * together; zeros if it never built tables. Defined in agent.c; for tests
+ * and diagnostics.
+ */
+void ember__agent_unwind_stats(const ember_agent *a, ember__unwind_tables_stats *out);
+
+#endif

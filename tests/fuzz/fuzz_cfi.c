@@ -1,0 +1,130 @@
+/*
+ * fuzz_cfi.c - libFuzzer target for the CFI parser and table builder
+ * (src/cfi/cfi.c), and for the DWARF unwinder walking whatever table comes
+ * out (src/unwind/unwind_dwarf.c).
+ *
+ * Input layout (little-endian), by the low two bits of the first byte:
+ *   0: u32 vaddr, then raw .eh_frame bytes (linear walk)
+ *   1: raw .debug_frame bytes
+ *   2: u16 hdr_len, u32 hdr_vaddr, u32 eh_vaddr, hdr_len bytes of
+ *      .eh_frame_hdr, then the .eh_frame bytes it indexes
+ * Any input must give a table (or a clean error for a bad header) whose
+ * rows are strictly sorted with valid kinds; then an unwind from a fake
+ * stack made of the input's last bytes, over that table, must stay within
+ * the stack (the sanitizers see any stray read) and return a sane count.
+ * The parser copies nothing it reads: every buffer handed to it is an
+ * exact-size heap copy, so reading past it is caught.
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cfi/cfi.h"
+#include "emberprof.h"
+#include "unwind/unwind.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static uint32_t le(const uint8_t *p, size_t n)
+{
+	uint32_t v = 0;
+	for (size_t i = 0; i < n; i++)
+		v |= (uint32_t)p[i] << (8 * i);
+	return v;
+}
+
+/* An exact-size heap copy (so that an overread is a sanitizer report). */
+static uint8_t *dup(const uint8_t *p, size_t n)
+{
+	uint8_t *d = malloc(n ? n : 1);
+	if (!d)
+		abort();
+	memcpy(d, p, n);
+	return d;
+}
+
+static void walk(const ember__cfi_table *t, const uint8_t *data, size_t size)
+{
+	static uintptr_t stack[64];
+	memset(stack, 0, sizeof(stack));
+	size_t take = size < sizeof(stack) ? size : sizeof(stack);
+	memcpy((uint8_t *)stack + sizeof(stack) - take, data + size - take, take);
+	ember__unwind_snapshot *s = malloc(sizeof(*s) + sizeof(s->mods[0]));
+	if (!s)
+		abort();
+	s->n = 1;
+	s->mods[0].start = 0;
+	s->mods[0].end = UINTPTR_MAX;
+	s->mods[0].base = 0;
+	s->mods[0].rows = t->rows;
+	s->mods[0].nrows = t->nrows;
+	s->mods[0].index = t->index;
+	s->mods[0].nindex = t->nindex;
+	s->mods[0].index_shift = t->index_shift;
+	ember__regs r = {.pc = t->rows[data[0] % t->nrows].pc + (data[size - 1] & 7),
+			 .sp = (uintptr_t)&stack[0],
+			 .fp = (uintptr_t)&stack[data[size / 2] % 64]};
+	ember__stack_bounds b = {(uintptr_t)&stack[0], (uintptr_t)&stack[64]};
+	uint64_t pcs[32];
+	unsigned flags = 0;
+	int n = ember__unwind_dwarf(s, data[0] & 4, &r, &b, pcs, 32, &flags);
+	if (n < 1 || n > 32)
+		abort();
+	free(s);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (size < 1)
+		return 0;
+	ember__cfi_builder *b;
+	if (ember__cfi_builder_new(&b) != 0)
+		abort();
+	int mode = data[0] & 3;
+	uint8_t *a = NULL, *c = NULL;
+	if (mode == 0 && size >= 5) {
+		a = dup(data + 5, size - 5);
+		ember__cfi_add_section(b, a, size - 5, le(data + 1, 4), EMBER_CFI_EH_FRAME, 2);
+	} else if (mode == 1) {
+		a = dup(data + 1, size - 1);
+		ember__cfi_add_section(b, a, size - 1, 0, EMBER_CFI_DEBUG_FRAME, 1);
+	} else if (mode == 2 && size >= 11) {
+		size_t hlen = le(data + 1, 2);
+		if (hlen > size - 11)
+			hlen = size - 11;
+		a = dup(data + 11, hlen);
+		c = dup(data + 11 + hlen, size - 11 - hlen);
+		uint64_t target;
+		int rc = ember__cfi_eh_frame_hdr_target(a, hlen, le(data + 3, 4), &target);
+		int rc2 = ember__cfi_add_eh_frame_hdr(b, a, hlen, le(data + 3, 4), c, size - 11 - hlen,
+						      le(data + 7, 4), 2);
+		if (rc2 == EMBER_ERR_NOMEM || (rc != 0 && rc2 == 0))
+			abort(); /* a header that does not decode cannot be used */
+	}
+	ember__cfi_table *t = NULL;
+	if (ember__cfi_finish(b, &t) != 0 || !t)
+		abort();
+	for (uint32_t i = 0; i < t->nrows; i++) {
+		if ((t->rows[i].kind & EMBER_CFI_KIND_MASK) > EMBER_CFI_UNKNOWN)
+			abort();
+		if (i && t->rows[i - 1].pc >= t->rows[i].pc)
+			abort();
+		if (t->nindex > t->nrows)
+			abort(); /* the index stays proportional to the rows */
+		/* The index finds what a full search finds, around each row. */
+		for (uint32_t d = 0; d < 3; d++) {
+			uint32_t pc = t->rows[i].pc + d - 1;
+			if (ember__cfi_rows_find_indexed(t->rows, t->nrows, t->index, t->nindex,
+							 t->index_shift, pc) !=
+			    ember__cfi_rows_find(t->rows, t->nrows, pc))
+				abort();
+		}
+	}
+	if (t->nrows)
+		walk(t, data, size);
+	ember__cfi_table_free(t);
+	free(a);
+	free(c);
+	return 0;
+}

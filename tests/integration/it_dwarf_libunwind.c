@@ -1,0 +1,381 @@
+/*
+ * it_dwarf_libunwind.c - our DWARF unwinder against an independent one
+ * (libunwind, test only) at the same points.
+ *
+ * Everything here is built without frame pointers. Workloads run on
+ * several threads: a chain in the executable, qsort calling back into the
+ * executable, the dlopen'ed test library, and a thread whose own SIGUSR1
+ * handler is often running when it is sampled (so unwinds cross a signal
+ * frame). (The .debug_frame-only library is left out: libunwind as Debian
+ * builds it reads .eh_frame only, and stops there; it_dwarf checks that
+ * library by names.) A CPU-time timer per worker sends it SIGPROF every
+ * millisecond of its CPU time; the handler unwinds its ucontext twice,
+ * with ember__unwind_dwarf (tables from the registry, strict: no
+ * frame-pointer guesses) and with libunwind
+ * (unw_init_local2(UNW_INIT_SIGNAL_FRAME), unw_step), and stores both PC
+ * lists. Outside the handler the lists must be identical, frame for frame
+ * (ours records a PC resumed from a signal frame as PC + 1, see unwind.h;
+ * that is accounted for). The same comparison is made from getcontext()
+ * at the bottom of a deep recursion on the main thread.
+ */
+#include "it_common.h"
+
+#include <dlfcn.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <time.h>
+#include <ucontext.h>
+
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+
+#include "agent/unwind_tables.h"
+#include "unwind/unwind.h"
+
+#define MAXD 128
+#define MAXS 3000
+
+typedef struct rec {
+	int n_ours, n_lu;
+	unsigned flags;
+	uint64_t ours[MAXD];
+	uint64_t lu[MAXD];
+	unsigned char lu_after_signal[MAXD]; /* frame i was resumed from a signal frame */
+} rec;
+
+static rec g_recs[MAXS];
+static atomic_int g_nrec;
+static atomic_int g_stop;
+static volatile double g_sink;
+/* Read through volatiles so that GCC cannot specialise the functions for
+ * constants (which would rename them, e.g. exe_hot.constprop.0). */
+static volatile int g_n = 20000, g_nhandler = 20000;
+static const ember__unwind_snapshot *g_snap;
+static __thread ember__stack_bounds t_bounds;
+
+static __thread timer_t t_timer;
+static __thread int t_has_timer;
+
+/* SIGPROF to this thread every millisecond of its CPU time (so each
+ * worker is sampled in proportion to the CPU it uses). */
+static void start_sampling(void)
+{
+	struct sigevent sev;
+	memset(&sev, 0, sizeof(sev));
+	sev.sigev_notify = SIGEV_THREAD_ID;
+	sev.sigev_signo = SIGPROF;
+	sev._sigev_un._tid = (pid_t)gettid();
+	IT_CHECK(timer_create(CLOCK_THREAD_CPUTIME_ID, &sev, &t_timer) == 0, "timer_create");
+	struct itimerspec its = {{0, 1000000}, {0, 1000000}};
+	IT_CHECK(timer_settime(t_timer, 0, &its, NULL) == 0, "timer_settime");
+	t_has_timer = 1;
+}
+
+static void stop_sampling(void)
+{
+	if (t_has_timer)
+		timer_delete(t_timer);
+	t_has_timer = 0;
+}
+
+static void init_bounds(void)
+{
+	pthread_attr_t attr;
+	void *addr;
+	size_t size;
+	IT_CHECK(pthread_getattr_np(pthread_self(), &attr) == 0, "pthread_getattr_np");
+	pthread_attr_getstack(&attr, &addr, &size);
+	pthread_attr_destroy(&attr);
+	t_bounds.lo = (uintptr_t)addr;
+	t_bounds.hi = (uintptr_t)addr + size;
+	/* Warm libunwind up on this thread outside any handler. */
+	unw_context_t ctx;
+	unw_cursor_t cur;
+	unw_getcontext(&ctx);
+	unw_init_local(&cur, &ctx);
+	while (unw_step(&cur) > 0)
+		;
+}
+
+/* Both unwinds of one context into the next record. */
+static void record(void *uc, int signal_ctx)
+{
+	int i = atomic_fetch_add(&g_nrec, 1);
+	if (i >= MAXS || t_bounds.hi == 0)
+		return;
+	rec *r = &g_recs[i];
+	ember__regs regs;
+	ember__regs_from_ucontext(uc, &regs);
+	r->flags = 0;
+	r->n_ours = ember__unwind_dwarf(g_snap, 1, &regs, &t_bounds, r->ours, MAXD, &r->flags);
+	unw_cursor_t cur;
+	int rc = signal_ctx ? unw_init_local2(&cur, (unw_context_t *)uc, UNW_INIT_SIGNAL_FRAME)
+			    : unw_init_local(&cur, (unw_context_t *)uc);
+	r->n_lu = 0;
+	if (rc != 0)
+		return;
+	while (r->n_lu < MAXD) {
+		unw_word_t ip;
+		unw_get_reg(&cur, UNW_REG_IP, &ip);
+		r->lu[r->n_lu] = ip;
+		/* libunwind (x86-64) flags the frame it reached by restoring a
+		 * signal frame's registers: the interrupted one. The first
+		 * frame comes from our own context, not from a step. */
+		r->lu_after_signal[r->n_lu] = r->n_lu > 0 && unw_is_signal_frame(&cur) > 0;
+		r->n_lu++;
+		if (unw_step(&cur) <= 0)
+			break;
+	}
+}
+
+static void on_sigprof(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig;
+	(void)si;
+	record(uc, 1);
+}
+
+/* ---- workloads (as in it_dwarf.c) ---- */
+
+__attribute__((noinline)) static double exe_hot(int n)
+{
+	volatile double acc[2] = {0, 0};
+	for (int i = 0; i < n; i++)
+		acc[i & 1] += (double)i * 0.75;
+	return acc[0] + acc[1];
+}
+
+__attribute__((noinline)) static double exe_stage(int n)
+{
+	volatile double r = exe_hot(n);
+	return r * 2;
+}
+
+static void *exe_worker(void *arg)
+{
+	(void)arg;
+	init_bounds();
+	start_sampling();
+	while (!atomic_load(&g_stop))
+		g_sink += exe_stage(g_n);
+	stop_sampling();
+	return NULL;
+}
+
+__attribute__((noinline)) static int cmp_slow(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+	volatile int spin = 0;
+	for (int i = 0; i < 60; i++)
+		spin += i;
+	return (x > y) - (x < y) + (spin < 0); /* (never negative: only uses it) */
+}
+
+static void *sort_worker(void *arg)
+{
+	(void)arg;
+	init_bounds();
+	start_sampling();
+	int v[200];
+	unsigned seed = 7;
+	while (!atomic_load(&g_stop)) {
+		for (int i = 0; i < 200; i++)
+			v[i] = (int)(rand_r(&seed) % 1000);
+		qsort(v, 200, sizeof(v[0]), cmp_slow);
+		g_sink += v[0];
+	}
+	stop_sampling();
+	return NULL;
+}
+
+typedef double (*work_fn)(int n, int reps);
+
+static void *lib_worker(void *arg)
+{
+	work_fn f = (work_fn)arg;
+	init_bounds();
+	start_sampling();
+	while (!atomic_load(&g_stop))
+		g_sink += f(g_n, 4);
+	stop_sampling();
+	return NULL;
+}
+
+__attribute__((noinline)) static double handler_hot(int n)
+{
+	volatile double acc[2] = {0, 0};
+	for (int i = 0; i < n; i++)
+		acc[i & 1] += (double)i * 0.125;
+	return acc[0] + acc[1];
+}
+
+/* Burns 0.6 ms of this thread's CPU time (clock_gettime is async-signal-safe). */
+static void on_sigusr1(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig;
+	(void)si;
+	(void)uc;
+	double end = it_thread_cpu() + 0.0006;
+	while (it_thread_cpu() < end)
+		g_sink += handler_hot(g_nhandler);
+}
+
+/* Spins, and every SPIN_TURNS turns (a fraction of a millisecond)
+ * signals itself: the handler then interrupts this thread inside libc's
+ * pthread_kill, and a sample taken in the handler must unwind through the
+ * signal frame into libc, spin_loop and sig_worker. (A timer would do, but
+ * on a loaded machine its signal often arrives together with the sampling
+ * signal, which then only ever catches the handler's first instruction.)
+ * Sanitized builds spin more slowly: signal more often there. */
+#if defined(__SANITIZE_ADDRESS__)
+#define SPIN_TURNS 0xffff
+#else
+#define SPIN_TURNS 0x3ffff
+#endif
+__attribute__((noinline)) static void spin_loop(void)
+{
+	unsigned long x = 1, k = 0;
+	pthread_t self = pthread_self();
+	while (!atomic_load_explicit(&g_stop, memory_order_relaxed)) {
+		x = x * 2862933555777941757ul + 3037000493ul;
+		if ((++k & SPIN_TURNS) == 0)
+			pthread_kill(self, SIGUSR1);
+	}
+	g_sink += (double)(x & 1);
+}
+
+static void *sig_worker(void *arg)
+{
+	(void)arg;
+	init_bounds();
+	start_sampling();
+	spin_loop();
+	stop_sampling();
+	return NULL;
+}
+
+/* getcontext() at the bottom of a deep recursion. */
+__attribute__((noinline)) static int deep(int n)
+{
+	if (n == 0) {
+		ucontext_t uc;
+		getcontext(&uc);
+		record(&uc, 0);
+		return 0;
+	}
+	int r = deep(n - 1);
+	__asm__ volatile("" ::: "memory");
+	return r + 1;
+}
+
+/* ---- comparing ---- */
+
+static int same(const rec *r, int *signal_frames)
+{
+	if (r->n_ours != r->n_lu)
+		return 0;
+	for (int i = 0; i < r->n_ours; i++) {
+		uint64_t want = r->lu[i] + (r->lu_after_signal[i] ? 1 : 0);
+		*signal_frames += r->lu_after_signal[i];
+		if (r->ours[i] != want)
+			return 0;
+	}
+	return 1;
+}
+
+static void show(const rec *r)
+{
+	fprintf(stderr, "  ours (%d, flags %u):", r->n_ours, r->flags);
+	for (int i = 0; i < r->n_ours; i++) {
+		Dl_info di;
+		int found = dladdr((void *)(uintptr_t)(r->ours[i] - (i > 0)), &di);
+		fprintf(stderr, " %#llx(%s+%#llx)", (unsigned long long)r->ours[i],
+			found && di.dli_fname ? strrchr(di.dli_fname, '/') + 1 : "?",
+			found ? (unsigned long long)(r->ours[i] - (uintptr_t)di.dli_fbase) : 0ull);
+	}
+	fprintf(stderr, "\n  libunwind (%d):", r->n_lu);
+	for (int i = 0; i < r->n_lu; i++)
+		fprintf(stderr, " %#llx%s", (unsigned long long)r->lu[i], r->lu_after_signal[i] ? "*" : "");
+	fprintf(stderr, "\n");
+}
+
+int main(void)
+{
+	unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+	void *h1 = dlopen(EMBER_DWARF_LIB, RTLD_NOW | RTLD_LOCAL);
+	IT_CHECK(h1, "dlopen: %s", dlerror());
+	work_fn dl_fn = (work_fn)dlsym(h1, "dl_work");
+	IT_CHECK(dl_fn, "dlsym");
+
+	static _Atomic(const ember__unwind_snapshot *) slot;
+	ember__unwind_tables *tabs;
+	IT_CHECK(ember__unwind_tables_new(&tabs, &slot, NULL) == 0, "tables");
+	IT_CHECK(ember__unwind_tables_refresh(tabs) == 0, "refresh: %s", ember_last_error());
+	g_snap = atomic_load(&slot);
+	init_bounds();
+
+	/* 1. getcontext() points, at several depths. */
+	for (int d = 1; d <= 120; d += 17)
+		deep(d);
+
+	/* 2. samples from a CPU timer while the workloads run. */
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_sigaction = on_sigusr1;
+	IT_CHECK(sigaction(SIGUSR1, &sa, NULL) == 0, "sigaction");
+	sa.sa_sigaction = on_sigprof;
+	IT_CHECK(sigaction(SIGPROF, &sa, NULL) == 0, "sigaction");
+	pthread_t th[6];
+	int nth = 0;
+	pthread_create(&th[nth++], NULL, exe_worker, NULL);
+	pthread_create(&th[nth++], NULL, sort_worker, NULL);
+	pthread_create(&th[nth++], NULL, lib_worker, (void *)dl_fn);
+	pthread_create(&th[nth++], NULL, sig_worker, NULL);
+	struct timespec d = {3, 0};
+	while (nanosleep(&d, &d) != 0)
+		;
+	atomic_store(&g_stop, 1);
+	for (int i = 0; i < nth; i++)
+		pthread_join(th[i], NULL);
+	signal(SIGPROF, SIG_IGN);
+
+	int n = atomic_load(&g_nrec);
+	if (n > MAXS)
+		n = MAXS;
+	int identical = 0, with_signal = 0, deep_frames = 0, shown = 0;
+	for (int i = 0; i < n; i++) {
+		int sf = 0;
+		if (same(&g_recs[i], &sf)) {
+			identical++;
+			with_signal += sf > 0;
+			if (g_recs[i].n_ours > deep_frames)
+				deep_frames = g_recs[i].n_ours;
+		} else if (shown++ < 5) {
+			fprintf(stderr, "mismatch at record %d:\n", i);
+			show(&g_recs[i]);
+		}
+	}
+	if (getenv("IT_DWARF_VERBOSE")) {
+		const struct { const char *name; uintptr_t at; } fns[] = {
+			{"handler_hot", (uintptr_t)handler_hot}, {"spin_loop", (uintptr_t)spin_loop},
+			{"on_sigusr1", (uintptr_t)on_sigusr1}, {"exe_hot", (uintptr_t)exe_hot},
+			{"cmp_slow", (uintptr_t)cmp_slow}};
+		for (int i = 0; i < n; i++) {
+			const char *name = "other";
+			for (size_t k = 0; k < sizeof(fns) / sizeof(*fns); k++)
+				if (g_recs[i].ours[0] - fns[k].at < 200)
+					name = fns[k].name;
+			fprintf(stderr, "leaf %s\n", name);
+		}
+	}
+	printf("compared %d unwinds with libunwind: %d identical (%d through a signal frame, "
+	       "deepest %d frames)\n", n, identical, with_signal, deep_frames);
+	IT_CHECK(n >= 200, "too few samples (%d)", n);
+	IT_CHECK(with_signal >= 5, "too few unwinds through a signal frame (%d)", with_signal);
+	IT_CHECK(identical == n, "%d of %d unwinds differ from libunwind's", n - identical, n);
+	ember__unwind_tables_free(tabs);
+	printf("ok\n");
+	return 0;
+}
