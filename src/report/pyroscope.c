@@ -1,0 +1,709 @@
+/*
+ * pyroscope.c - the Grafana Pyroscope reporter: each window becomes one
+ * upload, by default a Connect unary call to
+ *     POST {url}/push.v1.PusherService/Push   (Content-Type: application/proto)
+ * whose body is a push.v1.PushRequest with one series (the labels) holding
+ * one sample (the gzip'd pprof as raw_profile, a random UUID as ID), or,
+ * for older servers,
+ *     POST {url}/ingest?name=<app>&from=&until=&format=pprof&sampleRate=&spyName=emberprof
+ * with the gzip'd pprof as body.
+ *
+ * The window is encoded on the agent thread (report()) and handed to the
+ * upload pipeline (src/upload/pipeline.c), whose thread sends it through
+ * libcurl (src/upload/http.c). The encoded body is what is retried and
+ * what goes to the spool, so a window keeps its ID across retries and
+ * restarts, and the server can tell a repeat.
+ *
+ * Everything that can be checked is checked when the reporter is created
+ * (URL, credentials, tenant, headers, CA file, spool) or bound to the
+ * agent at build (application name, tags), each failure with a message
+ * naming the setting. Nothing here is async-signal-safe.
+ */
+#include "report/pyroscope.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "encode/protobuf.h"
+#include "upload/http.h"
+#include "upload/pipeline.h"
+#include "util/error.h"
+
+#define SPY_NAME "emberprof"
+#define MAX_HEADERS 64
+#define NOWN 3 /* spy labels */
+
+static const char *const own_label_names[NOWN] = {"pyroscope_spy", "otel.scope.name",
+						   "otel.scope.version"};
+static const char *const own_label_values[NOWN] = {SPY_NAME, SPY_NAME, EMBER_VERSION_STRING};
+
+typedef struct pyro {
+	pid_t pid;     /* the creating process: a fork child leaves it all alone */
+	int protocol;
+	char *push_url, *ingest_url;
+	char **push_hdr, **ingest_hdr; /* complete header lines, NULL-terminated */
+	size_t npush_hdr, ningest_hdr;
+	unsigned flush_timeout_ms;
+	ember__http *http;
+	ember__pipeline *pipe;
+	ember__upload_log log;
+	/* set at bind (agent thread or builder) */
+	int bound;
+	char *service_name;
+	char *own_values[NOWN];        /* a tag may replace a spy label's value */
+	unsigned hz;
+} pyro;
+
+/* ---- label rules ---- */
+
+const char *ember__pyroscope_metric(const char *type)
+{
+	static const char *const map[][2] = {
+		{"cpu", "process_cpu"}, {"wall", "wall"},   {"memory", "memory"},
+		{"heap", "memory"},     {"alloc", "memory"}, {"mutex", "mutex"},
+		{"block", "block"},
+	};
+	for (size_t i = 0; type && i < sizeof(map) / sizeof(map[0]); i++)
+		if (!strcmp(type, map[i][0]))
+			return map[i][1];
+	return NULL;
+}
+
+int ember__utf8_valid(const char *str, size_t n)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	for (size_t i = 0; i < n;) {
+		unsigned c = s[i];
+		size_t len;
+		uint32_t cp;
+		if (c < 0x80) {
+			i++;
+			continue;
+		} else if ((c & 0xe0) == 0xc0) {
+			len = 2, cp = c & 0x1f;
+		} else if ((c & 0xf0) == 0xe0) {
+			len = 3, cp = c & 0x0f;
+		} else if ((c & 0xf8) == 0xf0) {
+			len = 4, cp = c & 0x07;
+		} else {
+			return 0;
+		}
+		if (i + len > n)
+			return 0;
+		for (size_t k = 1; k < len; k++) {
+			if ((s[i + k] & 0xc0) != 0x80)
+				return 0;
+			cp = cp << 6 | (s[i + k] & 0x3f);
+		}
+		if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+		    cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+			return 0;
+		i += len;
+	}
+	return 1;
+}
+
+static int check_label(const char *what, const char *name, const char *value)
+{
+	size_t nl = strlen(name), vl = strlen(value);
+	if (nl == 0)
+		return ember__error(EMBER_ERR_INVALID, "Pyroscope: %s has an empty name", what);
+	if (nl > EMBER_PYRO_MAX_NAME_LEN || !ember__utf8_valid(name, nl))
+		return ember__error(EMBER_ERR_INVALID, "Pyroscope: %s \"%.64s\" has a name that is "
+				    "not UTF-8 or longer than %d bytes", what, name,
+				    EMBER_PYRO_MAX_NAME_LEN);
+	if (!strncmp(name, "__", 2))
+		return ember__error(EMBER_ERR_INVALID, "Pyroscope: %s \"%s\": names starting with "
+				    "\"__\" are reserved by the server", what, name);
+	if (vl == 0)
+		return ember__error(EMBER_ERR_INVALID, "Pyroscope: %s \"%s\" has an empty value "
+				    "(the server drops empty labels)", what, name);
+	if (vl > EMBER_PYRO_MAX_VALUE_LEN || !ember__utf8_valid(value, vl))
+		return ember__error(EMBER_ERR_INVALID, "Pyroscope: the value of %s \"%s\" is not "
+				    "UTF-8 or longer than %d bytes", what, name,
+				    EMBER_PYRO_MAX_VALUE_LEN);
+	return 0;
+}
+
+static int own_label_index(const char *name)
+{
+	if (!strcmp(name, "service_name"))
+		return NOWN;
+	for (int i = 0; i < NOWN; i++)
+		if (!strcmp(name, own_label_names[i]))
+			return i;
+	return -1;
+}
+
+static int ingest_app_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '_' || c == '.' || c == '-' || c == '/';
+}
+
+int ember__pyroscope_check_info(const ember_agent_info *info, int protocol)
+{
+	const char *app = info->app_name ? info->app_name : "";
+	int rc = check_label("application name (service_name)", "service_name", app);
+	if (rc)
+		return rc;
+	if (protocol == EMBER_PYROSCOPE_INGEST)
+		for (const char *p = app; *p; p++)
+			if (!ingest_app_char(*p))
+				return ember__error(EMBER_ERR_INVALID, "Pyroscope /ingest: application "
+						    "name \"%s\" may only contain letters, digits and "
+						    "_ . - / (the push protocol has no such limit)", app);
+	/* Label names per series: __name__, service_name, the spy labels, the
+	 * tags that do not replace one of those, and the thread labels. */
+	size_t names = 2 + NOWN + (info->thread_labels ? 2 : 0);
+	for (size_t i = 0; i < info->ntags; i++) {
+		const ember_tag *t = &info->tags[i];
+		if ((rc = check_label("tag", t->key ? t->key : "", t->value ? t->value : "")))
+			return rc;
+		if (info->thread_labels && (!strcmp(t->key, "thread_id") || !strcmp(t->key, "thread_name")))
+			return ember__error(EMBER_ERR_INVALID, "Pyroscope: tag \"%s\" collides with the "
+					    "thread labels", t->key);
+		if (own_label_index(t->key) < 0)
+			names++;
+	}
+	if (names > EMBER_PYRO_MAX_LABELS)
+		return ember__error(EMBER_ERR_INVALID, "Pyroscope: %zu label names per series, but the "
+				    "server accepts at most %d (emberprof uses %d of them%s); remove "
+				    "some tags", names, EMBER_PYRO_MAX_LABELS, 2 + NOWN,
+				    info->thread_labels ? ", thread labels 2 more" : "");
+	return 0;
+}
+
+int ember__pyroscope_check_tenant(const char *t)
+{
+	size_t n = strlen(t);
+	if (n == 0 || n > EMBER_PYRO_MAX_TENANT_LEN || !strcmp(t, ".") || !strcmp(t, ".."))
+		goto bad;
+	for (const char *p = t; *p; p++) {
+		char c = *p;
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      strchr("!-_.*'()", c)))
+			goto bad;
+	}
+	return 0;
+bad:
+	return ember__error(EMBER_ERR_INVALID, "Pyroscope: tenant id \"%.160s\" is invalid: 1 to %d "
+			    "characters among letters, digits and ! - _ . * ' ( ), and not \".\" or "
+			    "\"..\"", t, EMBER_PYRO_MAX_TENANT_LEN);
+}
+
+/* ---- encoding ---- */
+
+void ember__uuid4(char out[37])
+{
+	uint8_t b[16];
+	size_t got = 0;
+	while (got < sizeof(b)) {
+		ssize_t r = getrandom(b + got, sizeof(b) - got, 0);
+		if (r > 0) {
+			got += (size_t)r;
+		} else if (r < 0 && errno != EINTR) {
+			int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+			ssize_t k = fd >= 0 ? read(fd, b, sizeof(b)) : -1;
+			if (fd >= 0)
+				close(fd);
+			if (k != (ssize_t)sizeof(b)) /* last resort: never reached on Linux */
+				for (size_t i = 0; i < sizeof(b); i++)
+					b[i] = (uint8_t)(rand() >> 7);
+			break;
+		}
+	}
+	b[6] = (uint8_t)((b[6] & 0x0f) | 0x40); /* version 4 */
+	b[8] = (uint8_t)((b[8] & 0x3f) | 0x80); /* RFC 4122 variant */
+	static const char hex[] = "0123456789abcdef";
+	size_t o = 0;
+	for (int i = 0; i < 16; i++) {
+		if (i == 4 || i == 6 || i == 8 || i == 10)
+			out[o++] = '-';
+		out[o++] = hex[b[i] >> 4];
+		out[o++] = hex[b[i] & 15];
+	}
+	out[o] = '\0';
+}
+
+int ember__pyroscope_push_body(const ember__pyro_label *labels, size_t nlabels,
+			       const uint8_t *pprof, size_t len, const char *id, uint8_t **out,
+			       size_t *out_len)
+{
+	/* PushRequest{series=1: RawProfileSeries{labels=1: LabelPair{name=1,
+	 * value=2}, samples=2: RawSample{raw_profile=1, ID=2}}} */
+	ember__pbuf b = EMBER_PBUF_INIT;
+	ember__pb_reserve(&b, len + 256);
+	size_t series = ember__pb_begin(&b, 1);
+	for (size_t i = 0; i < nlabels; i++) {
+		size_t lp = ember__pb_begin(&b, 1);
+		ember__pb_bytes(&b, 1, labels[i].name, strlen(labels[i].name));
+		ember__pb_bytes(&b, 2, labels[i].value, strlen(labels[i].value));
+		ember__pb_end(&b, lp);
+	}
+	size_t sample = ember__pb_begin(&b, 2);
+	ember__pb_bytes(&b, 1, pprof, len);
+	ember__pb_bytes(&b, 2, id, strlen(id));
+	ember__pb_end(&b, sample);
+	ember__pb_end(&b, series);
+	if (ember__pb_failed(&b)) {
+		ember__pb_free(&b);
+		return ember__error_oom("Pyroscope push request");
+	}
+	*out = b.data;
+	*out_len = b.len;
+	return 0;
+}
+
+/* Percent-encodes s (all but unreserved characters) onto buf at *n. */
+static void url_encode(char *buf, size_t cap, size_t *n, const char *s)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	for (const unsigned char *p = (const unsigned char *)s; *p && *n + 4 < cap; p++) {
+		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+		    strchr("-._~", *p)) {
+			buf[(*n)++] = (char)*p;
+		} else {
+			buf[(*n)++] = '%';
+			buf[(*n)++] = hex[*p >> 4];
+			buf[(*n)++] = hex[*p & 15];
+		}
+	}
+	buf[*n] = '\0';
+}
+
+/* ---- sending (uploader thread) ---- */
+
+static void pyro_send(void *ctx, const ember__upload_item *it, const _Atomic int *cancel,
+		      ember__send_result *res)
+{
+	pyro *p = ctx;
+	ember__http_request rq = {.body = it->body, .len = it->len};
+	char *url = NULL;
+	if (it->kind == EMBER_PYRO_KIND_PUSH) {
+		rq.url = p->push_url;
+		rq.headers = (const char *const *)p->push_hdr;
+		rq.nheaders = p->npush_hdr;
+	} else if (it->kind == EMBER_PYRO_KIND_INGEST) {
+		size_t n = strlen(p->ingest_url) + strlen(it->meta) + 2;
+		if (!(url = malloc(n))) {
+			res->outcome = EMBER__SEND_RETRY;
+			snprintf(res->message, sizeof(res->message), "out of memory");
+			return;
+		}
+		snprintf(url, n, "%s?%s", p->ingest_url, it->meta);
+		rq.url = url;
+		rq.headers = (const char *const *)p->ingest_hdr;
+		rq.nheaders = p->ningest_hdr;
+	} else {
+		res->outcome = EMBER__SEND_PERMANENT;
+		snprintf(res->message, sizeof(res->message), "spooled window of unknown kind %08x",
+			 (unsigned)it->kind);
+		return;
+	}
+	ember__http_post(p->http, &rq, cancel, res);
+	free(url);
+}
+
+/* ---- the reporter callbacks ---- */
+
+static int pyro_bind(void *ud, const ember_agent_info *info)
+{
+	pyro *p = ud;
+	if (p->bound)
+		return ember__error(EMBER_ERR_INVALID, "this Pyroscope reporter is already attached "
+				    "to an agent; create one reporter per agent");
+	int rc = ember__pyroscope_check_info(info, p->protocol);
+	if (rc)
+		return rc;
+	const char *svc = info->app_name;
+	const char *own[NOWN];
+	memcpy(own, own_label_values, sizeof(own));
+	for (size_t i = 0; i < info->ntags; i++) {
+		int k = own_label_index(info->tags[i].key);
+		if (k == NOWN)
+			svc = info->tags[i].value;
+		else if (k >= 0)
+			own[k] = info->tags[i].value;
+	}
+	free(p->service_name);
+	if (!(p->service_name = strdup(svc)))
+		return ember__error_oom("service name");
+	for (int i = 0; i < NOWN; i++) {
+		free(p->own_values[i]);
+		if (!(p->own_values[i] = strdup(own[i])))
+			return ember__error_oom("Pyroscope label");
+	}
+	p->hz = info->sample_rate_hz;
+	p->log.fn = info->log_fn;
+	p->log.ud = info->log_userdata;
+	p->log.level = info->log_level;
+	p->log.who = "pyroscope";
+	p->bound = 1;
+	return ember__pipeline_start(p->pipe, &p->log);
+}
+
+/* A reporter used without a builder learns what it can from the first window. */
+static int bind_from_report(pyro *p, const ember_report *r)
+{
+	ember_agent_info info;
+	memset(&info, 0, sizeof(info));
+	info.app_name = r->app_name;
+	info.sample_rate_hz = 100;
+	info.log_level = EMBER_LOG_WARN;
+	return pyro_bind(p, &info);
+}
+
+static ember__upload_item *encode_push(pyro *p, const ember_report *r, const char *metric)
+{
+	ember__pyro_label labels[2 + NOWN];
+	size_t n = 0;
+	labels[n++] = (ember__pyro_label){"__name__", metric};
+	labels[n++] = (ember__pyro_label){"service_name", p->service_name};
+	for (int i = 0; i < NOWN; i++)
+		labels[n++] = (ember__pyro_label){own_label_names[i], p->own_values[i]};
+	char id[37];
+	ember__uuid4(id);
+	uint8_t *body;
+	size_t len;
+	if (ember__pyroscope_push_body(labels, n, r->pprof, r->pprof_len, id, &body, &len))
+		return NULL;
+	return ember__upload_item_new(EMBER_PYRO_KIND_PUSH, r->seq, r->start_ns, r->end_ns, id, body,
+				      len);
+}
+
+static ember__upload_item *encode_ingest(pyro *p, const ember_report *r)
+{
+	size_t cap = strlen(p->service_name) * 3 + 200, n;
+	char *q = malloc(cap);
+	uint8_t *body = malloc(r->pprof_len ? r->pprof_len : 1);
+	if (!q || !body) {
+		free(q);
+		free(body);
+		ember__error_oom("Pyroscope upload");
+		return NULL;
+	}
+	n = (size_t)snprintf(q, cap, "name=");
+	url_encode(q, cap, &n, p->service_name);
+	int64_t until = (r->end_ns + 999999999) / 1000000000;
+	snprintf(q + n, cap - n, "&from=%" PRId64 "&until=%" PRId64
+		 "&format=pprof&sampleRate=%u&spyName=" SPY_NAME,
+		 r->start_ns / 1000000000, until, p->hz ? p->hz : 100);
+	memcpy(body, r->pprof, r->pprof_len);
+	ember__upload_item *it = ember__upload_item_new(EMBER_PYRO_KIND_INGEST, r->seq, r->start_ns,
+							r->end_ns, q, body, r->pprof_len);
+	free(q);
+	return it;
+}
+
+static int pyro_report(void *ud, const ember_report *r)
+{
+	pyro *p = ud;
+	if (!r || (!r->pprof && r->pprof_len))
+		return ember__error(EMBER_ERR_INVALID, "Pyroscope reporter: no profile data");
+	if (!p->bound) {
+		int rc = bind_from_report(p, r);
+		if (rc)
+			return rc;
+	}
+	const char *metric = ember__pyroscope_metric(r->profile_type);
+	if (!metric)
+		return ember__error(EMBER_ERR_INVALID, "Pyroscope reporter: profile type \"%s\" has no "
+				    "Pyroscope name", r->profile_type ? r->profile_type : "");
+	ember__upload_item *it = p->protocol == EMBER_PYROSCOPE_INGEST ? encode_ingest(p, r)
+								       : encode_push(p, r, metric);
+	if (!it)
+		return EMBER_ERR_NOMEM;
+	ember__pipeline_enqueue(p->pipe, it);
+	if (r->final) {
+		size_t left = ember__pipeline_flush(p->pipe, p->flush_timeout_ms);
+		if (left)
+			ember__upload_logf(&p->log, EMBER_LOG_WARN, "%zu window%s not delivered within "
+					   "the %u ms flush wait; what is left at shutdown goes to the "
+					   "spool, if there is one", left, left == 1 ? "" : "s",
+					   p->flush_timeout_ms);
+	}
+	return 0;
+}
+
+static void pyro_stats(void *ud, ember_stats *acc)
+{
+	pyro *p = ud;
+	ember__pipeline_stats(p->pipe, acc);
+}
+
+static void free_lines(char **v)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
+static void pyro_destroy(void *ud)
+{
+	pyro *p = ud;
+	if (!p)
+		return;
+	if (p->pid != getpid())
+		return; /* a fork child: a TLS close here would corrupt the parent's stream */
+	ember__pipeline_free(p->pipe); /* first: its thread uses the rest */
+	ember__http_free(p->http);
+	free(p->push_url);
+	free(p->ingest_url);
+	free_lines(p->push_hdr);
+	free_lines(p->ingest_hdr);
+	free(p->service_name);
+	for (int i = 0; i < NOWN; i++)
+		free(p->own_values[i]);
+	free(p);
+}
+
+/* ---- creation ---- */
+
+static int copy_options(ember_pyroscope_options *o, const ember_pyroscope_options *in)
+{
+	memset(o, 0, sizeof(*o));
+	if (!in)
+		return ember__error(EMBER_ERR_INVALID, "ember_reporter_pyroscope: options are NULL");
+	size_t min = offsetof(ember_pyroscope_options, url) + sizeof(in->url);
+	if (in->sz < min)
+		return ember__error(EMBER_ERR_INVALID, "ember_reporter_pyroscope: options.sz is %zu; "
+				    "initialize the options with EMBER_PYROSCOPE_OPTIONS_INIT", in->sz);
+	if (in->sz > sizeof(*o)) {
+		const unsigned char *extra = (const unsigned char *)in + sizeof(*o);
+		for (size_t i = 0; i < in->sz - sizeof(*o); i++)
+			if (extra[i])
+				return ember__error(EMBER_ERR_INVALID, "ember_reporter_pyroscope: the "
+						    "options set fields this library version does "
+						    "not know (sz %zu > %zu)", in->sz, sizeof(*o));
+	}
+	memcpy(o, in, in->sz < sizeof(*o) ? in->sz : sizeof(*o));
+	o->sz = sizeof(*o);
+	return 0;
+}
+
+static int is_set(const char *s)
+{
+	return s && *s;
+}
+
+static int check_printable(const char *what, const char *s, int allow_space)
+{
+	for (const char *c = s; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f || (!allow_space && *c == ' '))
+			return ember__error(EMBER_ERR_INVALID, "Pyroscope: %s contains %s", what,
+					    allow_space ? "a control character" : "a space or a control "
+					    "character");
+	return 0;
+}
+
+static int check_options(const ember_pyroscope_options *o)
+{
+	int rc = ember__http_check_base_url(o->url, "Pyroscope server URL");
+	if (rc)
+		return rc;
+	if (o->protocol != EMBER_PYROSCOPE_PUSH && o->protocol != EMBER_PYROSCOPE_INGEST)
+		return ember__error(EMBER_ERR_INVALID, "Pyroscope: unknown protocol %d (expected push "
+				    "or ingest)", (int)o->protocol);
+	int user = is_set(o->basic_auth_user), pass = is_set(o->basic_auth_password);
+	if (user != pass)
+		return ember__error(EMBER_ERR_INVALID, "Pyroscope: basic auth needs both a user and a "
+				    "password (only the %s is set)", user ? "user" : "password");
+	if (user && strchr(o->basic_auth_user, ':'))
+		return ember__error(EMBER_ERR_INVALID, "Pyroscope: the basic auth user may not contain "
+				    "':'");
+	if (user && ((rc = check_printable("the basic auth user", o->basic_auth_user, 1)) ||
+		     (rc = check_printable("the basic auth password", o->basic_auth_password, 1))))
+		return rc;
+	if (is_set(o->bearer_token)) {
+		if (user)
+			return ember__error(EMBER_ERR_INVALID, "Pyroscope: give either basic auth or a "
+					    "bearer token, not both");
+		if ((rc = check_printable("the bearer token", o->bearer_token, 0)))
+			return rc;
+	}
+	if (is_set(o->tenant_id) && (rc = ember__pyroscope_check_tenant(o->tenant_id)))
+		return rc;
+	if (o->nheaders > MAX_HEADERS)
+		return ember__error(EMBER_ERR_INVALID, "Pyroscope: %zu extra headers; at most %d",
+				    o->nheaders, MAX_HEADERS);
+	if (o->nheaders && !o->headers)
+		return ember__error(EMBER_ERR_INVALID, "Pyroscope: nheaders is %zu but headers is NULL",
+				    o->nheaders);
+	static const char *const ours[] = {"Content-Type", "Content-Length", "Host",
+					   "Transfer-Encoding", "Expect", "Connect-Protocol-Version",
+					   "User-Agent"};
+	for (size_t i = 0; i < o->nheaders; i++) {
+		size_t nl;
+		if ((rc = ember__http_check_header(o->headers[i], &nl))) {
+			char why[EMBER_ERROR_MAX];
+			snprintf(why, sizeof(why), "%s", ember_last_error());
+			return ember__error(rc, "Pyroscope: extra %s", why);
+		}
+		for (size_t k = 0; k < sizeof(ours) / sizeof(ours[0]); k++)
+			if (strlen(ours[k]) == nl && !strncasecmp(o->headers[i], ours[k], nl))
+				return ember__error(EMBER_ERR_INVALID, "Pyroscope: header %s is set by "
+						    "emberprof and cannot be given%s", ours[k],
+						    k == 6 ? " (use user_agent_suffix)" : "");
+		if (nl == 13 && !strncasecmp(o->headers[i], "Authorization", nl) &&
+		    (user || is_set(o->bearer_token)))
+			return ember__error(EMBER_ERR_INVALID, "Pyroscope: an Authorization header and "
+					    "basic auth or a bearer token are both given");
+		if (nl == 13 && !strncasecmp(o->headers[i], "X-Scope-OrgID", nl) &&
+		    is_set(o->tenant_id))
+			return ember__error(EMBER_ERR_INVALID, "Pyroscope: an X-Scope-OrgID header and a "
+					    "tenant id are both given");
+	}
+	if (is_set(o->ca_file) && access(o->ca_file, R_OK) < 0)
+		return ember__error_errno(EMBER_ERR_INVALID, errno, "Pyroscope: CA file '%s' cannot be "
+					  "read", o->ca_file);
+	if (o->connect_timeout_ms > 600000 || o->timeout_ms > 3600000)
+		return ember__error(EMBER_ERR_INVALID, "Pyroscope: timeouts are limited to 10 min "
+				    "(connect) and 1 h (total)");
+	if (o->connect_timeout_ms && o->timeout_ms && o->connect_timeout_ms > o->timeout_ms)
+		return ember__error(EMBER_ERR_INVALID, "Pyroscope: the connect timeout (%u ms) is longer "
+				    "than the total timeout (%u ms)", o->connect_timeout_ms, o->timeout_ms);
+	if (o->queue_len > 4096)
+		return ember__error(EMBER_ERR_INVALID, "Pyroscope: queue length %u is out of range "
+				    "1..4096", o->queue_len);
+	if (o->upload_jitter_ms > 3600000 || o->flush_timeout_ms > 600000)
+		return ember__error(EMBER_ERR_INVALID, "Pyroscope: upload jitter is limited to 1 h and "
+				    "the flush timeout to 10 min");
+	if (is_set(o->spool_dir) && o->spool_max_bytes && o->spool_max_bytes < 65536)
+		return ember__error(EMBER_ERR_INVALID, "Pyroscope: spool size %" PRIu64 " bytes is "
+				    "below the minimum of 64 KiB", o->spool_max_bytes);
+	if (is_set(o->user_agent_suffix) &&
+	    ((rc = check_printable("the user agent suffix", o->user_agent_suffix, 1)) ||
+	     strlen(o->user_agent_suffix) > 200))
+		return rc ? rc : ember__error(EMBER_ERR_INVALID, "Pyroscope: user agent suffix longer "
+					      "than 200 bytes");
+	return 0;
+}
+
+/* Builds the NULL-terminated header list: content type, auth, tenant, extras. */
+static char **build_headers(const ember_pyroscope_options *o, const char *const *fixed,
+			    size_t nfixed, size_t *count)
+{
+	size_t cap = nfixed + 2 + o->nheaders + 1, n = 0;
+	char **v = calloc(cap, sizeof(*v));
+	if (!v)
+		return NULL;
+	for (size_t i = 0; i < nfixed; i++)
+		if (!(v[n++] = strdup(fixed[i])))
+			goto oom;
+	if (is_set(o->basic_auth_user)) {
+		size_t ul = strlen(o->basic_auth_user), pl = strlen(o->basic_auth_password);
+		char *cred = malloc(ul + pl + 2);
+		if (!cred)
+			goto oom;
+		snprintf(cred, ul + pl + 2, "%s:%s", o->basic_auth_user, o->basic_auth_password);
+		char *b64 = ember__base64(cred, ul + pl + 1);
+		memset(cred, 0, ul + pl + 1);
+		free(cred);
+		if (!b64 || asprintf(&v[n++], "Authorization: Basic %s", b64) < 0) {
+			v[n - 1] = NULL;
+			free(b64);
+			goto oom;
+		}
+		free(b64);
+	} else if (is_set(o->bearer_token)) {
+		if (asprintf(&v[n++], "Authorization: Bearer %s", o->bearer_token) < 0) {
+			v[n - 1] = NULL;
+			goto oom;
+		}
+	}
+	if (is_set(o->tenant_id) && asprintf(&v[n++], "X-Scope-OrgID: %s", o->tenant_id) < 0) {
+		v[n - 1] = NULL;
+		goto oom;
+	}
+	for (size_t i = 0; i < o->nheaders; i++)
+		if (!(v[n++] = strdup(o->headers[i])))
+			goto oom;
+	*count = n;
+	return v;
+oom:
+	free_lines(v);
+	return NULL;
+}
+
+static char *join_url(const char *base, const char *path)
+{
+	size_t n = strlen(base);
+	while (n > 0 && base[n - 1] == '/')
+		n--;
+	char *s = NULL;
+	if (asprintf(&s, "%.*s%s", (int)n, base, path) < 0)
+		return NULL;
+	return s;
+}
+
+EMBER_API int ember_reporter_pyroscope(ember_reporter *out, const ember_pyroscope_options *opts)
+{
+	ember_pyroscope_options o;
+	if (!out)
+		return ember__error(EMBER_ERR_INVALID, "ember_reporter_pyroscope: out is NULL");
+	memset(out, 0, sizeof(*out));
+	int rc = copy_options(&o, opts);
+	if (rc || (rc = check_options(&o)))
+		return rc;
+	pyro *p = calloc(1, sizeof(*p));
+	if (!p)
+		return ember__error_oom("Pyroscope reporter");
+	p->pid = getpid();
+	p->protocol = o.protocol;
+	p->flush_timeout_ms = o.flush_timeout_ms ? o.flush_timeout_ms : 5000;
+	p->log.level = EMBER_LOG_WARN;
+	p->log.who = "pyroscope";
+	static const char *const push_fixed[] = {"Content-Type: application/proto",
+						 "Connect-Protocol-Version: 1"};
+	static const char *const ingest_fixed[] = {"Content-Type: binary/octet-stream"};
+	rc = EMBER_ERR_NOMEM;
+	if (!(p->push_url = join_url(o.url, "/push.v1.PusherService/Push")) ||
+	    !(p->ingest_url = join_url(o.url, "/ingest")) ||
+	    !(p->push_hdr = build_headers(&o, push_fixed, 2, &p->npush_hdr)) ||
+	    !(p->ingest_hdr = build_headers(&o, ingest_fixed, 1, &p->ningest_hdr))) {
+		ember__error_oom("Pyroscope reporter");
+		goto fail;
+	}
+	char ua[300];
+	snprintf(ua, sizeof(ua), "emberprof/" EMBER_VERSION_STRING "%s%s",
+		 is_set(o.user_agent_suffix) ? " " : "", is_set(o.user_agent_suffix) ? o.user_agent_suffix : "");
+	ember__http_opts ho = {
+		.ca_file = is_set(o.ca_file) ? o.ca_file : NULL,
+		.insecure = o.insecure != 0,
+		.connect_timeout_ms = o.connect_timeout_ms ? o.connect_timeout_ms : 5000,
+		.timeout_ms = o.timeout_ms ? o.timeout_ms : 30000,
+		.user_agent = ua,
+	};
+	if ((rc = ember__http_new(&p->http, &ho)))
+		goto fail;
+	ember__pipeline_opts po = {
+		.name = "pyroscope",
+		.queue_len = o.queue_len ? o.queue_len : 16,
+		.spool_dir = is_set(o.spool_dir) ? o.spool_dir : NULL,
+		.spool_max_bytes = o.spool_max_bytes ? o.spool_max_bytes : 64ull << 20,
+		.jitter_ms = o.upload_jitter_ms,
+		.send = pyro_send,
+		.send_ctx = p,
+	};
+	if ((rc = ember__pipeline_new(&p->pipe, &po)))
+		goto fail;
+	out->name = "pyroscope";
+	out->report = pyro_report;
+	out->destroy = pyro_destroy;
+	out->bind = pyro_bind;
+	out->stats = pyro_stats;
+	out->userdata = p;
+	return 0;
+fail:
+	pyro_destroy(p);
+	return rc;
+}

@@ -1,0 +1,90 @@
+/*
+ * pyroscope.h - internals of the Grafana Pyroscope reporter behind
+ * ember_reporter_pyroscope() (declared in include/emberprof.h), exposed
+ * for the unit tests and for the environment variables (pyroscope_env.c).
+ *
+ * Labels. A window's series labels are emberprof's own: __name__ (from
+ * the profile type: cpu -> process_cpu, wall -> wall, memory -> memory),
+ * service_name (the application name) and the spy labels
+ * (pyroscope_spy, otel.scope.name, otel.scope.version, naming emberprof).
+ * Static tags are NOT repeated as series labels: they already are labels
+ * of every sample, which the server promotes to series labels, and a
+ * dynamic label (ember_labels_push) with the same key overrides a tag on
+ * its samples - a series label would defeat that, because the server
+ * lets series labels win. A tag may however take the place of one of our
+ * own labels: a tag named service_name replaces the application name in
+ * service_name, and a tag named like a spy label replaces it (as
+ * pyroscope-rs does). Names starting with "__" are reserved by the server
+ * and refused.
+ *
+ * Nothing here is async-signal-safe.
+ */
+#ifndef EMBER_REPORT_PYROSCOPE_H
+#define EMBER_REPORT_PYROSCOPE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "emberprof.h"
+
+/* The server's limits (Grafana Pyroscope defaults). */
+#define EMBER_PYRO_MAX_LABELS 30        /* label names per series */
+#define EMBER_PYRO_MAX_NAME_LEN 1024
+#define EMBER_PYRO_MAX_VALUE_LEN 2048
+#define EMBER_PYRO_MAX_TENANT_LEN 150
+
+/* Spool item kinds: which endpoint a stored body is for. */
+#define EMBER_PYRO_KIND_PUSH 0x50555348u   /* "PUSH" */
+#define EMBER_PYRO_KIND_INGEST 0x494e4753u /* "INGS" */
+
+typedef struct ember__pyro_label {
+	const char *name;
+	const char *value;
+} ember__pyro_label;
+
+/*
+ * The __name__ of a profile type ("cpu" -> "process_cpu", "wall" ->
+ * "wall", "memory"/"heap"/"alloc" -> "memory", "mutex", "block"), or NULL
+ * for a type Pyroscope does not know.
+ */
+const char *ember__pyroscope_metric(const char *profile_type);
+
+/*
+ * Checks the application name and tags of `info` against the server's
+ * rules for the given protocol: valid UTF-8, name and value lengths,
+ * non-empty values, no name starting with "__", at most
+ * EMBER_PYRO_MAX_LABELS label names per series counting emberprof's own
+ * (and thread_id/thread_name when on); for the legacy /ingest, an
+ * application name made of [A-Za-z0-9_.-/]. Returns 0 or
+ * EMBER_ERR_INVALID with a message naming the offending label.
+ */
+int ember__pyroscope_check_info(const ember_agent_info *info, int protocol);
+
+/* Checks a tenant id (X-Scope-OrgID): 1..150 of [A-Za-z0-9!-_.*'()], not "." or "..". */
+int ember__pyroscope_check_tenant(const char *tenant);
+
+/*
+ * Encodes a push.v1.PushRequest with one series (the given labels, in
+ * order) holding one sample (raw_profile = pprof[0..len), ID = id).
+ * *out is malloc'd, the caller's. Returns 0 or EMBER_ERR_NOMEM.
+ */
+int ember__pyroscope_push_body(const ember__pyro_label *labels, size_t nlabels,
+			       const uint8_t *pprof, size_t len, const char *id, uint8_t **out,
+			       size_t *out_len);
+
+/* Writes a random (version 4) UUID, "xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx", into out[37]. */
+void ember__uuid4(char out[37]);
+
+/* Nonzero if s[0..n) is well-formed UTF-8 (no overlongs, surrogates or > U+10FFFF). */
+int ember__utf8_valid(const char *s, size_t n);
+
+/*
+ * Applies the Pyroscope-related environment variables to the builder
+ * (EMBERPROF_SERVER_* first, then the names Pyroscope's agents use; see
+ * docs/CONFIG.md) and, when a server URL is set, adds a Pyroscope
+ * reporter. Returns 0 or a negative ember_err whose message names the
+ * variable. Called at the end of ember_builder_apply_env().
+ */
+int ember__pyroscope_apply_env(ember_builder *b);
+
+#endif

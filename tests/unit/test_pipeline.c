@@ -1,0 +1,466 @@
+/*
+ * test_pipeline.c - the upload pipeline's logic with a scripted send
+ * function and no network: delivery order, retries, Retry-After,
+ * permanent failures, queue overflow with and without a spool, the spool
+ * surviving a restart, its size bound, corrupt files, the spool lock,
+ * cancellation at shutdown, jitter and the flush.
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "upload/pipeline.h"
+#include "upload/spool.h"
+
+typedef struct fake_send {
+	pthread_mutex_t mu;
+	int script[64];     /* outcome of each call, in order */
+	int nscript, pos;
+	int def;            /* outcome once the script is used up */
+	int64_t retry_after;
+	volatile int block; /* 1: hold each call until cleared or cancelled */
+	uint32_t attempts[256];
+	double attempt_t[256];
+	int nattempts;
+	uint32_t ok[256];   /* seq of delivered items, in order */
+	int nok;
+	int bad_body;       /* an item's body did not match its seq */
+} fake_send;
+
+static double now_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static void nap_ms(int ms)
+{
+	struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000};
+	nanosleep(&t, NULL);
+}
+
+static void fake_send_fn(void *ctx, const ember__upload_item *it, const _Atomic int *cancel,
+			 ember__send_result *res)
+{
+	fake_send *f = ctx;
+	pthread_mutex_lock(&f->mu);
+	if (f->nattempts < 256) {
+		f->attempts[f->nattempts] = it->seq;
+		f->attempt_t[f->nattempts++] = now_s();
+	}
+	pthread_mutex_unlock(&f->mu);
+	while (f->block && !atomic_load(cancel))
+		nap_ms(1);
+	pthread_mutex_lock(&f->mu);
+	char want[64];
+	snprintf(want, sizeof(want), "body-%u", it->seq);
+	if (it->len != strlen(want) || memcmp(it->body, want, it->len) ||
+	    strcmp(it->meta, "meta") || it->kind != 7 || it->start_ns != (int64_t)it->seq * 1000)
+		f->bad_body = 1;
+	int out = atomic_load(cancel) ? EMBER__SEND_RETRY : f->pos < f->nscript ? f->script[f->pos++]
+										 : f->def;
+	res->outcome = out;
+	res->retry_after_ms = out == EMBER__SEND_RETRY ? f->retry_after : -1;
+	snprintf(res->message, sizeof(res->message), "scripted %d", out);
+	if (out == EMBER__SEND_OK && f->nok < 256)
+		f->ok[f->nok++] = it->seq;
+	pthread_mutex_unlock(&f->mu);
+}
+
+static void fake_init(fake_send *f, int def)
+{
+	memset(f, 0, sizeof(*f));
+	pthread_mutex_init(&f->mu, NULL);
+	f->def = def;
+	f->retry_after = -1;
+}
+
+static ember__upload_item *item(uint32_t seq)
+{
+	char body[64];
+	int n = snprintf(body, sizeof(body), "body-%u", seq);
+	uint8_t *b = malloc((size_t)n);
+	memcpy(b, body, (size_t)n);
+	return ember__upload_item_new(7, seq, (int64_t)seq * 1000, (int64_t)seq * 1000 + 999, "meta", b,
+				      (size_t)n);
+}
+
+static ember__upload_log quiet = {NULL, NULL, EMBER_LOG_OFF, "test"};
+
+static ember__pipeline *make(fake_send *f, unsigned qlen, const char *spool, uint64_t max,
+			     unsigned jitter)
+{
+	ember__pipeline_opts o = {
+		.name = "test",
+		.queue_len = qlen,
+		.spool_dir = spool,
+		.spool_max_bytes = max,
+		.jitter_ms = jitter,
+		.backoff_base_ms = 1,
+		.backoff_max_ms = 4,
+		.send = fake_send_fn,
+		.send_ctx = f,
+	};
+	ember__pipeline *p = NULL;
+	CHECK_EQ_INT(ember__pipeline_new(&p, &o), 0);
+	return p;
+}
+
+static int seq_is(const fake_send *f, const uint32_t *want, int n)
+{
+	if (f->nok != n)
+		return 0;
+	for (int i = 0; i < n; i++)
+		if (f->ok[i] != want[i])
+			return 0;
+	return 1;
+}
+
+static char *temp_dir(void)
+{
+	static char dirs[16][64];
+	static int k;
+	char *d = dirs[k++ % 16];
+	snprintf(d, 64, "/tmp/ember-pipe-XXXXXX");
+	return mkdtemp(d);
+}
+
+static int count_files(const char *dir)
+{
+	DIR *d = opendir(dir);
+	int n = 0;
+	struct dirent *de;
+	while (d && (de = readdir(d)))
+		if (de->d_name[0] != '.' && strstr(de->d_name, EMBER_SPOOL_SUFFIX))
+			n++;
+	if (d)
+		closedir(d);
+	return n;
+}
+
+static void rm_rf(const char *dir)
+{
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", dir);
+}
+
+/* ---- tests ---- */
+
+static void test_order_and_retries(void)
+{
+	fake_send f;
+	fake_init(&f, EMBER__SEND_OK);
+	int script[] = {EMBER__SEND_RETRY, EMBER__SEND_RETRY, EMBER__SEND_OK, EMBER__SEND_OK,
+			EMBER__SEND_RETRY};
+	memcpy(f.script, script, sizeof(script));
+	f.nscript = 5;
+	ember__pipeline *p = make(&f, 8, NULL, 0, 0);
+	CHECK_EQ_INT(ember__pipeline_start(p, &quiet), 0);
+	for (uint32_t i = 0; i < 5; i++)
+		ember__pipeline_enqueue(p, item(i));
+	CHECK_EQ_INT(ember__pipeline_flush(p, 10000), 0);
+	uint32_t want[] = {0, 1, 2, 3, 4};
+	CHECK(seq_is(&f, want, 5));
+	/* Window 0 was tried three times before window 1 was touched. */
+	CHECK_EQ_INT(f.attempts[0], 0);
+	CHECK_EQ_INT(f.attempts[1], 0);
+	CHECK_EQ_INT(f.attempts[2], 0);
+	CHECK_EQ_INT(f.attempts[3], 1);
+	ember_stats st = {0};
+	ember__pipeline_stats(p, &st);
+	CHECK_EQ_INT(st.uploads_ok, 5);
+	CHECK_EQ_INT(st.uploads_retried, 3);
+	CHECK_EQ_INT(st.uploads_failed, 0);
+	CHECK_EQ_INT(st.bytes_sent, 5 * strlen("body-0"));
+	CHECK(!f.bad_body);
+	ember__pipeline_free(p);
+}
+
+static void test_permanent_dropped(void)
+{
+	fake_send f;
+	fake_init(&f, EMBER__SEND_OK);
+	f.script[0] = EMBER__SEND_PERMANENT;
+	f.nscript = 1;
+	ember__pipeline *p = make(&f, 8, NULL, 0, 0);
+	CHECK_EQ_INT(ember__pipeline_start(p, &quiet), 0);
+	for (uint32_t i = 0; i < 3; i++)
+		ember__pipeline_enqueue(p, item(i));
+	CHECK_EQ_INT(ember__pipeline_flush(p, 10000), 0);
+	uint32_t want[] = {1, 2};
+	CHECK(seq_is(&f, want, 2));
+	CHECK_EQ_INT(f.nattempts, 3); /* not retried */
+	ember_stats st = {0};
+	ember__pipeline_stats(p, &st);
+	CHECK_EQ_INT(st.uploads_failed, 1);
+	CHECK_EQ_INT(st.uploads_retried, 0);
+	ember__pipeline_free(p);
+}
+
+static void test_retry_after(void)
+{
+	fake_send f;
+	fake_init(&f, EMBER__SEND_OK);
+	f.script[0] = EMBER__SEND_RETRY;
+	f.nscript = 1;
+	f.retry_after = 200;
+	ember__pipeline *p = make(&f, 8, NULL, 0, 0);
+	CHECK_EQ_INT(ember__pipeline_start(p, &quiet), 0);
+	ember__pipeline_enqueue(p, item(0));
+	CHECK_EQ_INT(ember__pipeline_flush(p, 10000), 0);
+	CHECK_EQ_INT(f.nattempts, 2);
+	/* Not before the server said: a lower bound, which cannot be flaky. */
+	CHECK(f.attempt_t[1] - f.attempt_t[0] >= 0.2);
+	ember__pipeline_free(p);
+}
+
+static void wait_in_flight(fake_send *f)
+{
+	for (;;) {
+		pthread_mutex_lock(&f->mu);
+		int n = f->nattempts;
+		pthread_mutex_unlock(&f->mu);
+		if (n)
+			return;
+		nap_ms(1);
+	}
+}
+
+static void test_overflow_without_spool(void)
+{
+	fake_send f;
+	fake_init(&f, EMBER__SEND_OK);
+	f.block = 1;
+	ember__pipeline *p = make(&f, 3, NULL, 0, 0);
+	CHECK_EQ_INT(ember__pipeline_start(p, &quiet), 0);
+	ember__pipeline_enqueue(p, item(0));
+	wait_in_flight(&f);
+	for (uint32_t i = 1; i <= 6; i++)
+		ember__pipeline_enqueue(p, item(i));
+	ember_stats st = {0};
+	ember__pipeline_stats(p, &st);
+	CHECK_EQ_INT(st.uploads_dropped, 3); /* 1, 2, 3: the oldest queued */
+	f.block = 0;
+	CHECK_EQ_INT(ember__pipeline_flush(p, 10000), 0);
+	uint32_t want[] = {0, 4, 5, 6};
+	CHECK(seq_is(&f, want, 4));
+	ember__pipeline_free(p);
+}
+
+static void test_overflow_to_spool(void)
+{
+	char *dir = temp_dir();
+	fake_send f;
+	fake_init(&f, EMBER__SEND_OK);
+	f.block = 1;
+	ember__pipeline *p = make(&f, 3, dir, 1 << 20, 0);
+	CHECK_EQ_INT(ember__pipeline_start(p, &quiet), 0);
+	ember__pipeline_enqueue(p, item(0));
+	wait_in_flight(&f);
+	for (uint32_t i = 1; i <= 6; i++)
+		ember__pipeline_enqueue(p, item(i));
+	CHECK_EQ_INT(count_files(dir), 3);
+	ember_stats st = {0};
+	ember__pipeline_stats(p, &st);
+	CHECK_EQ_INT(st.uploads_spooled, 3);
+	CHECK_EQ_INT(st.uploads_dropped, 0);
+	f.block = 0;
+	CHECK_EQ_INT(ember__pipeline_flush(p, 10000), 0);
+	uint32_t want[] = {0, 1, 2, 3, 4, 5, 6}; /* the spool before the queue */
+	CHECK(seq_is(&f, want, 7));
+	CHECK_EQ_INT(count_files(dir), 0);
+	CHECK(!f.bad_body);
+	ember__pipeline_free(p);
+	rm_rf(dir);
+}
+
+static void test_spool_survives_restart(void)
+{
+	char *dir = temp_dir();
+	fake_send down;
+	fake_init(&down, EMBER__SEND_RETRY);
+	ember__pipeline *p = make(&down, 16, dir, 1 << 20, 0);
+	CHECK_EQ_INT(ember__pipeline_start(p, &quiet), 0);
+	for (uint32_t i = 0; i < 5; i++)
+		ember__pipeline_enqueue(p, item(i));
+	CHECK_EQ_INT(ember__pipeline_flush(p, 50), 5);
+	ember__pipeline_free(p); /* the "application" exits */
+	CHECK_EQ_INT(count_files(dir), 5);
+
+	fake_send up;
+	fake_init(&up, EMBER__SEND_OK);
+	p = make(&up, 16, dir, 1 << 20, 0);
+	CHECK_EQ_INT(ember__pipeline_start(p, &quiet), 0);
+	ember__pipeline_enqueue(p, item(5)); /* a window of the new run */
+	CHECK_EQ_INT(ember__pipeline_flush(p, 10000), 0);
+	uint32_t want[] = {0, 1, 2, 3, 4, 5};
+	CHECK(seq_is(&up, want, 6));
+	CHECK(!up.bad_body); /* kind, seq, times, meta and body survived */
+	CHECK_EQ_INT(count_files(dir), 0);
+	ember__pipeline_free(p);
+	rm_rf(dir);
+}
+
+static void test_spool_bound(void)
+{
+	char *dir = temp_dir();
+	fake_send f;
+	fake_init(&f, EMBER__SEND_OK);
+	f.block = 1;
+	/* Each file is a 52-byte header + "meta" + "body-N": 62 bytes. */
+	ember__pipeline *p = make(&f, 1, dir, 3 * 62, 0);
+	CHECK_EQ_INT(ember__pipeline_start(p, &quiet), 0);
+	ember__pipeline_enqueue(p, item(0));
+	wait_in_flight(&f);
+	for (uint32_t i = 1; i <= 6; i++)
+		ember__pipeline_enqueue(p, item(i));
+	/* 1..5 overflowed to a spool holding 3: 1 and 2 were dropped. */
+	CHECK_EQ_INT(count_files(dir), 3);
+	ember_stats st = {0};
+	ember__pipeline_stats(p, &st);
+	CHECK_EQ_INT(st.uploads_spooled, 5);
+	CHECK_EQ_INT(st.uploads_dropped, 2);
+	f.block = 0;
+	CHECK_EQ_INT(ember__pipeline_flush(p, 10000), 0);
+	uint32_t want[] = {0, 3, 4, 5, 6};
+	CHECK(seq_is(&f, want, 5));
+	ember__pipeline_free(p);
+	rm_rf(dir);
+}
+
+static void test_corrupt_spool_file(void)
+{
+	char *dir = temp_dir();
+	fake_send down;
+	fake_init(&down, EMBER__SEND_RETRY);
+	ember__pipeline *p = make(&down, 4, dir, 1 << 20, 0);
+	CHECK_EQ_INT(ember__pipeline_start(p, &quiet), 0);
+	ember__pipeline_enqueue(p, item(1));
+	ember__pipeline_enqueue(p, item(2));
+	ember__pipeline_free(p);
+	/* A torn file that sorts first, and a file whose payload was damaged. */
+	char path[256];
+	snprintf(path, sizeof(path), "%s/00000000000000000000-0000000000-1-0.ems", dir);
+	int fd = open(path, O_WRONLY | O_CREAT, 0600);
+	CHECK(fd >= 0 && write(fd, "EMBSPOOL", 8) == 8);
+	close(fd);
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	char victim[512] = "";
+	while ((de = readdir(d)))
+		if (strstr(de->d_name, "-0000000002-"))
+			snprintf(victim, sizeof(victim), "%s/%s", dir, de->d_name);
+	closedir(d);
+	fd = open(victim, O_WRONLY);
+	CHECK(fd >= 0);
+	CHECK(lseek(fd, -1, SEEK_END) > 0 && write(fd, "X", 1) == 1);
+	close(fd);
+
+	fake_send up;
+	fake_init(&up, EMBER__SEND_OK);
+	p = make(&up, 4, dir, 1 << 20, 0);
+	CHECK_EQ_INT(ember__pipeline_start(p, &quiet), 0);
+	CHECK_EQ_INT(ember__pipeline_flush(p, 10000), 0);
+	uint32_t want[] = {1};
+	CHECK(seq_is(&up, want, 1));
+	ember_stats st = {0};
+	ember__pipeline_stats(p, &st);
+	CHECK_EQ_INT(st.uploads_dropped, 2);
+	CHECK_EQ_INT(count_files(dir), 0);
+	ember__pipeline_free(p);
+	rm_rf(dir);
+}
+
+static void test_spool_lock(void)
+{
+	char *dir = temp_dir();
+	fake_send f1, f2;
+	fake_init(&f1, EMBER__SEND_RETRY);
+	fake_init(&f2, EMBER__SEND_RETRY);
+	ember__pipeline *a = make(&f1, 4, dir, 1 << 20, 0);
+	ember__pipeline *b = make(&f2, 4, dir, 1 << 20, 0); /* locked out: no spool */
+	CHECK_EQ_INT(ember__pipeline_start(a, &quiet), 0);
+	CHECK_EQ_INT(ember__pipeline_start(b, &quiet), 0);
+	ember__pipeline_enqueue(b, item(9));
+	ember__pipeline_free(b);
+	CHECK_EQ_INT(count_files(dir), 0); /* b could not spool: dropped */
+	ember__pipeline_enqueue(a, item(1));
+	ember__pipeline_free(a);
+	CHECK_EQ_INT(count_files(dir), 1);
+	rm_rf(dir);
+}
+
+static void test_cancel_at_shutdown(void)
+{
+	char *dir = temp_dir();
+	fake_send f;
+	fake_init(&f, EMBER__SEND_OK);
+	f.block = 1; /* a server that never answers */
+	ember__pipeline *p = make(&f, 4, dir, 1 << 20, 0);
+	CHECK_EQ_INT(ember__pipeline_start(p, &quiet), 0);
+	ember__pipeline_enqueue(p, item(0));
+	ember__pipeline_enqueue(p, item(1));
+	wait_in_flight(&f);
+	CHECK_EQ_INT(ember__pipeline_flush(p, 20), 2);
+	ember__pipeline_free(p); /* must return: the send sees the cancel */
+	CHECK_EQ_INT(count_files(dir), 2);
+	rm_rf(dir);
+}
+
+static void test_jitter_keeps_order(void)
+{
+	fake_send f;
+	fake_init(&f, EMBER__SEND_OK);
+	ember__pipeline *p = make(&f, 16, NULL, 0, 30);
+	CHECK_EQ_INT(ember__pipeline_start(p, &quiet), 0);
+	for (uint32_t i = 0; i < 10; i++) {
+		ember__pipeline_enqueue(p, item(i));
+		nap_ms(5);
+	}
+	CHECK_EQ_INT(ember__pipeline_flush(p, 10000), 0);
+	uint32_t want[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+	CHECK(seq_is(&f, want, 10));
+	ember__pipeline_free(p);
+}
+
+static void test_bad_options(void)
+{
+	ember__pipeline *p = NULL;
+	ember__pipeline_opts o = {.queue_len = 0, .send = fake_send_fn};
+	CHECK_EQ_INT(ember__pipeline_new(&p, &o), EMBER_ERR_INVALID);
+	CHECK(strstr(ember_last_error(), "queue length"));
+	o.queue_len = 4;
+	o.send = NULL;
+	CHECK_EQ_INT(ember__pipeline_new(&p, &o), EMBER_ERR_INVALID);
+	o.send = fake_send_fn;
+	o.spool_dir = "/proc/self/nope/spool";
+	o.spool_max_bytes = 1 << 20;
+	CHECK(ember__pipeline_new(&p, &o) < 0);
+	CHECK(strstr(ember_last_error(), "/proc/self/nope"));
+	CHECK(p == NULL);
+}
+
+int main(void)
+{
+	RUN(test_order_and_retries);
+	RUN(test_permanent_dropped);
+	RUN(test_retry_after);
+	RUN(test_overflow_without_spool);
+	RUN(test_overflow_to_spool);
+	RUN(test_spool_survives_restart);
+	RUN(test_spool_bound);
+	RUN(test_corrupt_spool_file);
+	RUN(test_spool_lock);
+	RUN(test_cancel_at_shutdown);
+	RUN(test_jitter_keeps_order);
+	RUN(test_bad_options);
+	return CHECK_DONE();
+}
