@@ -43,6 +43,11 @@ enum {
 	OPT_UNWIND,
 	OPT_ENGINE,
 	OPT_SIGNAL,
+	OPT_SERVER,
+	OPT_TENANT,
+	OPT_AUTH_TOKEN,
+	OPT_BASIC_AUTH,
+	OPT_HEADER,
 	NENV_OPTS,
 	/* CLI-only options */
 	OPT_TOP = NENV_OPTS,
@@ -70,6 +75,12 @@ static const option_def option_defs[] = {
 	[OPT_UNWIND] = { "unwind", 0, 1, "EMBERPROF_UNWIND" },
 	[OPT_ENGINE] = { "engine", 0, 1, "EMBERPROF_ENGINE" },
 	[OPT_SIGNAL] = { "signal", 0, 1, "EMBERPROF_SIGNAL" },
+	[OPT_SERVER] = { "server", 0, 1, "EMBERPROF_SERVER_URL" },
+	[OPT_TENANT] = { "tenant", 0, 1, "EMBERPROF_SERVER_TENANT_ID" },
+	[OPT_AUTH_TOKEN] = { "auth-token", 0, 1, "EMBERPROF_SERVER_AUTH_TOKEN" },
+	/* sets EMBERPROF_SERVER_BASIC_AUTH_USER and _PASSWORD */
+	[OPT_BASIC_AUTH] = { "basic-auth", 0, 1, "EMBERPROF_SERVER_BASIC_AUTH_USER" },
+	[OPT_HEADER] = { "header", 0, 1, "EMBERPROF_SERVER_HEADERS" },
 	[OPT_TOP] = { "top", 'n', 1, NULL },
 	[OPT_QUIET] = { "quiet", 'q', 0, NULL },
 	[OPT_HELP] = { "help", 'h', 0, NULL },
@@ -83,11 +94,20 @@ static const char *const known_vars[] = {
 	"EMBERPROF_SIGNAL",	   "EMBERPROF_TAGS",	     "EMBERPROF_THREAD_LABELS",
 	"EMBERPROF_LOG_LEVEL",	   "EMBERPROF_OUTPUT_DIR",  "EMBERPROF_FOLLOW_CHILDREN",
 	"EMBERPROF_AUTOSTART",	   "EMBERPROF_LIB",
+	/* the Pyroscope reporter's (src/report/pyroscope_env.c) */
+	"EMBERPROF_SERVER_URL", "EMBERPROF_SERVER_PROTOCOL", "EMBERPROF_SERVER_AUTH_TOKEN",
+	"EMBERPROF_SERVER_BASIC_AUTH_USER", "EMBERPROF_SERVER_BASIC_AUTH_PASSWORD",
+	"EMBERPROF_SERVER_TENANT_ID", "EMBERPROF_SERVER_HEADERS", "EMBERPROF_SERVER_CA_FILE",
+	"EMBERPROF_SERVER_INSECURE", "EMBERPROF_SERVER_CONNECT_TIMEOUT", "EMBERPROF_SERVER_TIMEOUT",
+	"EMBERPROF_SERVER_SPOOL_DIR", "EMBERPROF_SERVER_SPOOL_MAX", "EMBERPROF_SERVER_QUEUE_LEN",
+	"EMBERPROF_SERVER_UPLOAD_JITTER", "EMBERPROF_SERVER_FLUSH_TIMEOUT",
+	"EMBERPROF_SERVER_USER_AGENT",
 };
 
 typedef struct run_opts {
 	const char *value[NENV_OPTS]; /* as given; NULL if not given */
 	char *tags;                   /* --tag values joined with ',' */
+	char *headers;                /* --header values joined with '\n' */
 	unsigned long top;
 	int quiet;
 	int cmd;                      /* index of CMD in argv */
@@ -126,6 +146,18 @@ void ember__cli_run_usage(FILE *out)
 		"                           sampling timers (auto) [EMBERPROF_ENGINE]\n"
 		"      --signal SIG         sampling signal, e.g. SIGPROF, SIGRTMIN+4\n"
 		"                           [EMBERPROF_SIGNAL]\n"
+		"      --server URL         also send each window to this Grafana Pyroscope\n"
+		"                           server, e.g. http://localhost:4040 [EMBERPROF_SERVER_URL];\n"
+		"                           without --output, profiles then only go there\n"
+		"      --tenant ID          Pyroscope tenant (X-Scope-OrgID)\n"
+		"                           [EMBERPROF_SERVER_TENANT_ID]\n"
+		"      --auth-token TOKEN   bearer token [EMBERPROF_SERVER_AUTH_TOKEN]\n"
+		"      --basic-auth USER:PASSWORD\n"
+		"                           HTTP basic auth [EMBERPROF_SERVER_BASIC_AUTH_USER,\n"
+		"                           EMBERPROF_SERVER_BASIC_AUTH_PASSWORD]\n"
+		"      --header 'NAME: VALUE'\n"
+		"                           an extra HTTP header; repeatable\n"
+		"                           [EMBERPROF_SERVER_HEADERS]\n"
 		"  -n, --top N              rows in the summary table (20)\n"
 		"  -q, --quiet              no summary table\n"
 		"  -h, --help               this help\n"
@@ -183,6 +215,27 @@ static int add_tag(run_opts *o, const char *tag)
 	return 0;
 }
 
+/* Appends one --header NAME: VALUE to o->headers. Returns 0 or prints and fails. */
+static int add_header(run_opts *o, const char *h)
+{
+	const char *colon = strchr(h, ':');
+	if (!colon || colon == h || strpbrk(h, "\r\n")) {
+		ember__cli_error("run: --header \"%s\" is invalid: expected 'NAME: VALUE' on one line", h);
+		return -1;
+	}
+	size_t old = o->headers ? strlen(o->headers) : 0, n = strlen(h);
+	char *s = realloc(o->headers, old + n + 2);
+	if (!s) {
+		ember__cli_error("out of memory");
+		return -1;
+	}
+	if (old)
+		s[old++] = '\n';
+	memcpy(s + old, h, n + 1);
+	o->headers = s;
+	return 0;
+}
+
 /* Handles one option with its value (NULL for a flag). 0, or 1 to stop. */
 static int apply_option(run_opts *o, int id, const char *value)
 {
@@ -203,6 +256,17 @@ static int apply_option(run_opts *o, int id, const char *value)
 		return 1;
 	case OPT_TAG:
 		return add_tag(o, value);
+	case OPT_HEADER:
+		return add_header(o, value);
+	case OPT_BASIC_AUTH: {
+		const char *colon = strchr(value, ':');
+		if (!colon || colon == value || !colon[1]) {
+			ember__cli_error("run: --basic-auth is invalid: expected USER:PASSWORD");
+			return -1;
+		}
+		o->value[id] = value;
+		return 0;
+	}
 	case OPT_THREAD_LABELS:
 	case OPT_FOLLOW:
 		o->value[id] = "1";
@@ -277,14 +341,48 @@ static int set_var(const char *name, const char *value)
 	return -1;
 }
 
+/* The value an option gives its variable (joined lists for repeatable ones). */
+static const char *option_value(const run_opts *o, int id)
+{
+	if (id == OPT_TAG)
+		return o->tags;
+	if (id == OPT_HEADER)
+		return o->headers;
+	return o->value[id];
+}
+
+/* --basic-auth USER:PASSWORD becomes two variables. */
+static int export_basic_auth(const char *v)
+{
+	const char *colon = strchr(v, ':');
+	char *user = strndup(v, (size_t)(colon - v));
+	if (!user) {
+		ember__cli_error("out of memory");
+		return -1;
+	}
+	int rc = set_var("EMBERPROF_SERVER_BASIC_AUTH_USER", user);
+	free(user);
+	return rc ? rc : set_var("EMBERPROF_SERVER_BASIC_AUTH_PASSWORD", colon + 1);
+}
+
+/* Whether a Pyroscope server URL is set (by --server or inherited). */
+static int server_configured(void)
+{
+	const char *a = getenv("EMBERPROF_SERVER_URL"), *b = getenv("PYROSCOPE_SERVER_ADDRESS");
+	return (a && *a) || (b && *b);
+}
+
 /* Sets the variables of the given options (output dir made absolute). */
 static int export_options(const run_opts *o, const char *cmd)
 {
 	for (int id = 0; id < NENV_OPTS; id++) {
-		const char *v = id == OPT_TAG ? o->tags : o->value[id];
+		const char *v = option_value(o, id);
 		if (!v)
 			continue;
-		if (id == OPT_OUTPUT) {
+		if (id == OPT_BASIC_AUTH) {
+			if (export_basic_auth(v))
+				return -1;
+		} else if (id == OPT_OUTPUT) {
 			char *abs = ember__cli_absolute(v);
 			if (!abs) {
 				ember__cli_error("%s", ember_last_error());
@@ -310,9 +408,11 @@ static int export_options(const run_opts *o, const char *cmd)
 		}
 		free(abs);
 	}
-	/* The default application name is the command's, not the interpreter's. */
+	/* The default application name is the command's, not the interpreter's
+	 * (unless PYROSCOPE_APPLICATION_NAME names it for a Pyroscope server). */
 	const char *app = getenv(EMBER_ENV_APP_NAME);
-	if (!app || !*app) {
+	const char *papp = getenv("PYROSCOPE_APPLICATION_NAME");
+	if ((!app || !*app) && !(server_configured() && papp && *papp)) {
 		const char *base = strrchr(cmd, '/');
 		base = base ? base + 1 : cmd;
 		if (set_var(EMBER_ENV_APP_NAME, *base ? base : "app"))
@@ -325,10 +425,11 @@ static int export_options(const run_opts *o, const char *cmd)
 static void report_invalid(const run_opts *o, const char *msg)
 {
 	for (int id = 0; id < NENV_OPTS; id++) {
-		const char *v = id == OPT_TAG ? o->tags : o->value[id];
+		const char *v = option_value(o, id);
 		char needle[64];
 		snprintf(needle, sizeof(needle), "%s=", option_defs[id].env);
-		if (v && strstr(msg, needle)) {
+		if (v && (strstr(msg, needle) ||
+			  (id == OPT_BASIC_AUTH && strstr(msg, "EMBERPROF_SERVER_BASIC_AUTH_PASSWORD=")))) {
 			ember__cli_error("run: invalid --%s: %s", option_defs[id].name, msg);
 			return;
 		}
@@ -488,8 +589,23 @@ int ember__cli_run(int argc, char **argv)
 		goto out;
 	}
 
-	/* 3. The output directory (a fresh default one if none was given). */
+	/* 3. The output directory (a fresh default one if none was given),
+	 * unless profiles go to a Pyroscope server and no directory was asked
+	 * for: then the agent is started without a local reporter. */
 	const char *given = getenv(EMBER_ENV_OUTPUT_DIR);
+	if (!(given && *given) && server_configured()) {
+		code = EMBER_EXIT_INTERNAL;
+		if (set_var(EMBER_ENV_AUTOSTART, "1") < 0 || export_ld_preload(lib) < 0)
+			goto out;
+		int killed_by;
+		fflush(NULL);
+		if (ember__cli_spawn_wait(path, argv + o.cmd, &code, &killed_by))
+			ember__cli_error("%s", ember_last_error());
+		else if (killed_by)
+			ember__cli_error("%s was killed by signal %d (%s)", argv[o.cmd], killed_by,
+					 strsignal(killed_by));
+		goto out;
+	}
 	if (given && *given) {
 		code = EMBER_EXIT_INTERNAL;
 		if (!(dir = strdup(given))) {
@@ -515,5 +631,6 @@ out:
 	free(lib);
 	free(path);
 	free(o.tags);
+	free(o.headers);
 	return code;
 }

@@ -80,16 +80,23 @@ typedef enum ember_log_level {
 } ember_log_level;
 
 /**
- * Log callback. Called on the agent's thread or on the thread calling an
- * emberprof function, never in a signal handler. `msg` is borrowed for the
- * duration of the call.
+ * Log callback. Called on the agent's thread, on a network reporter's
+ * upload thread, or on the thread calling an emberprof function, never in
+ * a signal handler; calls may come from two threads at once. `msg` is
+ * borrowed for the duration of the call.
  */
 typedef void (*ember_log_fn)(void *userdata, ember_log_level level, const char *msg);
 
-/** Stack unwinding methods. */
+/**
+ * Stack unwinding methods. DWARF unwinding reads each module's call-frame
+ * information (.eh_frame, .debug_frame), compiled into tables by the agent
+ * thread, so it gives complete stacks for code built without frame
+ * pointers.
+ */
 typedef enum ember_unwind_mode {
-	EMBER_UNWIND_AUTO = 0, /**< the best available method */
-	EMBER_UNWIND_FP = 1    /**< frame pointers */
+	EMBER_UNWIND_AUTO = 0,  /**< DWARF tables where a module has them, frame pointers elsewhere */
+	EMBER_UNWIND_FP = 1,    /**< frame pointers only */
+	EMBER_UNWIND_DWARF = 2  /**< DWARF tables only: code without call-frame information ends the stack */
 } ember_unwind_mode;
 
 /** Sampling engines. */
@@ -99,8 +106,18 @@ typedef enum ember_engine {
 	EMBER_ENGINE_PROCESS_TIMER = 2  /**< setitimer(ITIMER_PROF), process-wide */
 } ember_engine;
 
+/** Which modules get source file/line and inline frames (from DWARF). */
+typedef enum ember_line_info {
+	EMBER_LINES_APP = 0,  /**< the program and its own libraries; system
+				   libraries (/lib, /usr/lib) get function names only */
+	EMBER_LINES_ALL = 1,  /**< every module with debug info (costs ~100 ms
+				   and ~20 MB more when libc6-dbg is installed) */
+	EMBER_LINES_NONE = 2  /**< function names only */
+} ember_line_info;
+
 typedef struct ember_builder ember_builder;
 typedef struct ember_agent ember_agent;
+struct ember_stats;
 typedef struct ember_running ember_running;
 
 /**
@@ -119,6 +136,28 @@ typedef struct ember_report {
 	int final;                 /**< 1 for the last window before stop */
 } ember_report;
 
+/** A static tag: key and value, both borrowed. */
+typedef struct ember_tag {
+	const char *key;
+	const char *value;
+} ember_tag;
+
+/**
+ * What a reporter learns about the agent it is attached to (see
+ * ember_reporter.bind). Everything is borrowed for the duration of the call.
+ */
+typedef struct ember_agent_info {
+	const char *app_name;      /**< the application name */
+	const ember_tag *tags;     /**< static tags, in the order they were added */
+	size_t ntags;
+	unsigned sample_rate_hz;
+	unsigned interval_ms;
+	int thread_labels;         /**< samples carry thread_id/thread_name */
+	ember_log_fn log_fn;       /**< the agent's log callback (NULL: stderr) */
+	void *log_userdata;
+	ember_log_level log_level;
+} ember_agent_info;
+
 /**
  * A reporter: where finished windows go. emberprof copies the struct.
  * report() runs on the agent thread and returns 0 or a negative ember_err
@@ -126,12 +165,23 @@ typedef struct ember_report {
  * is logged and counted, it does not stop the agent. destroy(), if set,
  * is called once with `userdata` when the agent is shut down, or when the
  * builder is freed without building.
+ *
+ * Optional callbacks (NULL if unused):
+ *  - bind() is called once by ember_builder_build(), before the agent
+ *    exists, so that the reporter can check the application name and tags
+ *    against its backend's rules and learn the log settings. A negative
+ *    return fails the build with the reporter's message.
+ *  - stats() adds the reporter's counters (the uploads_* fields and
+ *    bytes_sent) to *accumulate. It may be called on any thread, at the
+ *    same time as report(), so it must read its counters atomically.
  */
 typedef struct ember_reporter {
 	const char *name; /**< for logs; copied */
 	int (*report)(void *userdata, const ember_report *report);
 	void (*destroy)(void *userdata);
 	void *userdata;
+	int (*bind)(void *userdata, const ember_agent_info *info);
+	void (*stats)(void *userdata, struct ember_stats *accumulate);
 } ember_reporter;
 
 /** Agent statistics. Counters since build; all monotonic. */
@@ -146,6 +196,13 @@ typedef struct ember_stats {
 	uint64_t timer_failures;      /**< timer_create/settime failures */
 	uint64_t windows_reported;    /**< windows handed to all reporters */
 	uint64_t report_failures;     /**< reporter calls that failed */
+	/* Network reporters (Pyroscope): one upload is one window. */
+	uint64_t uploads_ok;          /**< windows the server accepted */
+	uint64_t uploads_retried;     /**< attempts that failed and will be retried */
+	uint64_t uploads_failed;      /**< windows the server refused for good (4xx) */
+	uint64_t uploads_spooled;     /**< windows written to the spool directory */
+	uint64_t uploads_dropped;     /**< windows lost: queue full without spool, spool full, unreadable */
+	uint64_t bytes_sent;          /**< request body bytes of accepted uploads */
 } ember_stats;
 
 /* ---- version and errors ---- */
@@ -213,6 +270,9 @@ EMBER_API int ember_builder_set_engine(ember_builder *b, ember_engine engine);
  */
 EMBER_API int ember_builder_set_signal(ember_builder *b, int signo);
 
+/** Line information policy. Default EMBER_LINES_APP. */
+EMBER_API int ember_builder_set_line_info(ember_builder *b, ember_line_info mode);
+
 /** When on, samples carry thread_id and thread_name labels. Default off. */
 EMBER_API int ember_builder_set_thread_labels(ember_builder *b, int on);
 
@@ -231,11 +291,14 @@ EMBER_API int ember_builder_set_log(ember_builder *b, ember_log_fn fn, void *use
  * Applies the EMBERPROF_* environment variables (see docs/CONFIG.md):
  * EMBERPROF_APP_NAME, EMBERPROF_SAMPLE_RATE, EMBERPROF_INTERVAL,
  * EMBERPROF_MAX_DEPTH, EMBERPROF_UNWIND, EMBERPROF_TAGS,
- * EMBERPROF_THREAD_LABELS, EMBERPROF_ENGINE, EMBERPROF_SIGNAL,
- * EMBERPROF_LOG_LEVEL, EMBERPROF_OUTPUT_DIR
- * (adds a local reporter). An invalid value fails with EMBER_ERR_INVALID
- * and a message naming the variable; the builder is left as it was for the
- * variables already applied.
+ * EMBERPROF_THREAD_LABELS, EMBERPROF_ENGINE, EMBERPROF_SIGNAL, EMBERPROF_LINES,
+ * EMBERPROF_LOG_LEVEL, EMBERPROF_OUTPUT_DIR (adds a local reporter),
+ * EMBERPROF_SERVER_URL and the other EMBERPROF_SERVER_* variables (add a
+ * Pyroscope reporter), and the names Pyroscope's own agents read
+ * (PYROSCOPE_SERVER_ADDRESS, PYROSCOPE_APPLICATION_NAME, ...; the
+ * EMBERPROF_* spelling wins when both are set). An invalid value fails
+ * with EMBER_ERR_INVALID and a message naming the variable; the builder is
+ * left as it was for the variables already applied.
  */
 EMBER_API int ember_builder_apply_env(ember_builder *b);
 
@@ -312,6 +375,70 @@ EMBER_API void ember_labels_pop_to(unsigned depth);
  * `dir` is copied. Hand *out to ember_builder_add_reporter().
  */
 EMBER_API int ember_reporter_local(ember_reporter *out, const char *dir);
+
+/** Pyroscope ingestion protocols. */
+typedef enum ember_pyroscope_protocol {
+	EMBER_PYROSCOPE_PUSH = 0,  /**< POST {url}/push.v1.PusherService/Push (Connect, protobuf) */
+	EMBER_PYROSCOPE_INGEST = 1 /**< legacy POST {url}/ingest?name=...&format=pprof */
+} ember_pyroscope_protocol;
+
+/**
+ * Options of the Pyroscope reporter. Initialize with
+ * EMBER_PYROSCOPE_OPTIONS_INIT (which sets `sz`), then set what you need;
+ * zero means the default. Strings are copied by ember_reporter_pyroscope().
+ * `sz` lets older programs run against newer libraries: fields beyond the
+ * caller's `sz` take their defaults.
+ */
+typedef struct ember_pyroscope_options {
+	size_t sz;                      /**< sizeof(ember_pyroscope_options) */
+	const char *url;                /**< http(s)://host[:port][/base/path]; required */
+	ember_pyroscope_protocol protocol; /**< default EMBER_PYROSCOPE_PUSH */
+	const char *basic_auth_user;    /**< with basic_auth_password: HTTP Basic auth */
+	const char *basic_auth_password;
+	const char *bearer_token;       /**< "Authorization: Bearer <token>" */
+	const char *tenant_id;          /**< "X-Scope-OrgID: <tenant>" */
+	const char *const *headers;     /**< extra headers, each "Name: value" */
+	size_t nheaders;
+	const char *ca_file;            /**< CA bundle (PEM) for https; default: the system's */
+	int insecure;                   /**< 1: do not verify the server's certificate */
+	unsigned connect_timeout_ms;    /**< default 5000 */
+	unsigned timeout_ms;            /**< whole request, default 30000 */
+	const char *spool_dir;          /**< keep undelivered windows here (created 0700) */
+	uint64_t spool_max_bytes;       /**< default 64 MiB; oldest dropped first */
+	unsigned queue_len;             /**< windows waiting in memory, default 16 */
+	unsigned upload_jitter_ms;      /**< delay each upload by a random 0..N ms; default 0 */
+	unsigned flush_timeout_ms;      /**< wait at the final window, default 5000 */
+	const char *user_agent_suffix;  /**< appended to "emberprof/<version>" */
+} ember_pyroscope_options;
+
+#ifdef __cplusplus
+#define EMBER_PYROSCOPE_OPTIONS_INIT { sizeof(ember_pyroscope_options) }
+#else
+#define EMBER_PYROSCOPE_OPTIONS_INIT { .sz = sizeof(ember_pyroscope_options) }
+#endif
+
+/**
+ * Fills *out with a reporter that sends each window to a Grafana Pyroscope
+ * server (docs/CONFIG.md, "Pyroscope"). Every option is checked here: a bad
+ * URL, credentials, tenant, header or spool directory fails with
+ * EMBER_ERR_INVALID (or EMBER_ERR_IO) and a message naming it; the
+ * application name and tags are checked against the server's label rules
+ * when the agent is built.
+ *
+ * Uploads run on the reporter's own thread ("emberprof-up"), through a
+ * bounded queue, with retries, so a slow or absent server never blocks the
+ * agent or the application. At the final window (ember_running_stop) the
+ * reporter waits up to flush_timeout_ms for the queue to drain; what is
+ * left at shutdown goes to the spool directory, if there is one.
+ *
+ * libcurl: the first Pyroscope reporter loads libcurl.so.4 (dlopen; a
+ * program that has it loaded already shares it) and calls
+ * curl_global_init(CURL_GLOBAL_DEFAULT) once for the process; emberprof
+ * never calls curl_global_cleanup(), so an application's own use of
+ * libcurl is not disturbed. Without libcurl this fails with
+ * EMBER_ERR_UNSUPPORTED. Hand *out to ember_builder_add_reporter().
+ */
+EMBER_API int ember_reporter_pyroscope(ember_reporter *out, const ember_pyroscope_options *opts);
 
 #ifdef __cplusplus
 }

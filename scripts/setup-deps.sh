@@ -14,6 +14,7 @@ PKGS=(
   golang-go                             # `go tool pprof` checks every pprof we write
   google-perftools libgoogle-perftools-dev  # gperftools: the benchmark's peer
   clang libclang-rt-14-dev              # libFuzzer targets
+  libunwind-dev                         # tests only: the independent unwinder it_dwarf_libunwind compares with
 )
 
 missing=()

@@ -66,9 +66,9 @@ typedef struct ember__core {
 	_Atomic uint64_t samples, dropped_full, truncated, no_bounds, foreign, labels_truncated;
 	_Atomic uint64_t threads_seen, timer_failures, windows, report_failures;
 
-	/* DWARF unwind tables (modes auto and dwarf); agent thread only */
+	/* DWARF unwind tables (modes auto and dwarf): used by the agent
+	 * thread while running, kept across runs like the symbolizer */
 	ember__unwind_tables *utab;
-	ember__unwind_tables_stats utab_totals; /* finished runs */
 } ember__core;
 
 static int64_t now_ns(clockid_t clk)
@@ -154,6 +154,7 @@ EMBER_API void ember_agent_shutdown(ember_agent *a)
 		return;
 	ember__core *c = a->core;
 	ember__symbolizer_free(c->sym);
+	ember__unwind_tables_free(c->utab);
 	ember__agg_release(&c->cur);
 	ember__agg_release(&c->next);
 	ember__config_release(&c->cfg, 1);
@@ -175,6 +176,12 @@ static void read_thread_name(int32_t tid, char *buf, size_t len)
 			buf[strcspn(buf, "\n")] = '\0';
 		fclose(f);
 	}
+}
+
+/* The unwind tables if this run uses them (kept, unused, in mode fp). */
+static ember__unwind_tables *active_utab(const ember__core *c)
+{
+	return c->sig.unwind_mode != EMBER_UNWIND_MODE_FP ? c->utab : NULL;
 }
 
 /* Moves every published sample from the ring into the window aggregates. */
@@ -206,7 +213,7 @@ static void drain(ember__core *c)
 	if (need_refresh && ember__symbolizer_refresh(c->sym) != 0)
 		ember__log(&c->cfg, EMBER_LOG_DEBUG, "symbolizer refresh: %s", ember_last_error());
 	/* The same for the unwinder: tables for code mapped since. */
-	if (need_refresh && c->utab && ember__unwind_tables_refresh(c->utab) != 0)
+	if (need_refresh && active_utab(c) && ember__unwind_tables_refresh(c->utab) != 0)
 		ember__log(&c->cfg, EMBER_LOG_DEBUG, "unwind tables refresh: %s", ember_last_error());
 }
 
@@ -291,13 +298,33 @@ static void *agent_main(void *arg)
 	pthread_setname_np(pthread_self(), "emberprof");
 
 	/* DWARF tables before the first timer fires, so that the first
-	 * samples already have them; without them frames fall back to frame
-	 * pointers (auto) or end (dwarf). */
+	 * samples already have them, and while the thread calling start waits
+	 * (they open every mapped ELF file; see the symbolizer below). Kept
+	 * across restarts: a restart builds tables only for new modules. */
 	if (c->sig.unwind_mode != EMBER_UNWIND_MODE_FP) {
-		if (ember__unwind_tables_new(&c->utab, &c->sig.unwind_snap, &c->cfg) != 0 ||
-		    ember__unwind_tables_refresh(c->utab) != 0)
-			ember__log(&c->cfg, EMBER_LOG_WARN, "no DWARF unwind tables: %s", ember_last_error());
+		int urc = 0;
+		if (c->utab)
+			ember__unwind_tables_attach(c->utab, &c->sig.unwind_snap);
+		else
+			urc = ember__unwind_tables_new(&c->utab, &c->sig.unwind_snap, &c->cfg);
+		if (urc != 0 || ember__unwind_tables_refresh(c->utab) != 0)
+			ember__log(&c->cfg, EMBER_LOG_WARN,
+				   "no DWARF unwind tables, frame pointers only: %s", ember_last_error());
 	}
+	/* One symbolizer per agent, kept across restarts (its caches stay
+	 * warm). Made here, while the thread calling start waits for us: it
+	 * opens every mapped ELF file, and a single-threaded program that
+	 * closes and re-dups a low descriptor (a shell's redirection) must
+	 * not race with those opens while it runs. */
+	if (c->sym)
+		ember__symbolizer_refresh(c->sym);
+	else if (ember__symbolizer_new(&c->sym) != 0)
+		ember__log(&c->cfg, EMBER_LOG_WARN, "no symbolizer, profiles will hold addresses only: %s",
+			   ember_last_error());
+	if (c->sym)
+		ember__symbolizer_set_lines(c->sym, c->cfg.lines == EMBER_LINES_ALL    ? EMBER__LINES_ALL
+						    : c->cfg.lines == EMBER_LINES_NONE ? EMBER__LINES_NONE
+										       : EMBER__LINES_APP);
 	int rc = ember__threads_start(&c->threads, &c->sig, c->cfg.signo, c->period_ns,
 				      c->cfg.engine, (int32_t)gettid());
 	pthread_mutex_lock(&c->mu);
@@ -315,12 +342,6 @@ static void *agent_main(void *arg)
 		   (unsigned)c->threads.nrecs,
 		   ember__threads_hooked(&c->threads) ? "pthread_create hook" : "/proc scan",
 		   c->cfg.interval_ms);
-	/* One symbolizer per agent, kept across restarts (its caches stay warm). */
-	if (c->sym)
-		ember__symbolizer_refresh(c->sym);
-	else if (ember__symbolizer_new(&c->sym) != 0)
-		ember__log(&c->cfg, EMBER_LOG_WARN, "no symbolizer, profiles will hold addresses only: %s",
-			   ember_last_error());
 
 	int64_t interval = (int64_t)c->cfg.interval_ms * 1000000;
 	/* A new thread should be covered within a sampling period; with the
@@ -352,7 +373,7 @@ static void *agent_main(void *arg)
 		drain(c);
 		/* Libraries loaded or unloaded since the last look get or lose
 		 * their tables now, before a sample lands in them. */
-		if (c->utab && ember__unwind_tables_poll(c->utab) != 0)
+		if (active_utab(c) && ember__unwind_tables_poll(c->utab) != 0)
 			ember__log(&c->cfg, EMBER_LOG_DEBUG, "unwind tables refresh: %s", ember_last_error());
 		rt = now_ns(CLOCK_REALTIME);
 		while (rt >= c->win_end) {
@@ -380,32 +401,18 @@ static void add_sig_totals(ember__core *c)
 	atomic_fetch_add(&c->timer_failures, c->threads.timer_failures);
 }
 
-/* Adds the run's unwind-table counters to the totals and frees the tables. */
+/* Unpublishes the run's unwind tables; they are kept for the next run. */
 static void release_unwind_tables(ember__core *c)
 {
-	if (!c->utab)
-		return;
-	ember__unwind_tables_stats s;
-	ember__unwind_tables_get_stats(c->utab, &s);
-	ember__unwind_tables_stats *t = &c->utab_totals;
-	t->modules = s.modules;
-	t->bytes = s.bytes;
-	t->rows = s.rows;
-	t->built += s.built;
-	t->failed += s.failed;
-	t->retired += s.retired;
-	t->freed += s.freed;
-	t->snapshots += s.snapshots;
-	t->refreshes += s.refreshes;
-	t->bad_fdes += s.bad_fdes;
-	t->build_ns += s.build_ns;
-	ember__unwind_tables_free(c->utab);
-	c->utab = NULL;
+	if (c->utab)
+		ember__unwind_tables_detach(c->utab);
 }
 
 void ember__agent_unwind_stats(const ember_agent *a, ember__unwind_tables_stats *out)
 {
-	*out = a->core->utab_totals;
+	memset(out, 0, sizeof(*out));
+	if (a->core->utab)
+		ember__unwind_tables_get_stats(a->core->utab, out);
 }
 
 static uint32_t ring_slots(unsigned hz)

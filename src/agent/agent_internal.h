@@ -28,6 +28,7 @@ typedef struct ember__config {
 	int engine;
 	int signo;
 	int thread_labels;
+	int lines; /* ember_line_info */
 	ember__tag *tags;
 	size_t ntags;
 	ember_reporter *reporters;

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "agent/agent_internal.h"
+#include "report/pyroscope.h"
 #include "util/error.h"
 
 void ember__config_defaults(ember__config *c)
@@ -189,7 +190,7 @@ EMBER_API int ember_builder_set_max_depth(ember_builder *b, unsigned depth)
 
 EMBER_API int ember_builder_set_unwind(ember_builder *b, ember_unwind_mode mode)
 {
-	if (mode != EMBER_UNWIND_AUTO && mode != EMBER_UNWIND_FP)
+	if (mode != EMBER_UNWIND_AUTO && mode != EMBER_UNWIND_FP && mode != EMBER_UNWIND_DWARF)
 		return ember__error(EMBER_ERR_INVALID, "unknown unwind mode %d", (int)mode);
 	b->cfg.unwind = mode;
 	return 0;
@@ -247,6 +248,14 @@ EMBER_API int ember_builder_add_tag(ember_builder *b, const char *key, const cha
 	t[b->cfg.ntags].key = k;
 	t[b->cfg.ntags].value = v;
 	b->cfg.ntags++;
+	return 0;
+}
+
+EMBER_API int ember_builder_set_line_info(ember_builder *b, ember_line_info mode)
+{
+	if (mode < EMBER_LINES_APP || mode > EMBER_LINES_NONE)
+		return ember__error(EMBER_ERR_INVALID, "unknown line information mode %d", (int)mode);
+	b->cfg.lines = mode;
 	return 0;
 }
 
@@ -321,6 +330,17 @@ static int apply_tags(ember_builder *b, const char *name, const char *list)
 	return rc;
 }
 
+/*
+ * The Pyroscope reporter's variables: EMBERPROF_SERVER_URL and the other
+ * EMBERPROF_SERVER_*, and the names Pyroscope's own agents read
+ * (src/report/pyroscope_env.c). Applied last, so that the EMBERPROF_*
+ * settings above win over their PYROSCOPE_* equivalents.
+ */
+static int apply_server_env(ember_builder *b)
+{
+	return ember__pyroscope_apply_env(b);
+}
+
 EMBER_API int ember_builder_apply_env(ember_builder *b)
 {
 	const char *v;
@@ -355,8 +375,10 @@ EMBER_API int ember_builder_apply_env(ember_builder *b)
 			b->cfg.unwind = EMBER_UNWIND_AUTO;
 		else if (!strcmp(v, "fp"))
 			b->cfg.unwind = EMBER_UNWIND_FP;
+		else if (!strcmp(v, "dwarf"))
+			b->cfg.unwind = EMBER_UNWIND_DWARF;
 		else
-			return bad_env("EMBERPROF_UNWIND", v, "expected auto or fp");
+			return bad_env("EMBERPROF_UNWIND", v, "expected auto, fp or dwarf");
 	}
 	if ((v = getenv("EMBERPROF_ENGINE"))) {
 		if (!strcmp(v, "auto"))
@@ -372,6 +394,16 @@ EMBER_API int ember_builder_apply_env(ember_builder *b)
 		if (ember__parse_signal(v, &x) || ember_builder_set_signal(b, x))
 			return bad_env("EMBERPROF_SIGNAL", v,
 				       "expected a signal name or number such as SIGPROF or SIGRTMIN+4");
+	}
+	if ((v = getenv("EMBERPROF_LINES"))) {
+		if (!strcmp(v, "app"))
+			b->cfg.lines = EMBER_LINES_APP;
+		else if (!strcmp(v, "all"))
+			b->cfg.lines = EMBER_LINES_ALL;
+		else if (!strcmp(v, "none"))
+			b->cfg.lines = EMBER_LINES_NONE;
+		else
+			return bad_env("EMBERPROF_LINES", v, "expected app, all or none");
 	}
 	if ((v = getenv("EMBERPROF_THREAD_LABELS"))) {
 		if (ember__parse_bool(v, &x))
@@ -407,5 +439,5 @@ EMBER_API int ember_builder_apply_env(ember_builder *b)
 			return bad_env("EMBERPROF_OUTPUT_DIR", v, why);
 		}
 	}
-	return 0;
+	return apply_server_env(b);
 }

@@ -347,6 +347,7 @@ static void atfork_child(void)
 	if (t)
 		pthread_mutex_unlock(&t->mu);
 	ember__sigpath_forget();
+	ember__sigpath_forget_tid();
 }
 
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;

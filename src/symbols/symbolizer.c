@@ -76,6 +76,7 @@ struct ember__symbolizer {
 	ember__module_info *infos;  /* infos[i] is a copy of mods[i]->info */
 	size_t nmods;
 	uint32_t next_id;
+	int lines; /* EMBER__LINES_* */
 	cache_entry *cache;
 	size_t cache_cap, cache_count;
 };
@@ -319,6 +320,35 @@ static int finish_frame(sym_module *m, const ember__raw_frame *raw, ember__symbo
 	return 0;
 }
 
+/* System libraries live here; their debug info is usually a separate,
+ * compressed file of tens of MB (libc6-dbg), costly to load. */
+static int system_path(const char *path)
+{
+	static const char *const dirs[] = {"/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/",
+					   "/usr/libexec/"};
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(*dirs); i++)
+		if (!strncmp(path, dirs[i], strlen(dirs[i])))
+			return 1;
+	return path[0] == '['; /* [vdso] and friends */
+}
+
+static int wants_dwarf(const ember__symbolizer *s, const sym_module *m)
+{
+	switch (s->lines) {
+	case EMBER__LINES_ALL:
+		return 1;
+	case EMBER__LINES_NONE:
+		return 0;
+	default:
+		return !system_path(m->info.path);
+	}
+}
+
+void ember__symbolizer_set_lines(ember__symbolizer *s, int policy)
+{
+	s->lines = policy;
+}
+
 /* Resolves addr in module m into a new cache entry (not yet inserted). */
 static int resolve(ember__symbolizer *s, sym_module *m, uint64_t addr, cache_entry *e)
 {
@@ -336,20 +366,24 @@ static int resolve(ember__symbolizer *s, sym_module *m, uint64_t addr, cache_ent
 	const char *symname = ember__symindex_symbol_at(&m->ix, addr);
 	const char *file = NULL;
 	int line = 0;
-	Dwfl_Line *dl = dwfl_module_getsrc(m->dm, addr);
+	int dwarf = wants_dwarf(s, m);
+	Dwfl_Line *dl = dwarf ? dwfl_module_getsrc(m->dm, addr) : NULL;
 	if (dl)
 		file = dwfl_lineinfo(dl, NULL, &line, NULL, NULL, NULL);
 	if (!file)
 		line = 0;
 
-	if (!m->ix.funcs_built) {
+	if (!dwarf) {
+		n = 0; /* symbols only: no inline expansion without DWARF */
+	} else if (!m->ix.funcs_built) {
 		int err = ember__symindex_build_funcs(&m->ix, m->dm, m->info.start, m->info.limit);
 		if (err)
 			return err;
 		m->info.has_lines = m->ix.dw != NULL;
 		s->infos[m->index].has_lines = m->info.has_lines;
 	}
-	n = ember__symindex_inline_frames(&m->ix, addr, raw, EMBER_MAX_INLINE);
+	if (dwarf)
+		n = ember__symindex_inline_frames(&m->ix, addr, raw, EMBER_MAX_INLINE);
 	if (n > 0) {
 		raw[0].file = file;
 		raw[0].line = line;

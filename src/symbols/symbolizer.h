@@ -112,4 +112,19 @@ int ember__symbolizer_lookup(ember__symbolizer *s, uint64_t addr, ember__symbol_
  */
 size_t ember__symbolizer_modules(const ember__symbolizer *s, const ember__module_info **out);
 
+/* Which modules get file/line and inline frames from DWARF. */
+enum {
+	EMBER__LINES_APP = 0, /* the program and its own libraries, not system ones (default) */
+	EMBER__LINES_ALL = 1, /* every module with debug info */
+	EMBER__LINES_NONE = 2 /* none: function names only */
+};
+
+/*
+ * Sets the line-information policy. System libraries (under /lib, /usr/lib,
+ * ...) are excluded by default because their separate debug files
+ * (libc6-dbg and friends) cost ~100 ms of CPU and ~20 MB of memory to load
+ * in every profiled process, for lines inside libc few users read.
+ */
+void ember__symbolizer_set_lines(ember__symbolizer *s, int policy);
+
 #endif
