@@ -41,6 +41,7 @@ enum {
 	OPT_FOLLOW,
 	OPT_LOG_LEVEL,
 	OPT_UNWIND,
+	OPT_LINES,
 	OPT_ENGINE,
 	OPT_SIGNAL,
 	OPT_SERVER,
@@ -73,6 +74,7 @@ static const option_def option_defs[] = {
 	[OPT_FOLLOW] = { "follow-children", 'f', 0, "EMBERPROF_FOLLOW_CHILDREN" },
 	[OPT_LOG_LEVEL] = { "log-level", 0, 1, "EMBERPROF_LOG_LEVEL" },
 	[OPT_UNWIND] = { "unwind", 0, 1, "EMBERPROF_UNWIND" },
+	[OPT_LINES] = { "lines", 0, 1, "EMBERPROF_LINES" },
 	[OPT_ENGINE] = { "engine", 0, 1, "EMBERPROF_ENGINE" },
 	[OPT_SIGNAL] = { "signal", 0, 1, "EMBERPROF_SIGNAL" },
 	[OPT_SERVER] = { "server", 0, 1, "EMBERPROF_SERVER_URL" },
@@ -90,7 +92,7 @@ static const option_def option_defs[] = {
 /* Every variable emberprof reads; others with the prefix draw a warning. */
 static const char *const known_vars[] = {
 	"EMBERPROF_APP_NAME",	   "EMBERPROF_SAMPLE_RATE", "EMBERPROF_INTERVAL",
-	"EMBERPROF_MAX_DEPTH",	   "EMBERPROF_UNWIND",	     "EMBERPROF_ENGINE",
+	"EMBERPROF_MAX_DEPTH",	   "EMBERPROF_UNWIND",	     "EMBERPROF_LINES",	     "EMBERPROF_ENGINE",
 	"EMBERPROF_SIGNAL",	   "EMBERPROF_TAGS",	     "EMBERPROF_THREAD_LABELS",
 	"EMBERPROF_LOG_LEVEL",	   "EMBERPROF_OUTPUT_DIR",  "EMBERPROF_FOLLOW_CHILDREN",
 	"EMBERPROF_AUTOSTART",	   "EMBERPROF_LIB",
@@ -141,7 +143,10 @@ void ember__cli_run_usage(FILE *out)
 		"                           [EMBERPROF_FOLLOW_CHILDREN]\n"
 		"      --log-level LEVEL    off, error, warn, info or debug (warn)\n"
 		"                           [EMBERPROF_LOG_LEVEL]\n"
-		"      --unwind auto|fp     stack unwinding method (auto) [EMBERPROF_UNWIND]\n"
+		"      --unwind auto|fp|dwarf\n"
+		"                           stack unwinding method (auto) [EMBERPROF_UNWIND]\n"
+		"      --lines app|all|none file/line for the program's own code, every\n"
+		"                           module, or none (app) [EMBERPROF_LINES]\n"
 		"      --engine auto|timer|itimer\n"
 		"                           sampling timers (auto) [EMBERPROF_ENGINE]\n"
 		"      --signal SIG         sampling signal, e.g. SIGPROF, SIGRTMIN+4\n"

@@ -13,7 +13,7 @@
 
 #include <stddef.h>
 
-int ember__unwind_fp(const ember__regs *regs, const ember__stack_bounds *bounds,
+EMBER_STACK_READ int ember__unwind_fp(const ember__regs *regs, const ember__stack_bounds *bounds,
 		     uint64_t *pcs, int max, unsigned *flags)
 {
 	if (max <= 0)
