@@ -75,7 +75,7 @@ struct trampoline {
 	void *arg;
 };
 
-static void *trampoline_start(void *p)
+static void *ember_thread_start(void *p)
 {
 	struct trampoline tr = *(struct trampoline *)p;
 	free(p);
@@ -96,7 +96,7 @@ int ember__hooked_pthread_create(pthread_t *th, const pthread_attr_t *attr,
 		return real(th, attr, fn, arg);
 	tr->fn = fn;
 	tr->arg = arg;
-	int rc = real(th, attr, trampoline_start, tr);
+	int rc = real(th, attr, ember_thread_start, tr);
 	if (rc != 0)
 		free(tr);
 	return rc;

@@ -225,7 +225,11 @@ static int chain_then_bottom(const ember__profile *p, const ember__sample *s,
 		return 0;
 	if (main_thread)
 		return strcmp(names[n - 1], "main") == 0; /* main's callers are libc's start code */
-	/* thread: <start routine> <- start_thread <- clone3 */
+	/* thread: <start routine> <- start_thread <- clone3, with emberprof's
+	 * thread-start trampoline in between where the compiler did not turn
+	 * its call into a tail call (unoptimized and sanitizer builds). */
+	if (s->nlocs == n + 3 && fn_is(p, s->locs[n], "ember_thread_start"))
+		n++;
 	return s->nlocs == n + 2 && fn_is(p, s->locs[n], "start_thread");
 }
 

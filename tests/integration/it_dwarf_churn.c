@@ -111,6 +111,12 @@ int main(void)
 	uint64_t in_lib = 0, complete = 0;
 	static const char *const c_dl[] = {"dl_hot", "dl_mid", "dl_work", "churn", "start_thread"};
 	static const char *const c_dbg[] = {"dbg_hot", "dbg_mid", "dbg_work", "churn", "start_thread"};
+	/* The same with emberprof's thread-start trampoline, which stays on the
+	 * stack where its call is not a tail call (sanitizer builds). */
+	static const char *const c_dl_t[] = {"dl_hot", "dl_mid", "dl_work", "churn",
+					     "ember_thread_start", "start_thread"};
+	static const char *const c_dbg_t[] = {"dbg_hot", "dbg_mid", "dbg_work", "churn",
+					      "ember_thread_start", "start_thread"};
 	for (size_t i = 0; i < cap.n; i++) {
 		ember__profile *p = it_decode(&cap.w[i]);
 		for (uint32_t s = 0; s < p->nsamples; s++) {
@@ -119,7 +125,8 @@ int main(void)
 			if (strcmp(leaf, "dl_hot") && strcmp(leaf, "dbg_hot"))
 				continue;
 			in_lib += (uint64_t)smp->values[0];
-			if (it_stack_starts(p, smp, leaf[1] == 'l' ? c_dl : c_dbg, 5))
+			if (it_stack_starts(p, smp, leaf[1] == 'l' ? c_dl : c_dbg, 5) ||
+			    it_stack_starts(p, smp, leaf[1] == 'l' ? c_dl_t : c_dbg_t, 6))
 				complete += (uint64_t)smp->values[0];
 		}
 		ember__profile_free(p);
