@@ -196,7 +196,8 @@ static int sort_rows(ember__top *t)
 	}
 	for (uint32_t i = 0; i < t->nrows; i++)
 		tmp[i] = &t->rows[i];
-	qsort(tmp, t->nrows, sizeof(*tmp), cmp_rows);
+	if (t->nrows > 1)
+		qsort(tmp, t->nrows, sizeof(*tmp), cmp_rows);
 	for (uint32_t i = 0; i < t->nrows; i++)
 		t->order[i] = (uint32_t)(tmp[i] - t->rows);
 	t->nordered = t->nrows;

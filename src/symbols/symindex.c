@@ -95,7 +95,8 @@ int ember__symindex_build_syms(ember__symindex *ix, Dwfl_Module *dm, uint64_t st
 			continue;
 		v[n++] = (ember__sym_entry){addr, sym.st_size, name, sym_rank(&sym)};
 	}
-	qsort(v, n, sizeof(*v), cmp_sym);
+	if (n > 1)
+		qsort(v, n, sizeof(*v), cmp_sym);
 	size_t k = 0; /* keep the preferred symbol of each address */
 	for (size_t i = 0; i < n; i++) {
 		if (k == 0 || v[k - 1].addr != v[i].addr)
@@ -263,7 +264,8 @@ int ember__symindex_build_funcs(ember__symindex *ix, Dwfl_Module *dm, uint64_t s
 			return err;
 		}
 	}
-	qsort(fv.v, fv.n, sizeof(*fv.v), cmp_func);
+	if (fv.n > 1) /* qsort(NULL, 0) is undefined: a module may have no functions */
+		qsort(fv.v, fv.n, sizeof(*fv.v), cmp_func);
 	ix->funcs = fv.v;
 	ix->nfuncs = fv.n;
 	return 0;
