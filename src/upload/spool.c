@@ -297,7 +297,7 @@ int ember__spool_put(ember__spool *s, const ember__upload_item *it, const char *
 
 	char name[NAME_LEN], tmp[64];
 	long long start = it->start_ns < 0 ? 0 : (long long)it->start_ns;
-	snprintf(name, sizeof(name), "%020lld-%010u-%ld-%u" EMBER_SPOOL_SUFFIX, start, it->seq,
+	snprintf(name, sizeof(name), "%020lld-%010u-%ld-%010u" EMBER_SPOOL_SUFFIX, start, it->seq,
 		 (long)getpid(), s->counter);
 	snprintf(tmp, sizeof(tmp), TMP_PREFIX "%ld-%u", (long)getpid(), s->counter);
 	s->counter++;

@@ -3,8 +3,9 @@
  * windows kept on disk, one file per window, so that they reach the
  * server after it, or the application, restarts.
  *
- * Layout. Files are named "<start_ns, 20 digits>-<seq>-<pid>-<n>.ems", so
- * sorting the names sorts the windows by time, across runs. Each file
+ * Layout. Files are named "<start_ns>-<seq>-<pid>-<n>.ems" with start_ns
+ * in 20 digits and seq and n (a per-process counter) in 10, so sorting the
+ * names sorts the windows by time, across runs. Each file
  * holds a small header (magic, version, kind, seq, start, end, sizes,
  * CRC-32 of the payload), the item's meta string and its body. A file is
  * written under a hidden temporary name (mode 0600), fsync'd, and renamed

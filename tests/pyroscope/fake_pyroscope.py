@@ -31,7 +31,10 @@ Control port (127.0.0.1 only), plain GETs answered with text:
   /show?n=K     "key<TAB>value" lines about accepted profile K
   /quit         exit
 Both ports go to --port-file as "<data> <control>". The server exits by
-itself after --lifetime seconds.
+itself after --lifetime seconds. --self-test runs the server's own checks
+against itself (the duplicate/empty/missing __name__ rules, the label
+limit, content type, auth, /ingest names, malformed profiles) and exits 1
+if any is not enforced.
 """
 import argparse
 import base64
@@ -400,7 +403,7 @@ class DataHandler(BaseHTTPRequestHandler):
         with STATE.lock:
             n = len(STATE.accepted)
             rec["n"] = n
-            base = os.path.join(STATE.args.dir, "%06d" % n)
+            base = os.path.join(STATE.args.out, "%06d" % n)
             with open(base + ".pb.tmp", "wb") as f:
                 f.write(pprof)
             os.rename(base + ".pb.tmp", base + ".pb")
@@ -540,18 +543,95 @@ class ControlHandler(BaseHTTPRequestHandler):
             self.text("unknown control %s\n" % p, 404)
 
 
-def main():
+# ---- self-test: the server's own checks, against itself ----
+
+def _varint(n):
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        out.append(b | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def _field(num, payload):
+    return _varint(num << 3 | 2) + _varint(len(payload)) + payload
+
+
+def _pprof():
+    strings = [b"", b"cpu", b"nanoseconds"]
+    st = _varint(1 << 3) + _varint(1) + _varint(2 << 3) + _varint(2)
+    sample = _varint(2 << 3) + _varint(10000000)  # value 10 ms (unpacked), no locations
+    body = _field(1, st) + _field(2, sample) + b"".join(_field(6, s) for s in strings)
+    return gzip.compress(body)
+
+
+def _push(labels, sid="0d7c1c1e-0b6e-4e7a-9b1a-3c5d7e9f1a2b"):
+    lp = b"".join(_field(1, _field(1, k.encode()) + _field(2, v.encode())) for k, v in labels)
+    sample = _field(1, _pprof()) + _field(2, sid.encode())
+    return _field(1, lp + _field(2, sample))
+
+
+def self_test(args):
+    import urllib.request
+    import urllib.error
+    port_file = os.path.join(args.dir, "ports")
+    args.port_file = port_file
+    threading.Thread(target=serve, args=(args,), daemon=True).start()
+    for _ in range(100):
+        if os.path.exists(port_file):
+            break
+        time.sleep(0.05)
+    with open(port_file) as f:
+        port, ctl = map(int, f.read().split())
+
+    def post(path, body, ctype="application/proto", headers=None):
+        h = {"Content-Type": ctype}
+        h.update(headers or {})
+        req = urllib.request.Request("http://127.0.0.1:%d%s" % (port, path), data=body, headers=h)
+        try:
+            with urllib.request.urlopen(req, timeout=10) as r:
+                return r.status, r.read()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read()
+
+    push = "/push.v1.PusherService/Push"
+    auth = {"Authorization": "Bearer st"}
+    good = [("__name__", "process_cpu"), ("service_name", "selftest")]
+    cases = [
+        ("good push", post(push, _push(good), headers=auth), 200, None),
+        ("duplicate label", post(push, _push(good + [("service_name", "x")]), headers=auth), 400,
+         "invalid_argument"),
+        ("empty __name__", post(push, _push([("__name__", ""), ("service_name", "a")]), headers=auth),
+         400, "invalid_argument"),
+        ("no __name__", post(push, _push([("service_name", "a")]), headers=auth), 400, "invalid_argument"),
+        ("31 labels", post(push, _push(good + [("k%d" % i, "v") for i in range(29)]), headers=auth),
+         400, "invalid_argument"),
+        ("wrong content type", post(push, _push(good), "application/json", auth), 415, None),
+        ("no auth", post(push, _push(good)), 401, "unauthenticated"),
+        ("ingest", post("/ingest?name=app.x&from=1&until=2&format=pprof", _pprof(),
+                        "binary/octet-stream", auth), 200, None),
+        ("ingest bad name", post("/ingest?name=a%20b&format=pprof", _pprof(), "binary/octet-stream",
+                                 auth), 400, "invalid_argument"),
+        ("not a profile", post("/ingest?name=app&format=pprof", b"\x08\x01", "binary/octet-stream",
+                               auth), 400, "sample_type"),
+    ]
+    failed = 0
+    for name, (status, body), want, code in cases:
+        ok = status == want and (code is None or code.encode() in body)
+        failed += not ok
+        print("%s %-20s %d %s" % ("ok  " if ok else "FAIL", name, status, body[:80]))
+    accepted = len([f for f in os.listdir(args.out) if f.endswith(".pb")])
+    if accepted != 2:
+        failed += 1
+        print("FAIL stored %d profiles, expected 2" % accepted)
+    return 1 if failed else 0
+
+
+def serve(args):
     global STATE
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--dir", required=True)
-    ap.add_argument("--port-file", required=True)
-    ap.add_argument("--port", type=int, default=0)
-    ap.add_argument("--lifetime", type=float, default=300)
-    ap.add_argument("--expect-bearer")
-    ap.add_argument("--expect-basic")
-    ap.add_argument("--expect-tenant")
-    args = ap.parse_args()
-    os.makedirs(args.dir, exist_ok=True)
+    os.makedirs(args.out, exist_ok=True)
     STATE = State(args)
     STATE.data = DataServer(args.port)
     STATE.data.up()
@@ -563,6 +643,35 @@ def main():
     os.rename(tmp, args.port_file)
     threading.Thread(target=lambda: (time.sleep(args.lifetime), os._exit(0)), daemon=True).start()
     ctl.serve_forever()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dir", required=True)
+    ap.add_argument("--port-file")
+    ap.add_argument("--self-test", action="store_true",
+                    help="check the server's own validation against itself, then exit")
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--lifetime", type=float, default=300)
+    ap.add_argument("--expect-bearer")
+    ap.add_argument("--expect-basic")
+    ap.add_argument("--expect-tenant")
+    args = ap.parse_args()
+    args.out = args.dir
+    if args.self_test:
+        import shutil
+        import tempfile
+        os.makedirs(args.dir, exist_ok=True)
+        scratch = tempfile.mkdtemp(dir=args.dir)
+        args.dir = scratch
+        args.out = os.path.join(scratch, "received")
+        args.expect_bearer = "st"
+        rc = self_test(args)
+        shutil.rmtree(scratch, ignore_errors=True)
+        return rc
+    if not args.port_file:
+        ap.error("--port-file is required")
+    serve(args)
 
 
 if __name__ == "__main__":
