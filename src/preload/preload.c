@@ -184,7 +184,11 @@ __attribute__((constructor)) static void preload_init(void)
 
 	if (env_flag(EMBER_ENV_AUTOSTART, &autostart) < 0)
 		goto out;
-	if (!(dir && *dir) && !autostart)
+	/* A server to send to is a request to profile too. */
+	const char *server = getenv("EMBERPROF_SERVER_URL");
+	if (!server || !*server)
+		server = getenv("PYROSCOPE_SERVER_ADDRESS");
+	if (!(dir && *dir) && !autostart && !(server && *server))
 		goto out; /* preloaded but not asked to profile: stay out of the way */
 
 	int follow_ok = env_flag(EMBER_ENV_FOLLOW_CHILDREN, &follow) == 0;
