@@ -5,7 +5,8 @@
  *
  *     ember_bench_abrun --lib LIBEMBERPROF --count COUNT_TOOL
  *                       [--gperf LIBPROFILER] [--rounds N] [--rates R,R...]
- *                       [--hide-debug DIR] [--tsv FILE] -- CMD [ARGS...]
+ *                       [--hide-debug DIR] [--engines E,E...] [--tsv FILE]
+ *                       -- CMD [ARGS...]
  *
  * Configurations: "base" (unprofiled, the reference of each round),
  * "control" (unprofiled again: its ratio to base is the noise floor),
@@ -13,6 +14,9 @@
  * EMBERPROF_OUTPUT_DIR=<temp dir>) and "gperf@R" (LD_PRELOAD=LIBPROFILER
  * CPUPROFILE=<temp dir>/gperf.prof CPUPROFILE_FREQUENCY=R; the default
  * process-wide ITIMER_PROF, which covers every thread) for each rate.
+ * With --engines (e.g. timer,perf) emberprof runs once per engine and rate,
+ * as "ember-E@R" with EMBERPROF_ENGINE=E, instead of once as "ember@R"
+ * with the default engine (bench/engines.sh).
  * With --hide-debug DIR (e.g. /usr/lib/debug; needs root) one more
  * configuration, "ember-nd@R" for the first rate, runs emberprof with DIR
  * hidden under an empty directory in a private mount namespace, so that
@@ -67,6 +71,7 @@ typedef struct config {
 	enum kind kind;
 	unsigned rate;
 	int hide_debug; /* run with --hide-debug's directory hidden */
+	char engine[16]; /* EMBERPROF_ENGINE for this run, "" for the default */
 } config;
 
 typedef struct run_result {
@@ -81,6 +86,8 @@ typedef struct options {
 	int rounds;
 	unsigned rates[MAX_RATES];
 	int nrates;
+	char engines[4][16];
+	int nengines;
 	char **cmd;
 } options;
 
@@ -124,6 +131,7 @@ static void child_exec(const options *o, const config *c, const char *dir)
 	unsetenv("EMBERPROF_OUTPUT_DIR");
 	unsetenv("EMBERPROF_SAMPLE_RATE");
 	unsetenv("EMBERPROF_AUTOSTART");
+	unsetenv("EMBERPROF_ENGINE");
 	if (c->hide_debug) {
 		snprintf(path, sizeof(path), "%s/empty", dir);
 		if (hide_dir(o->hide, path) != 0) {
@@ -136,6 +144,8 @@ static void child_exec(const options *o, const config *c, const char *dir)
 		setenv("LD_PRELOAD", o->lib, 1);
 		setenv("EMBERPROF_OUTPUT_DIR", dir, 1);
 		setenv("EMBERPROF_SAMPLE_RATE", rate, 1);
+		if (c->engine[0])
+			setenv("EMBERPROF_ENGINE", c->engine, 1);
 	} else if (c->kind == KIND_GPERF) {
 		snprintf(path, sizeof(path), "%s/gperf.prof", dir);
 		setenv("LD_PRELOAD", o->gperf, 1);
@@ -361,7 +371,7 @@ static void summarize(const config *cfg, int ncfg, run_result res[][MAX_CONFIGS]
 	printf("\nSummary over %d rounds (median [min..max] of the per-round values; ratios are "
 	       "to the round's unprofiled 'base' run)\n",
 	       rounds);
-	printf("%-13s %-23s %-23s %-23s %-23s %-23s %-23s %s\n", "config", "CPU ratio",
+	printf("%-17s %-23s %-23s %-23s %-23s %-23s %-23s %s\n", "config", "CPU ratio",
 	       "added CPU ms", "wall ratio", "delivered/expected", "weighted/CPU", "max RSS MiB",
 	       "added RSS MiB");
 	for (int c = 0; c < ncfg; c++) {
@@ -382,7 +392,7 @@ static void summarize(const config *cfg, int ncfg, run_result res[][MAX_CONFIGS]
 			if (cfg[c].kind == KIND_EMBER && x->weighted_ns >= 0)
 				wt[nwt++] = (double)x->weighted_ns * 1e-9 / x->cpu_s;
 		}
-		printf("%-13s", cfg[c].name);
+		printf("%-17s", cfg[c].name);
 		print_spread("%.3f", stats(cpu, ncpu));
 		print_spread("%.0f", stats(dcpu, ncpu));
 		print_spread("%.3f", stats(wall, ncpu));
@@ -407,7 +417,8 @@ static void summarize(const config *cfg, int ncfg, run_result res[][MAX_CONFIGS]
 static void usage(void)
 {
 	fprintf(stderr, "usage: ember_bench_abrun --lib LIBEMBERPROF --count COUNT_TOOL "
-			"[--gperf LIBPROFILER] [--rounds N] [--rates R,R...] [--hide-debug DIR] [--tsv FILE] "
+			"[--gperf LIBPROFILER] [--rounds N] [--rates R,R...] [--hide-debug DIR] "
+			"[--engines E,E...] [--tsv FILE] "
 			"-- CMD [ARGS...]\n");
 	exit(2);
 }
@@ -473,6 +484,15 @@ static void parse_args(options *o, int argc, char **argv)
 		}
 		else if (!strcmp(a, "--rates"))
 			parse_rates(o, argv[++i]);
+		else if (!strcmp(a, "--engines")) {
+			char *copy = strdup(argv[++i]), *save = NULL;
+			for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+				if (o->nengines == 4 || strlen(t) >= sizeof(o->engines[0]))
+					die("bad --engines %s (at most 4 names)", argv[i]);
+				snprintf(o->engines[o->nengines++], sizeof(o->engines[0]), "%s", t);
+			}
+			free(copy);
+		}
 		else
 			usage();
 	}
@@ -501,20 +521,28 @@ int main(int argc, char **argv)
 
 	config cfg[MAX_CONFIGS];
 	int ncfg = 0;
-	cfg[ncfg++] = (config){"base", KIND_NONE, 0, 0};
-	cfg[ncfg++] = (config){"control", KIND_NONE, 0, 0};
+	cfg[ncfg++] = (config){"base", KIND_NONE, 0, 0, ""};
+	cfg[ncfg++] = (config){"control", KIND_NONE, 0, 0, ""};
 	for (int k = 0; k < o.nrates; k++) {
-		cfg[ncfg] = (config){"", KIND_EMBER, o.rates[k], 0};
-		snprintf(cfg[ncfg].name, sizeof(cfg[ncfg].name), "ember@%u", o.rates[k]);
-		ncfg++;
+		for (int e = 0; e < (o.nengines ? o.nengines : 1) && ncfg < MAX_CONFIGS - 2; e++) {
+			cfg[ncfg] = (config){"", KIND_EMBER, o.rates[k], 0, ""};
+			if (o.nengines) {
+				snprintf(cfg[ncfg].engine, sizeof(cfg[ncfg].engine), "%s", o.engines[e]);
+				snprintf(cfg[ncfg].name, sizeof(cfg[ncfg].name), "ember-%s@%u", o.engines[e],
+					 o.rates[k]);
+			} else {
+				snprintf(cfg[ncfg].name, sizeof(cfg[ncfg].name), "ember@%u", o.rates[k]);
+			}
+			ncfg++;
+		}
 		if (o.gperf) {
-			cfg[ncfg] = (config){"", KIND_GPERF, o.rates[k], 0};
+			cfg[ncfg] = (config){"", KIND_GPERF, o.rates[k], 0, ""};
 			snprintf(cfg[ncfg].name, sizeof(cfg[ncfg].name), "gperf@%u", o.rates[k]);
 			ncfg++;
 		}
 	}
 	if (o.hide) {
-		cfg[ncfg] = (config){"", KIND_EMBER, o.rates[0], 1};
+		cfg[ncfg] = (config){"", KIND_EMBER, o.rates[0], 1, ""};
 		snprintf(cfg[ncfg].name, sizeof(cfg[ncfg].name), "ember-nd@%u", o.rates[0]);
 		ncfg++;
 	}
@@ -534,7 +562,7 @@ int main(int argc, char **argv)
 			int c = (r + k) % ncfg;
 			run_result *x = &res[r][c];
 			run_one(&o, &cfg[c], x, expect, sizeof(expect));
-			printf("round %d/%d %-13s cpu %7.3f s  wall %7.3f s  maxrss %6ld KiB", r + 1,
+			printf("round %d/%d %-17s cpu %7.3f s  wall %7.3f s  maxrss %6ld KiB", r + 1,
 			       o.rounds, cfg[c].name, x->cpu_s, x->wall_s, x->maxrss_kib);
 			if (x->signals >= 0)
 				printf("  signals %6lld (%.2fx of cpu*rate)", x->signals,

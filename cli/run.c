@@ -22,6 +22,7 @@
 #include "agent/agent_internal.h"
 #include "cli.h"
 #include "emberprof.h"
+#include "encode/pprof.h"
 #include "preload/preload_env.h"
 #include "util/error.h"
 
@@ -43,6 +44,7 @@ enum {
 	OPT_UNWIND,
 	OPT_LINES,
 	OPT_ENGINE,
+	OPT_WALL,
 	OPT_SIGNAL,
 	OPT_SERVER,
 	OPT_TENANT,
@@ -59,7 +61,7 @@ enum {
 typedef struct option_def {
 	const char *name;  /* long name without "--" */
 	char short_name;   /* 0 if none */
-	int has_value;
+	int has_value;     /* 0 no, 1 yes, 2 optional (--opt=V, or --opt V when V parses) */
 	const char *env;   /* the variable it sets, NULL for CLI-only options */
 } option_def;
 
@@ -76,6 +78,7 @@ static const option_def option_defs[] = {
 	[OPT_UNWIND] = { "unwind", 0, 1, "EMBERPROF_UNWIND" },
 	[OPT_LINES] = { "lines", 0, 1, "EMBERPROF_LINES" },
 	[OPT_ENGINE] = { "engine", 0, 1, "EMBERPROF_ENGINE" },
+	[OPT_WALL] = { "wall", 0, 2, "EMBERPROF_WALL" },
 	[OPT_SIGNAL] = { "signal", 0, 1, "EMBERPROF_SIGNAL" },
 	[OPT_SERVER] = { "server", 0, 1, "EMBERPROF_SERVER_URL" },
 	[OPT_TENANT] = { "tenant", 0, 1, "EMBERPROF_SERVER_TENANT_ID" },
@@ -93,6 +96,7 @@ static const option_def option_defs[] = {
 static const char *const known_vars[] = {
 	"EMBERPROF_APP_NAME",	   "EMBERPROF_SAMPLE_RATE", "EMBERPROF_INTERVAL",
 	"EMBERPROF_MAX_DEPTH",	   "EMBERPROF_UNWIND",	     "EMBERPROF_LINES",	     "EMBERPROF_ENGINE",
+	"EMBERPROF_WALL",	   "EMBERPROF_ENGINE_PERF_DISABLE",
 	"EMBERPROF_SIGNAL",	   "EMBERPROF_TAGS",	     "EMBERPROF_THREAD_LABELS",
 	"EMBERPROF_LOG_LEVEL",	   "EMBERPROF_OUTPUT_DIR",  "EMBERPROF_FOLLOW_CHILDREN",
 	"EMBERPROF_AUTOSTART",	   "EMBERPROF_LIB",
@@ -147,8 +151,11 @@ void ember__cli_run_usage(FILE *out)
 		"                           stack unwinding method (auto) [EMBERPROF_UNWIND]\n"
 		"      --lines app|all|none file/line for the program's own code, every\n"
 		"                           module, or none (app) [EMBERPROF_LINES]\n"
-		"      --engine auto|timer|itimer\n"
-		"                           sampling timers (auto) [EMBERPROF_ENGINE]\n"
+		"      --engine auto|perf|timer|itimer\n"
+		"                           CPU sampling engine: perf_events where permitted,\n"
+		"                           else per-thread CPU timers (auto) [EMBERPROF_ENGINE]\n"
+		"      --wall[=INTERVAL]    also profile wall-clock time, every INTERVAL (50ms);\n"
+		"                           one more profile per window [EMBERPROF_WALL]\n"
 		"      --signal SIG         sampling signal, e.g. SIGPROF, SIGRTMIN+4\n"
 		"                           [EMBERPROF_SIGNAL]\n"
 		"      --server URL         also send each window to this Grafana Pyroscope\n"
@@ -276,6 +283,9 @@ static int apply_option(run_opts *o, int id, const char *value)
 	case OPT_FOLLOW:
 		o->value[id] = "1";
 		return 0;
+	case OPT_WALL:
+		o->value[id] = value ? value : "on";
+		return 0;
 	case OPT_OUTPUT:
 	case OPT_APP:
 		if (!*value) {
@@ -313,7 +323,11 @@ static int parse_args(int argc, char **argv, run_opts *o)
 			return EMBER_EXIT_USAGE;
 		}
 		const option_def *d = &option_defs[id];
-		if (d->has_value && !value) {
+		unsigned wall_ms;
+		if (d->has_value == 2 && !value && i + 1 < argc &&
+		    ember__parse_wall(argv[i + 1], &wall_ms) == 0)
+			value = argv[++i]; /* --wall 20ms */
+		if (d->has_value == 1 && !value) {
 			if (i + 1 >= argc || !strcmp(argv[i + 1], "--")) {
 				ember__cli_error("run: option --%s needs a value", d->name);
 				return EMBER_EXIT_USAGE;
@@ -501,6 +515,47 @@ static int export_ld_preload(const char *lib)
 
 /* ---- after the run ---- */
 
+/* Whether a profile file is a wall-clock one (its second value is wall). */
+static int is_wall_profile(const char *path)
+{
+	ember__profile *p = NULL;
+	if (ember__pprof_read_file(path, &p) < 0)
+		return 0; /* the table reports the error */
+	int wall = p->nvalues >= 2 && p->sample_type[1].type && !strcmp(p->sample_type[1].type, "wall");
+	ember__profile_free(p);
+	return wall;
+}
+
+/* Prints the CPU table and, if the run wrote wall-clock profiles, theirs. */
+static void print_tables(const run_opts *o, char **paths, size_t n)
+{
+	char **wall = calloc(n ? n : 1, sizeof(*wall));
+	char **cpu = calloc(n ? n : 1, sizeof(*cpu));
+	size_t nw = 0, nc = 0;
+	if (!wall || !cpu) {
+		ember__cli_error("out of memory");
+		free(wall);
+		free(cpu);
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (is_wall_profile(paths[i]))
+			wall[nw++] = paths[i];
+		else
+			cpu[nc++] = paths[i];
+	}
+	fputc('\n', stderr);
+	if (nc && ember__cli_print_top(cpu, nc, "cpu", o->top, stderr, 1, NULL) < 0)
+		ember__cli_error("%s", ember_last_error());
+	if (nw) {
+		fprintf(stderr, "\nwall-clock time:\n");
+		if (ember__cli_print_top(wall, nw, "wall", o->top, stderr, 1, NULL) < 0)
+			ember__cli_error("%s", ember_last_error());
+	}
+	free(wall);
+	free(cpu);
+}
+
 /* Prints where the profiles went and the table of those this run wrote. */
 static void summarize(const run_opts *o, const char *dir, const ember__cli_names *before,
 		      int killed_by)
@@ -530,11 +585,8 @@ static void summarize(const run_opts *o, const char *dir, const ember__cli_names
 	} else {
 		fprintf(stderr, "emberprof: %zu profile%s written to %s\n", n, n == 1 ? "" : "s",
 			dir);
-		if (!o->quiet) {
-			fputc('\n', stderr);
-			if (ember__cli_print_top(paths, n, "cpu", o->top, stderr, 1, NULL) < 0)
-				ember__cli_error("%s", ember_last_error());
-		}
+		if (!o->quiet)
+			print_tables(o, paths, n);
 	}
 	for (size_t i = 0; i < n; i++)
 		free(paths[i]);

@@ -99,11 +99,22 @@ typedef enum ember_unwind_mode {
 	EMBER_UNWIND_DWARF = 2  /**< DWARF tables only: code without call-frame information ends the stack */
 } ember_unwind_mode;
 
-/** Sampling engines. */
+/**
+ * CPU sampling engines. CPU-time timers fire at most once per kernel tick
+ * (CONFIG_HZ, often 250 Hz): at higher rates they deliver fewer samples,
+ * each weighted by the periods it stands for. perf_events task-clock
+ * events reach any rate but need the kernel's permission
+ * (perf_event_paranoid, seccomp) and one file descriptor per thread.
+ */
 typedef enum ember_engine {
-	EMBER_ENGINE_AUTO = 0,          /**< per-thread CPU timers, else process timer */
+	EMBER_ENGINE_AUTO = 0,          /**< perf events when the rate exceeds what timers
+					     deliver (a period under two kernel ticks) and the
+					     kernel permits them, else per-thread CPU timers,
+					     else the process timer (docs/CONFIG.md) */
 	EMBER_ENGINE_THREAD_TIMER = 1,  /**< timer_create on each thread's CPU clock */
-	EMBER_ENGINE_PROCESS_TIMER = 2  /**< setitimer(ITIMER_PROF), process-wide */
+	EMBER_ENGINE_PROCESS_TIMER = 2, /**< setitimer(ITIMER_PROF), process-wide */
+	EMBER_ENGINE_PERF = 3           /**< a perf_events task-clock event per thread;
+					     start fails if the kernel refuses it */
 } ember_engine;
 
 /** Which modules get source file/line and inline frames (from DWARF). */
@@ -126,7 +137,8 @@ typedef struct ember_running ember_running;
  */
 typedef struct ember_report {
 	const char *app_name;      /**< the builder's application name */
-	const char *profile_type;  /**< "cpu" */
+	const char *profile_type;  /**< "cpu", or "wall" for the wall-clock profile
+				        of the same window (see ember_builder_set_wall) */
 	int64_t start_ns;          /**< window start, ns since the Unix epoch */
 	int64_t end_ns;            /**< window end, ns since the Unix epoch */
 	uint64_t samples;          /**< samples in the window */
@@ -203,6 +215,11 @@ typedef struct ember_stats {
 	uint64_t uploads_spooled;     /**< windows written to the spool directory */
 	uint64_t uploads_dropped;     /**< windows lost: queue full without spool, spool full, unreadable */
 	uint64_t bytes_sent;          /**< request body bytes of accepted uploads */
+	/* Engines. */
+	uint64_t perf_events;         /**< threads given a perf_events task-clock event */
+	uint64_t wall_samples;        /**< wall-clock samples recorded */
+	uint64_t wall_signals;        /**< wall-clock signals sent */
+	uint64_t wall_max_per_tick;   /**< most threads signalled in one wall-clock tick */
 } ember_stats;
 
 /* ---- version and errors ---- */
@@ -270,6 +287,21 @@ EMBER_API int ember_builder_set_engine(ember_builder *b, ember_engine engine);
  */
 EMBER_API int ember_builder_set_signal(ember_builder *b, int signo);
 
+/**
+ * Wall-clock profiling: every `interval_ms` (1..60000; 0 turns it off, the
+ * default) each thread is sampled whatever it is doing - running, blocked
+ * in a system call, waiting on a lock - by a signal from emberprof's own
+ * timer thread, at most 8 threads per tick (a pass over many threads then
+ * takes longer than the interval; each sample is weighted by the wall time
+ * since its thread's previous one). Samples carry a thread_state label,
+ * "running" or "sleeping" (interrupted in a system call). Each window is
+ * then also reported as a second profile, profile_type "wall", with values
+ * samples/count and wall/nanoseconds. It runs next to the CPU engine.
+ * A thread blocked in poll(), epoll_wait(), select() or another call the
+ * kernel never restarts sees it return EINTR early when sampled.
+ */
+EMBER_API int ember_builder_set_wall(ember_builder *b, unsigned interval_ms);
+
 /** Line information policy. Default EMBER_LINES_APP. */
 EMBER_API int ember_builder_set_line_info(ember_builder *b, ember_line_info mode);
 
@@ -291,7 +323,7 @@ EMBER_API int ember_builder_set_log(ember_builder *b, ember_log_fn fn, void *use
  * Applies the EMBERPROF_* environment variables (see docs/CONFIG.md):
  * EMBERPROF_APP_NAME, EMBERPROF_SAMPLE_RATE, EMBERPROF_INTERVAL,
  * EMBERPROF_MAX_DEPTH, EMBERPROF_UNWIND, EMBERPROF_TAGS,
- * EMBERPROF_THREAD_LABELS, EMBERPROF_ENGINE, EMBERPROF_SIGNAL, EMBERPROF_LINES,
+ * EMBERPROF_THREAD_LABELS, EMBERPROF_ENGINE, EMBERPROF_WALL, EMBERPROF_SIGNAL, EMBERPROF_LINES,
  * EMBERPROF_LOG_LEVEL, EMBERPROF_OUTPUT_DIR (adds a local reporter),
  * EMBERPROF_SERVER_URL and the other EMBERPROF_SERVER_* variables (add a
  * Pyroscope reporter), and the names Pyroscope's own agents read

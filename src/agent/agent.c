@@ -12,7 +12,9 @@
  *  - the agent thread ("emberprof"): drains the sample ring every 50 ms,
  *    scans for threads, and at each window boundary symbolizes, encodes
  *    and calls the reporters. It blocks every signal, so sampling signals
- *    never interrupt it.
+ *    never interrupt it;
+ *  - with wall-clock profiling on, the timer thread "emberprof-wall"
+ *    (engine_wall.c), which only sends signals.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -25,10 +27,12 @@
 
 #include "agent/agent_internal.h"
 #include "agent/aggregate.h"
+#include "agent/engine_wall.h"
 #include "agent/threads.h"
 #include "agent/unwind_tables.h"
 #include "agent/window.h"
 #include "encode/pprof.h"
+#include "sample/labels.h"
 #include "symbols/symbolizer.h"
 #include "util/error.h"
 
@@ -46,6 +50,7 @@ typedef struct ember__core {
 	ember__sigstate sig;
 	struct sigaction old_action;
 	ember__threads threads;
+	ember__wall wall;
 	int64_t period_ns;
 
 	pthread_t thread;
@@ -58,6 +63,7 @@ typedef struct ember__core {
 
 	ember__symbolizer *sym;
 	ember__agg cur, next;
+	ember__agg wcur, wnext; /* wall-clock samples of the same windows */
 	int64_t win_start, win_end;
 	uint32_t seq;
 	int64_t last_scan;
@@ -65,6 +71,7 @@ typedef struct ember__core {
 	/* totals over all runs (the sig counters restart with each start) */
 	_Atomic uint64_t samples, dropped_full, truncated, no_bounds, foreign, labels_truncated;
 	_Atomic uint64_t threads_seen, timer_failures, windows, report_failures;
+	_Atomic uint64_t perf_events, wall_samples, wall_signals, wall_max_per_tick;
 
 	/* DWARF unwind tables (modes auto and dwarf): used by the agent
 	 * thread while running, kept across runs like the symbolizer */
@@ -157,6 +164,8 @@ EMBER_API void ember_agent_shutdown(ember_agent *a)
 	ember__unwind_tables_free(c->utab);
 	ember__agg_release(&c->cur);
 	ember__agg_release(&c->next);
+	ember__agg_release(&c->wcur);
+	ember__agg_release(&c->wnext);
 	ember__config_release(&c->cfg, 1);
 	pthread_mutex_destroy(&c->mu);
 	pthread_cond_destroy(&c->cv);
@@ -184,16 +193,49 @@ static ember__unwind_tables *active_utab(const ember__core *c)
 	return c->sig.unwind_mode != EMBER_UNWIND_MODE_FP ? c->utab : NULL;
 }
 
+/*
+ * A wall-clock sample's labels: the thread's own, then thread_state
+ * (running or sleeping) where the handler could tell, packed the same way
+ * (sample/labels.h). Returns the length written to buf.
+ */
+static uint32_t wall_labels(const ember__sampbuf *b, ember__sample_rec *r, uint8_t *buf,
+			    size_t cap)
+{
+	uint32_t n = r->label_len;
+	memcpy(buf, ember__sample_labels(b, r), n);
+	const char *state = (r->flags & EMBER_SAMPLE_SLEEPING)  ? "sleeping"
+			    : (r->flags & EMBER_SAMPLE_RUNNING) ? "running"
+								: NULL;
+	static const char key[] = "thread_state";
+	if (state && n + 2 + sizeof(key) - 1 + strlen(state) <= cap) {
+		buf[n++] = (uint8_t)(sizeof(key) - 1);
+		memcpy(buf + n, key, sizeof(key) - 1);
+		n += (uint32_t)(sizeof(key) - 1);
+		buf[n++] = (uint8_t)strlen(state);
+		memcpy(buf + n, state, strlen(state));
+		n += (uint32_t)strlen(state);
+	}
+	return n;
+}
+
 /* Moves every published sample from the ring into the window aggregates. */
 static void drain(ember__core *c)
 {
 	int need_refresh = 0;
 	ember__sample_rec *r;
+	uint8_t labels[EMBER__LABEL_BYTES + 32];
 	while ((r = ember__sampbuf_peek(&c->sig.buf))) {
-		ember__agg *a = r->time_ns >= c->win_end ? &c->next : &c->cur;
+		int wall = (r->flags & EMBER_SAMPLE_WALL) != 0;
+		int later = r->time_ns >= c->win_end;
+		ember__agg *a = wall ? (later ? &c->wnext : &c->wcur) : (later ? &c->next : &c->cur);
 		int32_t tid = c->cfg.thread_labels ? r->tid : 0;
-		if (ember__agg_add(a, tid, r->pcs, r->depth, ember__sample_labels(&c->sig.buf, r),
-				   r->label_len, r->weight) != 0)
+		const uint8_t *lb = ember__sample_labels(&c->sig.buf, r);
+		uint32_t lblen = r->label_len;
+		if (wall) {
+			lblen = wall_labels(&c->sig.buf, r, labels, sizeof(labels));
+			lb = labels;
+		}
+		if (ember__agg_add(a, tid, r->pcs, r->depth, lb, lblen, r->weight) != 0)
 			atomic_fetch_add(&c->dropped_full, 1);
 		if (c->cfg.thread_labels && !ember__agg_has_name(a, tid)) {
 			char name[32];
@@ -217,35 +259,29 @@ static void drain(ember__core *c)
 		ember__log(&c->cfg, EMBER_LOG_DEBUG, "unwind tables refresh: %s", ember_last_error());
 }
 
-/* Symbolizes, encodes and reports the current window, then starts the next. */
-static int close_window(ember__core *c, int64_t end, int final)
+/* Symbolizes, encodes and reports one profile of the current window. */
+static int report_profile(ember__core *c, const ember__agg *a, int kind, int64_t end, int final)
 {
-	int rc = 0;
-	/* Empty windows are skipped, except the final one: stop always
-	 * reports, so a run always leaves at least one profile. */
-	if (c->cur.samples == 0 && !final) {
-		ember__log(&c->cfg, EMBER_LOG_DEBUG, "window %" PRIu32 " empty, not reported", c->seq);
-		goto next;
-	}
 	ember__profile *p = NULL;
-	rc = ember__window_profile(&c->cur, c->sym, &c->cfg, c->win_start, end, &p);
+	int rc = ember__window_profile(a, c->sym, &c->cfg, kind, c->win_start, end, &p);
 	uint8_t *pb = NULL;
 	size_t pblen = 0;
+	const char *type = kind == EMBER__PROFILE_WALL ? "wall" : "cpu";
 	if (rc == 0)
 		rc = ember__pprof_encode(p, &pb, &pblen);
 	ember__profile_free(p);
 	if (rc) {
-		ember__log(&c->cfg, EMBER_LOG_ERROR, "window %" PRIu32 " could not be encoded, %" PRIu64
-			   " samples lost: %s", c->seq, c->cur.samples, ember_last_error());
+		ember__log(&c->cfg, EMBER_LOG_ERROR, "window %" PRIu32 " (%s) could not be encoded, %" PRIu64
+			   " samples lost: %s", c->seq, type, a->samples, ember_last_error());
 		atomic_fetch_add(&c->report_failures, 1);
-		goto next;
+		return rc;
 	}
 	ember_report rep = {
 		.app_name = c->cfg.app_name,
-		.profile_type = "cpu",
+		.profile_type = type,
 		.start_ns = c->win_start,
 		.end_ns = end,
-		.samples = c->cur.samples,
+		.samples = a->samples,
 		.pprof = pb,
 		.pprof_len = pblen,
 		.seq = c->seq,
@@ -263,12 +299,39 @@ static int close_window(ember__core *c, int64_t end, int final)
 		}
 	}
 	free(pb);
-	atomic_fetch_add(&c->windows, 1);
-next:
+	return rc;
+}
+
+/*
+ * Reports the current window - its CPU profile, then with wall-clock
+ * profiling on its wall profile, both with the same seq - then starts the
+ * next. Empty profiles are skipped, except at the final window: stop
+ * always reports, so a run always leaves at least one profile of each kind.
+ */
+static int close_window(ember__core *c, int64_t end, int final)
+{
+	int rc = 0, any = 0;
+	if (c->cur.samples || final) {
+		rc = report_profile(c, &c->cur, EMBER__PROFILE_CPU, end, final);
+		any = 1;
+	}
+	if (c->cfg.wall_ms && (c->wcur.samples || final)) {
+		int wrc = report_profile(c, &c->wcur, EMBER__PROFILE_WALL, end, final);
+		if (!rc)
+			rc = wrc;
+		any = 1;
+	}
+	if (any)
+		atomic_fetch_add(&c->windows, 1);
+	else
+		ember__log(&c->cfg, EMBER_LOG_DEBUG, "window %" PRIu32 " empty, not reported", c->seq);
 	c->seq++;
 	ember__agg_release(&c->cur);
 	c->cur = c->next;
 	ember__agg_init(&c->next);
+	ember__agg_release(&c->wcur);
+	c->wcur = c->wnext;
+	ember__agg_init(&c->wnext);
 	c->win_start = end;
 	return rc;
 }
@@ -326,7 +389,12 @@ static void *agent_main(void *arg)
 						    : c->cfg.lines == EMBER_LINES_NONE ? EMBER__LINES_NONE
 										       : EMBER__LINES_APP);
 	int rc = ember__threads_start(&c->threads, &c->sig, c->cfg.signo, c->period_ns,
-				      c->cfg.engine, (int32_t)gettid());
+				      c->cfg.engine, c->cfg.perf_refuse, (int32_t)gettid());
+	if (rc == 0 && c->cfg.wall_ms) {
+		rc = ember__wall_start(&c->wall, &c->threads, c->cfg.signo, c->cfg.wall_ms);
+		if (rc)
+			ember__threads_stop(&c->threads);
+	}
 	pthread_mutex_lock(&c->mu);
 	c->start_rc = rc;
 	if (rc)
@@ -336,12 +404,16 @@ static void *agent_main(void *arg)
 	if (rc)
 		return NULL;
 
+	if (c->threads.engine_note[0])
+		ember__log(&c->cfg, EMBER_LOG_INFO, "perf_events not used: %s", c->threads.engine_note);
+	char wall[64] = "";
+	if (c->cfg.wall_ms)
+		snprintf(wall, sizeof(wall), "; wall clock every %u ms", c->cfg.wall_ms);
 	ember__log(&c->cfg, EMBER_LOG_INFO,
-		   "sampling %u Hz with %s, %u threads, new threads via %s; windows of %u ms",
-		   c->cfg.hz, c->threads.process_timer ? "setitimer(ITIMER_PROF)" : "per-thread CPU timers",
-		   (unsigned)c->threads.nrecs,
+		   "sampling %u Hz with %s, %u threads, new threads via %s; windows of %u ms%s",
+		   c->cfg.hz, ember__threads_engine_name(&c->threads), (unsigned)c->threads.nrecs,
 		   ember__threads_hooked(&c->threads) ? "pthread_create hook" : "/proc scan",
-		   c->cfg.interval_ms);
+		   c->cfg.interval_ms, wall);
 
 	int64_t interval = (int64_t)c->cfg.interval_ms * 1000000;
 	/* A new thread should be covered within a sampling period; with the
@@ -399,6 +471,12 @@ static void add_sig_totals(ember__core *c)
 	atomic_fetch_add(&c->labels_truncated, atomic_load(&c->sig.labels_truncated));
 	atomic_fetch_add(&c->threads_seen, c->threads.threads_seen);
 	atomic_fetch_add(&c->timer_failures, c->threads.timer_failures);
+	atomic_fetch_add(&c->perf_events, c->threads.perf_events);
+	atomic_fetch_add(&c->wall_samples, atomic_load(&c->sig.wall_samples));
+	atomic_fetch_add(&c->wall_signals, atomic_load(&c->wall.signals));
+	uint64_t m = atomic_load(&c->wall.max_per_tick);
+	if (m > atomic_load(&c->wall_max_per_tick))
+		atomic_store(&c->wall_max_per_tick, m);
 }
 
 /* Unpublishes the run's unwind tables; they are kept for the next run. */
@@ -415,14 +493,17 @@ void ember__agent_unwind_stats(const ember_agent *a, ember__unwind_tables_stats 
 		ember__unwind_tables_get_stats(a->core->utab, out);
 }
 
-static uint32_t ring_slots(unsigned hz)
+static uint32_t ring_slots(unsigned hz, unsigned wall_ms)
 {
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	if (cpus < 1)
 		cpus = 1;
 	/* Half a second of samples at full CPU use; the ring is drained
-	 * every 50 ms, so this leaves a wide margin. */
+	 * every 50 ms, so this leaves a wide margin. The wall-clock engine
+	 * adds at most 8 samples per millisecond (engine_wall.h). */
 	uint64_t want = (uint64_t)hz * (uint64_t)cpus / 2;
+	if (wall_ms)
+		want += (uint64_t)(EMBER__WALL_MAX_PER_TICK * 1000000000LL / EMBER__WALL_MIN_TICK_NS) / 2;
 	uint32_t n = 256;
 	while (n < want && n < 16384)
 		n <<= 1;
@@ -440,7 +521,8 @@ EMBER_API int ember_agent_start(ember_running **out, ember_agent *a)
 	c->sig.max_depth = (int)c->cfg.max_depth;
 	c->sig.unwind_mode = c->cfg.unwind; /* ember_unwind_mode = EMBER_UNWIND_MODE_* */
 	c->period_ns = 1000000000LL / c->cfg.hz;
-	int rc = ember__sampbuf_init(&c->sig.buf, ring_slots(c->cfg.hz), c->cfg.max_depth);
+	int rc = ember__sampbuf_init(&c->sig.buf, ring_slots(c->cfg.hz, c->cfg.wall_ms),
+				     c->cfg.max_depth);
 	if (rc)
 		return ember__error(rc, "cannot map the sample buffer");
 	rc = ember__sigpath_install(&c->sig, c->cfg.signo, &c->old_action);
@@ -450,6 +532,9 @@ EMBER_API int ember_agent_start(ember_running **out, ember_agent *a)
 	}
 	ember__agg_init(&c->cur);
 	ember__agg_init(&c->next);
+	ember__agg_init(&c->wcur);
+	ember__agg_init(&c->wnext);
+	memset(&c->wall, 0, sizeof(c->wall));
 	int64_t interval = (int64_t)c->cfg.interval_ms * 1000000;
 	c->win_start = now_ns(CLOCK_REALTIME);
 	c->win_end = (c->win_start / interval + 1) * interval; /* wall-clock aligned */
@@ -520,6 +605,7 @@ EMBER_API int ember_running_stop(ember_agent **out, ember_running *r)
 		return ember__error(EMBER_ERR_INVALID, "agent stopped in a fork child: nothing to report");
 	}
 	/* No new signals, then none pending or running, then the last drain. */
+	ember__wall_stop(&c->wall);
 	ember__threads_stop(&c->threads);
 	ember__sigpath_uninstall(c->cfg.signo, &c->old_action);
 	pthread_mutex_lock(&c->mu);
@@ -541,6 +627,8 @@ EMBER_API int ember_running_stop(ember_agent **out, ember_running *r)
 	ember__sampbuf_destroy(&c->sig.buf);
 	ember__agg_release(&c->cur);
 	ember__agg_release(&c->next);
+	ember__agg_release(&c->wcur);
+	ember__agg_release(&c->wnext);
 	c->state = STATE_READY;
 	return rc;
 }
@@ -558,6 +646,10 @@ static void fill_stats(const ember__core *c, ember_stats *s, int running)
 	s->timer_failures = atomic_load(&c->timer_failures);
 	s->windows_reported = atomic_load(&c->windows);
 	s->report_failures = atomic_load(&c->report_failures);
+	s->perf_events = atomic_load(&c->perf_events);
+	s->wall_samples = atomic_load(&c->wall_samples);
+	s->wall_signals = atomic_load(&c->wall_signals);
+	s->wall_max_per_tick = atomic_load(&c->wall_max_per_tick);
 	if (running) {
 		s->samples += atomic_load(&c->sig.samples);
 		s->samples_dropped_full += atomic_load(&c->sig.dropped_full);
@@ -569,6 +661,11 @@ static void fill_stats(const ember__core *c, ember_stats *s, int running)
 		 * from the registry: good enough for a statistic. */
 		s->threads_seen += c->threads.threads_seen;
 		s->timer_failures += c->threads.timer_failures;
+		s->perf_events += c->threads.perf_events;
+		s->wall_samples += atomic_load(&c->sig.wall_samples);
+		s->wall_signals += atomic_load(&c->wall.signals);
+		if (atomic_load(&c->wall.max_per_tick) > s->wall_max_per_tick)
+			s->wall_max_per_tick = atomic_load(&c->wall.max_per_tick);
 	}
 	add_reporter_stats(c, s);
 }

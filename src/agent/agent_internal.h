@@ -26,6 +26,8 @@ typedef struct ember__config {
 	unsigned max_depth;
 	int unwind;
 	int engine;
+	unsigned wall_ms; /* wall-clock interval, 0: off */
+	int perf_refuse;  /* test knob EMBERPROF_ENGINE_PERF_DISABLE: act as if perf_event_open were refused */
 	int signo;
 	int thread_labels;
 	int lines; /* ember_line_info */
@@ -65,5 +67,10 @@ int ember__parse_uint(const char *s, unsigned long min, unsigned long max, unsig
 int ember__parse_bool(const char *s, int *out);
 int ember__parse_signal(const char *s, int *out);
 int ember__parse_log_level(const char *s, int *out);
+/* "off"/"0" (0), "on" (the default 50 ms) or a duration of 1 ms..60 s. */
+int ember__parse_wall(const char *s, unsigned *out_ms);
+
+/* The wall-clock interval "on" means. */
+#define EMBER__WALL_DEFAULT_MS 50
 
 #endif

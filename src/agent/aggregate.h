@@ -3,9 +3,9 @@
  *
  * The agent thread drains the sample ring into the current window's
  * aggregate: identical stacks (and, with thread labels, the same thread)
- * share one entry holding a sample count and a summed weight in sampling
- * periods. Thread names are captured when a thread first appears in the
- * window. Not async-signal-safe; agent thread only.
+ * share one entry holding a sample count and a summed weight in
+ * nanoseconds (CPU or wall time). Thread names are captured when a thread
+ * first appears in the window. Not async-signal-safe; agent thread only.
  */
 #ifndef EMBER_AGGREGATE_H
 #define EMBER_AGGREGATE_H
@@ -19,7 +19,7 @@ typedef struct ember__agg_stack {
 	int32_t tid; /* 0 when threads are not distinguished */
 	uint32_t depth;
 	uint64_t count;  /* samples */
-	uint64_t weight; /* sampling periods they stand for */
+	uint64_t weight; /* nanoseconds they stand for */
 	uint64_t hash;
 	uint32_t label_len; /* packed labels (sample/labels.h format) after pcs */
 	uint32_t reserved;

@@ -135,6 +135,20 @@ int ember__parse_log_level(const char *s, int *out)
 	return EMBER_ERR_INVALID;
 }
 
+int ember__parse_wall(const char *s, unsigned *out_ms)
+{
+	int on;
+	if (s && ember__parse_bool(s, &on) == 0 && strcmp(s, "1") != 0) {
+		*out_ms = on ? EMBER__WALL_DEFAULT_MS : 0; /* "1" is a duration: 1 s */
+		return 0;
+	}
+	unsigned ms;
+	if (ember__parse_duration_ms(s, &ms) || ms > 60000)
+		return EMBER_ERR_INVALID;
+	*out_ms = ms;
+	return 0;
+}
+
 /* ---- builder ---- */
 
 EMBER_API int ember_builder_new(ember_builder **out, const char *app_name)
@@ -198,9 +212,19 @@ EMBER_API int ember_builder_set_unwind(ember_builder *b, ember_unwind_mode mode)
 
 EMBER_API int ember_builder_set_engine(ember_builder *b, ember_engine engine)
 {
-	if (engine < EMBER_ENGINE_AUTO || engine > EMBER_ENGINE_PROCESS_TIMER)
+	if (engine < EMBER_ENGINE_AUTO || engine > EMBER_ENGINE_PERF)
 		return ember__error(EMBER_ERR_INVALID, "unknown sampling engine %d", (int)engine);
 	b->cfg.engine = engine;
+	return 0;
+}
+
+EMBER_API int ember_builder_set_wall(ember_builder *b, unsigned interval_ms)
+{
+	if (interval_ms > 60000)
+		return ember__error(EMBER_ERR_INVALID,
+				    "wall-clock interval %u ms is out of range 1 ms..60 s (0: off)",
+				    interval_ms);
+	b->cfg.wall_ms = interval_ms;
 	return 0;
 }
 
@@ -387,8 +411,25 @@ EMBER_API int ember_builder_apply_env(ember_builder *b)
 			b->cfg.engine = EMBER_ENGINE_THREAD_TIMER;
 		else if (!strcmp(v, "itimer") || !strcmp(v, "process-timer"))
 			b->cfg.engine = EMBER_ENGINE_PROCESS_TIMER;
+		else if (!strcmp(v, "perf"))
+			b->cfg.engine = EMBER_ENGINE_PERF;
 		else
-			return bad_env("EMBERPROF_ENGINE", v, "expected auto, timer or itimer");
+			return bad_env("EMBERPROF_ENGINE", v, "expected auto, perf, timer or itimer");
+	}
+	if ((v = getenv("EMBERPROF_WALL"))) {
+		unsigned ms;
+		if (ember__parse_wall(v, &ms))
+			return bad_env("EMBERPROF_WALL", v,
+				       "expected off, on (50ms) or an interval such as 50ms or 0.2s "
+				       "(1ms..60s)");
+		b->cfg.wall_ms = ms;
+	}
+	/* Test knob, not a user setting: makes the perf_events engine act as
+	 * if the kernel refused it, to exercise the fallback. */
+	if ((v = getenv("EMBERPROF_ENGINE_PERF_DISABLE"))) {
+		if (ember__parse_bool(v, &x))
+			return bad_env("EMBERPROF_ENGINE_PERF_DISABLE", v, "expected 0 or 1");
+		b->cfg.perf_refuse = x;
 	}
 	if ((v = getenv("EMBERPROF_SIGNAL"))) {
 		if (ember__parse_signal(v, &x) || ember_builder_set_signal(b, x))

@@ -1,5 +1,6 @@
 /*
- * threads.c - per-thread CPU timers and stack bounds (threads.h).
+ * threads.c - per-thread CPU timers or perf events, and stack bounds
+ * (threads.h).
  */
 #include "agent/threads.h"
 
@@ -16,6 +17,8 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "agent/engine_perf.h"
+#include "agent/engine_wall.h"
 #include "agent/sigsetup.h"
 #include "emberprof.h"
 #include "symbols/procmaps.h"
@@ -88,8 +91,11 @@ static int grow_table(ember__threads *t)
 	for (size_t i = 0; i < t->nrecs; i++) {
 		ember__thread_ent *oe = ember__threadtab_find(old, t->recs[i].tid);
 		ember__thread_ent *ne = ember__threadtab_insert(n, t->recs[i].tid);
-		if (oe && ne)
+		if (oe && ne) {
 			ember__threadtab_set_bounds(ne, atomic_load(&oe->lo), atomic_load(&oe->hi));
+			atomic_store(&ne->perf_last, atomic_load(&oe->perf_last));
+			atomic_store(&ne->perf_fd1, atomic_load(&oe->perf_fd1));
+		}
 	}
 	atomic_store_explicit(&t->sig->tab, n, memory_order_release);
 	t->tab = n;
@@ -160,8 +166,76 @@ static void note_timer_failure(ember__threads *t, int32_t tid, int err)
 {
 	t->timer_failures++;
 	if (!t->first_error[0])
-		snprintf(t->first_error, sizeof(t->first_error), "timer for thread %d: %s", (int)tid,
-			 strerror(err));
+		snprintf(t->first_error, sizeof(t->first_error), "%s for thread %d: %s",
+			 t->perf ? "perf event" : "timer", (int)tid, strerror(err));
+}
+
+static int64_t mono_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/*
+ * A perf event for the thread: opened disabled, published to the handler
+ * (descriptor and starting count) and only then enabled, so its first
+ * overflow finds it.
+ *
+ * The starting count is minus half a period: the CPU time a thread uses
+ * after its last overflow (before it exits or sampling stops) is never
+ * sampled, half a period on average, so its first sample carries that
+ * half period in advance. Totals then match in expectation, as with the
+ * timers' random first expiry; without it, 16 threads of 0.3 s at 100 Hz
+ * lose 3% of their CPU time.
+ */
+static int arm_thread_perf(ember__threads *t, ember__thread_rec *r, ember__thread_ent *e)
+{
+	int fd = ember__perf_open(r->tid, t->signo, t->period_ns, t->perf_exclude_kernel);
+	if (fd < 0)
+		return fd;
+	atomic_store_explicit(&e->perf_last, (uint64_t)(-(t->period_ns / 2)), memory_order_relaxed);
+	atomic_store_explicit(&e->perf_fd1, fd + 1, memory_order_release);
+	r->perf_fd1 = fd + 1;
+	int rc = ember__perf_enable(fd);
+	if (rc) {
+		atomic_store_explicit(&e->perf_fd1, 0, memory_order_release);
+		r->perf_fd1 = 0;
+		close(fd); /* never enabled: no signal can name it */
+		return rc;
+	}
+	t->perf_events++;
+	return 0;
+}
+
+/* Arms the thread's engine (nothing to do in setitimer mode). */
+static void arm_thread(ember__threads *t, ember__thread_rec *r, ember__thread_ent *e)
+{
+	if (r->armed)
+		return;
+	r->armed = 1;
+	t->threads_seen++;
+	if (t->process_timer)
+		return;
+	int rc = t->perf ? arm_thread_perf(t, r, e) : arm_thread_timer(t, r);
+	if (rc)
+		note_timer_failure(t, r->tid, -rc);
+}
+
+/*
+ * Stops and closes a thread's perf event. The caller is the thread itself
+ * (exit hook) or the thread is gone (scan), so no handler can be using the
+ * descriptor: its signals go to that thread only.
+ */
+static void drop_perf(ember__threads *t, ember__thread_rec *r)
+{
+	if (!r->perf_fd1)
+		return;
+	ember__thread_ent *e = ember__threadtab_find(t->tab, r->tid);
+	if (e)
+		atomic_store_explicit(&e->perf_fd1, 0, memory_order_release);
+	close(r->perf_fd1 - 1);
+	r->perf_fd1 = 0;
 }
 
 static void send_probe(ember__threads *t, ember__thread_rec *r)
@@ -187,14 +261,11 @@ static void adopt_thread(ember__threads *t, int32_t tid)
 	if (!r)
 		return;
 	r->seen_gen = t->gen;
-	if (!table_entry(t, tid))
+	r->wall_last = mono_now();
+	ember__thread_ent *e = table_entry(t, tid);
+	if (!e)
 		return;
-	t->threads_seen++;
-	if (!t->process_timer) {
-		int rc = arm_thread_timer(t, r);
-		if (rc)
-			note_timer_failure(t, tid, -rc);
-	}
+	arm_thread(t, r, e);
 	send_probe(t, r);
 }
 
@@ -202,6 +273,7 @@ static void forget_thread(ember__threads *t, ember__thread_rec *r)
 {
 	if (r->has_timer)
 		timer_delete(r->timer);
+	drop_perf(t, r);
 	ember__thread_ent *e = ember__threadtab_find(t->tab, r->tid);
 	if (e)
 		ember__threadtab_set_bounds(e, 0, 0);
@@ -280,7 +352,7 @@ static void scan_tasks(ember__threads *t)
 	while ((de = readdir(d))) {
 		char *end;
 		long tid = strtol(de->d_name, &end, 10);
-		if (*end || tid <= 0 || tid == t->agent_tid)
+		if (*end || tid <= 0 || tid == t->agent_tid || tid == t->excluded_tid)
 			continue;
 		ember__thread_rec *r = rec_find(t, (int32_t)tid);
 		if (r)
@@ -344,8 +416,16 @@ static void atfork_child(void)
 	/* The child has no timers and no agent thread: sampling is off there.
 	 * Unlock the copy of the mutex so nothing in the child can deadlock. */
 	ember__threads *t = atomic_exchange(&g_threads, NULL);
-	if (t)
+	if (t) {
 		pthread_mutex_unlock(&t->mu);
+		/* The child's copies of the perf descriptors: closing them only
+		 * drops references; the parent's events are untouched. */
+		for (size_t i = 0; i < t->nrecs; i++)
+			if (t->recs[i].perf_fd1) {
+				close(t->recs[i].perf_fd1 - 1);
+				t->recs[i].perf_fd1 = 0;
+			}
+	}
 	ember__sigpath_forget();
 	ember__sigpath_forget_tid();
 }
@@ -356,8 +436,83 @@ static void install_atfork(void)
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
 
+/* The kernel's tick rate (CONFIG_HZ): the coarse clocks advance once per
+ * tick, so their resolution is one tick. 0 if it does not look like one. */
+static long kernel_hz(void)
+{
+	struct timespec res;
+	if (clock_getres(CLOCK_MONOTONIC_COARSE, &res) != 0 || res.tv_sec != 0 ||
+	    res.tv_nsec < 500000 || res.tv_nsec > 20000000)
+		return 0;
+	return (long)(1000000000L / res.tv_nsec);
+}
+
+/*
+ * Whether `auto` wants perf events at this period: when CPU-time timers,
+ * which fire on kernel ticks, cannot deliver it - a period shorter than
+ * two ticks (above 125 Hz on a 250 Hz kernel). Below that the timers
+ * deliver the rate, cost less (they ride the tick instead of adding an
+ * interrupt per sample: measured in docs/BENCHMARKS.md, "Engines"), need
+ * no descriptor per thread and charge system-call time to its call site
+ * whatever perf_event_paranoid says.
+ */
+static int auto_wants_perf(int64_t period_ns, char *why, size_t whylen)
+{
+	long hz = kernel_hz();
+	int64_t tick = hz ? 1000000000LL / hz : 4000000; /* unknown: assume 250 Hz */
+	if (period_ns < 2 * tick)
+		return 1;
+	snprintf(why, whylen, "%lld Hz is within what CPU-time timers deliver on this %ld Hz kernel",
+		 (long long)(1000000000LL / period_ns), hz ? hz : 250L);
+	return 0;
+}
+
+/* Picks the engine: perf events, per-thread timers or the process timer. */
+static int choose_engine(ember__threads *t, int engine, int perf_refuse)
+{
+	/* auto at a rate the timers deliver: timers, the note says why */
+	int try_perf = engine == EMBER_ENGINE_PERF ||
+		       (engine == EMBER_ENGINE_AUTO &&
+			auto_wants_perf(t->period_ns, t->engine_note, sizeof(t->engine_note)));
+	if (try_perf) {
+		char why[256];
+		int rc = ember__perf_probe(t->signo, t->period_ns, perf_refuse, &t->perf_exclude_kernel,
+					   why, sizeof(why));
+		if (rc == 0) {
+			t->perf = 1;
+			return 0;
+		}
+		if (engine == EMBER_ENGINE_PERF)
+			return ember__error(EMBER_ERR_UNSUPPORTED,
+					    "the perf_events engine was asked for but is not available: "
+					    "%s. Use EMBERPROF_ENGINE=auto (or timer) to fall back to "
+					    "CPU-time timers",
+					    why);
+		snprintf(t->engine_note, sizeof(t->engine_note), "%s", why);
+	}
+	t->process_timer = engine == EMBER_ENGINE_PROCESS_TIMER;
+	if (engine == EMBER_ENGINE_AUTO) {
+		/* Probe per-thread timers on this thread before relying on them. */
+		ember__thread_rec probe = {.tid = (int32_t)gettid()};
+		int rc = arm_thread_timer(t, &probe);
+		if (rc == 0)
+			timer_delete(probe.timer);
+		else
+			t->process_timer = 1;
+	}
+	return 0;
+}
+
+const char *ember__threads_engine_name(const ember__threads *t)
+{
+	return t->perf ? (t->perf_exclude_kernel ? "perf_events task-clock (user time only)"
+						 : "perf_events task-clock")
+	       : t->process_timer ? "setitimer(ITIMER_PROF)"
+				  : "per-thread CPU timers";
+}
+
 int ember__threads_start(ember__threads *t, ember__sigstate *sig, int signo, int64_t period_ns,
-			 int engine, int32_t agent_tid)
+			 int engine, int perf_refuse, int32_t agent_tid)
 {
 	memset(t, 0, sizeof(*t));
 	pthread_mutex_init(&t->mu, NULL);
@@ -374,21 +529,16 @@ int ember__threads_start(ember__threads *t, ember__sigstate *sig, int signo, int
 		return ember__error_oom("thread table");
 	atomic_store_explicit(&sig->tab, t->tab, memory_order_release);
 
-	t->process_timer = engine == EMBER_ENGINE_PROCESS_TIMER;
-	if (engine == EMBER_ENGINE_AUTO) {
-		/* Probe per-thread timers on this thread before relying on them. */
-		ember__thread_rec probe = {.tid = (int32_t)gettid()};
-		int rc = arm_thread_timer(t, &probe);
-		if (rc == 0)
-			timer_delete(probe.timer);
-		else
-			t->process_timer = 1;
-	}
+	int erc = choose_engine(t, engine, perf_refuse);
+	if (erc)
+		return erc;
 	if (t->process_timer && signo != SIGPROF)
 		return ember__error(EMBER_ERR_INVALID,
 				    "the process-wide timer engine can only use SIGPROF, not signal %d",
 				    signo);
 	sig->accept_itimer = t->process_timer;
+	sig->accept_perf = t->perf;
+	sig->period_ns = period_ns;
 
 	t->tasks = open_tasks();
 	if (!t->tasks)
@@ -402,8 +552,8 @@ int ember__threads_start(ember__threads *t, ember__sigstate *sig, int signo, int
 
 	if (!t->process_timer && t->timer_failures && t->threads_seen == t->timer_failures) {
 		ember__threads_stop(t);
-		return ember__error(EMBER_ERR_SYS, "cannot create per-thread CPU timers: %s",
-				    t->first_error);
+		return ember__error(EMBER_ERR_SYS, "cannot create per-thread %s: %s",
+				    t->perf ? "perf events" : "CPU timers", t->first_error);
 	}
 	if (t->process_timer) {
 		struct itimerval it;
@@ -439,11 +589,65 @@ void ember__threads_stop(ember__threads *t)
 		setitimer(ITIMER_PROF, &off, NULL);
 	}
 	pthread_mutex_lock(&t->mu);
+	int own = t->pid == getpid();
 	for (size_t i = 0; i < t->nrecs; i++)
-		if (t->recs[i].has_timer && t->pid == getpid())
+		if (t->recs[i].has_timer && own)
 			timer_delete(t->recs[i].timer);
+	/* perf events: unpublish every descriptor (a handler that starts now
+	 * ignores its signal), stop the events, wait for handlers that may
+	 * have read a descriptor before, and only then close: the number may
+	 * be reused by the application at once. Closing also waits for the
+	 * kernel's pending signal work, so no signal can follow. */
+	int any_perf = 0;
+	for (size_t i = 0; i < t->nrecs; i++) {
+		ember__thread_rec *r = &t->recs[i];
+		if (!r->perf_fd1)
+			continue;
+		any_perf = 1;
+		ember__thread_ent *e = t->tab ? ember__threadtab_find(t->tab, r->tid) : NULL;
+		if (e)
+			atomic_store_explicit(&e->perf_fd1, 0, memory_order_seq_cst);
+		if (own)
+			ember__perf_disable(r->perf_fd1 - 1);
+	}
+	if (any_perf && own)
+		ember__sigpath_quiesce();
+	for (size_t i = 0; i < t->nrecs; i++)
+		if (t->recs[i].perf_fd1) {
+			close(t->recs[i].perf_fd1 - 1);
+			t->recs[i].perf_fd1 = 0;
+		}
 	t->nrecs = 0;
 	pthread_mutex_unlock(&t->mu);
+}
+
+void ember__threads_exclude(ember__threads *t, int32_t tid)
+{
+	pthread_mutex_lock(&t->mu);
+	t->excluded_tid = tid;
+	ember__thread_rec *r = rec_find(t, tid);
+	if (r)
+		forget_thread(t, r);
+	pthread_mutex_unlock(&t->mu);
+}
+
+size_t ember__threads_wall_pick(ember__threads *t, int64_t now_ns, int32_t *tids,
+				int64_t *weights_ns, size_t max, size_t *nthreads)
+{
+	size_t idx[EMBER__WALL_MAX_PER_TICK];
+	if (max > EMBER__WALL_MAX_PER_TICK)
+		max = EMBER__WALL_MAX_PER_TICK;
+	pthread_mutex_lock(&t->mu);
+	size_t n = ember__wall_pick(t->recs, sizeof(*t->recs), t->nrecs, &t->wall_cursor, max, idx);
+	for (size_t i = 0; i < n; i++) {
+		ember__thread_rec *r = &t->recs[idx[i]];
+		tids[i] = r->tid;
+		weights_ns[i] = now_ns > r->wall_last ? now_ns - r->wall_last : 0;
+		r->wall_last = now_ns;
+	}
+	*nthreads = t->nrecs;
+	pthread_mutex_unlock(&t->mu);
+	return n;
 }
 
 void ember__threads_release(ember__threads *t)
@@ -487,16 +691,13 @@ void ember__threads_on_start(void)
 		ember__thread_ent *e = r ? table_entry(t, tid) : NULL;
 		if (r && e) {
 			r->seen_gen = t->gen;
+			if (!r->wall_last)
+				r->wall_last = mono_now();
 			if (hi) {
 				ember__threadtab_set_bounds(e, lo, hi);
 				r->bounds = BOUNDS_KNOWN;
 			}
-			if (!r->has_timer && !t->process_timer) {
-				t->threads_seen++;
-				int rc = arm_thread_timer(t, r);
-				if (rc)
-					note_timer_failure(t, tid, -rc);
-			}
+			arm_thread(t, r, e);
 			if (!hi)
 				send_probe(t, r);
 		}

@@ -1,5 +1,6 @@
 /*
- * threads.h - the set of sampled threads: one CPU-time timer per thread,
+ * threads.h - the set of sampled threads: one CPU-time timer or one
+ * perf_events task-clock event (engine_perf.h) per thread,
  * each thread's stack bounds published for the handler, and the hooks
  * that cover threads created after start.
  *
@@ -30,9 +31,12 @@
 #include "sample/handler.h"
 
 typedef struct ember__thread_rec {
-	int32_t tid;
+	int32_t tid; /* first: the wall-clock rotation reads it by stride */
 	int has_timer;
 	timer_t timer;
+	int perf_fd1;      /* perf event descriptor + 1; 0: none */
+	int armed;         /* counted in threads_seen, engine armed (or tried) */
+	int64_t wall_last; /* CLOCK_MONOTONIC of its last wall-clock sample (or adoption) */
 	int bounds; /* BOUNDS_* in threads.c */
 	unsigned probe_tries;
 	uint64_t seen_gen;
@@ -50,25 +54,50 @@ typedef struct ember__threads {
 	int signo;
 	int64_t period_ns;
 	int process_timer; /* setitimer mode */
+	int perf;          /* perf_events mode */
+	int perf_exclude_kernel;
+	char engine_note[320]; /* why auto did not pick perf_events, for the log */
 	int32_t agent_tid;
+	int32_t excluded_tid; /* the wall-clock timer thread: never sampled */
+	int32_t wall_cursor;  /* tid of the last thread the wall-clock engine signalled */
 	pid_t pid;
 	uint64_t rng;
 	uint64_t gen;
 	int hook_active;
 	/* counters */
-	uint64_t threads_seen, timer_failures, probe_failures, table_full;
+	uint64_t threads_seen, timer_failures, probe_failures, table_full, perf_events;
 	char first_error[256]; /* first timer failure, for the log */
 } ember__threads;
 
 /*
  * Starts sampling every thread of the process except `agent_tid`: builds
- * the table, arms timers (or the process timer), probes stack bounds.
- * `engine` is an ember_engine; AUTO falls back to the process timer when
- * per-thread timers are refused. On success the registry is reachable by
- * the pthread_create hook. 0 or ember_err.
+ * the table, arms a perf event or a timer per thread (or the process
+ * timer), probes stack bounds. `engine` is an ember_engine: AUTO uses perf
+ * events where the kernel permits them (with `perf_refuse`, the test knob,
+ * as if it did not), else per-thread timers, else the process timer, and
+ * leaves the reason for not using perf events in t->engine_note; PERF
+ * fails with EMBER_ERR_UNSUPPORTED where the kernel refuses. On success the
+ * registry is reachable by the pthread_create hook. 0 or ember_err.
  */
 int ember__threads_start(ember__threads *t, ember__sigstate *sig, int signo, int64_t period_ns,
-			 int engine, int32_t agent_tid);
+			 int engine, int perf_refuse, int32_t agent_tid);
+
+/* The engine in use: "perf_events", "per-thread CPU timers" or "setitimer(ITIMER_PROF)". */
+const char *ember__threads_engine_name(const ember__threads *t);
+
+/* Never samples thread `tid` (forgotten now if known): the wall-clock
+ * engine's own thread calls this for itself. */
+void ember__threads_exclude(ember__threads *t, int32_t tid);
+
+/*
+ * The wall-clock engine's next batch: up to `max` thread ids, the ones
+ * following the last batch in tid order (wrapping around), each with the
+ * wall time since its previous visit (or since it was found) in
+ * weights_ns. `now_ns` is CLOCK_MONOTONIC; *nthreads gets how many threads
+ * are known. Returns the batch size.
+ */
+size_t ember__threads_wall_pick(ember__threads *t, int64_t now_ns, int32_t *tids,
+				int64_t *weights_ns, size_t max, size_t *nthreads);
 
 /*
  * Agent-thread housekeeping: resolves answered probes; with `scan`, also
@@ -80,9 +109,11 @@ void ember__threads_poll(ember__threads *t, int scan);
 int ember__threads_hooked(const ember__threads *t);
 
 /*
- * Disarms and deletes every timer and detaches the registry from the hook.
- * The table stays published to the handler until the caller uninstalls the
- * signal handler; then ember__threads_release() frees it.
+ * Disarms and deletes every timer, stops and closes every perf event
+ * (waiting for handlers that may still use one to finish first), and
+ * detaches the registry from the hook. The table stays published to the
+ * handler until the caller uninstalls the signal handler; then
+ * ember__threads_release() frees it.
  */
 void ember__threads_stop(ember__threads *t);
 void ember__threads_release(ember__threads *t);

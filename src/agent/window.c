@@ -153,7 +153,8 @@ static int has_key(const ember__label *l, uint32_t n, const char *key)
 static int add_labels(builder *b, const ember__config *cfg, const ember__agg *a,
 		      const ember__agg_stack *s, ember__sample *out)
 {
-	uint32_t n = (uint32_t)cfg->ntags + (cfg->thread_labels ? 2u : 0u) + EMBER__LABELS_MAX;
+	/* + 1: wall-clock samples carry thread_state among their labels */
+	uint32_t n = (uint32_t)cfg->ntags + (cfg->thread_labels ? 2u : 0u) + EMBER__LABELS_MAX + 1;
 	out->labels = ember__arena_alloc(&b->p->arena, n * sizeof(*out->labels));
 	if (!out->labels)
 		return EMBER_ERR_NOMEM;
@@ -182,7 +183,7 @@ static int add_labels(builder *b, const ember__config *cfg, const ember__agg *a,
 }
 
 int ember__window_profile(const ember__agg *a, ember__symbolizer *sym, const ember__config *cfg,
-			  int64_t start_ns, int64_t end_ns, ember__profile **out)
+			  int kind, int64_t start_ns, int64_t end_ns, ember__profile **out)
 {
 	*out = NULL;
 	builder b = {.sym = sym};
@@ -190,11 +191,12 @@ int ember__window_profile(const ember__agg *a, ember__symbolizer *sym, const emb
 	if (!b.p)
 		return ember__error_oom("profile");
 	ember__profile *p = b.p;
-	int64_t period = 1000000000 / (int64_t)cfg->hz;
+	int wall = kind == EMBER__PROFILE_WALL;
+	int64_t period = wall ? (int64_t)cfg->wall_ms * 1000000 : 1000000000 / (int64_t)cfg->hz;
 	p->nvalues = 2;
 	p->sample_type[0] = (ember__value_type){ember__profile_strdup(p, "samples"),
 						ember__profile_strdup(p, "count")};
-	p->sample_type[1] = (ember__value_type){ember__profile_strdup(p, "cpu"),
+	p->sample_type[1] = (ember__value_type){ember__profile_strdup(p, wall ? "wall" : "cpu"),
 						ember__profile_strdup(p, "nanoseconds")};
 	p->period_type = p->sample_type[1];
 	p->period = period;
@@ -222,7 +224,7 @@ int ember__window_profile(const ember__agg *a, ember__symbolizer *sym, const emb
 		}
 		smp.nlocs = s->depth;
 		smp.values[0] = (int64_t)s->count;
-		smp.values[1] = (int64_t)s->weight * period;
+		smp.values[1] = (int64_t)s->weight; /* nanoseconds */
 		if (rc == 0)
 			rc = add_labels(&b, cfg, a, s, &smp);
 		if (rc == 0 && !ember__profile_add_sample(p, &smp))

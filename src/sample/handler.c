@@ -1,7 +1,10 @@
 /*
  * handler.c - the sampling signal handler.
  *
- * Runs on whichever application thread the timer signal hits. Everything
+ * Runs on whichever application thread the sampling signal hits: a CPU
+ * timer's expiry (SI_TIMER), the process timer's (SI_KERNEL), a perf event's
+ * overflow (POLL_IN with the event's descriptor), or a queued signal from
+ * the agent (SI_QUEUE: a stack-bounds probe or a wall-clock sample). Everything
  * here is async-signal-safe: it reads the interrupted registers from the
  * ucontext, looks up the thread's stack bounds in a lock-free table,
  * claims a slot in a preallocated ring, unwinds into it and publishes it.
@@ -13,6 +16,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include "emberprof.h"
@@ -54,7 +58,54 @@ static void answer_probe(ember__sigstate *st, void *uc)
 	atomic_fetch_add_explicit(&st->probes, 1, memory_order_relaxed);
 }
 
-static void take_sample(ember__sigstate *st, uint32_t weight, void *uc)
+/*
+ * Whether the interrupted thread was blocked in a system call, told from
+ * the signal frame (x86-64). A signal that interrupts a blocking call
+ * either restarts it - the kernel moves the PC back onto the 2-byte
+ * `syscall` instruction (0f 05) and puts the call number back in rax - or
+ * makes it fail with EINTR - the PC is just after the instruction and rax
+ * is -EINTR. A thread that was running and merely passed through a quick
+ * system call when the signal arrived is after the instruction with the
+ * call's result in rax, so it counts as running (a bare "PC next to a
+ * syscall" test would call every syscall-heavy loop sleeping).
+ *
+ * Code bytes are read only inside the 4 KiB page that holds pc: pc is
+ * where the thread executes next, so that page is mapped and readable
+ * (code is never execute-only on Linux/x86-64). [pc-2, pc) is read only
+ * when it starts in that page, [pc, pc+2) only when it ends in it; at a
+ * page edge the answer may be "cannot tell". 1: in a system call,
+ * 0: running, -1: cannot tell.
+ */
+EMBER_STACK_READ static int in_syscall(void *uc, uintptr_t pc)
+{
+#if defined(__x86_64__)
+	const ucontext_t *u = uc;
+	long ax = (long)u->uc_mcontext.gregs[REG_RAX];
+	unsigned off = (unsigned)(pc & 4095u);
+	int told = 0;
+	if (off <= 4094) {
+		const volatile uint8_t *p = (const volatile uint8_t *)pc;
+		if (p[0] == 0x0f && p[1] == 0x05)
+			return 1; /* to be restarted */
+		told = 1;
+	}
+	if (off >= 2) {
+		const volatile uint8_t *p = (const volatile uint8_t *)(pc - 2);
+		if (p[0] == 0x0f && p[1] == 0x05 && ax == -EINTR)
+			return 1; /* interrupted, not restarted */
+		told = 1;
+	}
+	return told ? 0 : -1;
+#else
+	(void)uc;
+	(void)pc;
+	return -1;
+#endif
+}
+
+/* Claims a slot, unwinds into it and publishes it. `kind` holds the
+ * EMBER_SAMPLE_* bits; `weight` is in nanoseconds. */
+static void take_sample(ember__sigstate *st, uint64_t weight, unsigned kind, void *uc)
 {
 	ember__sample_rec *r = ember__sampbuf_claim(&st->buf);
 	if (!r) {
@@ -64,6 +115,10 @@ static void take_sample(ember__sigstate *st, uint32_t weight, void *uc)
 	int32_t tid = current_tid();
 	ember__regs regs;
 	ember__regs_from_ucontext(uc, &regs);
+	if (kind & EMBER_SAMPLE_WALL) {
+		int sys = in_syscall(uc, regs.pc);
+		kind |= sys > 0 ? EMBER_SAMPLE_SLEEPING : sys == 0 ? EMBER_SAMPLE_RUNNING : 0;
+	}
 	ember__stack_bounds bounds = {0, 0};
 	ember__threadtab *tab = atomic_load_explicit(&st->tab, memory_order_acquire);
 	if (tab)
@@ -84,14 +139,58 @@ static void take_sample(ember__sigstate *st, uint32_t weight, void *uc)
 	r->depth = (uint32_t)n;
 	r->tid = tid;
 	r->weight = weight;
-	r->flags = flags;
+	r->flags = flags | kind;
 	r->time_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 	ember__sampbuf_commit(r);
-	atomic_fetch_add_explicit(&st->samples, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(kind & EMBER_SAMPLE_WALL ? &st->wall_samples : &st->samples, 1,
+				  memory_order_relaxed);
 	if (flags & EMBER_UNWIND_NO_BOUNDS)
 		atomic_fetch_add_explicit(&st->no_bounds, 1, memory_order_relaxed);
 	else if (flags & EMBER_UNWIND_TRUNCATED)
 		atomic_fetch_add_explicit(&st->truncated, 1, memory_order_relaxed);
+}
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts); /* vDSO: no system call */
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/*
+ * A perf_events overflow (engine_perf.c): the signal names the descriptor.
+ * It is used only if it is the one the agent registered for this thread,
+ * so a late signal for a descriptor already closed (and maybe reused by the
+ * application) never makes us read someone else's file.
+ *
+ * Weight: the thread's task-clock count now (read(2) on the event, a plain
+ * system call and async-signal-safe) minus the count at the end of this
+ * thread's previous sample. The end of a sample is estimated as the count
+ * read here plus the (vDSO, syscall-free) monotonic time the rest of this
+ * handler takes, so the handler's own CPU time is not charged to the
+ * application's next sample; what precedes the read (signal delivery, this
+ * function's first lines) still is, a few hundred nanoseconds.
+ */
+static void perf_sample(ember__sigstate *st, int fd, void *uc)
+{
+	ember__threadtab *tab = atomic_load_explicit(&st->tab, memory_order_acquire);
+	ember__thread_ent *e = tab ? ember__threadtab_find(tab, current_tid()) : NULL;
+	if (!e || fd < 0 || atomic_load_explicit(&e->perf_fd1, memory_order_acquire) != fd + 1) {
+		atomic_fetch_add_explicit(&st->perf_stale, 1, memory_order_relaxed);
+		return;
+	}
+	uint64_t count = 0;
+	if (read(fd, &count, sizeof(count)) != (ssize_t)sizeof(count)) {
+		atomic_fetch_add_explicit(&st->perf_stale, 1, memory_order_relaxed);
+		return;
+	}
+	int64_t t0 = mono_ns();
+	/* Signed: the agent starts `last` half a period below zero (threads.c). */
+	int64_t d = (int64_t)(count - atomic_load_explicit(&e->perf_last, memory_order_relaxed));
+	take_sample(st, d > 0 ? (uint64_t)d : 0, 0, uc);
+	int64_t spent = mono_ns() - t0;
+	atomic_store_explicit(&e->perf_last, count + (uint64_t)(spent > 0 ? spent : 0),
+			      memory_order_relaxed);
 }
 
 void ember__sigpath_handler(int sig, siginfo_t *si, void *uc)
@@ -108,13 +207,20 @@ void ember__sigpath_handler(int sig, siginfo_t *si, void *uc)
 	if (si->si_code == SI_TIMER) {
 		/* POSIX timer: overruns are expirations merged into this signal. */
 		int ov = si->si_overrun;
-		uint32_t weight = 1u + (uint32_t)(ov < 0 ? 0 : ov > 100000 ? 100000 : ov);
-		take_sample(st, weight, uc);
+		uint64_t periods = 1u + (uint64_t)(ov < 0 ? 0 : ov > 100000 ? 100000 : ov);
+		take_sample(st, periods * (uint64_t)st->period_ns, 0, uc);
 	} else if (si->si_code == SI_KERNEL && st->accept_itimer) {
-		take_sample(st, 1, uc); /* setitimer(ITIMER_PROF) */
-	} else if (si->si_code == SI_QUEUE && si->si_pid == getpid() &&
-		   si->si_value.sival_int == EMBER_PROBE_MAGIC) {
-		answer_probe(st, uc);
+		take_sample(st, (uint64_t)st->period_ns, 0, uc); /* setitimer(ITIMER_PROF) */
+	} else if (si->si_code >= POLL_IN && si->si_code <= POLL_HUP && st->accept_perf) {
+		perf_sample(st, si->si_fd, uc); /* F_SETSIG from a perf event */
+	} else if (si->si_code == SI_QUEUE && si->si_pid == getpid()) {
+		uint64_t v = (uint64_t)(uintptr_t)si->si_value.sival_ptr;
+		if (si->si_value.sival_int == EMBER_PROBE_MAGIC && (v >> 32) == 0)
+			answer_probe(st, uc);
+		else if ((v >> EMBER_WALL_SHIFT) == EMBER_WALL_TAG)
+			take_sample(st, v & ((1ull << EMBER_WALL_SHIFT) - 1), EMBER_SAMPLE_WALL, uc);
+		else
+			atomic_fetch_add_explicit(&st->foreign, 1, memory_order_relaxed);
 	} else {
 		/* kill(), another process, or a timer that is not ours. */
 		atomic_fetch_add_explicit(&st->foreign, 1, memory_order_relaxed);

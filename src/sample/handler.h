@@ -21,6 +21,23 @@
 /* sigqueue() value asking a thread to report its sp and pthread_self(). */
 #define EMBER_PROBE_MAGIC 0x656d6272 /* "embr" */
 
+/*
+ * Wall-clock samples (src/agent/engine_wall.c) are queued signals whose
+ * sival_ptr holds EMBER_WALL_TAG in its top 16 bits and, below, the wall
+ * time in nanoseconds the sample stands for (< 2^48 ns, 78 hours).
+ */
+#define EMBER_WALL_TAG 0xe3a1ull
+#define EMBER_WALL_SHIFT 48
+#define EMBER_WALL_VALUE(ns) ((EMBER_WALL_TAG << EMBER_WALL_SHIFT) | ((uint64_t)(ns) & ((1ull << EMBER_WALL_SHIFT) - 1)))
+
+/* Sample kinds and states, in ember__sample_rec.flags next to the
+ * EMBER_UNWIND_* bits (unwind.h uses the low bits). */
+enum {
+	EMBER_SAMPLE_WALL = 1u << 8,     /* wall-clock sample (else CPU) */
+	EMBER_SAMPLE_SLEEPING = 1u << 9, /* wall: interrupted in a system call */
+	EMBER_SAMPLE_RUNNING = 1u << 10  /* wall: interrupted in user code */
+};
+
 typedef struct ember__sigstate {
 	ember__sampbuf buf;
 	_Atomic(ember__threadtab *) tab;
@@ -31,6 +48,8 @@ typedef struct ember__sigstate {
 	int unwind_mode; /* EMBER_UNWIND_MODE_* */
 	int max_depth;
 	int accept_itimer; /* process-wide ITIMER_PROF fallback: SI_KERNEL signals count */
+	int accept_perf;   /* perf_events engine: POLL_* signals from our descriptors count */
+	int64_t period_ns; /* the CPU sampling period: a timer expiry stands for this */
 	_Atomic uint64_t samples;
 	_Atomic uint64_t dropped_full;
 	_Atomic uint64_t truncated;
@@ -38,6 +57,8 @@ typedef struct ember__sigstate {
 	_Atomic uint64_t foreign;
 	_Atomic uint64_t probes;
 	_Atomic uint64_t labels_truncated;
+	_Atomic uint64_t wall_samples;
+	_Atomic uint64_t perf_stale; /* perf signals for a descriptor no longer ours */
 } ember__sigstate;
 
 /*

@@ -19,9 +19,10 @@ typedef struct ember__sample_rec {
 	_Atomic uint32_t state; /* SLOT_FREE, SLOT_WRITING, SLOT_READY */
 	uint32_t depth;
 	int32_t tid;
-	uint32_t weight; /* periods this sample stands for (1 + timer overruns) */
-	uint32_t flags;  /* EMBER_UNWIND_* */
+	uint32_t flags;  /* EMBER_UNWIND_* and EMBER_SAMPLE_* (sample/handler.h) */
 	uint32_t label_len; /* bytes of packed labels after pcs[max_depth] */
+	uint32_t reserved;
+	uint64_t weight; /* nanoseconds this sample stands for (CPU or wall time) */
 	int64_t time_ns; /* CLOCK_REALTIME */
 	uint64_t pcs[];  /* leaf first */
 } ember__sample_rec;

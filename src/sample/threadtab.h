@@ -28,6 +28,12 @@ typedef struct ember__thread_ent {
 	_Atomic uintptr_t lo, hi;
 	/* Written by the handler when it answers a probe (threads.c). */
 	_Atomic uintptr_t probe_sp, probe_self;
+	/* perf_events engine (engine_perf.c): the thread's event descriptor
+	 * plus one (0: none), written by the agent; and the event's task-clock
+	 * count at the end of the thread's previous sample, written only by
+	 * handlers running on this thread (reset to 0 with a new descriptor). */
+	_Atomic int32_t perf_fd1;
+	_Atomic uint64_t perf_last;
 } ember__thread_ent;
 
 typedef struct ember__threadtab {

@@ -11,9 +11,21 @@ allowed=(
   getpid gettid      # plain system calls
   pthread_self       # reads the thread pointer; answers the bounds probe
   mmap munmap        # only in sampbuf/threadtab init and free, on the agent thread
+  read               # POSIX async-signal-safe; the perf engine reads its event's count
 )
+# CTest passes $<TARGET_OBJECTS:...> as one ';'-separated argument: split it.
+objs=()
+for arg in "$@"; do
+  IFS=';' read -r -a parts <<< "$arg"
+  objs+=("${parts[@]}")
+done
 status=0
-for obj in "$@"; do
+for obj in "${objs[@]}"; do
+  if ! syms=$(nm -u "$obj"); then
+    echo "cannot read the symbols of $obj" >&2
+    status=1
+    continue
+  fi
   while read -r sym; do
     [ -z "$sym" ] && continue
     case "$sym" in ember__*|__asan_*|__ubsan_*|__sanitizer_*) continue ;; esac
@@ -23,8 +35,8 @@ for obj in "$@"; do
       echo "signal path object $(basename "$obj") imports '$sym', which is not on the async-signal-safe allowlist" >&2
       status=1
     fi
-  done < <(nm -u "$obj" | awk '{print $2}' | sed 's/@.*//')
+  done < <(printf '%s\n' "$syms" | awk '{print $2}' | sed 's/@.*//')
 done
-[ $# -gt 0 ] || { echo "no objects given" >&2; exit 1; }
-[ $status -eq 0 ] && echo "signal path imports only async-signal-safe symbols ($# objects)"
+[ ${#objs[@]} -gt 0 ] || { echo "no objects given" >&2; exit 1; }
+[ $status -eq 0 ] && echo "signal path imports only async-signal-safe symbols (${#objs[@]} objects)"
 exit $status

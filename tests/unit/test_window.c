@@ -1,7 +1,7 @@
 /*
  * test_window.c - from drained samples to a profile: stacks are
  * deduplicated (per thread when thread labels are on), values are the
- * sample count and count x period, callers are looked up at the return
+ * sample count and the summed weights in nanoseconds, callers are looked up at the return
  * address minus one, functions are resolved through the symbolizer and
  * shared, static tags and thread labels are attached.
  */
@@ -65,13 +65,13 @@ static void test_profile(void)
 	uint64_t leaf = (uint64_t)(uintptr_t)leaf_fn + 1;
 	uint64_t ret = (uint64_t)(uintptr_t)caller_fn + 2;
 	uint64_t st[] = {leaf, ret};
-	ember__agg_add(&a, 11, st, 2, NULL, 0, 1);
-	ember__agg_add(&a, 11, st, 2, NULL, 0, 3);
-	ember__agg_add(&a, 12, st, 2, NULL, 0, 1);
+	ember__agg_add(&a, 11, st, 2, NULL, 0, 4000000);
+	ember__agg_add(&a, 11, st, 2, NULL, 0, 3 * 4000000);
+	ember__agg_add(&a, 12, st, 2, NULL, 0, 4000000);
 	ember__agg_set_name(&a, 11, "alpha");
 
 	ember__profile *p;
-	CHECK_EQ_INT(ember__window_profile(&a, sym, &cfg, 1000, 5000, &p), 0);
+	CHECK_EQ_INT(ember__window_profile(&a, sym, &cfg, EMBER__PROFILE_CPU, 1000, 5000, &p), 0);
 	CHECK_EQ_INT(p->period, 4000000);
 	CHECK_EQ_INT(p->time_nanos, 1000);
 	CHECK_EQ_INT(p->duration_nanos, 4000);
@@ -97,7 +97,7 @@ static void test_profile(void)
 	ember__profile_free(p);
 
 	/* Without a symbolizer: addresses only, no functions. */
-	CHECK_EQ_INT(ember__window_profile(&a, NULL, &cfg, 0, 1, &p), 0);
+	CHECK_EQ_INT(ember__window_profile(&a, NULL, &cfg, EMBER__PROFILE_CPU, 0, 1, &p), 0);
 	CHECK_EQ_INT(p->nfunctions, 0);
 	CHECK_EQ_INT(p->nlocations, 2);
 	ember__profile_free(p);
@@ -149,7 +149,7 @@ static void test_dynamic_labels(void)
 	ember__agg_add(&a, 0, st, 2, NULL, 0, 1);
 	CHECK_EQ_INT(a.n, 3); /* same stack, three label sets */
 	ember__profile *p;
-	CHECK_EQ_INT(ember__window_profile(&a, NULL, &cfg, 0, 1, &p), 0);
+	CHECK_EQ_INT(ember__window_profile(&a, NULL, &cfg, EMBER__PROFILE_CPU, 0, 1, &p), 0);
 	CHECK_EQ_INT(p->nsamples, 3);
 	const ember__sample *s = &p->samples[0];
 	CHECK_EQ_INT(s->values[0], 2);

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# engines.sh - the sampling engines side by side (issue 8, docs/BENCHMARKS.md
+# "Engines"): CPU and wall overhead and delivered/expected samples of
+# emberprof with per-thread CPU timers (EMBERPROF_ENGINE=timer) and with
+# perf_events (EMBERPROF_ENGINE=perf), and of gperftools, at 100 Hz and
+# 1000 Hz, in interleaved paired runs of the bench workload (see
+# overhead.sh and abrun.c; medians of per-round ratios to the unprofiled
+# run of the same round).
+#
+#     bash bench/engines.sh BUILD_DIR [ROUNDS]
+#
+# ROUNDS defaults to 5 ($EMBER_BENCH_ROUNDS); each round runs 8
+# configurations of about 5 s each. Where the kernel refuses perf events
+# the perf runs fail to start their agent (the run reports no profile).
+# Output: BUILD_DIR/bench-results/engines.{txt,tsv}.
+set -euo pipefail
+
+if [ $# -lt 1 ]; then
+	echo "usage: bash bench/engines.sh BUILD_DIR [ROUNDS]" >&2
+	exit 2
+fi
+build=$(cd "$1" && pwd)
+rounds=${2:-${EMBER_BENCH_ROUNDS:-5}}
+workload_args=${EMBER_BENCH_WORKLOAD_ARGS:-4 20000 62500}
+gperf=${EMBER_BENCH_GPERF:-/usr/lib/x86_64-linux-gnu/libprofiler.so}
+results=$build/bench-results
+mkdir -p "$results"
+
+for f in bench/ember_bench_abrun bench/ember_bench_count bench/ember_bench_workload libemberprof.so; do
+	if [ ! -e "$build/$f" ]; then
+		echo "engines.sh: $build/$f is missing; build with: cmake --build $build --target bench_programs" >&2
+		exit 1
+	fi
+done
+extra=()
+if [ -e "$gperf" ]; then
+	extra+=(--gperf "$gperf")
+else
+	echo "engines.sh: $gperf not found; gperftools skipped" >&2
+fi
+
+echo "== engines: $rounds rounds, workload: ember_bench_workload $workload_args"
+# shellcheck disable=SC2086 # workload_args is a list of words on purpose
+"$build/bench/ember_bench_abrun" --rounds "$rounds" --rates 100,1000 --engines timer,perf \
+	--lib "$build/libemberprof.so" --count "$build/bench/ember_bench_count" \
+	"${extra[@]}" --tsv "$results/engines.tsv" \
+	-- "$build/bench/ember_bench_workload" $workload_args 2>&1 |
+	grep -v '^PROFILE: interrupts/evictions/bytes' | tee "$results/engines.txt"

@@ -1,0 +1,163 @@
+/*
+ * engine_wall.c - the wall-clock timer thread and its rotation
+ * (engine_wall.h).
+ */
+#include "agent/engine_wall.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/threads.h"
+#include "emberprof.h"
+#include "sample/handler.h"
+#include "util/error.h"
+
+static int32_t tid_at(const void *base, size_t stride, size_t i)
+{
+	int32_t tid;
+	memcpy(&tid, (const char *)base + i * stride, sizeof(tid));
+	return tid;
+}
+
+size_t ember__wall_pick(const void *base, size_t stride, size_t n, int32_t *cursor, size_t max,
+			size_t *idx)
+{
+	if (n == 0 || max == 0)
+		return 0;
+	if (max > n)
+		max = n;
+	/* The first record whose tid follows the cursor (binary search). */
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (tid_at(base, stride, mid) <= *cursor)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t k = 0; k < max; k++)
+		idx[k] = (lo + k) % n;
+	*cursor = tid_at(base, stride, idx[max - 1]);
+	return max;
+}
+
+int64_t ember__wall_tick_ns(int64_t interval_ns, size_t nthreads, size_t per_tick,
+			    int64_t min_tick_ns)
+{
+	int64_t tick = interval_ns;
+	if (per_tick && nthreads > per_tick) {
+		/* ceil(nthreads / per_tick) ticks per pass */
+		int64_t ticks = (int64_t)((nthreads + per_tick - 1) / per_tick);
+		tick = interval_ns / ticks;
+	}
+	return tick < min_tick_ns ? min_tick_ns : tick;
+}
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int send_wall(ember__wall *w, int32_t tid, int64_t weight_ns)
+{
+	siginfo_t si;
+	memset(&si, 0, sizeof(si));
+	si.si_signo = w->signo;
+	si.si_code = SI_QUEUE;
+	si.si_pid = w->pid;
+	si.si_uid = getuid();
+	si.si_value.sival_ptr = (void *)(uintptr_t)EMBER_WALL_VALUE(weight_ns);
+	return (int)syscall(SYS_rt_tgsigqueueinfo, w->pid, tid, w->signo, &si);
+}
+
+static void *wall_main(void *arg)
+{
+	ember__wall *w = arg;
+	sigset_t all;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	pthread_setname_np(pthread_self(), "emberprof-wall");
+	ember__threads_exclude(w->threads, (int32_t)gettid());
+
+	int64_t next = mono_ns() + w->interval_ns;
+	pthread_mutex_lock(&w->mu);
+	while (!w->stop) {
+		struct timespec dl = {next / 1000000000, next % 1000000000};
+		pthread_cond_timedwait(&w->cv, &w->mu, &dl);
+		if (w->stop)
+			break;
+		int64_t now = mono_ns();
+		if (now < next)
+			continue; /* woken early */
+		pthread_mutex_unlock(&w->mu);
+		int32_t tids[EMBER__WALL_MAX_PER_TICK];
+		int64_t weights[EMBER__WALL_MAX_PER_TICK];
+		size_t nthreads = 0;
+		size_t n = ember__threads_wall_pick(w->threads, now, tids, weights,
+						    EMBER__WALL_MAX_PER_TICK, &nthreads);
+		uint64_t sent = 0;
+		for (size_t i = 0; i < n; i++)
+			if (weights[i] > 0 && send_wall(w, tids[i], weights[i]) == 0)
+				sent++;
+		atomic_fetch_add(&w->signals, sent);
+		atomic_fetch_add(&w->ticks, 1);
+		if (n > atomic_load(&w->max_per_tick))
+			atomic_store(&w->max_per_tick, n);
+		/* The next tick from the schedule, not from now, so the pace
+		 * holds; after a stall, start again from now rather than burst. */
+		next += ember__wall_tick_ns(w->interval_ns, nthreads, EMBER__WALL_MAX_PER_TICK,
+					    EMBER__WALL_MIN_TICK_NS);
+		if (next < now)
+			next = now;
+		pthread_mutex_lock(&w->mu);
+	}
+	pthread_mutex_unlock(&w->mu);
+	return NULL;
+}
+
+int ember__wall_start(ember__wall *w, struct ember__threads *t, int signo, unsigned interval_ms)
+{
+	memset(w, 0, sizeof(*w));
+	w->threads = t;
+	w->signo = signo;
+	w->pid = getpid();
+	w->interval_ns = (int64_t)interval_ms * 1000000;
+	pthread_mutex_init(&w->mu, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&w->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, 256u << 10);
+	int rc = ember__real_pthread_create(&w->thread, &attr, wall_main, w);
+	pthread_attr_destroy(&attr);
+	if (rc != 0) {
+		pthread_mutex_destroy(&w->mu);
+		pthread_cond_destroy(&w->cv);
+		return ember__error_errno(EMBER_ERR_SYS, rc, "cannot start the wall-clock thread");
+	}
+	w->started = 1;
+	return 0;
+}
+
+void ember__wall_stop(ember__wall *w)
+{
+	if (!w->started)
+		return;
+	pthread_mutex_lock(&w->mu);
+	w->stop = 1;
+	pthread_cond_broadcast(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+	pthread_join(w->thread, NULL);
+	pthread_mutex_destroy(&w->mu);
+	pthread_cond_destroy(&w->cv);
+	w->started = 0;
+}

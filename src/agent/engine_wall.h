@@ -1,0 +1,76 @@
+/*
+ * engine_wall.h - the wall-clock engine: a timer thread of emberprof's own
+ * ("emberprof-wall") signals every sampled thread at a fixed wall-clock
+ * interval, whatever the thread is doing, so that time spent blocked
+ * (system calls, locks, sleeps) shows up as well as time on the CPU.
+ *
+ * Cost is bounded: each tick signals at most EMBER__WALL_MAX_PER_TICK
+ * threads, rotating through them in tid order, and ticks are spread so
+ * that a full pass over N threads takes the interval - but ticks are never
+ * closer than EMBER__WALL_MIN_TICK_NS, so with many threads a pass takes
+ * longer and each sample weighs more (its weight is the wall time since
+ * its thread's previous sample). The signal is the sampling signal, queued
+ * with rt_tgsigqueueinfo and a value the handler recognizes (handler.h).
+ *
+ * The timer thread is not the agent thread: the agent thread spends tens
+ * of milliseconds symbolizing and encoding at each window boundary, which
+ * would stall the ticks. Agent-side code; nothing here is
+ * async-signal-safe.
+ */
+#ifndef EMBER_ENGINE_WALL_H
+#define EMBER_ENGINE_WALL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define EMBER__WALL_MAX_PER_TICK 8
+#define EMBER__WALL_MIN_TICK_NS 1000000LL /* at most 8000 wall signals per second */
+
+struct ember__threads;
+
+typedef struct ember__wall {
+	struct ember__threads *threads;
+	int signo;
+	pid_t pid;
+	int64_t interval_ns;
+	pthread_t thread;
+	int started;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int stop;
+	_Atomic uint64_t signals, ticks, max_per_tick;
+} ember__wall;
+
+/*
+ * Starts the timer thread sampling the threads of `t` every `interval_ms`
+ * with signal `signo`. The thread blocks every signal and excludes itself
+ * from `t`. 0 or ember_err.
+ */
+int ember__wall_start(ember__wall *w, struct ember__threads *t, int signo, unsigned interval_ms);
+
+/* Stops and joins the timer thread (no more wall signals are sent after
+ * it returns). Harmless if never started. */
+void ember__wall_stop(ember__wall *w);
+
+/*
+ * The rotation: picks up to `max` (<= n) of the `n` records at `base`
+ * (`stride` bytes apart, each starting with its int32_t tid, sorted by
+ * tid), the ones whose tids follow *cursor, wrapping around to the
+ * smallest; their indexes go to idx[] and *cursor becomes the last tid
+ * picked. Records added or removed between calls do not disturb it: the
+ * cursor is a tid, not a position. Returns how many were picked.
+ */
+size_t ember__wall_pick(const void *base, size_t stride, size_t n, int32_t *cursor, size_t max,
+			size_t *idx);
+
+/*
+ * The pause between ticks so that a pass over `nthreads` threads, at most
+ * `per_tick` a tick, takes `interval_ns` - never below `min_tick_ns`.
+ */
+int64_t ember__wall_tick_ns(int64_t interval_ns, size_t nthreads, size_t per_tick,
+			    int64_t min_tick_ns);
+
+#endif
