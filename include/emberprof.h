@@ -402,7 +402,8 @@ EMBER_API void ember_labels_pop_to(unsigned depth);
  * Fills *out with a reporter writing one gzip'd pprof file per window into
  * `dir` (created 0700 if missing; never followed through a symlink). Names
  * sort by time and never collide:
- *     <app>-<UTC yyyymmddTHHMMSS>.<ms>Z-<pid>-<seq>.pb.gz
+ *     <app>-<UTC yyyymmddTHHMMSS>.<ms>Z-<pid>-<seq>[.<type>].pb.gz
+ * (<type> for profile types other than "cpu", e.g. "wall").
  * Files are written to a temporary name and renamed into place.
  * `dir` is copied. Hand *out to ember_builder_add_reporter().
  */

@@ -18,6 +18,7 @@
  */
 #include "report/local.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -58,8 +59,18 @@ static void sanitize_app(char *out, size_t cap, const char *app)
 }
 
 int ember__local_filename(char *buf, size_t n, const char *app, int64_t start_ns, pid_t pid,
-			  uint32_t seq)
+			  uint32_t seq, const char *type)
 {
+	/* CPU profiles keep the plain name; other types say what they are. */
+	char kind[24] = "";
+	if (type && *type && strcmp(type, "cpu") != 0) {
+		size_t k = 0;
+		kind[k++] = '.';
+		for (const char *p = type; *p && k < sizeof(kind) - 1; p++)
+			if (isalnum((unsigned char)*p) || *p == '_')
+				kind[k++] = *p;
+		kind[k] = '\0';
+	}
 	char safe[EMBER_LOCAL_APP_MAX + 1];
 	struct tm tm;
 
@@ -71,9 +82,9 @@ int ember__local_filename(char *buf, size_t n, const char *app, int64_t start_ns
 	if (!gmtime_r(&secs, &tm))
 		return ember__error(EMBER_ERR_INVALID, "local reporter: start time %lld is out of range",
 				    (long long)start_ns);
-	int w = snprintf(buf, n, "%s-%04d%02d%02dT%02d%02d%02d.%03dZ-%ld-%u" EMBER_LOCAL_SUFFIX,
+	int w = snprintf(buf, n, "%s-%04d%02d%02dT%02d%02d%02d.%03dZ-%ld-%u%s" EMBER_LOCAL_SUFFIX,
 			 safe, tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-			 tm.tm_sec, ms, (long)pid, (unsigned)seq);
+			 tm.tm_sec, ms, (long)pid, (unsigned)seq, kind);
 	if (w < 0 || (size_t)w >= n)
 		return ember__error(EMBER_ERR_INVALID, "local reporter: file name buffer too small");
 	return 0;
@@ -280,7 +291,7 @@ static int local_report(void *userdata, const ember_report *r)
 	if (!r || (!r->pprof && r->pprof_len))
 		return ember__error(EMBER_ERR_INVALID, "local reporter: no profile data");
 	int rc = ember__local_filename(name, sizeof(name), r->app_name, r->start_ns, getpid(),
-				       r->seq);
+				       r->seq, r->profile_type);
 	if (rc < 0)
 		return rc;
 	if (st->dirfd < 0 && (rc = reopen_dir(st)) < 0)

@@ -25,14 +25,15 @@
 
 /*
  * Writes the file name of one window into buf (size n):
- *     <app>-<UTC yyyymmddTHHMMSS>.<mmm>Z-<pid>-<seq>.pb.gz
+ *     <app>-<UTC yyyymmddTHHMMSS>.<mmm>Z-<pid>-<seq>[.<type>].pb.gz
+ * where <type> is the report's profile type unless it is "cpu" (NULL too).
  * The app name is sanitized to [A-Za-z0-9._-] (other bytes become '_'),
  * cut to EMBER_LOCAL_APP_MAX bytes, and "app" if empty. A start time before
  * the epoch is written as the epoch. Returns 0, or EMBER_ERR_INVALID (with
  * a message) if buf is too small. Does not allocate.
  */
 int ember__local_filename(char *buf, size_t n, const char *app, int64_t start_ns, pid_t pid,
-			  uint32_t seq);
+			  uint32_t seq, const char *type);
 
 /*
  * Creates `dir` and its missing parents (mode 0700) and opens it with

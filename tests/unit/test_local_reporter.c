@@ -104,26 +104,31 @@ static void test_filename_format(void)
 {
 	char buf[256];
 	CHECK_EQ_INT(ember__local_filename(buf, sizeof(buf), "my app", T0 * 1000000000LL + 678000000,
-					   123, 7), 0);
+					   123, 7, "cpu"), 0);
 	CHECK_EQ_STR(buf, "my_app-20240102T030405.678Z-123-7.pb.gz");
+	/* Other profile types say so, so a window's wall profile sits beside
+	 * its CPU profile instead of taking a collision suffix. */
+	CHECK_EQ_INT(ember__local_filename(buf, sizeof(buf), "my app", T0 * 1000000000LL + 678000000,
+					   123, 7, "wall"), 0);
+	CHECK_EQ_STR(buf, "my_app-20240102T030405.678Z-123-7.wall.pb.gz");
 
-	CHECK_EQ_INT(ember__local_filename(buf, sizeof(buf), "a/../b\xff.x-y_z", 0, 1, 0), 0);
+	CHECK_EQ_INT(ember__local_filename(buf, sizeof(buf), "a/../b\xff.x-y_z", 0, 1, 0, NULL), 0);
 	CHECK_EQ_STR(buf, "a_.._b_.x-y_z-19700101T000000.000Z-1-0.pb.gz");
 
-	CHECK_EQ_INT(ember__local_filename(buf, sizeof(buf), "", 0, 1, 0), 0);
+	CHECK_EQ_INT(ember__local_filename(buf, sizeof(buf), "", 0, 1, 0, NULL), 0);
 	CHECK_EQ_STR(buf, "app-19700101T000000.000Z-1-0.pb.gz");
-	CHECK_EQ_INT(ember__local_filename(buf, sizeof(buf), NULL, -5, 1, 0), 0);
+	CHECK_EQ_INT(ember__local_filename(buf, sizeof(buf), NULL, -5, 1, 0, NULL), 0);
 	CHECK_EQ_STR(buf, "app-19700101T000000.000Z-1-0.pb.gz");
 
 	char longname[400];
 	memset(longname, 'x', sizeof(longname) - 1);
 	longname[sizeof(longname) - 1] = '\0';
-	CHECK_EQ_INT(ember__local_filename(buf, sizeof(buf), longname, 0, 1, 0), 0);
+	CHECK_EQ_INT(ember__local_filename(buf, sizeof(buf), longname, 0, 1, 0, NULL), 0);
 	CHECK(strlen(buf) < 255);
 	CHECK_EQ_INT(strspn(buf, "x"), EMBER_LOCAL_APP_MAX);
 
 	char small[10];
-	CHECK_EQ_INT(ember__local_filename(small, sizeof(small), "app", 0, 1, 0), EMBER_ERR_INVALID);
+	CHECK_EQ_INT(ember__local_filename(small, sizeof(small), "app", 0, 1, 0, NULL), EMBER_ERR_INVALID);
 }
 
 static void test_two_reports_same_second(void)
