@@ -368,6 +368,12 @@ static void scan_tasks(ember__threads *t)
 void ember__threads_poll(ember__threads *t, int scan)
 {
 	pthread_mutex_lock(&t->mu);
+	/* After stop, a scan would adopt every thread again: new timers and
+	 * probes whose signals could land after the disposition is restored. */
+	if (t->stopped) {
+		pthread_mutex_unlock(&t->mu);
+		return;
+	}
 	if (scan)
 		scan_tasks(t);
 	for (size_t i = 0; i < t->nrecs; i++) {
@@ -589,6 +595,7 @@ void ember__threads_stop(ember__threads *t)
 		setitimer(ITIMER_PROF, &off, NULL);
 	}
 	pthread_mutex_lock(&t->mu);
+	t->stopped = 1;
 	int own = t->pid == getpid();
 	for (size_t i = 0; i < t->nrecs; i++)
 		if (t->recs[i].has_timer && own)

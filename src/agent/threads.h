@@ -64,6 +64,7 @@ typedef struct ember__threads {
 	uint64_t rng;
 	uint64_t gen;
 	int hook_active;
+	int stopped; /* set by ember__threads_stop: no timer, probe or scan after it */
 	/* counters */
 	uint64_t threads_seen, timer_failures, probe_failures, table_full, perf_events;
 	char first_error[256]; /* first timer failure, for the log */
