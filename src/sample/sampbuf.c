@@ -2,7 +2,7 @@
  * sampbuf.c - the multi-producer, single-consumer sample ring (sampbuf.h).
  *
  * Producers: ember__sampbuf_claim/commit, called in the signal handler,
- * lock-free (one CAS loop) and async-signal-safe. Consumer: the agent
+ * lock-free, with one CAS loop, and async-signal-safe. Consumer: the agent
  * thread. The ring memory is mmap'd up front so that the handler never
  * allocates; pages are touched lazily, so RSS grows only with use.
  */
