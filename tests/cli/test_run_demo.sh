@@ -5,7 +5,7 @@
 . "$(dirname "$0")/lib.sh"
 : "${EMBER_DEMO:?EMBER_DEMO must name the demo executable}"
 
-"$EMBERPROF" run --rate 250 --top 10 --app my-app -o prof -- "$EMBER_DEMO" --threads 2 --seconds 1 >out 2>err
+"$EMBERPROF" run --rate 250 --top 30 --app my-app -o prof -- "$EMBER_DEMO" --threads 2 --seconds 1 >out 2>err
 rc=$?
 check_exit "demo" 0 $rc
 check_grep "demo stdout" out "expected profile"
