@@ -31,6 +31,7 @@
 
 #include "emberprof.h"
 #include "util/error.h"
+#include "util/fileio.h"
 
 typedef struct local_state {
 	char *dir;          /* the path as given (trailing slashes removed) */
@@ -180,21 +181,6 @@ int ember__local_open_dir(const char *dir)
 
 /* ---- writing one file ---- */
 
-static int write_all(int fd, const uint8_t *p, size_t n)
-{
-	while (n > 0) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 /* Creates a fresh hidden temporary file; its name goes into tmp. */
 static int open_temp(local_state *st, char *tmp, size_t cap)
 {
@@ -256,7 +242,7 @@ static int write_temp(local_state *st, const ember_report *r, char *tmp, size_t 
 		return ember__error_errno(EMBER_ERR_IO, *os_err,
 					  "local reporter: cannot create a temporary file in '%s'",
 					  st->dir);
-	int failed = write_all(fd, r->pprof, r->pprof_len) < 0 || fsync(fd) < 0;
+	int failed = ember__write_all(fd, r->pprof, r->pprof_len) < 0 || fsync(fd) < 0;
 	int e = errno;
 	if (close(fd) < 0 && !failed) {
 		failed = 1;

@@ -27,6 +27,7 @@
 
 #include "report/local.h"
 #include "util/error.h"
+#include "util/fileio.h"
 
 #define MAGIC "EMBSPOOL"
 #define VERSION 1u
@@ -222,22 +223,6 @@ const char *ember__spool_dir(const ember__spool *s)
 
 /* ---- writing ---- */
 
-static int write_all(int fd, const void *buf, size_t n)
-{
-	const uint8_t *p = buf;
-	while (n > 0) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 static uint32_t payload_crc(const char *meta, size_t mlen, const uint8_t *body, size_t blen)
 {
 	uLong c = crc32(0L, Z_NULL, 0);
@@ -307,8 +292,9 @@ int ember__spool_put(ember__spool *s, const ember__upload_item *it, const char *
 					  s->dir);
 	uint8_t h[HEADER_LEN];
 	make_header(h, it, mlen);
-	int failed = write_all(fd, h, sizeof(h)) < 0 || write_all(fd, it->meta, mlen) < 0 ||
-		     write_all(fd, it->body, it->len) < 0 || fsync(fd) < 0;
+	int failed = ember__write_all(fd, h, sizeof(h)) < 0 ||
+		     ember__write_all(fd, it->meta, mlen) < 0 ||
+		     ember__write_all(fd, it->body, it->len) < 0 || fsync(fd) < 0;
 	int e = errno;
 	if (close(fd) < 0 && !failed) {
 		failed = 1;
