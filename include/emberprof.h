@@ -146,7 +146,24 @@ typedef struct ember_report {
 	size_t pprof_len;
 	uint32_t seq;              /**< window number since build, from 0 */
 	int final;                 /**< 1 for the last window before stop */
+	/* Since 0.2: the format of this report (see ember_reporter.formats). */
+	unsigned format;           /**< EMBER_FORMAT_PPROF or EMBER_FORMAT_JFR */
+	/**
+	 * EMBER_FORMAT_JFR only: one JFR recording (uncompressed) holding the
+	 * whole window - every profile type's events (CPU, wall, allocation),
+	 * each sample an event with its own timestamp and thread. profile_type
+	 * is then "jfr", pprof is NULL and pprof_len 0. A reporter asking for
+	 * both formats gets each window once as JFR and once per profile type
+	 * as pprof, all with the same seq.
+	 */
+	const uint8_t *jfr;
+	size_t jfr_len;
+	int64_t interval_ms;       /**< the agent's reporting interval */
 } ember_report;
+
+/** Formats a reporter takes (bit mask for ember_reporter.formats). */
+#define EMBER_FORMAT_PPROF 0x1u /**< one gzip'd pprof per profile type and window */
+#define EMBER_FORMAT_JFR   0x2u /**< one JFR recording per window */
 
 /** A static tag: key and value, both borrowed. */
 typedef struct ember_tag {
@@ -194,6 +211,8 @@ typedef struct ember_reporter {
 	void *userdata;
 	int (*bind)(void *userdata, const ember_agent_info *info);
 	void (*stats)(void *userdata, struct ember_stats *accumulate);
+	/** EMBER_FORMAT_* bits this reporter wants; 0 means EMBER_FORMAT_PPROF. */
+	unsigned formats;
 } ember_reporter;
 
 /** Agent statistics. Counters since build; all monotonic. */
@@ -472,6 +491,106 @@ typedef struct ember_pyroscope_options {
  * EMBER_ERR_UNSUPPORTED. Hand *out to ember_builder_add_reporter().
  */
 EMBER_API int ember_reporter_pyroscope(ember_reporter *out, const ember_pyroscope_options *opts);
+
+/**
+ * Like ember_reporter_local(), with a choice of formats: EMBER_FORMAT_PPROF
+ * (files as above), EMBER_FORMAT_JFR (one `<app>-<ts>-<pid>-<seq>.jfr` per
+ * window), or both. 0 means EMBER_FORMAT_PPROF.
+ */
+EMBER_API int ember_reporter_local_ex(ember_reporter *out, const char *dir, unsigned formats);
+
+/**
+ * A reporter that hands every window to each of `n` reporters in turn,
+ * each with its own view of the window: one failing does not stop the
+ * others, and the error returned names every reporter that failed. It
+ * takes ownership of the n reporters (their destroy() runs when it is
+ * destroyed) even on failure; its formats are the union of theirs, and
+ * each reporter only gets the formats it asked for.
+ */
+EMBER_API int ember_reporter_multi(ember_reporter *out, const ember_reporter *reporters, size_t n);
+
+/** Where the profiled process runs, for the S3 key (see ember_s3_options). */
+typedef enum ember_host_kind {
+	EMBER_HOST_DETECT = 0,  /**< find out: EC2 (IMDSv2), then ECS/Fargate, else on-prem */
+	EMBER_HOST_EC2 = 1,
+	EMBER_HOST_FARGATE = 2, /**< ECS (Fargate or EC2 launch type), from the task metadata */
+	EMBER_HOST_ONPREM = 3,  /**< key part "onprem__" */
+	EMBER_HOST_NONE = 4     /**< no metadata: key part "unknown__" */
+} ember_host_kind;
+
+/**
+ * Host metadata given by the application instead of detected. Strings are
+ * borrowed by the call that takes the struct and copied. Fields that do
+ * not apply to `kind` are ignored.
+ */
+typedef struct ember_host_metadata {
+	size_t sz;                       /**< sizeof(ember_host_metadata) */
+	ember_host_kind kind;
+	const char *aws_account_id;
+	const char *aws_region;
+	const char *ec2_instance_id;     /**< EC2 */
+	const char *ec2_instance_type;   /**< EC2, optional */
+	const char *ecs_task_arn;        /**< FARGATE */
+	const char *ecs_cluster_arn;     /**< FARGATE */
+	double cpu_limit;                /**< FARGATE, vCPUs; 0 if unknown */
+	uint64_t memory_limit_mb;        /**< FARGATE; 0 if unknown */
+} ember_host_metadata;
+
+#ifdef __cplusplus
+#define EMBER_HOST_METADATA_INIT { sizeof(ember_host_metadata) }
+#else
+#define EMBER_HOST_METADATA_INIT { .sz = sizeof(ember_host_metadata) }
+#endif
+
+/**
+ * Options of the S3 reporter. Initialize with EMBER_S3_OPTIONS_INIT, then
+ * set what you need; zero means the default. Strings are copied.
+ */
+typedef struct ember_s3_options {
+	size_t sz;                      /**< sizeof(ember_s3_options) */
+	const char *bucket;             /**< required */
+	const char *profiling_group;    /**< required: the key's {profiling_group} */
+	const char *bucket_owner;       /**< x-amz-expected-bucket-owner (account id); optional */
+	const char *region;             /**< default: AWS_REGION, AWS_DEFAULT_REGION, the config
+					     file's profile, then IMDS */
+	const char *endpoint;           /**< S3-compatible store, e.g. http://127.0.0.1:4568;
+					     addressed path-style. Default: AWS_ENDPOINT_URL_S3,
+					     AWS_ENDPOINT_URL, then https://s3.<region>.amazonaws.com */
+	const char *aws_profile;        /**< shared config/credentials profile; default AWS_PROFILE
+					     or "default" */
+	const ember_host_metadata *host;/**< NULL: detect (EMBER_HOST_DETECT) */
+	const char *ca_file;            /**< CA bundle (PEM) for https */
+	unsigned connect_timeout_ms;    /**< default 5000 */
+	unsigned timeout_ms;            /**< whole request, default 60000 */
+	const char *spool_dir;          /**< keep undelivered windows here (created 0700) */
+	uint64_t spool_max_bytes;       /**< default 64 MiB */
+	unsigned queue_len;             /**< windows waiting in memory, default 16 */
+	unsigned flush_timeout_ms;      /**< wait at the final window, default 5000 */
+} ember_s3_options;
+
+#ifdef __cplusplus
+#define EMBER_S3_OPTIONS_INIT { sizeof(ember_s3_options) }
+#else
+#define EMBER_S3_OPTIONS_INIT { .sz = sizeof(ember_s3_options) }
+#endif
+
+/**
+ * Fills *out with a reporter that uploads each window to S3 as the
+ * async-profiler agent does: a zip holding `async_profiler_dump_0.jfr`
+ * then `metadata.json` ({"start":ms,"end":ms,"reporting_interval":ms}),
+ * PutObject under
+ *     profile_{profiling_group}_{machine}_{pid}_{time}.zip
+ * ({machine}: ec2_<instance id>_, ecs_<task arn>_, onprem__ or unknown__,
+ * with '/' and '_' replaced by '-'; {time}: UTC yyyy-mm-ddTHH-MM-SSZ),
+ * signed with AWS Signature V4 (credentials from the standard chain: the
+ * environment, the shared files, ECS container credentials, EC2 instance
+ * role through IMDSv2). Uploads run on the reporter's own thread with
+ * retries and an optional spool, like the Pyroscope reporter; host
+ * metadata is looked up there too, with 1 s timeouts, never blocking the
+ * application. Loads libcurl.so.4 (see ember_reporter_pyroscope). Its
+ * formats are EMBER_FORMAT_JFR.
+ */
+EMBER_API int ember_reporter_s3(ember_reporter *out, const ember_s3_options *opts);
 
 #ifdef __cplusplus
 }

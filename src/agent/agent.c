@@ -286,9 +286,13 @@ static int report_profile(ember__core *c, const ember__agg *a, int kind, int64_t
 		.pprof_len = pblen,
 		.seq = c->seq,
 		.final = final,
+		.format = EMBER_FORMAT_PPROF,
+		.interval_ms = c->cfg.interval_ms,
 	};
 	for (size_t i = 0; i < c->cfg.nreporters; i++) {
 		ember_reporter *r = &c->cfg.reporters[i];
+		if (r->formats && !(r->formats & EMBER_FORMAT_PPROF))
+			continue;
 		ember__error_clear();
 		int rrc = r->report(r->userdata, &rep);
 		if (rrc != 0) {
