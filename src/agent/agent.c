@@ -365,11 +365,11 @@ static ember__jfr_thread *jfr_threads(const ember__agg *const *aggs, int n, size
 {
 	size_t cap = 0;
 	for (int k = 0; k < n; k++)
-		cap += aggs[k]->names.n;
+		cap += aggs[k] ? aggs[k]->names.n : 0;
 	ember__jfr_thread *t = calloc(cap ? cap : 1, sizeof(*t));
 	*count = 0;
 	for (int k = 0; t && k < n; k++)
-		for (size_t i = 0; i < aggs[k]->names.cap; i++)
+		for (size_t i = 0; aggs[k] && i < aggs[k]->names.cap; i++)
 			if (aggs[k]->names.slots[i].used && aggs[k]->names.slots[i].value)
 				t[(*count)++] = (ember__jfr_thread){
 					(int32_t)aggs[k]->names.slots[i].key,
@@ -379,15 +379,19 @@ static ember__jfr_thread *jfr_threads(const ember__agg *const *aggs, int n, size
 
 /*
  * Encodes the window as one JFR recording - every logged sample of each
- * profile built (profiles[EMBER_JFR_CPU], [EMBER_JFR_WALL]) an event - and
- * hands it to the reporters that take JFR.
+ * profile built (profiles[EMBER_JFR_*], NULL where none) an event - and
+ * hands it to the reporters that take JFR. A new kind of profile adds its
+ * aggregate to aggs[] below.
  */
 static int report_jfr(ember__core *c, ember__profile *const *profiles, int64_t end, int final)
 {
-	const ember__agg *aggs[2] = {&c->cur, &c->wcur};
+	enum { N = EMBER_JFR_NKINDS };
+	const ember__agg *aggs[N] = {[EMBER_JFR_CPU] = &c->cur, [EMBER_JFR_WALL] = &c->wcur};
 	size_t n = 0;
 	uint64_t samples = 0, dropped = 0;
-	for (int k = 0; k < 2; k++) {
+	for (int k = 0; k < N; k++) {
+		if (!aggs[k])
+			continue;
 		if (profiles[k])
 			n += aggs[k]->nevents;
 		samples += aggs[k]->samples;
@@ -401,13 +405,13 @@ static int report_jfr(ember__core *c, ember__profile *const *profiles, int64_t e
 	}
 	ember__jfr_event *ev = malloc((n ? n : 1) * sizeof(*ev));
 	size_t nthreads = 0;
-	ember__jfr_thread *threads = jfr_threads(aggs, 2, &nthreads);
+	ember__jfr_thread *threads = jfr_threads(aggs, N, &nthreads);
 	uint8_t *jfr = NULL;
 	size_t len = 0;
 	int rc = ev && threads ? 0 : ember__error_oom("JFR events");
 	size_t m = 0;
-	for (int k = 0; rc == 0 && k < 2; k++)
-		for (size_t i = 0; profiles[k] && i < aggs[k]->nevents; i++) {
+	for (int k = 0; rc == 0 && k < N; k++)
+		for (size_t i = 0; aggs[k] && profiles[k] && i < aggs[k]->nevents; i++) {
 			const ember__agg_event *x = &aggs[k]->events[i];
 			ev[m++] = (ember__jfr_event){.time_ns = x->time_ns, .weight = x->weight,
 						     .sample = x->stack, .tid = x->tid,
@@ -415,7 +419,7 @@ static int report_jfr(ember__core *c, ember__profile *const *profiles, int64_t e
 		}
 	ember__jfr_window w = {
 		.start_ns = c->win_start, .end_ns = end,
-		.profiles = {profiles[0], profiles[1]},
+		.profiles = {profiles[0], profiles[1], profiles[2]},
 		.events = ev, .nevents = m, .threads = threads, .nthreads = nthreads,
 		.wall_interval_ns = (int64_t)c->cfg.wall_ms * 1000000,
 		.max_depth = c->cfg.max_depth,
@@ -458,7 +462,7 @@ static int close_window(ember__core *c, int64_t end, int final)
 {
 	int rc = 0, any = 0;
 	/* the profiles kept for the JFR recording, by EMBER_JFR_* kind */
-	ember__profile *jfr[2] = {NULL, NULL};
+	ember__profile *jfr[EMBER_JFR_NKINDS] = {NULL};
 	if (c->cur.samples || final) {
 		rc = report_profile(c, &c->cur, EMBER__PROFILE_CPU, end, final,
 				    c->want_jfr ? &jfr[EMBER_JFR_CPU] : NULL);
@@ -476,8 +480,8 @@ static int close_window(ember__core *c, int64_t end, int final)
 		if (!rc)
 			rc = jrc;
 	}
-	ember__profile_free(jfr[0]);
-	ember__profile_free(jfr[1]);
+	for (int k = 0; k < EMBER_JFR_NKINDS; k++)
+		ember__profile_free(jfr[k]);
 	if (any)
 		atomic_fetch_add(&c->windows, 1);
 	else
