@@ -356,6 +356,17 @@ void ember__s3_set_lookup_timeouts(void *ud, unsigned connect_ms, unsigned total
 	p->env.lookup_timeout_ms = total_ms;
 }
 
+int ember__s3_set_ecs_credentials_host(void *ud, const char *host)
+{
+	s3r *p = ud;
+	char *h = strdup(host);
+	if (!h)
+		return ember__error_oom("ECS credentials host");
+	free(p->env.ecs_credentials_host);
+	p->env.ecs_credentials_host = h;
+	return 0;
+}
+
 void ember__s3_counters(void *ud, uint64_t *detections, uint64_t *auth_failures,
 			uint64_t *refreshes)
 {

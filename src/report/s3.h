@@ -61,6 +61,8 @@ int ember__s3_classify(long status, const char *body, char *code, size_t code_ca
 /* Test hooks on a reporter's userdata. */
 void ember__s3_set_detect_retry_ms(void *userdata, unsigned min_ms, unsigned max_ms);
 void ember__s3_set_lookup_timeouts(void *userdata, unsigned connect_ms, unsigned total_ms);
+/* Where relative container credential URIs go (default http://169.254.170.2). */
+int ember__s3_set_ecs_credentials_host(void *userdata, const char *host);
 /* Counters for tests: detection attempts, auth failures (403s), credential refreshes. */
 void ember__s3_counters(void *userdata, uint64_t *detections, uint64_t *auth_failures,
 			uint64_t *refreshes);
