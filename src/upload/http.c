@@ -276,8 +276,10 @@ void ember__http_do(ember__http *h, ember__http_call *call, const _Atomic int *c
 	call->resp_truncated = 0;
 
 	struct curl_slist *list = NULL, *t;
-	/* No "Expect: 100-continue" round trip for larger bodies. */
-	int oom = !(list = C.slist_append(NULL, "Expect:"));
+	/* No "Expect: 100-continue" round trip for larger bodies. Not for
+	 * SigV4: libcurl (7.88) would sign the removed header as an empty
+	 * one, and the server would find a signed header missing. */
+	int oom = !call->aws_sigv4 && !(list = C.slist_append(NULL, "Expect:"));
 	for (size_t i = 0; !oom && i < call->nheaders; i++) {
 		if (!(t = C.slist_append(list, call->headers[i])))
 			oom = 1;
