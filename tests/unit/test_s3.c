@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <zip.h>
 
+#include "agent/agent_internal.h"
 #include "aws/hostmeta.h"
 #include "check.h"
 #include "report/s3.h"
@@ -296,6 +297,42 @@ static void test_options(void)
 	CHECK_EQ_INT(ember_reporter_s3(&r, NULL), EMBER_ERR_INVALID);
 }
 
+static void clear_s3_env(void)
+{
+	const char *v[] = {"EMBERPROF_S3_BUCKET", "EMBERPROF_S3_PROFILING_GROUP",
+			   "EMBERPROF_S3_BUCKET_OWNER", "EMBERPROF_S3_ENDPOINT", "EMBERPROF_S3_REGION",
+			   "EMBERPROF_S3_AWS_PROFILE", "EMBERPROF_S3_SPOOL_DIR", "EMBERPROF_S3_HOST"};
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+		unsetenv(v[i]);
+}
+
+static void test_env(void)
+{
+	clear_s3_env();
+	ember_builder *b;
+	CHECK_EQ_INT(ember_builder_new(&b, "myapp"), 0);
+	size_t n0 = b->cfg.nreporters;
+	setenv("EMBERPROF_S3_REGION", "eu-west-1", 1);
+	CHECK_EQ_INT(ember_builder_apply_env(b), EMBER_ERR_INVALID); /* no bucket */
+	CHECK(strstr(ember_last_error(), "EMBERPROF_S3_REGION is set but EMBERPROF_S3_BUCKET") != NULL);
+	setenv("EMBERPROF_S3_BUCKET", "my-bucket", 1);
+	setenv("EMBERPROF_S3_BUCKET_OWNER", "1234", 1);
+	CHECK_EQ_INT(ember_builder_apply_env(b), EMBER_ERR_INVALID);
+	CHECK(strstr(ember_last_error(), "EMBERPROF_S3_BUCKET_OWNER=\"1234\"") != NULL);
+	setenv("EMBERPROF_S3_BUCKET_OWNER", "123456789012", 1);
+	setenv("EMBERPROF_S3_HOST", "mars", 1);
+	CHECK_EQ_INT(ember_builder_apply_env(b), EMBER_ERR_INVALID);
+	CHECK(strstr(ember_last_error(), "EMBERPROF_S3_HOST") != NULL);
+	setenv("EMBERPROF_S3_HOST", "onprem", 1);
+	setenv("EMBERPROF_S3_ENDPOINT", "http://127.0.0.1:9", 1);
+	CHECK_EQ_INT(ember_builder_apply_env(b), 0);
+	CHECK_EQ_INT(b->cfg.nreporters, n0 + 1);
+	CHECK_EQ_STR(b->cfg.reporters[b->cfg.nreporters - 1].name, "s3");
+	CHECK_EQ_INT(b->cfg.reporters[b->cfg.nreporters - 1].formats, EMBER_FORMAT_JFR);
+	ember_builder_free(b);
+	clear_s3_env();
+}
+
 int main(void)
 {
 	RUN(test_sha256_vectors);
@@ -309,5 +346,6 @@ int main(void)
 	RUN(test_parse_ecs);
 	RUN(test_host_from_public);
 	RUN(test_options);
+	RUN(test_env);
 	return CHECK_DONE();
 }
