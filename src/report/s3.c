@@ -213,10 +213,13 @@ static void s3_send(void *ctx, const ember__upload_item *it, const _Atomic int *
 		snprintf(howner, sizeof(howner), "x-amz-expected-bucket-owner: %s", p->owner);
 		hv[nh++] = howner;
 	}
-	if ((cr.token && asprintf(&htoken, "x-amz-security-token: %s", cr.token) < 0) ||
-	    asprintf(&userpwd, "%s:%s", cr.access_key_id, cr.secret) < 0) {
-		htoken = userpwd = NULL;
+	if (cr.token && asprintf(&htoken, "x-amz-security-token: %s", cr.token) < 0)
+		htoken = NULL;
+	if (asprintf(&userpwd, "%s:%s", cr.access_key_id, cr.secret) < 0)
+		userpwd = NULL;
+	if (!userpwd || (cr.token && !htoken)) {
 		free(htoken);
+		free(userpwd);
 		ember__aws_creds_clear(&cr);
 		snprintf(res->message, sizeof(res->message), "out of memory");
 		return;
