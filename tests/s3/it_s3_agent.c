@@ -52,12 +52,7 @@ int main(void)
 	ember_reporter counter = {.name = "count-jfr", .report = count_jfr,
 				  .formats = EMBER_FORMAT_JFR};
 	ST_CHECK(ember_builder_add_reporter(b, &counter) == 0, "add counter: %s", ember_last_error());
-	ember_s3_options o = EMBER_S3_OPTIONS_INIT;
-	o.bucket = bucket;
-	o.profiling_group = "pg";
-	o.bucket_owner = "123456789012";
-	o.endpoint = front;
-	o.region = "us-east-1";
+	ember_s3_options o = front_options();
 	ember_reporter r;
 	ST_CHECK(ember_reporter_s3(&r, &o) == 0, "ember_reporter_s3: %s", ember_last_error());
 	ST_CHECK(ember_builder_add_reporter(b, &r) == 0, "add s3: %s", ember_last_error());

@@ -99,7 +99,8 @@ static __attribute__((unused)) void front_ctl(const char *q)
 	ST_CHECK(st == 200, "front control %s: HTTP %ld", q, st);
 }
 
-static __attribute__((unused)) ember_reporter make(void)
+/* The options of a reporter uploading through the front. */
+static __attribute__((unused)) ember_s3_options front_options(void)
 {
 	ember_s3_options o = EMBER_S3_OPTIONS_INIT;
 	o.bucket = bucket;
@@ -107,6 +108,13 @@ static __attribute__((unused)) ember_reporter make(void)
 	o.bucket_owner = "123456789012";
 	o.endpoint = front;
 	o.region = "us-east-1";
+	return o;
+}
+
+/* Such a reporter, bound as an agent would bind it (st_bind). */
+static __attribute__((unused)) ember_reporter make(void)
+{
+	ember_s3_options o = front_options();
 	ember_reporter r;
 	ST_CHECK(ember_reporter_s3(&r, &o) == 0, "ember_reporter_s3: %s", ember_last_error());
 	st_bind(&r);
