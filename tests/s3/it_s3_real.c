@@ -98,24 +98,69 @@ int main(void)
 	ST_CHECK(list_keys(keys, 8) == 2, "the window sent during the outage is not in the bucket");
 	printf("ok   outage (3 x 503): retried 3 times, then stored\n");
 
-	/* 3. a tampered header and a tampered body */
+	/* 3. a clock S3 finds skewed: credentials fetched again, retried, stored */
+	front_ctl("fail?status=403&code=RequestTimeTooSkewed&n=1");
+	report_window(&r, jfr, jfr_len, 2);
+	s = st_wait_done(&r, 3, 120);
+	uint64_t refreshes;
+	ember__s3_counters(r.userdata, NULL, NULL, &refreshes);
+	ST_CHECK(s.uploads_ok == 3 && refreshes == 1, "RequestTimeTooSkewed: ok %llu, refreshes %llu",
+		 (unsigned long long)s.uploads_ok, (unsigned long long)refreshes);
+	ST_CHECK(list_keys(keys, 8) == 3, "the window retried after RequestTimeTooSkewed is missing");
+	printf("ok   RequestTimeTooSkewed: credentials refreshed, retried, stored\n");
+
+	/* 4. a tampered header and a tampered body */
 	front_ctl("tamper?what=header");
 	expect_rejected(&r, jfr, jfr_len, "SignatureDoesNotMatch", "tampered header");
 	front_ctl("tamper?what=body");
 	expect_rejected(&r, jfr, jfr_len, "SignatureDoesNotMatch", "tampered body");
 	uint64_t auth;
 	ember__s3_counters(r.userdata, NULL, &auth, NULL);
-	ST_CHECK(auth == 2, "auth failures %llu", (unsigned long long)auth);
+	/* the 403s: RequestTimeTooSkewed, then the two tampered requests */
+	ST_CHECK(auth == 3, "auth failures %llu", (unsigned long long)auth);
 	r.destroy(r.userdata);
 
-	/* 4. a wrong secret */
+	/* 5. a wrong secret */
 	setenv("AWS_SECRET_ACCESS_KEY", "not-the-secret", 1);
 	r = make();
 	expect_rejected(&r, jfr, jfr_len, "SignatureDoesNotMatch", "wrong secret");
 	ST_CHECK(st_log_has("credentials from the environment"), "the credentials' source is not "
 		 "named");
 	r.destroy(r.userdata);
-	ST_CHECK(list_keys(keys, 8) == 2, "a refused window reached the bucket");
+	ST_CHECK(list_keys(keys, 8) == 3, "a refused window reached the bucket");
+
+	/* 6. another account's bucket (x-amz-expected-bucket-owner) */
+	setenv("AWS_SECRET_ACCESS_KEY", "S3RVER", 1);
+	ember_s3_options o = front_options();
+	o.bucket_owner = "999999999999";
+	ST_CHECK(ember_reporter_s3(&r, &o) == 0, "ember_reporter_s3: %s", ember_last_error());
+	st_bind(&r);
+	expect_rejected(&r, jfr, jfr_len, "AccessDenied", "wrong bucket owner");
+	r.destroy(r.userdata);
+
+	/* 7. an outage outlasting the reporter: the window waits in the spool
+	 * and the next reporter on that spool delivers it */
+	char spool[128];
+	snprintf(spool, sizeof(spool), "%s/spool", tmpdir);
+	o = front_options();
+	o.spool_dir = spool;
+	front_ctl("fail?status=503&code=ServiceUnavailable&n=1000");
+	ST_CHECK(ember_reporter_s3(&r, &o) == 0, "ember_reporter_s3: %s", ember_last_error());
+	st_bind(&r);
+	report_window(&r, jfr, jfr_len, 9);
+	double deadline = st_now() + 60;
+	while (st_stats(&r).uploads_retried < 1 && st_now() < deadline)
+		st_sleep(0.05);
+	ST_CHECK(st_stats(&r).uploads_retried >= 1, "no attempt during the outage");
+	r.destroy(r.userdata); /* spools the window */
+	front_ctl("fail?status=503&code=ServiceUnavailable&n=0");
+	ST_CHECK(ember_reporter_s3(&r, &o) == 0, "ember_reporter_s3: %s", ember_last_error());
+	st_bind(&r); /* starts the uploader: the spool goes first */
+	s = st_wait_done(&r, 1, 60);
+	ST_CHECK(s.uploads_ok == 1, "the spooled window was not delivered");
+	r.destroy(r.userdata);
+	ST_CHECK(list_keys(keys, 8) == 4, "the spooled window is not in the bucket");
+	printf("ok   a window spooled during an outage is delivered by the next reporter\n");
 
 	free(jfr);
 	st_cleanup();

@@ -246,7 +246,8 @@ static __attribute__((unused)) void front_start(void)
 	char data[128];
 	snprintf(data, sizeof(data), "%s/s3data", tmpdir);
 	const char *argv[] = {EMBER_NODE, EMBER_S3_FRONT, "--dir", data, "--bucket", bucket,
-			      "--key", "S3RVER:S3RVER", "--lifetime", "280", "--port-file", "x",
+			      "--key", "S3RVER:S3RVER", "--owner", "123456789012", "--lifetime", "280",
+			      "--port-file", "x",
 			      NULL};
 	char *ports = st_spawn(argv, tmpdir);
 	json_error_t je;

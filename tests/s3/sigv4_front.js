@@ -8,7 +8,10 @@
 // changed body is caught as S3 catches it.
 //
 // Usage: node sigv4_front.js --dir DIR --port-file FILE --bucket NAME
-//          [--key AKID:SECRET[:TOKEN]]... [--lifetime SECONDS] [--self-test]
+//          [--key AKID:SECRET[:TOKEN]]... [--owner ACCOUNT] [--lifetime SECONDS]
+//          [--self-test]
+// With --owner, a request whose x-amz-expected-bucket-owner names another
+// account is refused with 403 AccessDenied, as S3 does.
 // Listens on 127.0.0.1, random ports; writes {"port":P,"s3port":Q} to FILE.
 //
 // Control (unsigned, on the same port, for the tests):
@@ -36,6 +39,7 @@ function parseArgs(argv) {
     else if (k === '--bucket') a.bucket = v();
     else if (k === '--key') a.keys.push(v());
     else if (k === '--lifetime') a.lifetime = Number(v());
+    else if (k === '--owner') a.owner = v();
     else if (k === '--self-test') a.selfTest = true;
     else throw new Error(`unknown argument ${k}`);
   }
@@ -108,6 +112,9 @@ async function verify(req, body) {
   if (!declared) return [400, 'InvalidRequest', 'missing x-amz-content-sha256'];
   if (declared === 'UNSIGNED-PAYLOAD') return [403, 'AccessDenied', 'this front requires signed payloads'];
   const actual = crypto.createHash('sha256').update(body).digest('hex');
+  const owner = req.headers['x-amz-expected-bucket-owner'];
+  if (args.owner && owner !== undefined && owner !== args.owner)
+    return [403, 'AccessDenied', 'the bucket is owned by another account'];
   if (declared !== actual)
     return [400, 'XAmzContentSHA256Mismatch', "the provided 'x-amz-content-sha256' header does not match what was computed"];
   for (const must of ['host', 'x-amz-date', 'x-amz-content-sha256'])
@@ -244,6 +251,10 @@ async function selfTest(port, s3, front) {
   ok &= expect('tampered body', await send(await sign(creds, body), Buffer.from('hello s4')), 400);
   const u = await sign(creds, body); u.headers['x-amz-content-sha256'] = 'UNSIGNED-PAYLOAD';
   ok &= expect('unsigned payload', await send(u, body), 403);
+  if (args.owner) {
+    ok &= expect('right owner', await send(await sign(creds, body, { 'x-amz-expected-bucket-owner': args.owner }), body), 200);
+    ok &= expect('wrong owner', await send(await sign(creds, body, { 'x-amz-expected-bucket-owner': '999999999999' }), body), 403);
+  }
   const unknown = await sign({ accessKeyId: 'NOPE', secretAccessKey: 'x' }, body);
   ok &= expect('unknown key', await send(unknown, body), 403);
   console.log(results.join('\n'));
