@@ -396,6 +396,34 @@ static void test_creds_instance_role(void)
 	printf("ok   instance role credentials, cached, refreshed\n");
 }
 
+static void test_endpoint_and_region_from_env(void)
+{
+	reset_env();
+	setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:1", 1); /* AWS_ENDPOINT_URL_S3 wins */
+	setenv("AWS_ENDPOINT_URL_S3", s3url, 1);
+	setenv("AWS_DEFAULT_REGION", "sa-east-1", 1);
+	ember_s3_options o = EMBER_S3_OPTIONS_INIT;
+	o.bucket = "ember-test";
+	o.profiling_group = "pg";
+	o.bucket_owner = "123456789012";
+	ember_reporter r;
+	ST_CHECK(ember_reporter_s3(&r, &o) == 0, "ember_reporter_s3: %s", ember_last_error());
+	st_bind(&r);
+	char key[512], region[512];
+	one_window(&r, 0, key);
+	last_put(0, NULL, NULL, region, NULL);
+	ST_CHECK(!strcmp(region, "sa-east-1"), "AWS_DEFAULT_REGION: %s", region);
+	r.destroy(r.userdata);
+	setenv("AWS_REGION", "ca-central-1", 1); /* AWS_REGION wins */
+	ST_CHECK(ember_reporter_s3(&r, &o) == 0, "ember_reporter_s3: %s", ember_last_error());
+	st_bind(&r);
+	one_window(&r, 0, key);
+	last_put(0, NULL, NULL, region, NULL);
+	ST_CHECK(!strcmp(region, "ca-central-1"), "AWS_REGION: %s", region);
+	r.destroy(r.userdata);
+	printf("ok   endpoint from AWS_ENDPOINT_URL_S3, region from AWS_REGION / AWS_DEFAULT_REGION\n");
+}
+
 static void test_no_credentials(void)
 {
 	reset_env();
@@ -437,6 +465,7 @@ int main(void)
 	test_creds_files();
 	test_creds_container();
 	test_creds_instance_role();
+	test_endpoint_and_region_from_env();
 	test_no_credentials();
 	st_cleanup();
 	char cmd[128];
