@@ -12,6 +12,7 @@
 #include <zip.h>
 
 #include "agent/agent_internal.h"
+#include "aws/credentials.h"
 #include "aws/hostmeta.h"
 #include "check.h"
 #include "report/s3.h"
@@ -297,6 +298,64 @@ static void test_options(void)
 	CHECK_EQ_INT(ember_reporter_s3(&r, NULL), EMBER_ERR_INVALID);
 }
 
+static void test_ini(void)
+{
+	const char *t = "# comment\r\n; other\r\n[default]\r\nregion = eu-west-1\r\n"
+			"[profile   dev ]\ns3 =\n  region = nested-not-this\nregion=us-east-2\n"
+			"AWS_ACCESS_KEY_ID = UPPER\n[profile x]\n";
+	char out[64];
+	CHECK_EQ_INT(ember__aws_ini_get_text(t, strlen(t), "default", "region", out, sizeof(out)), 1);
+	CHECK_EQ_STR(out, "eu-west-1");
+	CHECK_EQ_INT(ember__aws_ini_get_text(t, strlen(t), "profile dev", "region", out, sizeof(out)), 1);
+	CHECK_EQ_STR(out, "us-east-2");
+	CHECK_EQ_INT(ember__aws_ini_get_text(t, strlen(t), "profile dev", "aws_access_key_id", out,
+					     sizeof(out)), 1);
+	CHECK_EQ_STR(out, "UPPER");
+	CHECK_EQ_INT(ember__aws_ini_get_text(t, strlen(t), "profile x", "region", out, sizeof(out)), 0);
+	CHECK_EQ_INT(ember__aws_ini_get_text(t, strlen(t), "nope", "region", out, sizeof(out)), 0);
+	const char *bad = "[default\nregion = x\n";
+	CHECK_EQ_INT(ember__aws_ini_get_text(bad, strlen(bad), "default", "region", out, sizeof(out)),
+		     EMBER_ERR_FORMAT);
+	CHECK(strstr(ember_last_error(), "line 1") != NULL);
+	const char *noeq = "[default]\njust words\n";
+	CHECK_EQ_INT(ember__aws_ini_get_text(noeq, strlen(noeq), "default", "region", out,
+					     sizeof(out)), EMBER_ERR_FORMAT);
+	CHECK(strstr(ember_last_error(), "line 2") != NULL);
+	char small[4];
+	CHECK_EQ_INT(ember__aws_ini_get_text(t, strlen(t), "default", "region", small, sizeof(small)),
+		     EMBER_ERR_FORMAT);
+	CHECK_EQ_INT(ember__aws_ini_get("/nonexistent/dir/credentials", "default", "x", out,
+					sizeof(out)), 0);
+}
+
+static void test_creds_json(void)
+{
+	CHECK_EQ_INT(ember__aws_parse_time("2026-11-30T15:04:05Z"), 1796051045);
+	CHECK_EQ_INT(ember__aws_parse_time("2026-11-30T15:04:05.123Z"), 1796051045);
+	CHECK_EQ_INT(ember__aws_parse_time("2026-11-30T15:04:05+02:00"), -1);
+	CHECK_EQ_INT(ember__aws_parse_time("yesterday"), -1);
+	const char *ok = "{\"Code\":\"Success\",\"AccessKeyId\":\"AK\",\"SecretAccessKey\":\"SK\","
+			 "\"Token\":\"TK\",\"Expiration\":\"2026-11-30T15:04:05Z\"}";
+	ember__aws_creds c;
+	memset(&c, 0, sizeof(c));
+	CHECK_EQ_INT(ember__aws_parse_creds_json("t", ok, strlen(ok), &c), 0);
+	CHECK_EQ_STR(c.access_key_id, "AK");
+	CHECK_EQ_STR(c.secret, "SK");
+	CHECK_EQ_STR(c.token, "TK");
+	CHECK_EQ_INT(c.expires, 1796051045);
+	ember__aws_creds_clear(&c);
+	CHECK(c.token == NULL && c.access_key_id[0] == 0);
+	const char *failed = "{\"Code\":\"AssumeRoleUnauthorizedAccess\",\"Message\":\"no\"}";
+	CHECK_EQ_INT(ember__aws_parse_creds_json("t", failed, strlen(failed), &c), EMBER_ERR_FORMAT);
+	CHECK(strstr(ember_last_error(), "AssumeRoleUnauthorizedAccess") != NULL);
+	const char *colon = "{\"AccessKeyId\":\"A:B\",\"SecretAccessKey\":\"S\",\"Token\":\"T\","
+			    "\"Expiration\":\"2026-11-30T15:04:05Z\"}";
+	CHECK_EQ_INT(ember__aws_parse_creds_json("t", colon, strlen(colon), &c), EMBER_ERR_FORMAT);
+	const char *noexp = "{\"AccessKeyId\":\"A\",\"SecretAccessKey\":\"S\",\"Token\":\"T\"}";
+	CHECK_EQ_INT(ember__aws_parse_creds_json("t", noexp, strlen(noexp), &c), EMBER_ERR_FORMAT);
+	CHECK(strstr(ember_last_error(), "Expiration") != NULL);
+}
+
 static void clear_s3_env(void)
 {
 	const char *v[] = {"EMBERPROF_S3_BUCKET", "EMBERPROF_S3_PROFILING_GROUP",
@@ -347,5 +406,7 @@ int main(void)
 	RUN(test_host_from_public);
 	RUN(test_options);
 	RUN(test_env);
+	RUN(test_ini);
+	RUN(test_creds_json);
 	return CHECK_DONE();
 }
