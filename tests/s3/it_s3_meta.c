@@ -467,11 +467,7 @@ int main(void)
 	test_creds_instance_role();
 	test_endpoint_and_region_from_env();
 	test_no_credentials();
-	st_cleanup();
-	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "cannot remove %s\n", tmpdir);
+	st_remove_dir(tmpdir);
 	printf("it_s3_meta: all passed\n");
 	return 0;
 }

@@ -163,11 +163,7 @@ int main(void)
 	printf("ok   a window spooled during an outage is delivered by the next reporter\n");
 
 	free(jfr);
-	st_cleanup();
-	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "cannot remove %s\n", tmpdir);
+	st_remove_dir(tmpdir);
 	printf("it_s3_real: all passed\n");
 	return 0;
 }

@@ -60,6 +60,16 @@ static __attribute__((unused)) void st_cleanup(void)
 	}
 }
 
+/* Removes a test's scratch directory (its peers stopped first). */
+static __attribute__((unused)) void st_remove_dir(const char *dir)
+{
+	st_cleanup();
+	char cmd[160];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "cannot remove %s\n", dir);
+}
+
 static __attribute__((unused)) double st_now(void)
 {
 	struct timespec t;
