@@ -348,7 +348,8 @@ EMBER_API int ember_builder_set_log(ember_builder *b, ember_log_fn fn, void *use
  * EMBERPROF_SERVER_URL and the other EMBERPROF_SERVER_* variables (add a
  * Pyroscope reporter), and the names Pyroscope's own agents read
  * (PYROSCOPE_SERVER_ADDRESS, PYROSCOPE_APPLICATION_NAME, ...; the
- * EMBERPROF_* spelling wins when both are set). An invalid value fails
+ * EMBERPROF_* spelling wins when both are set), and EMBERPROF_S3_BUCKET
+ * with the other EMBERPROF_S3_* variables (add an S3 reporter). An invalid value fails
  * with EMBER_ERR_INVALID and a message naming the variable; the builder is
  * left as it was for the variables already applied.
  */

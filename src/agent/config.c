@@ -12,6 +12,7 @@
 
 #include "agent/agent_internal.h"
 #include "report/pyroscope.h"
+#include "report/s3.h"
 #include "util/error.h"
 
 void ember__config_defaults(ember__config *c)
@@ -496,5 +497,9 @@ EMBER_API int ember_builder_apply_env(ember_builder *b)
 			return bad_env("EMBERPROF_OUTPUT_DIR", v, why);
 		}
 	}
+	/* The S3 reporter's EMBERPROF_S3_* (src/report/s3_env.c). */
+	int src = ember__s3_apply_env(b);
+	if (src)
+		return src;
 	return apply_server_env(b);
 }
