@@ -12,6 +12,7 @@
  *    other command is refused;
  *  - every call is appended to the file named by FAKE_ASPROF_LOG, one line
  *    each: "init", "exec <command>", "open <path> ino=<inode>",
+ *    (with target=<where the path leads, per readlink>),
  *    "wrote window=<n> bytes=<b> ino=<inode>", "register <name>",
  *    "emit <key> <len>";
  *  - failures on demand: FAKE_ASPROF_FAIL_START / _STOP / _EXECUTE hold a
@@ -298,7 +299,10 @@ static const char *start(const char *cmd)
 	fstat(fd, &st);
 	out_fd = fd;
 	out_ino = (unsigned long long)st.st_ino;
-	log_line("open %s ino=%llu", path, out_ino);
+	char target[300];
+	ssize_t tl = readlink(path, target, sizeof(target) - 1);
+	target[tl > 0 ? tl : 0] = '\0';
+	log_line("open %s ino=%llu target=%s", path, out_ino, target);
 	snprintf(start_cmd, sizeof(start_cmd), "%s", cmd);
 	start_ns = now_ns();
 	running = 1;

@@ -143,11 +143,16 @@ int main(void)
 		snprintf(cmd, sizeof(cmd), "grep -q burn_cpu %s.samples", path);
 		burn_seen += system(cmd) == 0;
 	}
-	printf("%d execution samples, burn_cpu in %d windows (files in %s)\n", samples, burn_seen, dir);
+	printf("%d execution samples, burn_cpu in %d windows (files in %s, kept on failure or "
+	       "with EMBER_TEST_KEEP)\n", samples, burn_seen, dir);
 	CHECK(samples > 0, "no jdk.ExecutionSample in any window");
 	CHECK(burn_seen > 0, "burn_cpu is in no window's stacks");
 	for (size_t i = 0; i < nwins; i++)
 		free(wins[i].jfr);
+	char rm[128];
+	snprintf(rm, sizeof(rm), "rm -rf %s", dir);
+	if (!getenv("EMBER_TEST_KEEP") && system(rm) != 0)
+		fprintf(stderr, "warning: could not remove %s\n", dir);
 	ember_agent_shutdown(a);
 	printf("ok\n");
 	return 0;

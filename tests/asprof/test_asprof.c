@@ -62,6 +62,10 @@ static int cmd_fd(const char *cmd)
 static void rotation(void)
 {
 	const char *log = fresh_log();
+	char tmpdir[128];
+	snprintf(tmpdir, sizeof(tmpdir), "%s", log);
+	*strrchr(tmpdir, '/') = '\0';
+	setenv("TMPDIR", tmpdir, 1); /* the recordings are made here, unnamed */
 	capture cap;
 	ember_agent *a;
 	ember_running *run;
@@ -110,6 +114,10 @@ static void rotation(void)
 			const char *p = strstr(lines[i], "ino=");
 			if (p && nino < 256)
 				inos[nino++] = strtoull(p + 4, NULL, 10);
+			/* an O_TMPFILE in $TMPDIR: "<dir>/#<inode> (deleted)" */
+			const char *t = strstr(lines[i], "target=");
+			CHECK(t && !strncmp(t + 7, tmpdir, strlen(tmpdir)) && t[7 + strlen(tmpdir)] == '/');
+			CHECK(t && strstr(t, " (deleted)"));
 		} else if (!strncmp(lines[i], "wrote ", 6)) {
 			unsigned w;
 			long bytes;
