@@ -15,6 +15,7 @@ PKGS=(
   google-perftools libgoogle-perftools-dev  # gperftools: the benchmark's peer
   clang libclang-rt-14-dev              # libFuzzer targets
   libunwind-dev                         # tests only: the independent unwinder it_dwarf_libunwind compares with
+  openjdk-17-jdk-headless               # tests only: the JDK's `jfr` tool reads every JFR we write
 )
 
 missing=()

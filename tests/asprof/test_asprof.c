@@ -277,6 +277,20 @@ static void options_and_env(void)
 	CHECK_EQ_INT(ember__asprof_start_command(buf, sizeof(buf), &b->cfg.asprof, 999), 0);
 	CHECK_EQ_STR(buf, "start,event=cpu,interval=5000000,wall=2000ms,jfr,cstack=dwarf,"
 			  "file=/proc/self/fd/999,nativemem=10m");
+	/* EMBERPROF_OUTPUT_DIR writes JFR files with this backend, and only JFR */
+	char dir[] = "/tmp/ember-asprof-out-XXXXXX";
+	CHECK(mkdtemp(dir) != NULL);
+	setenv("EMBERPROF_OUTPUT_DIR", dir, 1);
+	size_t nrep = b->cfg.nreporters;
+	CHECK_EQ_INT(ember_builder_apply_env(b), 0);
+	CHECK_EQ_INT(b->cfg.nreporters, nrep + 1);
+	CHECK_EQ_INT(b->cfg.reporters[nrep].formats, EMBER_FORMAT_JFR);
+	setenv("EMBERPROF_OUTPUT_FORMAT", "both", 1);
+	CHECK_EQ_INT(ember_builder_apply_env(b), EMBER_ERR_INVALID);
+	CHECK(strstr(ember_last_error(), "EMBERPROF_OUTPUT_FORMAT"));
+	unsetenv("EMBERPROF_OUTPUT_FORMAT");
+	unsetenv("EMBERPROF_OUTPUT_DIR");
+	rmdir(dir);
 	setenv("EMBERPROF_ASPROF_CPU_INTERVAL", "1234567", 1); /* bare: nanoseconds */
 	setenv("EMBERPROF_ASPROF_NATIVEMEM", "off", 1);
 	CHECK_EQ_INT(ember_builder_apply_env(b), 0);
