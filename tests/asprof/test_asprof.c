@@ -550,6 +550,38 @@ static void every_stop_refused(void)
 	ember_agent_shutdown(a);
 }
 
+/*
+ * fork() while async-profiler runs: the child has no agent thread; stopping
+ * there returns at once with an error, and the parent's run goes on to
+ * report every window.
+ */
+static void fork_child(void)
+{
+	fresh_log();
+	capture cap;
+	ember_agent *a;
+	ember_running *run;
+	CHECK_EQ_INT(start_agent(&a, &run, &cap, FAKE_FULL), 0);
+	wait_reports(&cap, 1);
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid == 0) {
+		ember_agent *ca;
+		int rc = ember_running_stop(&ca, run);
+		_exit(rc == EMBER_ERR_INVALID && capture_count(&cap) >= 1 ? 0 : 1);
+	}
+	int st = 0;
+	CHECK(pid > 0 && waitpid(pid, &st, 0) == pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	size_t before = capture_count(&cap);
+	wait_reports(&cap, before + 1); /* the parent's windows go on */
+	CHECK_EQ_INT(ember_running_stop(&a, run), 0);
+	CHECK(cap.n >= before + 2);
+	CHECK(cap.r[cap.n - 1].final);
+	capture_free(&cap);
+	ember_agent_shutdown(a);
+}
+
 /* The bare name goes through the loader's search path (LD_LIBRARY_PATH here). */
 static void search_path(void)
 {
@@ -625,5 +657,6 @@ int main(int argc, char **argv)
 	RUN_ISOLATED(start_refused_midway);
 	RUN_ISOLATED(stop_refused);
 	RUN_ISOLATED(every_stop_refused);
+	RUN_ISOLATED(fork_child);
 	return CHECK_DONE();
 }
