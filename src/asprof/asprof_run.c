@@ -143,6 +143,17 @@ static void count_error(ember__asprof_run *r)
 	atomic_fetch_add(&r->errors, 1);
 }
 
+/* Runs a command; what async-profiler printed goes to the debug log. */
+static int exec_cmd(ember__asprof_run *r, const char *cmd)
+{
+	int rc = ember__asprof_exec(r->api, cmd);
+	const char *out = ember__asprof_last_output();
+	if (*out)
+		ember__log(r->cfg, EMBER_LOG_DEBUG, "async-profiler (%.*s): %.*s", (int)strcspn(cmd, ","),
+			   cmd, (int)strcspn(out, "\n"), out);
+	return rc;
+}
+
 /* Sends `start` for the active file. */
 static int start_recording(ember__asprof_run *r)
 {
@@ -150,7 +161,7 @@ static int start_recording(ember__asprof_run *r)
 	int rc = ember__asprof_start_command(cmd, sizeof(cmd), &r->cfg->asprof, r->fd[r->active]);
 	int64_t t = now_ns(CLOCK_REALTIME);
 	if (rc == 0)
-		rc = ember__asprof_exec(r->api, cmd);
+		rc = exec_cmd(r, cmd);
 	if (rc == 0) {
 		r->running = 1;
 		r->win_start = t;
@@ -203,7 +214,7 @@ static int rotate(ember__asprof_run *r, int final)
 	int64_t start = r->win_start, end = now_ns(CLOCK_REALTIME);
 	if (r->running) {
 		r->running = 0;
-		rc = ember__asprof_exec(r->api, "stop");
+		rc = exec_cmd(r, "stop");
 		if (rc == 0) {
 			stopped = 1;
 		} else {
