@@ -18,7 +18,9 @@
  *  - failures on demand: FAKE_ASPROF_FAIL_START / _STOP / _EXECUTE hold a
  *    comma-separated list of the call numbers (1-based, per kind) to fail,
  *    or "all"; a failed stop still ends the recording but writes nothing.
- *    FAKE_ASPROF_ERROR_STR_NULL=1 makes asprof_error_str return NULL.
+ *    FAKE_ASPROF_ERROR_STR_NULL=1 makes asprof_error_str return NULL;
+ *    FAKE_ASPROF_BAD_JFR (the same list, of stops) writes a few bytes that
+ *    are not a JFR recording instead.
  *
  * Built three times: complete, without the optional symbols
  * (FAKE_NO_OPTIONAL), and without the required asprof_error_str
@@ -326,6 +328,8 @@ static const char *stop(void)
 	snprintf(msg, sizeof(msg), "window %u: %s", n_start, start_cmd);
 	long long t1 = now_ns();
 	size_t len = make_jfr(&b, n_start, msg, start_ns, t1 > start_ns ? t1 : start_ns + 1);
+	if (fail_nth("FAKE_ASPROF_BAD_JFR", n_stop))
+		len = (size_t)snprintf((char *)b.d, sizeof(b.d), "not a recording");
 	ssize_t w = pwrite(fd, b.d, len, 0);
 	close(fd);
 	log_line("wrote window=%u bytes=%zd ino=%llu", n_start, w, out_ino);

@@ -499,11 +499,16 @@ static void start_refused_midway(void)
 	ember_agent_shutdown(a);
 }
 
-/* A refused stop loses that window only; the final window still arrives. */
-static void stop_refused(void)
+/*
+ * The stand-in fails the second window by `knob` (FAKE_ASPROF_FAIL_STOP: a
+ * refused stop; FAKE_ASPROF_BAD_JFR: a recording that is not JFR): that
+ * window alone is lost and counted, the run goes on, the final window
+ * still arrives.
+ */
+static void second_window_lost(const char *knob)
 {
 	fresh_log();
-	setenv("FAKE_ASPROF_FAIL_STOP", "2", 1);
+	setenv(knob, "2", 1);
 	capture cap;
 	ember_agent *a;
 	ember_running *run;
@@ -513,11 +518,62 @@ static void stop_refused(void)
 	ember_stats st;
 	ember_agent_stats(a, &st);
 	CHECK_EQ_INT(st.asprof_errors, 1);
+	CHECK_EQ_INT(st.windows_reported, cap.n);
 	CHECK(cap.n >= 3);
 	CHECK(contains(cap.r[0].jfr, cap.r[0].len, "window 1: "));
 	CHECK(contains(cap.r[1].jfr, cap.r[1].len, "window 3: "));
 	CHECK_EQ_INT(cap.r[1].seq, 2);
 	CHECK(cap.r[cap.n - 1].final);
+	capture_free(&cap);
+	ember_agent_shutdown(a);
+}
+
+static void stop_refused(void)
+{
+	second_window_lost("FAKE_ASPROF_FAIL_STOP");
+}
+
+static void bad_recording(void)
+{
+	second_window_lost("FAKE_ASPROF_BAD_JFR");
+}
+
+static int fail_second(void *ud, const ember_report *r)
+{
+	(void)ud;
+	return r->seq == 1 ? ember_set_error(EMBER_ERR_IO, "disk full (test)") : 0;
+}
+
+/* A reporter failing one window: logged and counted; it and the others go on. */
+static void reporter_failure(void)
+{
+	fresh_log();
+	capture cap;
+	ember_builder *b;
+	CHECK_EQ_INT(ember_builder_new(&b, "asprof-test"), 0);
+	ember_builder_set_interval_ms(b, 100);
+	ember_builder_set_backend(b, EMBER_BACKEND_ASYNC_PROFILER);
+	ember_asprof_options o = EMBER_ASPROF_OPTIONS_INIT;
+	o.library = FAKE_FULL;
+	CHECK_EQ_INT(ember_builder_set_asprof_options(b, &o), 0);
+	ember_reporter failing = {.name = "failing", .report = fail_second, .formats = EMBER_FORMAT_JFR};
+	ember_reporter keep = capture_reporter(&cap);
+	CHECK_EQ_INT(ember_builder_add_reporter(b, &failing), 0);
+	CHECK_EQ_INT(ember_builder_add_reporter(b, &keep), 0);
+	ember_builder_set_log(b, NULL, NULL, EMBER_LOG_OFF);
+	ember_agent *a;
+	CHECK_EQ_INT(ember_builder_build(&a, b), 0);
+	ember_running *run;
+	CHECK_EQ_INT(ember_agent_start(&run, a), 0);
+	wait_reports(&cap, 3);
+	CHECK_EQ_INT(ember_running_stop(&a, run), 0);
+	ember_stats st;
+	ember_agent_stats(a, &st);
+	CHECK_EQ_INT(st.report_failures, 1);
+	CHECK_EQ_INT(st.asprof_errors, 0);
+	CHECK_EQ_INT(st.windows_reported, cap.n);
+	for (size_t i = 0; i < cap.n; i++)
+		CHECK_EQ_INT(cap.r[i].seq, i); /* the other reporter got every window */
 	capture_free(&cap);
 	ember_agent_shutdown(a);
 }
@@ -638,6 +694,7 @@ int main(int argc, char **argv)
 	unsetenv("FAKE_ASPROF_FAIL_START");
 	unsetenv("FAKE_ASPROF_FAIL_STOP");
 	unsetenv("FAKE_ASPROF_FAIL_EXECUTE");
+	unsetenv("FAKE_ASPROF_BAD_JFR");
 	if (!strcmp(mode, "not-cwd"))
 		return not_cwd();
 	if (!strcmp(mode, "search-path")) {
@@ -657,6 +714,8 @@ int main(int argc, char **argv)
 	RUN_ISOLATED(start_refused_midway);
 	RUN_ISOLATED(stop_refused);
 	RUN_ISOLATED(every_stop_refused);
+	RUN_ISOLATED(bad_recording);
+	RUN_ISOLATED(reporter_failure);
 	RUN_ISOLATED(fork_child);
 	return CHECK_DONE();
 }
