@@ -59,6 +59,7 @@ enum {
 	OPT_S3_OWNER,
 	OPT_S3_ENDPOINT,
 	OPT_S3_REGION,
+	OPT_BACKEND,
 	NENV_OPTS,
 	/* CLI-only options */
 	OPT_TOP = NENV_OPTS,
@@ -100,6 +101,7 @@ static const option_def option_defs[] = {
 	[OPT_S3_OWNER] = { "s3-bucket-owner", 0, 1, "EMBERPROF_S3_BUCKET_OWNER" },
 	[OPT_S3_ENDPOINT] = { "s3-endpoint", 0, 1, "EMBERPROF_S3_ENDPOINT" },
 	[OPT_S3_REGION] = { "s3-region", 0, 1, "EMBERPROF_S3_REGION" },
+	[OPT_BACKEND] = { "backend", 0, 1, "EMBERPROF_BACKEND" },
 	[OPT_TOP] = { "top", 'n', 1, NULL },
 	[OPT_QUIET] = { "quiet", 'q', 0, NULL },
 	[OPT_HELP] = { "help", 'h', 0, NULL },
@@ -127,6 +129,9 @@ static const char *const known_vars[] = {
 	"EMBERPROF_S3_BUCKET", "EMBERPROF_S3_PROFILING_GROUP", "EMBERPROF_S3_BUCKET_OWNER",
 	"EMBERPROF_S3_ENDPOINT", "EMBERPROF_S3_REGION", "EMBERPROF_S3_AWS_PROFILE",
 	"EMBERPROF_S3_SPOOL_DIR", "EMBERPROF_S3_HOST",
+	/* the async-profiler backend's (src/asprof/asprof_config.c) */
+	"EMBERPROF_BACKEND", "EMBERPROF_ASPROF_LIB", "EMBERPROF_ASPROF_CPU_INTERVAL",
+	"EMBERPROF_ASPROF_WALL_INTERVAL", "EMBERPROF_ASPROF_NATIVEMEM",
 };
 
 typedef struct run_opts {
@@ -203,6 +208,10 @@ void ember__cli_run_usage(FILE *out)
 		"      --s3-endpoint URL    an S3-compatible store, addressed path-style\n"
 		"                           [EMBERPROF_S3_ENDPOINT]\n"
 		"      --s3-region REGION   (AWS_REGION, the config file, IMDS) [EMBERPROF_S3_REGION]\n"
+		"      --backend builtin|asprof\n"
+		"                           who samples: emberprof's own sampler, or\n"
+		"                           async-profiler (libasyncProfiler.so; JFR output,\n"
+		"                           EMBERPROF_ASPROF_* settings) [EMBERPROF_BACKEND]\n"
 		"  -n, --top N              rows in the summary table (20)\n"
 		"  -q, --quiet              no summary table\n"
 		"  -h, --help               this help\n"
