@@ -314,7 +314,9 @@ static int s3_report(void *ud, const ember_report *r)
 	/* {time} has whole seconds: two windows reported within one second
 	 * (a short final window, sub-second intervals) would get the same key
 	 * and the second would overwrite the first. Each window takes a
-	 * second of its own, so every key of this process is unique. */
+	 * second of its own, so every key of this reporter is unique (two
+	 * reporters with the same bucket and group in one process would
+	 * upload the same windows twice anyway). */
 	time_t now = time(NULL);
 	if (now <= p->last_key_time)
 		now = p->last_key_time + 1;
