@@ -33,19 +33,8 @@ for arg in "$@"; do
   done
 done
 [ ${#objs[@]} -eq 3 ] || { echo "expected the 3 hook objects, got ${#objs[@]}" >&2; exit 1; }
+. "$(dirname "$0")/audit_lib.sh"
 status=0
-for obj in "${objs[@]}"; do
-  syms=$(nm -u "$obj") || { echo "cannot read the symbols of $obj" >&2; exit 1; }
-  while read -r sym; do
-    [ -z "$sym" ] && continue
-    case "$sym" in ember__*|__asan_*|__ubsan_*|__sanitizer_*) continue ;; esac
-    ok=0
-    for a in "${allowed[@]}"; do [ "$sym" = "$a" ] && ok=1; done
-    if [ $ok -eq 0 ]; then
-      echo "allocation hook object $(basename "$obj") imports '$sym', which is not on its allowlist" >&2
-      status=1
-    fi
-  done < <(printf '%s\n' "$syms" | awk '{print $2}' | sed 's/@.*//')
-done
+audit_imports "allocation hook" "${objs[@]}" || status=1
 [ $status -eq 0 ] && echo "the allocation hook imports only allowed symbols (${#objs[@]} objects)"
 exit $status
