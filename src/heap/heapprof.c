@@ -102,10 +102,13 @@ int ember__heapprof_start(ember__heapprof **hpp, const ember__config *cfg)
 		ember__log(cfg, EMBER_LOG_WARN, "allocation profiling: malloc is not emberprof's here "
 			   "(another allocator comes first, or emberprof was dlopen'ed); memory "
 			   "profiles will hold only what reaches emberprof's malloc");
-	else
+	else {
+		Dl_info info;
+		void *real = ember__heap_real_malloc();
+		const char *lib = real && dladdr(real, &info) && info.dli_fname ? info.dli_fname : "?";
 		ember__log(cfg, EMBER_LOG_INFO, "allocation profiling: one sample per %llu bytes on "
-			   "average, allocator: %s", (unsigned long long)hp->mean,
-			   ember__heap_real_name());
+			   "average, allocations served by %s", (unsigned long long)hp->mean, lib);
+	}
 	return 0;
 }
 

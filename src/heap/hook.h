@@ -71,9 +71,9 @@ ember__livetab *ember__heap_live_table(void);
 int ember__heap_internal(void);
 void ember__heap_set_internal(int on);
 
-/* Where the application's allocator calls go: glibc's, or whatever
- * allocator follows us in the symbol search order ("next"); see hook.c. */
-const char *ember__heap_real_name(void);
+/* The malloc the hook calls (glibc's __libc_malloc, or the allocator
+ * that follows us in the symbol search order; see hook.c), for logs. */
+void *ember__heap_real_malloc(void);
 
 /* The functions the exported names forward to. */
 void *ember__heap_malloc(size_t n);
