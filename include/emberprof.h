@@ -367,7 +367,8 @@ EMBER_API int ember_builder_set_log(ember_builder *b, ember_log_fn fn, void *use
  * EMBERPROF_MAX_DEPTH, EMBERPROF_UNWIND, EMBERPROF_TAGS,
  * EMBERPROF_THREAD_LABELS, EMBERPROF_ENGINE, EMBERPROF_WALL, EMBERPROF_SIGNAL, EMBERPROF_LINES,
  * EMBERPROF_ALLOC, EMBERPROF_ALLOC_SAMPLE_BYTES,
- * EMBERPROF_LOG_LEVEL, EMBERPROF_OUTPUT_DIR (adds a local reporter),
+ * EMBERPROF_LOG_LEVEL, EMBERPROF_OUTPUT_DIR (adds a local reporter, writing
+ * the formats EMBERPROF_OUTPUT_FORMAT names: pprof (default), jfr or both),
  * EMBERPROF_SERVER_URL and the other EMBERPROF_SERVER_* variables (add a
  * Pyroscope reporter), and the names Pyroscope's own agents read
  * (PYROSCOPE_SERVER_ADDRESS, PYROSCOPE_APPLICATION_NAME, ...; the

@@ -16,6 +16,7 @@ PKGS=(
   clang libclang-rt-14-dev              # libFuzzer targets
   libunwind-dev                         # tests only: the independent unwinder it_dwarf_libunwind compares with
   libjemalloc2 libtcmalloc-minimal4     # tests only: allocators preloaded after emberprof (test_heap_next_allocator.sh)
+  openjdk-17-jdk-headless               # tests only: the JDK's `jfr` tool reads every JFR we write
 )
 
 missing=()

@@ -173,6 +173,19 @@ int ember__parse_log_level(const char *s, int *out)
 	return EMBER_ERR_INVALID;
 }
 
+int ember__parse_formats(const char *s, unsigned *out)
+{
+	if (!strcmp(s, "pprof"))
+		*out = EMBER_FORMAT_PPROF;
+	else if (!strcmp(s, "jfr"))
+		*out = EMBER_FORMAT_JFR;
+	else if (!strcmp(s, "both"))
+		*out = EMBER_FORMAT_PPROF | EMBER_FORMAT_JFR;
+	else
+		return EMBER_ERR_INVALID;
+	return 0;
+}
+
 int ember__parse_wall(const char *s, unsigned *out_ms)
 {
 	int on;
@@ -530,9 +543,12 @@ EMBER_API int ember_builder_apply_env(ember_builder *b)
 		if (ember__parse_bool(v, &x))
 			return bad_env("EMBERPROF_FOLLOW_CHILDREN", v, "expected 0 or 1");
 	}
+	unsigned formats = EMBER_FORMAT_PPROF;
+	if ((v = getenv("EMBERPROF_OUTPUT_FORMAT")) && *v && ember__parse_formats(v, &formats))
+		return bad_env("EMBERPROF_OUTPUT_FORMAT", v, "expected pprof, jfr or both");
 	if ((v = getenv("EMBERPROF_OUTPUT_DIR")) && *v) {
 		ember_reporter r;
-		int rc = ember_reporter_local(&r, v);
+		int rc = ember_reporter_local_ex(&r, v, formats);
 		if (rc == 0) {
 			rc = ember_builder_add_reporter(b, &r);
 			if (rc && r.destroy)

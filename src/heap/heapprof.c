@@ -25,6 +25,7 @@
 struct ember__heapprof {
 	ember__heap_hook hook;
 	int attached, ring_mapped;
+	int want_events; /* keep each sampled allocation as an event (for JFR) */
 	uint64_t mean;
 	ember__memagg cur, next; /* allocation sums of this and the next window */
 	ember__memagg dict;      /* every stack a live block may have */
@@ -60,13 +61,14 @@ int ember__heapprof_add_source(ember__heapprof **hp, const ember__heap_source *s
 	return 0;
 }
 
-int ember__heapprof_start(ember__heapprof **hpp, const ember__config *cfg)
+int ember__heapprof_start(ember__heapprof **hpp, const ember__config *cfg, int want_events)
 {
 	int rc = ensure(hpp);
 	if (rc)
 		return rc;
 	ember__heapprof *hp = *hpp;
 	hp->mean = cfg->alloc_mean;
+	hp->want_events = want_events;
 	ember__memagg_init(&hp->cur);
 	ember__memagg_init(&hp->next);
 	for (size_t i = 0; i < hp->nsrc; i++) {
@@ -186,10 +188,12 @@ void ember__heapprof_drain(ember__heapprof *hp, int64_t win_end)
 		uint64_t h = ember__heap_stack_hash(r->pcs, r->depth);
 		if (!ember__memagg_find(&hp->dict, h))
 			ember__memagg_add(&hp->dict, r->pcs, r->depth, zero);
-		ember__heap_event e = {r->time_ns, r->tid, 0, r->weight, f * (double)r->weight, h};
-		if (later)
+		uint64_t addr;
+		memcpy(&addr, ember__sample_labels(&hp->hook.buf, r), sizeof(addr));
+		ember__heap_event e = {r->time_ns, r->tid, -1, r->weight, addr, f * (double)r->weight, h};
+		if (hp->want_events && later)
 			push_event(&hp->ev_next, &hp->nev_next, &hp->cap_next, &e, &hp->events_cut);
-		else
+		else if (hp->want_events)
 			push_event(&hp->ev_cur, &hp->nev_cur, &hp->cap_cur, &e, &hp->events_cut);
 		ember__sampbuf_release(&hp->hook.buf, r);
 	}
@@ -245,6 +249,11 @@ int ember__heapprof_window(ember__heapprof *hp, ember__symbolizer *sym, const em
 	*nsamples = allocs;
 	if (hp->cur.n || final)
 		rc = ember__memagg_profile(&hp->cur, sym, cfg, hp->mean, start_ns, end_ns, out) ?: rc;
+	/* Each event names its stack's sample in that profile (JFR). */
+	for (size_t i = 0; i < hp->nev_cur; i++) {
+		const ember__memagg_stack *s = *out ? ember__memagg_find(&hp->cur, hp->ev_cur[i].stack) : NULL;
+		hp->ev_cur[i].sample = s ? s->sample : -1;
+	}
 	/* The window's events become the closed ones; the next window's move up. */
 	free(hp->ev_closed);
 	hp->ev_closed = hp->ev_cur;

@@ -327,6 +327,8 @@ write_record(ember__sigstate *st, ember__heap_hook *h, void *p, size_t n)
 	r->tid = tid;
 	r->flags = flags | EMBER_HEAP_REC_ALLOC;
 	r->label_len = 0;
+	uintptr_t addr = (uintptr_t)p; /* heap records keep the block's address there */
+	memcpy(ember__sample_labels(&h->buf, r), &addr, sizeof(addr));
 	r->weight = n;
 	r->time_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 	uint64_t hash = ember__heap_stack_hash(r->pcs, r->depth);

@@ -35,7 +35,9 @@ enum { EMBER_HEAP_REC_ALLOC = 1u << 12 };
  * published with ember__heap_hook_attach while the agent runs. A record's
  * weight is the requested size in bytes, its pcs the allocating stack
  * (leaf first; the leaf is the return address into malloc's caller minus
- * one, so it is an exact address inside the call instruction).
+ * one, so it is an exact address inside the call instruction), and the
+ * block's address is in the first 8 bytes of its label area
+ * (ember__sample_labels; label_len stays 0).
  */
 typedef struct ember__heap_hook {
 	ember__sampbuf buf;

@@ -115,7 +115,7 @@ static void test_source_windows(void)
 	ember__heap_source src = {"fake", &f, fake_start, fake_collect, fake_stop, fake_destroy};
 	ember__heapprof *hp = NULL;
 	CHECK(ember__heapprof_add_source(&hp, &src) == 0);
-	CHECK(ember__heapprof_start(&hp, &cfg) == 0);
+	CHECK(ember__heapprof_start(&hp, &cfg, 1) == 0);
 	CHECK(f.started == 1 && f.mean == 65536);
 	for (int w = 0; w < 2; w++) {
 		ember__heapprof_drain(hp, 2000 + w * 1000);
@@ -154,7 +154,7 @@ static void test_empty_window_not_reported(void)
 	cfg.alloc_mean = 65536;
 	cfg.log_level = EMBER_LOG_OFF;
 	ember__heapprof *hp = NULL;
-	CHECK(ember__heapprof_start(&hp, &cfg) == 0);
+	CHECK(ember__heapprof_start(&hp, &cfg, 0) == 0);
 	ember__profile *p = NULL;
 	uint64_t n = 0;
 	CHECK(ember__heapprof_window(hp, NULL, &cfg, 0, 1000, 0, &p, &n) == 0);
