@@ -7,6 +7,7 @@
 # (`go tool pprof` reads the profile and gives the values). Skipped in
 # the sanitizer build, where AddressSanitizer owns malloc.
 . "$(dirname "$0")/lib.sh"
+: "${EMBER_TEST_SRCDIR:?}"
 . "$(dirname "$0")/heap_lib.sh"
 prog="$EMBER_TEST_BINDIR/tests/heap/ember_heap_cxx"
 [ -x "$prog" ] || { fail "no $prog"; done_tests; }
@@ -35,6 +36,24 @@ fi
 # the end of the final window (the last file; names sort by time).
 inuse=$(heap_cum inuse_space "make_big()" "$(ls prof/*.memory.pb.gz | tail -n 1)")
 if [ "$inuse" = 0 ]; then ok "inuse_space empty after delete"; else fail "inuse_space of make_big: $inuse"; fi
+
+# JFR: each sampled allocation is a profiler.Malloc event (async-profiler's
+# native allocation type) whose stack is the allocating site's; the JDK's
+# jfr tool reads the recording (tests/tools/jfr_check.py).
+sites="$EMBER_TEST_BINDIR/tests/heap/ember_heap_sites"
+"$EMBERPROF" run --alloc=4096 --format both --interval 60m -o jfr -q -- "$sites" >out 2>err; rc=$?
+check_exit "run --alloc --format both" 0 $rc
+cat >expect.json <<'X'
+{"frame_types": ["Native", "C++"], "methods": {"profiler.Malloc": ["site_a", "site_b", "main"]}}
+X
+f=$(ls -S jfr/*.jfr 2>/dev/null | head -1)
+if [ -n "$f" ] && python3 "$EMBER_TEST_SRCDIR/tests/tools/jfr_check.py" "$f" expect.json >check.out 2>&1; then
+	ok "JFR: profiler.Malloc events at site_a and site_b, read by the JDK's jfr tool"
+else
+	fail "jfr_check on ${f:-no .jfr}:"
+	sed 's/^/    /' check.out >&2 2>/dev/null
+	ls -la jfr >&2
+fi
 
 # A bad value is refused before the program runs.
 "$EMBERPROF" run --alloc=lots -- true >out 2>err; rc=$?
