@@ -258,7 +258,11 @@ int ember__heap_hook_attach(ember__heap_hook *h)
 
 void ember__heap_hook_detach(void)
 {
-	atomic_store_explicit(&g_hook, NULL, memory_order_release);
+	/* Sequentially consistent, as the sampled path's in-flight increment
+	 * and its load of g_hook after it: a quiesce that then reads the count
+	 * zero knows every later sampled path sees NULL. */
+	atomic_store_explicit(&g_hook, NULL, memory_order_seq_cst);
+	atomic_thread_fence(memory_order_seq_cst);
 }
 
 /* ---- the sampled path ---- */
@@ -357,7 +361,7 @@ EMBER_HEAP_HOOK_SECTION __attribute__((noinline)) static void *slow(void *p, siz
 	int saved = errno;
 	tls_busy = 1;
 	ember__sigstate *st = ember__sigpath_enter();
-	ember__heap_hook *h = atomic_load_explicit(&g_hook, memory_order_acquire);
+	ember__heap_hook *h = atomic_load_explicit(&g_hook, memory_order_seq_cst);
 	if (st && h) {
 		uint32_t ep = atomic_load_explicit(&g_epoch, memory_order_relaxed);
 		int take = 1;
