@@ -71,6 +71,7 @@ int ember__heapprof_start(ember__heapprof **hpp, const ember__config *cfg, int w
 	hp->want_events = want_events;
 	ember__memagg_init(&hp->cur);
 	ember__memagg_init(&hp->next);
+	int exclusive = 0;
 	for (size_t i = 0; i < hp->nsrc; i++) {
 		hp->src_on[i] = 1;
 		if (hp->src[i].start && hp->src[i].start(hp->src[i].ud, hp->mean) < 0) {
@@ -78,9 +79,16 @@ int ember__heapprof_start(ember__heapprof **hpp, const ember__config *cfg, int w
 				   ember_last_error());
 			hp->src_on[i] = 0;
 		}
+		if (hp->src_on[i] && (hp->src[i].flags & EMBER_HEAP_SOURCE_EXCLUSIVE)) {
+			ember__log(cfg, EMBER_LOG_INFO, "allocation profiling through %s, not the malloc hook",
+				   hp->src[i].name);
+			exclusive = 1;
+		}
 	}
 	ember__heap_hook *h = &hp->hook;
 	memset(h, 0, sizeof(*h));
+	if (exclusive)
+		return 0;
 	h->mean = hp->mean;
 	h->live = ember__heap_live_table();
 	if (!h->live)
@@ -335,6 +343,11 @@ void ember__heapprof_stats(const ember__heapprof *hp, ember__heap_stats *out)
 	out->no_bounds += atomic_load(&h->no_bounds);
 	out->live_overflow += atomic_load(&h->live_overflow);
 	out->live_unknown = hp->live_unknown;
+}
+
+int ember__heapprof_hooked(const ember__heapprof *hp)
+{
+	return hp && hp->attached;
 }
 
 void ember__heapprof_free(ember__heapprof *hp)

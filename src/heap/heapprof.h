@@ -38,10 +38,16 @@ typedef struct ember__heapprof ember__heapprof;
  *    ember_err (logged and counted; the window is still reported).
  *  - stop (optional): when sampling stops, after the last collect.
  *  - destroy (optional): with the agent.
+ * flags: EMBER_HEAP_SOURCE_EXCLUSIVE when the source sees the process's
+ * allocations itself (jemalloc's own sampling): the malloc hook then
+ * stays detached for the run, so nothing is counted twice.
  */
+#define EMBER_HEAP_SOURCE_EXCLUSIVE 0x1u
+
 typedef struct ember__heap_source {
 	const char *name;
 	void *ud;
+	unsigned flags;
 	int (*start)(void *ud, uint64_t mean);
 	int (*collect)(void *ud, int64_t start_ns, int64_t end_ns, ember__memagg *out);
 	void (*stop)(void *ud);
@@ -112,6 +118,8 @@ const uint64_t *ember__heapprof_stack(const ember__heapprof *hp, uint64_t stack,
 void ember__heapprof_stop(ember__heapprof *hp);
 
 void ember__heapprof_stats(const ember__heapprof *hp, ember__heap_stats *out);
+/* Whether the malloc hook is attached (this run samples through it). */
+int ember__heapprof_hooked(const ember__heapprof *hp);
 void ember__heapprof_free(ember__heapprof *hp);
 
 #endif

@@ -112,11 +112,12 @@ static void test_source_windows(void)
 	cfg.alloc_mean = 65536;
 	cfg.log_level = EMBER_LOG_OFF;
 	fake_src f = {0};
-	ember__heap_source src = {"fake", &f, fake_start, fake_collect, fake_stop, fake_destroy};
+	ember__heap_source src = {"fake", &f, 0, fake_start, fake_collect, fake_stop, fake_destroy};
 	ember__heapprof *hp = NULL;
 	CHECK(ember__heapprof_add_source(&hp, &src) == 0);
 	CHECK(ember__heapprof_start(&hp, &cfg, 1) == 0);
 	CHECK(f.started == 1 && f.mean == 65536);
+	CHECK(ember__heapprof_hooked(hp));
 	for (int w = 0; w < 2; w++) {
 		ember__heapprof_drain(hp, 2000 + w * 1000);
 		ember__profile *p = NULL;
@@ -165,10 +166,35 @@ static void test_empty_window_not_reported(void)
 	ember__heapprof_free(hp);
 }
 
+/* An exclusive source (jemalloc's own sampling) keeps the hook off. */
+static void test_exclusive_source(void)
+{
+	ember__config cfg;
+	ember__config_defaults(&cfg);
+	cfg.alloc_mean = 65536;
+	cfg.log_level = EMBER_LOG_OFF;
+	fake_src f = {0};
+	ember__heap_source src = {"fake", &f, EMBER_HEAP_SOURCE_EXCLUSIVE, fake_start, fake_collect,
+				  fake_stop, fake_destroy};
+	ember__heapprof *hp = NULL;
+	CHECK(ember__heapprof_add_source(&hp, &src) == 0);
+	CHECK(ember__heapprof_start(&hp, &cfg, 0) == 0);
+	CHECK(!ember__heapprof_hooked(hp));
+	ember__heapprof_drain(hp, 2000); /* no ring: nothing to do */
+	ember__profile *p = NULL;
+	uint64_t n = 0;
+	CHECK(ember__heapprof_window(hp, NULL, &cfg, 1000, 2000, 1, &p, &n) == 0);
+	CHECK(p && p->nsamples == 1 && f.collected == 1);
+	ember__profile_free(p);
+	ember__heapprof_free(hp);
+	CHECK(f.stopped == 1 && f.destroyed == 1);
+}
+
 int main(void)
 {
 	RUN(test_memagg_profile);
 	RUN(test_source_windows);
 	RUN(test_empty_window_not_reported);
+	RUN(test_exclusive_source);
 	return CHECK_DONE();
 }
