@@ -71,6 +71,15 @@ static void test_memagg_profile(void)
 	ember__memagg_release(&m);
 }
 
+static ember__config heap_cfg(void)
+{
+	ember__config cfg;
+	ember__config_defaults(&cfg);
+	cfg.alloc_mean = 65536;
+	cfg.log_level = EMBER_LOG_OFF;
+	return cfg;
+}
+
 /* A source standing in for the jemalloc backend. */
 typedef struct fake_src {
 	int started, collected, stopped, destroyed;
@@ -107,10 +116,7 @@ static void fake_destroy(void *ud)
 
 static void test_source_windows(void)
 {
-	ember__config cfg;
-	ember__config_defaults(&cfg);
-	cfg.alloc_mean = 65536;
-	cfg.log_level = EMBER_LOG_OFF;
+	ember__config cfg = heap_cfg();
 	fake_src f = {0};
 	ember__heap_source src = {"fake", &f, 0, fake_start, fake_collect, fake_stop, fake_destroy};
 	ember__heapprof *hp = NULL;
@@ -150,10 +156,7 @@ static void test_source_windows(void)
 
 static void test_empty_window_not_reported(void)
 {
-	ember__config cfg;
-	ember__config_defaults(&cfg);
-	cfg.alloc_mean = 65536;
-	cfg.log_level = EMBER_LOG_OFF;
+	ember__config cfg = heap_cfg();
 	ember__heapprof *hp = NULL;
 	CHECK(ember__heapprof_start(&hp, &cfg, 0) == 0);
 	ember__profile *p = NULL;
@@ -169,10 +172,7 @@ static void test_empty_window_not_reported(void)
 /* An exclusive source (jemalloc's own sampling) keeps the hook off. */
 static void test_exclusive_source(void)
 {
-	ember__config cfg;
-	ember__config_defaults(&cfg);
-	cfg.alloc_mean = 65536;
-	cfg.log_level = EMBER_LOG_OFF;
+	ember__config cfg = heap_cfg();
 	fake_src f = {0};
 	ember__heap_source src = {"fake", &f, EMBER_HEAP_SOURCE_EXCLUSIVE, fake_start, fake_collect,
 				  fake_stop, fake_destroy};
