@@ -54,6 +54,13 @@ enum {
 	OPT_BASIC_AUTH,
 	OPT_HEADER,
 	OPT_FORMAT,
+	/* the S3 reporter's */
+	OPT_S3_BUCKET,
+	OPT_S3_GROUP,
+	OPT_S3_OWNER,
+	OPT_S3_ENDPOINT,
+	OPT_S3_REGION,
+	OPT_BACKEND,
 	NENV_OPTS,
 	/* CLI-only options */
 	OPT_TOP = NENV_OPTS,
@@ -91,6 +98,12 @@ static const option_def option_defs[] = {
 	[OPT_BASIC_AUTH] = { "basic-auth", 0, 1, "EMBERPROF_SERVER_BASIC_AUTH_USER" },
 	[OPT_HEADER] = { "header", 0, 1, "EMBERPROF_SERVER_HEADERS" },
 	[OPT_FORMAT] = { "format", 0, 1, "EMBERPROF_OUTPUT_FORMAT" },
+	[OPT_S3_BUCKET] = { "s3-bucket", 0, 1, "EMBERPROF_S3_BUCKET" },
+	[OPT_S3_GROUP] = { "s3-profiling-group", 0, 1, "EMBERPROF_S3_PROFILING_GROUP" },
+	[OPT_S3_OWNER] = { "s3-bucket-owner", 0, 1, "EMBERPROF_S3_BUCKET_OWNER" },
+	[OPT_S3_ENDPOINT] = { "s3-endpoint", 0, 1, "EMBERPROF_S3_ENDPOINT" },
+	[OPT_S3_REGION] = { "s3-region", 0, 1, "EMBERPROF_S3_REGION" },
+	[OPT_BACKEND] = { "backend", 0, 1, "EMBERPROF_BACKEND" },
 	[OPT_TOP] = { "top", 'n', 1, NULL },
 	[OPT_QUIET] = { "quiet", 'q', 0, NULL },
 	[OPT_HELP] = { "help", 'h', 0, NULL },
@@ -115,6 +128,13 @@ static const char *const known_vars[] = {
 	"EMBERPROF_SERVER_SPOOL_DIR", "EMBERPROF_SERVER_SPOOL_MAX", "EMBERPROF_SERVER_QUEUE_LEN",
 	"EMBERPROF_SERVER_UPLOAD_JITTER", "EMBERPROF_SERVER_FLUSH_TIMEOUT",
 	"EMBERPROF_SERVER_USER_AGENT",
+	/* the S3 reporter's (src/report/s3_env.c) */
+	"EMBERPROF_S3_BUCKET", "EMBERPROF_S3_PROFILING_GROUP", "EMBERPROF_S3_BUCKET_OWNER",
+	"EMBERPROF_S3_ENDPOINT", "EMBERPROF_S3_REGION", "EMBERPROF_S3_AWS_PROFILE",
+	"EMBERPROF_S3_SPOOL_DIR", "EMBERPROF_S3_HOST",
+	/* the async-profiler backend's (src/asprof/asprof_config.c) */
+	"EMBERPROF_BACKEND", "EMBERPROF_ASPROF_LIB", "EMBERPROF_ASPROF_CPU_INTERVAL",
+	"EMBERPROF_ASPROF_WALL_INTERVAL", "EMBERPROF_ASPROF_NATIVEMEM",
 };
 
 typedef struct run_opts {
@@ -184,6 +204,20 @@ void ember__cli_run_usage(FILE *out)
 		"      --header 'NAME: VALUE'\n"
 		"                           an extra HTTP header; repeatable\n"
 		"                           [EMBERPROF_SERVER_HEADERS]\n"
+		"      --s3-bucket BUCKET   also upload each window to S3 as the async-profiler\n"
+		"                           agent does (a zip with the JFR recording); AWS\n"
+		"                           credentials from the standard chain [EMBERPROF_S3_BUCKET]\n"
+		"      --s3-profiling-group NAME  the key's profiling group (the application\n"
+		"                           name) [EMBERPROF_S3_PROFILING_GROUP]\n"
+		"      --s3-bucket-owner ACCOUNT  expected bucket owner, 12 digits\n"
+		"                           [EMBERPROF_S3_BUCKET_OWNER]\n"
+		"      --s3-endpoint URL    an S3-compatible store, addressed path-style\n"
+		"                           [EMBERPROF_S3_ENDPOINT]\n"
+		"      --s3-region REGION   (AWS_REGION, the config file, IMDS) [EMBERPROF_S3_REGION]\n"
+		"      --backend builtin|asprof\n"
+		"                           who samples: emberprof's own sampler, or\n"
+		"                           async-profiler (libasyncProfiler.so; JFR output,\n"
+		"                           EMBERPROF_ASPROF_* settings) [EMBERPROF_BACKEND]\n"
 		"  -n, --top N              rows in the summary table (20)\n"
 		"  -q, --quiet              no summary table\n"
 		"  -h, --help               this help\n"

@@ -11,7 +11,9 @@
 #include <string.h>
 
 #include "agent/agent_internal.h"
+#include "asprof/asprof_config.h"
 #include "report/pyroscope.h"
+#include "report/s3.h"
 #include "util/error.h"
 
 void ember__config_defaults(ember__config *c)
@@ -543,9 +545,17 @@ EMBER_API int ember_builder_apply_env(ember_builder *b)
 		if (ember__parse_bool(v, &x))
 			return bad_env("EMBERPROF_FOLLOW_CHILDREN", v, "expected 0 or 1");
 	}
-	unsigned formats = EMBER_FORMAT_PPROF;
+	/* The backend first: it decides the format of the reporters below. */
+	int arc = ember__asprof_apply_env(b);
+	if (arc)
+		return arc;
+	int asprof = b->cfg.backend == EMBER_BACKEND_ASYNC_PROFILER;
+	unsigned formats = asprof ? EMBER_FORMAT_JFR : EMBER_FORMAT_PPROF;
 	if ((v = getenv("EMBERPROF_OUTPUT_FORMAT")) && *v && ember__parse_formats(v, &formats))
 		return bad_env("EMBERPROF_OUTPUT_FORMAT", v, "expected pprof, jfr or both");
+	if (asprof && formats != EMBER_FORMAT_JFR)
+		return bad_env("EMBERPROF_OUTPUT_FORMAT", v, "the async-profiler backend "
+			       "(EMBERPROF_BACKEND=asprof) writes jfr only");
 	if ((v = getenv("EMBERPROF_OUTPUT_DIR")) && *v) {
 		ember_reporter r;
 		int rc = ember_reporter_local_ex(&r, v, formats);
@@ -561,5 +571,9 @@ EMBER_API int ember_builder_apply_env(ember_builder *b)
 			return bad_env("EMBERPROF_OUTPUT_DIR", v, why);
 		}
 	}
+	/* The S3 reporter's EMBERPROF_S3_* (src/report/s3_env.c). */
+	int src = ember__s3_apply_env(b);
+	if (src)
+		return src;
 	return apply_server_env(b);
 }
