@@ -34,6 +34,7 @@
 #include "asprof/asprof_run.h"
 #include "encode/jfr.h"
 #include "encode/pprof.h"
+#include "heap/heapprof.h"
 #include "sample/labels.h"
 #include "symbols/symbolizer.h"
 #include "util/error.h"
@@ -84,6 +85,9 @@ typedef struct ember__core {
 	 * thread while running, kept across runs like the symbolizer */
 	ember__unwind_tables *utab;
 
+	/* allocation profiling (src/heap/), NULL until first started; kept
+	 * across runs */
+	ember__heapprof *heap;
 	/* The async-profiler backend's run while running with it, else NULL
 	 * (src/asprof/asprof_run.c); its error total over past runs. */
 	ember__asprof_run *asprof;
@@ -160,6 +164,12 @@ EMBER_API int ember_builder_build(ember_agent **out, ember_builder *b)
 	int brc = c->cfg.backend == EMBER_BACKEND_ASYNC_PROFILER
 			  ? ember__asprof_check_reporters(&c->cfg)
 			  : 0;
+	/* Allocation profiling is our sampler's (src/heap/); async-profiler
+	 * has its own, configured through its options. */
+	if (brc == 0 && c->cfg.backend == EMBER_BACKEND_ASYNC_PROFILER && c->cfg.alloc_mean)
+		brc = ember__error(EMBER_ERR_INVALID, "allocation profiling (EMBERPROF_ALLOC, "
+				   "ember_builder_set_alloc) needs emberprof's own sampler, not the "
+				   "async-profiler backend");
 	if (brc == 0)
 		brc = bind_reporters(&c->cfg);
 	if (brc) {
@@ -190,6 +200,7 @@ EMBER_API void ember_agent_shutdown(ember_agent *a)
 	ember__core *c = a->core;
 	ember__symbolizer_free(c->sym);
 	ember__unwind_tables_free(c->utab);
+	ember__heapprof_free(c->heap);
 	ember__agg_release(&c->cur);
 	ember__agg_release(&c->next);
 	ember__agg_release(&c->wcur);
@@ -296,6 +307,7 @@ static void drain(ember__core *c)
 				}
 		ember__sampbuf_release(&c->sig.buf, r);
 	}
+	ember__heapprof_drain(c->heap, c->win_end);
 	/* Code we have not seen mapped (a library dlopen'ed since): learn its
 	 * module now, while it is surely still loaded. */
 	if (need_refresh && ember__symbolizer_refresh(c->sym) != 0)
@@ -333,18 +345,16 @@ static int call_reporters(ember__core *c, const ember_report *rep)
 }
 
 /*
- * Symbolizes, encodes and reports one profile of the current window. With
- * `keep`, the profile is handed to the caller (for the JFR recording)
- * instead of freed; *keep is NULL if it could not be built.
+ * Encodes one profile of the current window (rc: whether building it
+ * worked) and hands it to every reporter taking pprof. With `keep`, the
+ * profile is handed to the caller (for the JFR recording) instead of
+ * freed; *keep is NULL if it could not be built.
  */
-static int report_profile(ember__core *c, const ember__agg *a, int kind, int64_t end, int final,
-			  ember__profile **keep)
+static int deliver_profile(ember__core *c, int rc, ember__profile *p, const char *type,
+			   uint64_t samples, int64_t end, int final, ember__profile **keep)
 {
-	ember__profile *p = NULL;
-	int rc = ember__window_profile(a, c->sym, &c->cfg, kind, c->win_start, end, &p);
 	uint8_t *pb = NULL;
 	size_t pblen = 0;
-	const char *type = kind == EMBER__PROFILE_WALL ? "wall" : "cpu";
 	int want_pprof = 0;
 	for (size_t i = 0; i < c->cfg.nreporters; i++)
 		want_pprof |= (reporter_formats(&c->cfg.reporters[i]) & EMBER_FORMAT_PPROF) != 0;
@@ -356,7 +366,7 @@ static int report_profile(ember__core *c, const ember__agg *a, int kind, int64_t
 		ember__profile_free(p);
 	if (rc) {
 		ember__log(&c->cfg, EMBER_LOG_ERROR, "window %" PRIu32 " (%s) could not be encoded, %" PRIu64
-			   " samples lost: %s", c->seq, type, a->samples, ember_last_error());
+			   " samples lost: %s", c->seq, type, samples, ember_last_error());
 		atomic_fetch_add(&c->report_failures, 1);
 		return rc;
 	}
@@ -365,7 +375,7 @@ static int report_profile(ember__core *c, const ember__agg *a, int kind, int64_t
 		.profile_type = type,
 		.start_ns = c->win_start,
 		.end_ns = end,
-		.samples = a->samples,
+		.samples = samples,
 		.pprof = pb,
 		.pprof_len = pblen,
 		.seq = c->seq,
@@ -377,6 +387,55 @@ static int report_profile(ember__core *c, const ember__agg *a, int kind, int64_t
 		rc = call_reporters(c, &rep);
 	free(pb);
 	return rc;
+}
+
+/*
+ * Symbolizes, encodes and reports one profile of the current window. With
+ * `keep`, the profile is handed to the caller (for the JFR recording)
+ * instead of freed; *keep is NULL if it could not be built.
+ */
+static int report_profile(ember__core *c, const ember__agg *a, int kind, int64_t end, int final,
+			  ember__profile **keep)
+{
+	ember__profile *p = NULL;
+	int rc = ember__window_profile(a, c->sym, &c->cfg, kind, c->win_start, end, &p);
+	return deliver_profile(c, rc, p, kind == EMBER__PROFILE_WALL ? "wall" : "cpu", a->samples,
+			       end, final, keep);
+}
+
+/*
+ * The allocation profile of the current window (src/heap/), profile_type
+ * "memory": reported when it has anything, and always at the final window.
+ * Returns 0 or the reporters' error; *any is set when something was sent.
+ */
+static int report_memory(ember__core *c, int64_t end, int final, int *any, ember__profile **keep)
+{
+	if (!c->heap)
+		return 0;
+	ember__profile *p = NULL;
+	uint64_t n = 0;
+	int rc = ember__heapprof_window(c->heap, c->sym, &c->cfg, c->win_start, end, final, &p, &n);
+	if (!p && rc == 0)
+		return 0;
+	*any = 1;
+	return deliver_profile(c, rc, p, "memory", n, end, final, keep);
+}
+
+/* The sampled allocations of the window just closed, as JFR events
+ * (profiler.Malloc) naming samples of its memory profile. Returns how
+ * many were written to ev (room for ember__heapprof_events' count). */
+static size_t jfr_malloc_events(const ember__core *c, ember__jfr_event *ev)
+{
+	const ember__heap_event *x;
+	size_t n, m = 0;
+	ember__heapprof_events(c->heap, &x, &n);
+	for (size_t i = 0; i < n; i++)
+		if (x[i].sample >= 0 && x[i].tid > 0)
+			ev[m++] = (ember__jfr_event){.time_ns = x[i].time_ns, .weight = x[i].size,
+						     .address = x[i].address,
+						     .sample = (uint32_t)x[i].sample, .tid = x[i].tid,
+						     .kind = EMBER_JFR_MALLOC};
+	return m;
 }
 
 /* The threads named in the window's aggregates, for the JFR recording. */
@@ -416,6 +475,14 @@ static int report_jfr(ember__core *c, ember__profile *const *profiles, int64_t e
 		samples += aggs[k]->samples;
 		dropped += aggs[k]->events_dropped;
 	}
+	/* Allocations (src/heap/): events of the memory profile's samples. */
+	const ember__heap_event *hev;
+	size_t nheap = 0;
+	ember__heapprof_events(c->heap, &hev, &nheap);
+	if (!profiles[EMBER_JFR_MALLOC])
+		nheap = 0;
+	n += nheap;
+	samples += nheap;
 	if (dropped) {
 		atomic_fetch_add(&c->jfr_events_dropped, dropped);
 		ember__log(&c->cfg, EMBER_LOG_WARN, "window %" PRIu32 ": the JFR recording lacks %" PRIu64
@@ -436,6 +503,8 @@ static int report_jfr(ember__core *c, ember__profile *const *profiles, int64_t e
 						     .sample = x->stack, .tid = x->tid,
 						     .kind = x->kind, .state = x->state};
 		}
+	if (rc == 0 && nheap)
+		m += jfr_malloc_events(c, ev + m);
 	ember__jfr_window w = {
 		.start_ns = c->win_start, .end_ns = end,
 		.profiles = {profiles[0], profiles[1], profiles[2]},
@@ -494,6 +563,9 @@ static int close_window(ember__core *c, int64_t end, int final)
 			rc = wrc;
 		any = 1;
 	}
+	int mrc = report_memory(c, end, final, &any, c->want_jfr ? &jfr[EMBER_JFR_MALLOC] : NULL);
+	if (!rc)
+		rc = mrc;
 	if (any && c->want_jfr) {
 		int jrc = report_jfr(c, jfr, end, final);
 		if (!rc)
@@ -574,6 +646,11 @@ static void *agent_main(void *arg)
 		rc = ember__wall_start(&c->wall, &c->threads, c->cfg.signo, c->cfg.wall_ms);
 		if (rc)
 			ember__threads_stop(&c->threads);
+	}
+	/* Allocation profiling: not fatal when it cannot start (logged). */
+	if (rc == 0 && c->cfg.alloc_mean && ember__heapprof_start(&c->heap, &c->cfg, c->want_jfr) != 0) {
+		ember__log(&c->cfg, EMBER_LOG_ERROR, "allocation profiling off: %s", ember_last_error());
+		ember__heapprof_stop(c->heap);
 	}
 	pthread_mutex_lock(&c->mu);
 	c->start_rc = rc;
@@ -780,6 +857,18 @@ static void log_upload_stats(const ember__core *c)
 		   s.uploads_dropped, s.bytes_sent);
 }
 
+static void log_heap_stats(const ember__core *c)
+{
+	if (!c->heap)
+		return;
+	ember__heap_stats h;
+	ember__heapprof_stats(c->heap, &h);
+	ember__log(&c->cfg, h.dropped_full || h.live_overflow ? EMBER_LOG_WARN : EMBER_LOG_INFO,
+		   "allocations: %" PRIu64 " sampled, %" PRIu64 " lost (buffer full), %" PRIu64
+		   " without stack (bounds unknown), %" PRIu64 " not tracked live (table full)",
+		   h.sampled, h.dropped_full, h.no_bounds, h.live_overflow);
+}
+
 /* ---- the async-profiler backend (src/asprof/) ---- */
 
 /* Hands a JFR window to the reporters (all take JFR: checked at build). */
@@ -831,6 +920,7 @@ EMBER_API int ember_running_stop(ember_agent **out, ember_running *r)
 	/* No new signals, then none pending or running, then the last drain. */
 	ember__wall_stop(&c->wall);
 	ember__threads_stop(&c->threads);
+	ember__heapprof_detach(c->heap); /* the uninstall's quiesce waits for the hook too */
 	ember__sigpath_uninstall(c->cfg.signo, &c->old_action);
 	pthread_mutex_lock(&c->mu);
 	c->stop_req = 1;
@@ -850,6 +940,8 @@ EMBER_API int ember_running_stop(ember_agent **out, ember_running *r)
 		ember__log(&c->cfg, EMBER_LOG_WARN, "%" PRIu64 " samples left out of JFR recordings",
 			   atomic_load(&c->jfr_events_dropped));
 	log_upload_stats(c);
+	log_heap_stats(c);
+	ember__heapprof_stop(c->heap);
 	ember__threads_release(&c->threads);
 	ember__sampbuf_destroy(&c->sig.buf);
 	ember__agg_release(&c->cur);
@@ -894,6 +986,11 @@ static void fill_stats(const ember__core *c, ember_stats *s, int running)
 		if (atomic_load(&c->wall.max_per_tick) > s->wall_max_per_tick)
 			s->wall_max_per_tick = atomic_load(&c->wall.max_per_tick);
 	}
+	ember__heap_stats h;
+	ember__heapprof_stats(c->heap, &h);
+	s->alloc_samples = h.sampled;
+	s->alloc_dropped = h.dropped_full;
+	s->alloc_live_overflow = h.live_overflow;
 	s->asprof_errors = atomic_load(&c->asprof_errors);
 	if (running && c->asprof)
 		s->asprof_errors += ember__asprof_run_errors(c->asprof);
