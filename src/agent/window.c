@@ -16,13 +16,7 @@
 #include "util/error.h"
 #include "util/hashmap.h"
 
-typedef struct builder {
-	ember__profile *p;
-	ember__symbolizer *sym;
-	ember__u64map locs;  /* lookup address -> location index */
-	ember__u64map maps;  /* module id + 1 -> mapping index */
-	ember__u64map funcs; /* string hash (+probe) -> function index */
-} builder;
+typedef ember__window_locs builder;
 
 static uint32_t mapping_for(builder *b, const ember__module_info *m)
 {
@@ -80,7 +74,7 @@ static uint32_t function_for(builder *b, const ember__symbol_frame *f)
 	}
 }
 
-static uint32_t location_for(builder *b, uint64_t addr)
+uint32_t ember__window_location(ember__window_locs *b, uint64_t addr)
 {
 	int inserted;
 	uint64_t *v = ember__u64map_put(&b->locs, addr, &inserted);
@@ -111,6 +105,13 @@ static uint32_t location_for(builder *b, uint64_t addr)
 	v = ember__u64map_get(&b->locs, addr);
 	*v = idx;
 	return idx;
+}
+
+void ember__window_locs_release(ember__window_locs *b)
+{
+	ember__u64map_free(&b->locs);
+	ember__u64map_free(&b->maps);
+	ember__u64map_free(&b->funcs);
 }
 
 /* Unpacks dynamic labels (sample/labels.h format); the innermost value of
@@ -216,7 +217,7 @@ int ember__window_profile(const ember__agg *a, ember__symbolizer *sym, const emb
 		}
 		for (uint32_t d = 0; d < s->depth; d++) {
 			uint64_t addr = d == 0 || s->pcs[d] == 0 ? s->pcs[d] : s->pcs[d] - 1;
-			smp.locs[d] = location_for(&b, addr);
+			smp.locs[d] = ember__window_location(&b, addr);
 			if (!smp.locs[d]) {
 				rc = EMBER_ERR_NOMEM;
 				break;
@@ -230,9 +231,7 @@ int ember__window_profile(const ember__agg *a, ember__symbolizer *sym, const emb
 		if (rc == 0 && !ember__profile_add_sample(p, &smp))
 			rc = EMBER_ERR_NOMEM;
 	}
-	ember__u64map_free(&b.locs);
-	ember__u64map_free(&b.maps);
-	ember__u64map_free(&b.funcs);
+	ember__window_locs_release(&b);
 	if (rc) {
 		ember__profile_free(p);
 		return ember__error_oom("window profile");

@@ -1,0 +1,114 @@
+/*
+ * jemalloc.h - the jemalloc backend of the memory profile: for a program
+ * whose allocator is jemalloc built with profiling (Debian's libjemalloc2
+ * is) and run with profiling on (MALLOC_CONF=prof:true, optionally
+ * lg_prof_sample:<n> and prof_accum:true), jemalloc samples the
+ * allocations itself; each window the agent asks it for its heap profile
+ * (mallctl "prof.dump" into a memfd the backend owns), parses it
+ * (heap/jeheap.c) and turns it into emberprof's memory profile: the four
+ * sample types alloc_objects/count, alloc_space/bytes,
+ * inuse_objects/count, inuse_space/bytes, unsampled as jeprof does.
+ *
+ * What the values mean:
+ *   inuse_*  objects and bytes live at the dump (jemalloc's curobjs and
+ *            curbytes), unsampled;
+ *   alloc_*  objects and bytes allocated since the previous collect of
+ *            this backend (the first collect: since the process started or
+ *            jemalloc's last prof.reset), from accumobjs/accumbytes, which
+ *            jemalloc counts only with prof_accum:true. Without it they
+ *            are 0 and ember__jemalloc_accum() says so.
+ *
+ * mallctl is found at run time (dlsym(RTLD_DEFAULT)): emberprof does not
+ * link jemalloc. Agent thread only; nothing here is async-signal-safe.
+ */
+#ifndef EMBER_JEMALLOC_H
+#define EMBER_JEMALLOC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "heap/jeheap.h"
+#include "profile/profile.h"
+#include "symbols/symbolizer.h"
+
+/* Sample value indices, in the order of Go's heap profiles. */
+enum {
+	EMBER__HEAP_ALLOC_OBJECTS = 0,
+	EMBER__HEAP_ALLOC_SPACE = 1,
+	EMBER__HEAP_INUSE_OBJECTS = 2,
+	EMBER__HEAP_INUSE_SPACE = 3,
+};
+
+/*
+ * One stack of a collected window. pcs follow the agent's sample
+ * convention (as the signal handler records them, so window.c's rule
+ * applies): pcs[0] is an address inside the allocating call instruction
+ * (the innermost return address outside jemalloc, minus 1), the others
+ * are return addresses; symbolize pcs[i] - 1 for i > 0.
+ */
+typedef struct ember__heap_stack {
+	const uint64_t *pcs;
+	uint32_t depth;
+	int64_t values[4]; /* EMBER__HEAP_* */
+} ember__heap_stack;
+
+/* A collected window. Borrowed from the backend; valid until its next
+ * collect or close. */
+typedef struct ember__heap_window {
+	const ember__heap_stack *stacks;
+	size_t nstacks;
+	uint64_t period; /* jemalloc's mean bytes between samples */
+	int accum;       /* alloc_* are measured (prof_accum on) */
+	const ember__jeheap *dump; /* the parsed dump: mappings of the process */
+} ember__heap_window;
+
+typedef struct ember__jemalloc ember__jemalloc;
+
+/*
+ * Finds jemalloc's mallctl in the process, checks that it was built with
+ * profiling and runs with opt.prof on, and creates the memfd dumps go to.
+ * Returns 0 (*out is the caller's, freed with ember__jemalloc_close),
+ * EMBER_ERR_UNSUPPORTED with a message saying what is missing (no
+ * jemalloc; jemalloc without --enable-prof; prof:false), EMBER_ERR_SYS or
+ * EMBER_ERR_NOMEM.
+ */
+int ember__jemalloc_open(ember__jemalloc **out);
+void ember__jemalloc_close(ember__jemalloc *j);
+
+/* Whether alloc_* are measured (opt.prof_accum). */
+int ember__jemalloc_accum(const ember__jemalloc *j);
+/* jemalloc's prof.active now (sampling may be switched off and on). */
+int ember__jemalloc_active(const ember__jemalloc *j);
+
+/*
+ * Dumps jemalloc's heap profile, parses it and fills *w (borrowed, see
+ * ember__heap_window). Stacks with nothing live and nothing allocated
+ * since the previous collect are left out. Returns 0, EMBER_ERR_SYS
+ * (prof.dump failed, message has jemalloc's error), EMBER_ERR_FORMAT (the
+ * dump did not parse) or EMBER_ERR_NOMEM; on error the previous window's
+ * accumulators are kept, so the next collect's alloc_* cover both.
+ */
+int ember__jemalloc_collect(ember__jemalloc *j, ember__heap_window *w);
+
+/*
+ * The dump-to-window step alone, for tests and the fuzzer: unsamples
+ * `cur`'s stacks and subtracts the accumulators of `prev` (NULL: none)
+ * from stacks with the same pcs. *stacks_out is one malloc'd block
+ * holding the stacks and their pcs (caller frees). 0 or EMBER_ERR_NOMEM.
+ */
+int ember__heap_window_from_dump(const ember__jeheap *cur, const ember__jeheap *prev, int accum,
+				 ember__heap_stack **stacks_out, size_t *n_out);
+
+/*
+ * Builds the memory profile of a window: sample types alloc_objects/count,
+ * alloc_space/bytes, inuse_objects/count, inuse_space/bytes (default
+ * inuse_space), period type space/bytes with jemalloc's period. With a
+ * symbolizer, locations are symbolized in this process; without one they
+ * carry addresses and Mappings from the dump's MAPPED_LIBRARIES, which
+ * pprof can symbolize from the files. On success *out is the caller's.
+ * 0 or EMBER_ERR_NOMEM.
+ */
+int ember__heap_window_profile(const ember__heap_window *w, ember__symbolizer *sym,
+			       int64_t start_ns, int64_t end_ns, ember__profile **out);
+
+#endif
