@@ -25,10 +25,47 @@
 # every run. A benchmark: it judges nothing.
 #
 #     bash bench/heap.sh BUILD_DIR [ROUNDS]      (ROUNDS default 7)
+#     bash bench/heap.sh --summary FILE.tsv       (the summary of an earlier run)
 #
 # EMBER_BENCH_HEAP_ARGS: workload arguments (default "4 8000000 4096").
 # Rows go to BUILD_DIR/bench-results/heap.tsv, the output to heap.txt.
 set -euo pipefail
+
+# Per-round ratios, then median [min..max] over rounds, from a heap.tsv.
+summary() {
+awk -F'\t' -v order="$2" '
+NR > 1 { cpu[$1, $2] = $3; wall[$1, $2] = $4; rss[$1, $2] = $5; if ($1 + 1 > R) R = $1 + 1; seen[$2] = 1 }
+function med(a, k,   i, j, t, n) { n = k; for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+	return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+function line(label, c, ref,   r, x, y, k, lo, hi) {
+	if (!(c in seen) || !(ref in seen)) return
+	k = 0; lo = 1e9; hi = -1e9
+	for (r = 0; r < R; r++) { k++; x[k] = cpu[r, c] / cpu[r, ref]; y[k] = wall[r, c] / wall[r, ref]
+		if (x[k] < lo) lo = x[k]; if (x[k] > hi) hi = x[k] }
+	printf "%-22s CPU %.3f [%.3f..%.3f]   wall %.3f\n", label, med(x, k), lo, hi, med(y, k)
+}
+function abs(c,   r, x, k, m) { if (!(c in seen)) return; k = 0
+	for (r = 0; r < R; r++) { k++; x[k] = cpu[r, c] }; m = med(x, k)
+	for (r = 0; r < R; r++) { k++; x[k - R] = rss[r, c] }
+	printf "  %-10s CPU %.3f s (median), max RSS %d KiB (median)\n", c, m, med(x, R) }
+END {
+	printf "\nSummary over %d rounds: ratio of CPU time (user+sys), median [min..max]\n", R
+	line("control / base", "control", "base")
+	line("ember / base", "ember", "base")
+	line("je-prof / je", "je-prof", "je")
+	line("tc-sample / tc", "tc-sample", "tc")
+	line("je / base", "je", "base")
+	line("tc / base", "tc", "base")
+	printf "\nAbsolute:\n"
+	n = split(order, o, " "); for (i = 1; i <= n; i++) abs(o[i])
+}' "$1"
+}
+
+if [ "${1:-}" = --summary ]; then
+	# Re-summarize an earlier run: bash bench/heap.sh --summary heap.tsv
+	summary "$2" "base control ember je je-prof tc tc-sample"
+	exit 0
+fi
 
 if [ $# -lt 1 ]; then
 	echo "usage: bash bench/heap.sh BUILD_DIR [ROUNDS]" >&2
@@ -98,36 +135,10 @@ for ((r = 0; r < rounds; r++)); do
 		if [ -z "$expected" ]; then expected=$sum; fi
 		[ "$sum" = "$expected" ] || { echo "heap.sh: $c printed '$sum', not '$expected'" >&2; exit 1; }
 		read -r u s e m <"$tmp/time"
-		printf '%d\t%s\t%s\t%s\t%s\n' "$r" "$c" "$(echo "$u + $s" | bc)" "$e" "$m" >>"$tsv"
+		printf '%d\t%s\t%s\t%s\t%s\n' "$r" "$c" "$(awk -v u="$u" -v s="$s" 'BEGIN { printf "%.2f", u + s }')" "$e" "$m" >>"$tsv"
 	done
 	echo "round $((r + 1))/$rounds done ($(cut -d' ' -f1 /proc/loadavg) load)" | tee -a "$results/heap.txt"
 done
 
-# Per-round ratios, then median [min..max] over rounds.
-awk -F'\t' -v order="${names[*]}" '
-NR > 1 { cpu[$1, $2] = $3; wall[$1, $2] = $4; rss[$1, $2] = $5; if ($1 + 1 > R) R = $1 + 1; seen[$2] = 1 }
-function med(a, k,   i, j, t, n) { n = k; for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
-	return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
-function line(label, c, ref,   r, x, y, k, lo, hi) {
-	if (!(c in seen) || !(ref in seen)) return
-	k = 0; lo = 1e9; hi = -1e9
-	for (r = 0; r < R; r++) { k++; x[k] = cpu[r, c] / cpu[r, ref]; y[k] = wall[r, c] / wall[r, ref]
-		if (x[k] < lo) lo = x[k]; if (x[k] > hi) hi = x[k] }
-	printf "%-22s CPU %.3f [%.3f..%.3f]   wall %.3f\n", label, med(x, k), lo, hi, med(y, k)
-}
-function abs(c,   r, x, k, m) { if (!(c in seen)) return; k = 0
-	for (r = 0; r < R; r++) { k++; x[k] = cpu[r, c] }; m = med(x, k)
-	for (r = 0; r < R; r++) { k++; x[k - R] = rss[r, c] }
-	printf "  %-10s CPU %.3f s (median), max RSS %d KiB (median)\n", c, m, med(x, R) }
-END {
-	printf "\nSummary over %d rounds: ratio of CPU time (user+sys), median [min..max]\n", R
-	line("control / base", "control", "base")
-	line("ember / base", "ember", "base")
-	line("je-prof / je", "je-prof", "je")
-	line("tc-sample / tc", "tc-sample", "tc")
-	line("je / base", "je", "base")
-	line("tc / base", "tc", "base")
-	printf "\nAbsolute:\n"
-	n = split(order, o, " "); for (i = 1; i <= n; i++) abs(o[i])
-}' "$tsv" | tee -a "$results/heap.txt"
+summary "$tsv" "${names[*]}" | tee -a "$results/heap.txt"
 echo "ember: $ember_state" | tee -a "$results/heap.txt"

@@ -15,6 +15,8 @@ PKGS=(
   google-perftools libgoogle-perftools-dev  # gperftools: the benchmark's peer
   clang libclang-rt-14-dev              # libFuzzer targets
   libunwind-dev                         # tests only: the independent unwinder it_dwarf_libunwind compares with
+  libjemalloc2 libjemalloc-dev          # jemalloc backend of the memory profile: its tests and bench/heap.sh
+  time                                  # /usr/bin/time: bench/heap.sh measures each run's CPU with it
 )
 
 missing=()
