@@ -310,11 +310,11 @@ int ember__heap_window_from_dump(const ember__jeheap *cur, const ember__jeheap *
 		ember__heap_stack *o = &out[n++];
 		double objs, bytes;
 		ember__jeheap_unsample(aobjs, abytes, cur->period, &objs, &bytes);
-		o->values[EMBER__HEAP_ALLOC_OBJECTS] = rounded(objs);
-		o->values[EMBER__HEAP_ALLOC_SPACE] = rounded(bytes);
+		o->values[EMBER__HEAP_ALLOC_OBJECTS] = objs;
+		o->values[EMBER__HEAP_ALLOC_SPACE] = bytes;
 		ember__jeheap_unsample(s->curobjs, s->curbytes, cur->period, &objs, &bytes);
-		o->values[EMBER__HEAP_INUSE_OBJECTS] = rounded(objs);
-		o->values[EMBER__HEAP_INUSE_SPACE] = rounded(bytes);
+		o->values[EMBER__HEAP_INUSE_OBJECTS] = objs;
+		o->values[EMBER__HEAP_INUSE_SPACE] = bytes;
 		memcpy(pcs, s->pcs, s->depth * sizeof(*pcs));
 		if (pcs[0])
 			pcs[0]--; /* a return address: into the call instruction */
@@ -407,7 +407,8 @@ int ember__heap_window_profile(const ember__heap_window *w, ember__symbolizer *s
 				p->locations[smp.locs[d] - 1].mapping = dump_mapping_for(p, addr);
 		}
 		smp.nlocs = s->depth;
-		memcpy(smp.values, s->values, sizeof(smp.values));
+		for (int v = 0; v < 4; v++)
+			smp.values[v] = rounded(s->values[v]);
 		if (rc == 0 && !ember__profile_add_sample(p, &smp))
 			rc = EMBER_ERR_NOMEM;
 	}

@@ -49,7 +49,7 @@ enum {
 typedef struct ember__heap_stack {
 	const uint64_t *pcs;
 	uint32_t depth;
-	int64_t values[4]; /* EMBER__HEAP_* */
+	double values[4]; /* EMBER__HEAP_*: unsampled estimates */
 } ember__heap_stack;
 
 /* A collected window. Borrowed from the backend; valid until its next

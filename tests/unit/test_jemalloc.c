@@ -207,10 +207,10 @@ static void test_strip_merge_delta(void)
 		CHECK(st[0].pcs[0] == 0x4000ff && st[0].pcs[1] == 0x400200);
 		double o, b;
 		ember__jeheap_unsample(2, 1536, 524288, &o, &b);
-		CHECK_EQ_INT(st[0].values[EMBER__HEAP_INUSE_OBJECTS], llround(o));
-		CHECK_EQ_INT(st[0].values[EMBER__HEAP_INUSE_SPACE], llround(b));
+		CHECK(st[0].values[EMBER__HEAP_INUSE_OBJECTS] == o);
+		CHECK(st[0].values[EMBER__HEAP_INUSE_SPACE] == b);
 		ember__jeheap_unsample(5, 3840, 524288, &o, &b);
-		CHECK_EQ_INT(st[0].values[EMBER__HEAP_ALLOC_SPACE], llround(b));
+		CHECK(st[0].values[EMBER__HEAP_ALLOC_SPACE] == b);
 	}
 	free(st);
 	/* Without prof_accum, alloc_* are not reported. */
