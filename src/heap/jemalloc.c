@@ -34,6 +34,7 @@ struct ember__jemalloc {
 	int fd;
 	char path[64];       /* /proc/self/fd/<fd> */
 	uint64_t strip_addr; /* an address in jemalloc's module, 0: keep its frames */
+	uint64_t strip_self; /* one in emberprof's (its malloc hook may call jemalloc), or 0 */
 	int accum;
 	ember__jeheap prev; /* the last dump: baseline of alloc_* */
 	int have_prev;
@@ -101,11 +102,19 @@ int ember__jemalloc_open(ember__jemalloc **out)
 	/* jemalloc's frames above the caller are dropped - unless jemalloc is
 	 * linked into the program itself, where they cannot be told apart from
 	 * the program's by module. */
-	Dl_info di;
+	Dl_info di = {0};
 	uintptr_t main_base = 0;
 	dl_iterate_phdr(first_object, &main_base);
 	if (dladdr(sym, &di) && di.dli_fbase && (uintptr_t)di.dli_fbase != main_base)
 		j->strip_addr = (uint64_t)(uintptr_t)sym;
+	/* Under emberprof's own malloc interposition (libemberprof.so first in
+	 * the search order) jemalloc's stacks start in jemalloc, then pass
+	 * through emberprof's malloc: those frames go too. */
+	void *self = (void *)(uintptr_t)&ember__jemalloc_open;
+	void *jbase = di.dli_fbase;
+	if (dladdr(self, &di) && di.dli_fbase && (uintptr_t)di.dli_fbase != main_base &&
+	    di.dli_fbase != jbase)
+		j->strip_self = (uint64_t)(uintptr_t)self;
 	*out = j;
 	return 0;
 }
@@ -182,6 +191,8 @@ int ember__jemalloc_collect(ember__jemalloc *j, ember__heap_window *w)
 		return rc;
 	if (j->strip_addr)
 		ember__jeheap_strip_module(&next, j->strip_addr);
+	if (j->strip_self)
+		ember__jeheap_strip_module(&next, j->strip_self);
 	ember__heap_stack *stacks = NULL;
 	size_t n = 0;
 	rc = ember__heap_window_from_dump(&next, j->have_prev ? &j->prev : NULL, j->accum, &stacks,
