@@ -16,7 +16,13 @@
 #include "util/error.h"
 #include "util/hashmap.h"
 
-typedef ember__window_locs builder;
+typedef struct builder {
+	ember__profile *p;
+	ember__symbolizer *sym;
+	ember__u64map locs;  /* lookup address -> location index */
+	ember__u64map maps;  /* module id + 1 -> mapping index */
+	ember__u64map funcs; /* string hash (+probe) -> function index */
+} builder;
 
 static uint32_t mapping_for(builder *b, const ember__module_info *m)
 {
@@ -74,7 +80,7 @@ static uint32_t function_for(builder *b, const ember__symbol_frame *f)
 	}
 }
 
-uint32_t ember__window_location(ember__window_locs *b, uint64_t addr)
+static uint32_t location_for(builder *b, uint64_t addr)
 {
 	int inserted;
 	uint64_t *v = ember__u64map_put(&b->locs, addr, &inserted);
@@ -105,13 +111,6 @@ uint32_t ember__window_location(ember__window_locs *b, uint64_t addr)
 	v = ember__u64map_get(&b->locs, addr);
 	*v = idx;
 	return idx;
-}
-
-void ember__window_locs_release(ember__window_locs *b)
-{
-	ember__u64map_free(&b->locs);
-	ember__u64map_free(&b->maps);
-	ember__u64map_free(&b->funcs);
 }
 
 /* Unpacks dynamic labels (sample/labels.h format); the innermost value of
@@ -217,7 +216,7 @@ int ember__window_profile(const ember__agg *a, ember__symbolizer *sym, const emb
 		}
 		for (uint32_t d = 0; d < s->depth; d++) {
 			uint64_t addr = d == 0 || s->pcs[d] == 0 ? s->pcs[d] : s->pcs[d] - 1;
-			smp.locs[d] = ember__window_location(&b, addr);
+			smp.locs[d] = location_for(&b, addr);
 			if (!smp.locs[d]) {
 				rc = EMBER_ERR_NOMEM;
 				break;
@@ -231,7 +230,9 @@ int ember__window_profile(const ember__agg *a, ember__symbolizer *sym, const emb
 		if (rc == 0 && !ember__profile_add_sample(p, &smp))
 			rc = EMBER_ERR_NOMEM;
 	}
-	ember__window_locs_release(&b);
+	ember__u64map_free(&b.locs);
+	ember__u64map_free(&b.maps);
+	ember__u64map_free(&b.funcs);
 	if (rc) {
 		ember__profile_free(p);
 		return ember__error_oom("window profile");

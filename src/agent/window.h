@@ -9,26 +9,6 @@
 #include "agent/agent_internal.h"
 #include "profile/profile.h"
 #include "symbols/symbolizer.h"
-#include "util/hashmap.h"
-
-/*
- * Locations of one profile being built: each distinct address becomes one
- * Location, symbolized through `sym` (NULL: addresses only), with its
- * Mapping and Functions shared. Used by the window profiles and by other
- * profile builders (src/heap/jemalloc.c). Zero-initialize, set p and sym.
- */
-typedef struct ember__window_locs {
-	ember__profile *p;
-	ember__symbolizer *sym;
-	ember__u64map locs;  /* lookup address -> location index */
-	ember__u64map maps;  /* module id + 1 -> mapping index */
-	ember__u64map funcs; /* string hash (+probe) -> function index */
-} ember__window_locs;
-
-/* The 1-based Location for exactly `addr` (callers pass return address
- * - 1), added on first use; 0 on out-of-memory. */
-uint32_t ember__window_location(ember__window_locs *b, uint64_t addr);
-void ember__window_locs_release(ember__window_locs *b);
 
 /* Which profile a window's aggregate becomes. */
 enum { EMBER__PROFILE_CPU = 0, EMBER__PROFILE_WALL = 1 };
