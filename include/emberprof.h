@@ -138,7 +138,9 @@ typedef struct ember_running ember_running;
 typedef struct ember_report {
 	const char *app_name;      /**< the builder's application name */
 	const char *profile_type;  /**< "cpu", or "wall" for the wall-clock profile
-				        of the same window (see ember_builder_set_wall) */
+				        of the same window (see ember_builder_set_wall),
+				        "memory" for its allocation profile
+				        (ember_builder_set_alloc) */
 	int64_t start_ns;          /**< window start, ns since the Unix epoch */
 	int64_t end_ns;            /**< window end, ns since the Unix epoch */
 	uint64_t samples;          /**< samples in the window */
@@ -239,6 +241,11 @@ typedef struct ember_stats {
 	uint64_t wall_samples;        /**< wall-clock samples recorded */
 	uint64_t wall_signals;        /**< wall-clock signals sent */
 	uint64_t wall_max_per_tick;   /**< most threads signalled in one wall-clock tick */
+	/* Allocation profiling (since 0.2; ember_builder_set_alloc). */
+	uint64_t alloc_samples;       /**< sampled allocations recorded */
+	uint64_t alloc_dropped;       /**< sampled allocations lost: their buffer was full */
+	uint64_t alloc_live_overflow; /**< sampled blocks not tracked: the live table was full
+				           (missing from inuse_*) */
 } ember_stats;
 
 /* ---- version and errors ---- */
@@ -321,6 +328,22 @@ EMBER_API int ember_builder_set_signal(ember_builder *b, int signo);
  */
 EMBER_API int ember_builder_set_wall(ember_builder *b, unsigned interval_ms);
 
+/**
+ * Allocation (heap) profiling: one allocation is sampled per `mean_bytes`
+ * allocated on average (Poisson sampling by bytes, as Go and tcmalloc;
+ * 524288 is their default; 1 takes every allocation; 0 turns it off, the
+ * default; at most 1 GiB). malloc, calloc, realloc, free and the aligned
+ * variants are intercepted where libemberprof.so comes before libc in the
+ * symbol search order (LD_PRELOAD, or linked into the program). Each
+ * window is then also reported as a memory profile, profile_type
+ * "memory", with values alloc_objects/count and alloc_space/bytes
+ * (allocated in the window) and inuse_objects/count and inuse_space/bytes
+ * (sampled blocks still live at its end; the default type), every value
+ * an unbiased estimate scaled from the samples. Allocations made by
+ * emberprof's own threads are never counted. See docs/CONFIG.md.
+ */
+EMBER_API int ember_builder_set_alloc(ember_builder *b, uint64_t mean_bytes);
+
 /** Line information policy. Default EMBER_LINES_APP. */
 EMBER_API int ember_builder_set_line_info(ember_builder *b, ember_line_info mode);
 
@@ -343,6 +366,7 @@ EMBER_API int ember_builder_set_log(ember_builder *b, ember_log_fn fn, void *use
  * EMBERPROF_APP_NAME, EMBERPROF_SAMPLE_RATE, EMBERPROF_INTERVAL,
  * EMBERPROF_MAX_DEPTH, EMBERPROF_UNWIND, EMBERPROF_TAGS,
  * EMBERPROF_THREAD_LABELS, EMBERPROF_ENGINE, EMBERPROF_WALL, EMBERPROF_SIGNAL, EMBERPROF_LINES,
+ * EMBERPROF_ALLOC, EMBERPROF_ALLOC_SAMPLE_BYTES,
  * EMBERPROF_LOG_LEVEL, EMBERPROF_OUTPUT_DIR (adds a local reporter),
  * EMBERPROF_SERVER_URL and the other EMBERPROF_SERVER_* variables (add a
  * Pyroscope reporter), and the names Pyroscope's own agents read

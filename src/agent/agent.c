@@ -32,6 +32,7 @@
 #include "agent/unwind_tables.h"
 #include "agent/window.h"
 #include "encode/pprof.h"
+#include "heap/heapprof.h"
 #include "sample/labels.h"
 #include "symbols/symbolizer.h"
 #include "util/error.h"
@@ -76,6 +77,10 @@ typedef struct ember__core {
 	/* DWARF unwind tables (modes auto and dwarf): used by the agent
 	 * thread while running, kept across runs like the symbolizer */
 	ember__unwind_tables *utab;
+
+	/* allocation profiling (src/heap/), NULL until first started; kept
+	 * across runs */
+	ember__heapprof *heap;
 } ember__core;
 
 static int64_t now_ns(clockid_t clk)
@@ -162,6 +167,7 @@ EMBER_API void ember_agent_shutdown(ember_agent *a)
 	ember__core *c = a->core;
 	ember__symbolizer_free(c->sym);
 	ember__unwind_tables_free(c->utab);
+	ember__heapprof_free(c->heap);
 	ember__agg_release(&c->cur);
 	ember__agg_release(&c->next);
 	ember__agg_release(&c->wcur);
@@ -250,6 +256,7 @@ static void drain(ember__core *c)
 				}
 		ember__sampbuf_release(&c->sig.buf, r);
 	}
+	ember__heapprof_drain(c->heap, c->win_end);
 	/* Code we have not seen mapped (a library dlopen'ed since): learn its
 	 * module now, while it is surely still loaded. */
 	if (need_refresh && ember__symbolizer_refresh(c->sym) != 0)
@@ -259,20 +266,21 @@ static void drain(ember__core *c)
 		ember__log(&c->cfg, EMBER_LOG_DEBUG, "unwind tables refresh: %s", ember_last_error());
 }
 
-/* Symbolizes, encodes and reports one profile of the current window. */
-static int report_profile(ember__core *c, const ember__agg *a, int kind, int64_t end, int final)
+/*
+ * Encodes one profile of the current window (rc: whether building it
+ * worked; p is freed here) and hands it to every reporter.
+ */
+static int deliver_profile(ember__core *c, int rc, ember__profile *p, const char *type,
+			   uint64_t samples, int64_t end, int final)
 {
-	ember__profile *p = NULL;
-	int rc = ember__window_profile(a, c->sym, &c->cfg, kind, c->win_start, end, &p);
 	uint8_t *pb = NULL;
 	size_t pblen = 0;
-	const char *type = kind == EMBER__PROFILE_WALL ? "wall" : "cpu";
 	if (rc == 0)
 		rc = ember__pprof_encode(p, &pb, &pblen);
 	ember__profile_free(p);
 	if (rc) {
 		ember__log(&c->cfg, EMBER_LOG_ERROR, "window %" PRIu32 " (%s) could not be encoded, %" PRIu64
-			   " samples lost: %s", c->seq, type, a->samples, ember_last_error());
+			   " samples lost: %s", c->seq, type, samples, ember_last_error());
 		atomic_fetch_add(&c->report_failures, 1);
 		return rc;
 	}
@@ -281,7 +289,7 @@ static int report_profile(ember__core *c, const ember__agg *a, int kind, int64_t
 		.profile_type = type,
 		.start_ns = c->win_start,
 		.end_ns = end,
-		.samples = a->samples,
+		.samples = samples,
 		.pprof = pb,
 		.pprof_len = pblen,
 		.seq = c->seq,
@@ -306,6 +314,33 @@ static int report_profile(ember__core *c, const ember__agg *a, int kind, int64_t
 	return rc;
 }
 
+/* Symbolizes, encodes and reports one profile of the current window. */
+static int report_profile(ember__core *c, const ember__agg *a, int kind, int64_t end, int final)
+{
+	ember__profile *p = NULL;
+	int rc = ember__window_profile(a, c->sym, &c->cfg, kind, c->win_start, end, &p);
+	return deliver_profile(c, rc, p, kind == EMBER__PROFILE_WALL ? "wall" : "cpu", a->samples,
+			       end, final);
+}
+
+/*
+ * The allocation profile of the current window (src/heap/), profile_type
+ * "memory": reported when it has anything, and always at the final window.
+ * Returns 0 or the reporters' error; *any is set when something was sent.
+ */
+static int report_memory(ember__core *c, int64_t end, int final, int *any)
+{
+	if (!c->heap)
+		return 0;
+	ember__profile *p = NULL;
+	uint64_t n = 0;
+	int rc = ember__heapprof_window(c->heap, c->sym, &c->cfg, c->win_start, end, final, &p, &n);
+	if (!p && rc == 0)
+		return 0;
+	*any = 1;
+	return deliver_profile(c, rc, p, "memory", n, end, final);
+}
+
 /*
  * Reports the current window - its CPU profile, then with wall-clock
  * profiling on its wall profile, both with the same seq - then starts the
@@ -325,6 +360,9 @@ static int close_window(ember__core *c, int64_t end, int final)
 			rc = wrc;
 		any = 1;
 	}
+	int mrc = report_memory(c, end, final, &any);
+	if (!rc)
+		rc = mrc;
 	if (any)
 		atomic_fetch_add(&c->windows, 1);
 	else
@@ -398,6 +436,11 @@ static void *agent_main(void *arg)
 		rc = ember__wall_start(&c->wall, &c->threads, c->cfg.signo, c->cfg.wall_ms);
 		if (rc)
 			ember__threads_stop(&c->threads);
+	}
+	/* Allocation profiling: not fatal when it cannot start (logged). */
+	if (rc == 0 && c->cfg.alloc_mean && ember__heapprof_start(&c->heap, &c->cfg) != 0) {
+		ember__log(&c->cfg, EMBER_LOG_ERROR, "allocation profiling off: %s", ember_last_error());
+		ember__heapprof_stop(c->heap);
 	}
 	pthread_mutex_lock(&c->mu);
 	c->start_rc = rc;
@@ -599,6 +642,18 @@ static void log_upload_stats(const ember__core *c)
 		   s.uploads_dropped, s.bytes_sent);
 }
 
+static void log_heap_stats(const ember__core *c)
+{
+	if (!c->heap)
+		return;
+	ember__heap_stats h;
+	ember__heapprof_stats(c->heap, &h);
+	ember__log(&c->cfg, h.dropped_full || h.live_overflow ? EMBER_LOG_WARN : EMBER_LOG_INFO,
+		   "allocations: %" PRIu64 " sampled, %" PRIu64 " lost (buffer full), %" PRIu64
+		   " without stack (bounds unknown), %" PRIu64 " not tracked live (table full)",
+		   h.sampled, h.dropped_full, h.no_bounds, h.live_overflow);
+}
+
 EMBER_API int ember_running_stop(ember_agent **out, ember_running *r)
 {
 	ember__core *c = r->core;
@@ -611,6 +666,7 @@ EMBER_API int ember_running_stop(ember_agent **out, ember_running *r)
 	/* No new signals, then none pending or running, then the last drain. */
 	ember__wall_stop(&c->wall);
 	ember__threads_stop(&c->threads);
+	ember__heapprof_detach(c->heap); /* the uninstall's quiesce waits for the hook too */
 	ember__sigpath_uninstall(c->cfg.signo, &c->old_action);
 	pthread_mutex_lock(&c->mu);
 	c->stop_req = 1;
@@ -627,6 +683,8 @@ EMBER_API int ember_running_stop(ember_agent **out, ember_running *r)
 		   atomic_load(&c->samples), atomic_load(&c->dropped_full), atomic_load(&c->truncated),
 		   atomic_load(&c->no_bounds), atomic_load(&c->windows), atomic_load(&c->report_failures));
 	log_upload_stats(c);
+	log_heap_stats(c);
+	ember__heapprof_stop(c->heap);
 	ember__threads_release(&c->threads);
 	ember__sampbuf_destroy(&c->sig.buf);
 	ember__agg_release(&c->cur);
@@ -671,6 +729,11 @@ static void fill_stats(const ember__core *c, ember_stats *s, int running)
 		if (atomic_load(&c->wall.max_per_tick) > s->wall_max_per_tick)
 			s->wall_max_per_tick = atomic_load(&c->wall.max_per_tick);
 	}
+	ember__heap_stats h;
+	ember__heapprof_stats(c->heap, &h);
+	s->alloc_samples = h.sampled;
+	s->alloc_dropped = h.dropped_full;
+	s->alloc_live_overflow = h.live_overflow;
 	add_reporter_stats(c, s);
 }
 

@@ -31,6 +31,7 @@ typedef struct ember__config {
 	int signo;
 	int thread_labels;
 	int lines; /* ember_line_info */
+	uint64_t alloc_mean; /* allocation profiling: mean bytes between samples; 0: off */
 	ember__tag *tags;
 	size_t ntags;
 	ember_reporter *reporters;
@@ -69,6 +70,13 @@ int ember__parse_signal(const char *s, int *out);
 int ember__parse_log_level(const char *s, int *out);
 /* "off"/"0" (0), "on" (the default 50 ms) or a duration of 1 ms..60 s. */
 int ember__parse_wall(const char *s, unsigned *out_ms);
+
+/* Allocation profiling: "off"/"0" (0), "on"/"1" (the default mean) or a
+ * mean such as 512k, 1m, 4096 (bytes; 1 takes every allocation). */
+int ember__parse_alloc(const char *s, uint64_t *out);
+/* A byte size: 4096, 512k, 512KiB, 1m, 1MiB, 1g (binary units), 1..1 GiB. */
+int ember__parse_bytes(const char *s, uint64_t *out);
+#define EMBER__ALLOC_MAX_MEAN (1ull << 30)
 
 /* The wall-clock interval "on" means. */
 #define EMBER__WALL_DEFAULT_MS 50

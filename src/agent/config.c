@@ -45,6 +45,44 @@ void ember__config_release(ember__config *c, int destroy_reporters)
 
 /* ---- parsers ---- */
 
+int ember__parse_bytes(const char *s, uint64_t *out)
+{
+	if (!s || !isdigit((unsigned char)*s))
+		return EMBER_ERR_INVALID;
+	errno = 0;
+	char *end;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno)
+		return EMBER_ERR_INVALID;
+	static const struct {
+		const char *suffix;
+		unsigned shift;
+	} units[] = {{"", 0},	   {"b", 0},	  {"k", 10},   {"kb", 10}, {"kib", 10},
+		     {"m", 20},	   {"mb", 20},	  {"mib", 20}, {"g", 30},  {"gb", 30},
+		     {"gib", 30}};
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (strcasecmp(end, units[i].suffix) != 0)
+			continue;
+		if (v == 0 || v > (EMBER__ALLOC_MAX_MEAN >> units[i].shift))
+			return EMBER_ERR_INVALID;
+		*out = (uint64_t)v << units[i].shift;
+		return 0;
+	}
+	return EMBER_ERR_INVALID;
+}
+
+int ember__parse_alloc(const char *s, uint64_t *out)
+{
+	int on;
+	if (!s)
+		return EMBER_ERR_INVALID;
+	if (ember__parse_bool(s, &on) == 0) {
+		*out = on ? 512u * 1024u : 0;
+		return 0;
+	}
+	return ember__parse_bytes(s, out);
+}
+
 int ember__parse_uint(const char *s, unsigned long min, unsigned long max, unsigned long *out)
 {
 	if (!s || !*s || !isdigit((unsigned char)*s))
@@ -225,6 +263,16 @@ EMBER_API int ember_builder_set_wall(ember_builder *b, unsigned interval_ms)
 				    "wall-clock interval %u ms is out of range 1 ms..60 s (0: off)",
 				    interval_ms);
 	b->cfg.wall_ms = interval_ms;
+	return 0;
+}
+
+EMBER_API int ember_builder_set_alloc(ember_builder *b, uint64_t mean_bytes)
+{
+	if (mean_bytes > EMBER__ALLOC_MAX_MEAN)
+		return ember__error(EMBER_ERR_INVALID,
+				    "allocation sampling mean %llu bytes is out of range 1..1 GiB (0: off)",
+				    (unsigned long long)mean_bytes);
+	b->cfg.alloc_mean = mean_bytes;
 	return 0;
 }
 
@@ -423,6 +471,23 @@ EMBER_API int ember_builder_apply_env(ember_builder *b)
 				       "expected off, on (50ms) or an interval such as 50ms or 0.2s "
 				       "(1ms..60s)");
 		b->cfg.wall_ms = ms;
+	}
+	/* Allocation profiling (src/heap/): EMBERPROF_ALLOC turns it on (with a
+	 * mean, optionally); EMBERPROF_ALLOC_SAMPLE_BYTES sets the mean. */
+	uint64_t mean = 0;
+	if ((v = getenv("EMBERPROF_ALLOC_SAMPLE_BYTES"))) {
+		if (ember__parse_bytes(v, &mean))
+			return bad_env("EMBERPROF_ALLOC_SAMPLE_BYTES", v,
+				       "expected a byte count such as 524288, 512k or 1m (1..1g)");
+		if (b->cfg.alloc_mean)
+			b->cfg.alloc_mean = mean;
+	}
+	if ((v = getenv("EMBERPROF_ALLOC"))) {
+		uint64_t a;
+		if (ember__parse_alloc(v, &a))
+			return bad_env("EMBERPROF_ALLOC", v,
+				       "expected off, on, or a sampling mean such as 512k or 1m (1..1g)");
+		b->cfg.alloc_mean = a && mean ? mean : a;
 	}
 	/* Test knob, not a user setting: makes the perf_events engine act as
 	 * if the kernel refused it, to exercise the fallback. */

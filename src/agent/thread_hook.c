@@ -25,6 +25,7 @@
 
 #include "agent/threads.h"
 #include "emberprof.h"
+#include "heap/hook.h"
 
 typedef int (*pthread_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 
@@ -61,24 +62,42 @@ static pthread_create_fn resolve_real(void)
 	return f;
 }
 
+struct trampoline {
+	void *(*fn)(void *);
+	void *arg;
+	int internal; /* an emberprof thread: its allocations are never profiled */
+};
+
+/* emberprof's own threads (agent, uploads, wall clock) start here. */
+static void *internal_thread_start(void *p)
+{
+	struct trampoline tr = *(struct trampoline *)p;
+	free(p);
+	ember__heap_set_internal(1);
+	return tr.fn(tr.arg);
+}
+
 int ember__real_pthread_create(pthread_t *th, const pthread_attr_t *attr,
 			       void *(*fn)(void *), void *arg)
 {
 	pthread_create_fn f = resolve_real();
 	if (!f)
 		return EAGAIN;
-	return f(th, attr, fn, arg);
+	struct trampoline *tr = malloc(sizeof(*tr));
+	if (!tr)
+		return EAGAIN;
+	*tr = (struct trampoline){fn, arg, 1};
+	int rc = f(th, attr, internal_thread_start, tr);
+	if (rc != 0)
+		free(tr);
+	return rc;
 }
-
-struct trampoline {
-	void *(*fn)(void *);
-	void *arg;
-};
 
 static void *ember_thread_start(void *p)
 {
 	struct trampoline tr = *(struct trampoline *)p;
 	free(p);
+	ember__heap_set_internal(tr.internal);
 	pthread_once(&key_once, make_key);
 	pthread_setspecific(exit_key, (void *)1);
 	ember__threads_on_start();
@@ -96,6 +115,8 @@ int ember__hooked_pthread_create(pthread_t *th, const pthread_attr_t *attr,
 		return real(th, attr, fn, arg);
 	tr->fn = fn;
 	tr->arg = arg;
+	/* A thread an emberprof thread creates (libcurl's resolver) is ours too. */
+	tr->internal = ember__heap_internal();
 	int rc = real(th, attr, ember_thread_start, tr);
 	if (rc != 0)
 		free(tr);

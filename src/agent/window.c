@@ -240,3 +240,41 @@ int ember__window_profile(const ember__agg *a, ember__symbolizer *sym, const emb
 	*out = p;
 	return 0;
 }
+
+int ember__window_rows(ember__profile *p, ember__symbolizer *sym, const ember__config *cfg,
+		       const ember__window_row *rows, size_t n)
+{
+	builder b = {.sym = sym, .p = p};
+	int rc = 0;
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		const ember__window_row *r = &rows[i];
+		ember__sample smp;
+		memset(&smp, 0, sizeof(smp));
+		smp.locs = ember__arena_alloc(&p->arena, (r->depth ? r->depth : 1) * sizeof(*smp.locs));
+		smp.labels = ember__arena_alloc(&p->arena, (cfg->ntags ? cfg->ntags : 1) *
+								   sizeof(*smp.labels));
+		if (!smp.locs || !smp.labels) {
+			rc = EMBER_ERR_NOMEM;
+			break;
+		}
+		for (uint32_t d = 0; d < r->depth && rc == 0; d++) {
+			uint64_t addr = d == 0 || r->pcs[d] == 0 ? r->pcs[d] : r->pcs[d] - 1;
+			if (!(smp.locs[d] = location_for(&b, addr)))
+				rc = EMBER_ERR_NOMEM;
+		}
+		smp.nlocs = r->depth;
+		for (uint32_t v = 0; v < p->nvalues; v++)
+			smp.values[v] = r->values[v];
+		for (size_t t = 0; t < cfg->ntags; t++) {
+			smp.labels[t].key = ember__profile_strdup(p, cfg->tags[t].key);
+			smp.labels[t].str = ember__profile_strdup(p, cfg->tags[t].value);
+		}
+		smp.nlabels = (uint32_t)cfg->ntags;
+		if (rc == 0 && !ember__profile_add_sample(p, &smp))
+			rc = EMBER_ERR_NOMEM;
+	}
+	ember__u64map_free(&b.locs);
+	ember__u64map_free(&b.maps);
+	ember__u64map_free(&b.funcs);
+	return rc ? ember__error_oom("memory profile") : 0;
+}

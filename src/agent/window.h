@@ -23,4 +23,25 @@ enum { EMBER__PROFILE_CPU = 0, EMBER__PROFILE_WALL = 1 };
 int ember__window_profile(const ember__agg *a, ember__symbolizer *sym, const ember__config *cfg,
 			  int kind, int64_t start_ns, int64_t end_ns, ember__profile **out);
 
+/*
+ * One stack of a profile built from rows (ember__window_rows): pcs leaf
+ * first, the leaf an exact address and the callers return addresses (as
+ * the unwinders record them), and nvalues values in the profile's order.
+ */
+typedef struct ember__window_row {
+	const uint64_t *pcs;
+	uint32_t depth;
+	const int64_t *values;
+} ember__window_row;
+
+/*
+ * Adds `rows` as samples to `p`, whose sample types (p->nvalues and
+ * sample_type) the caller has set: locations symbolized with `sym` (may
+ * be NULL), the configuration's static tags as labels. Used for profiles
+ * that are not CPU or wall time (the memory profile, src/heap/). 0 or
+ * ember_err; on failure p holds a part of the rows.
+ */
+int ember__window_rows(ember__profile *p, ember__symbolizer *sym, const ember__config *cfg,
+		       const ember__window_row *rows, size_t n);
+
 #endif

@@ -247,6 +247,17 @@ int ember__sigpath_inflight(void)
 	return atomic_load_explicit(&g_inflight, memory_order_acquire);
 }
 
+ember__sigstate *ember__sigpath_enter(void)
+{
+	atomic_fetch_add_explicit(&g_inflight, 1, memory_order_seq_cst); /* as the handler */
+	return atomic_load_explicit(&g_state, memory_order_acquire);
+}
+
+void ember__sigpath_leave(void)
+{
+	atomic_fetch_sub_explicit(&g_inflight, 1, memory_order_release);
+}
+
 void ember__sigpath_forget(void)
 {
 	atomic_store_explicit(&g_state, NULL, memory_order_release);

@@ -74,6 +74,17 @@ int ember__sigpath_inflight(void);
  * thread has a new id. Async-signal-safe. */
 void ember__sigpath_forget_tid(void);
 
+/*
+ * For code that reads what handlers read (the unwind snapshot, the thread
+ * table) outside a signal handler - the malloc hook's sampled path
+ * (src/heap/hook.c): raises the in-flight count, so that the agent frees
+ * nothing such code may still hold, and returns the active state or
+ * NULL. Every enter is paired with a leave on the same thread.
+ * Async-signal-safe.
+ */
+ember__sigstate *ember__sigpath_enter(void);
+void ember__sigpath_leave(void);
+
 /* Forgets the active state without touching signals: for a fork child. */
 void ember__sigpath_forget(void);
 

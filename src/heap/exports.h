@@ -1,0 +1,78 @@
+/*
+ * exports.h - the definitions of malloc, free and the rest that forward
+ * to the hook (hook.h). Included by exactly two files: the shared
+ * library's src/preload/heap_exports.c (exported under glibc's symbol
+ * versions through src/emberprof.map) and src/link/heap_link.c (an object
+ * a program links in). Not built with AddressSanitizer, which owns these
+ * names: there the files define nothing and ember__heap_malloc_entry()
+ * stays NULL.
+ *
+ * Each definition lives in the hook's section, so that sampled stacks
+ * lose these frames too.
+ */
+#ifndef EMBER_HEAP_EXPORTS_H
+#define EMBER_HEAP_EXPORTS_H
+
+#include <malloc.h>
+#include <stdlib.h>
+
+#include "heap/hook.h"
+
+#define EMBER_HEAP_EXPORT __attribute__((visibility("default"))) EMBER_HEAP_HOOK_SECTION
+
+EMBER_HEAP_EXPORT void *malloc(size_t n)
+{
+	return ember__heap_malloc(n);
+}
+
+EMBER_HEAP_EXPORT void free(void *p)
+{
+	ember__heap_free(p);
+}
+
+EMBER_HEAP_EXPORT void *calloc(size_t n, size_t size)
+{
+	return ember__heap_calloc(n, size);
+}
+
+EMBER_HEAP_EXPORT void *realloc(void *p, size_t n)
+{
+	return ember__heap_realloc(p, n);
+}
+
+EMBER_HEAP_EXPORT void *reallocarray(void *p, size_t n, size_t size)
+{
+	return ember__heap_reallocarray(p, n, size);
+}
+
+EMBER_HEAP_EXPORT int posix_memalign(void **out, size_t align, size_t n)
+{
+	return ember__heap_posix_memalign(out, align, n);
+}
+
+EMBER_HEAP_EXPORT void *aligned_alloc(size_t align, size_t n)
+{
+	return ember__heap_aligned_alloc(align, n);
+}
+
+EMBER_HEAP_EXPORT void *memalign(size_t align, size_t n)
+{
+	return ember__heap_memalign(align, n);
+}
+
+EMBER_HEAP_EXPORT void *valloc(size_t n)
+{
+	return ember__heap_valloc(n);
+}
+
+EMBER_HEAP_EXPORT void *pvalloc(size_t n)
+{
+	return ember__heap_pvalloc(n);
+}
+
+void *ember__heap_malloc_entry(void)
+{
+	return (void *)malloc;
+}
+
+#endif

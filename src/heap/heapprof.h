@@ -1,0 +1,113 @@
+/*
+ * heapprof.h - allocation profiling, agent side: the malloc hook's ring
+ * drained into per-window sums, the live table read at each window's end,
+ * and other heap profile sources (the jemalloc backend) added in; one
+ * memory profile per window (profile_type "memory"). Agent thread only,
+ * except where a function says otherwise.
+ *
+ * Life cycle, from agent.c: ember__heapprof_start on the agent thread
+ * (after the unwind tables exist, before the first window); then each
+ * drain ember__heapprof_drain and each window end ember__heapprof_window;
+ * at stop ember__heapprof_detach on the stopping thread BEFORE the signal
+ * handler is uninstalled (whose quiesce then also waits for any sampled
+ * allocation in flight), the final drain and window on the agent thread,
+ * then ember__heapprof_stop once that thread has exited. The struct lives
+ * as long as the agent (ember__heapprof_free at shutdown).
+ */
+#ifndef EMBER_HEAP_HEAPPROF_H
+#define EMBER_HEAP_HEAPPROF_H
+
+#include <stdint.h>
+
+#include "agent/agent_internal.h"
+#include "heap/memagg.h"
+#include "profile/profile.h"
+#include "symbols/symbolizer.h"
+
+typedef struct ember__heapprof ember__heapprof;
+
+/*
+ * A source of heap profile data other than the malloc hook (the jemalloc
+ * backend, src/heap/jemalloc*.c). Called on the agent thread.
+ *  - start (optional): when sampling starts; `mean` is the configured
+ *    sampling mean in bytes. A negative return disables the source for
+ *    this run (the message from ember_last_error() is logged).
+ *  - collect: at the end of each window [start_ns, end_ns), adds to
+ *    `out` (ember__memagg_add) what was allocated in the window and what
+ *    is live at its end, already unsampled (EMBER_MEM_* values). 0 or
+ *    ember_err (logged and counted; the window is still reported).
+ *  - stop (optional): when sampling stops, after the last collect.
+ *  - destroy (optional): with the agent.
+ */
+typedef struct ember__heap_source {
+	const char *name;
+	void *ud;
+	int (*start)(void *ud, uint64_t mean);
+	int (*collect)(void *ud, int64_t start_ns, int64_t end_ns, ember__memagg *out);
+	void (*stop)(void *ud);
+	void (*destroy)(void *ud);
+} ember__heap_source;
+
+/* One sampled allocation of the closed window (for the JFR encoder). */
+typedef struct ember__heap_event {
+	int64_t time_ns;   /* CLOCK_REALTIME */
+	int32_t tid;
+	uint32_t reserved;
+	uint64_t size;     /* bytes requested */
+	double weight;     /* bytes it stands for (unsampled) */
+	uint64_t stack;    /* stack hash: ember__heapprof_stack */
+} ember__heap_event;
+
+/* Counters since the agent was built. */
+typedef struct ember__heap_stats {
+	uint64_t sampled;       /* allocations recorded */
+	uint64_t dropped_full;  /* sampled, ring full: lost (counted, logged at stop) */
+	uint64_t no_bounds;     /* recorded without a stack: thread bounds unknown */
+	uint64_t live_overflow; /* live table full: missing from inuse_* */
+	uint64_t live_unknown;  /* live blocks whose stack was not drained yet */
+} ember__heap_stats;
+
+/*
+ * Starts allocation profiling with the sampling mean cfg->alloc_mean
+ * (bytes): maps the ring and the live table, attaches the hook, starts
+ * the sources. *hp is created on the first call and kept across runs.
+ * `sig` is the running signal state (unwind mode and depth). Logs a
+ * warning when malloc is not interposed in this process. 0 or ember_err.
+ */
+int ember__heapprof_start(ember__heapprof **hp, const ember__config *cfg);
+
+/* Adds a source (copied). The heapprof owns it from then on. */
+int ember__heapprof_add_source(ember__heapprof **hp, const ember__heap_source *src);
+
+/* Stops the hook taking new samples (any thread; see above). NULL ok. */
+void ember__heapprof_detach(ember__heapprof *hp);
+
+/* Moves the ring's records into the window sums: records at or after
+ * win_end go to the next window. NULL ok. */
+void ember__heapprof_drain(ember__heapprof *hp, int64_t win_end);
+
+/*
+ * Closes the window [start_ns, end_ns): the live table and the sources
+ * give the in-use values; the profile goes to *out (NULL when the window
+ * saw nothing and is not final) and *nsamples is the number of sampled
+ * events in it. The window's allocation events stay readable through
+ * ember__heapprof_events until the next call. 0 or ember_err.
+ */
+int ember__heapprof_window(ember__heapprof *hp, ember__symbolizer *sym, const ember__config *cfg,
+			   int64_t start_ns, int64_t end_ns, int final, ember__profile **out,
+			   uint64_t *nsamples);
+
+/* The sampled allocations of the window last closed. */
+void ember__heapprof_events(const ember__heapprof *hp, const ember__heap_event **ev, size_t *n);
+/* An event's stack (leaf first, as ember__memagg_add), valid until the
+ * next ember__heapprof_window; NULL with *depth 0 if unknown. */
+const uint64_t *ember__heapprof_stack(const ember__heapprof *hp, uint64_t stack, uint32_t *depth);
+
+/* After the agent thread exited: unmaps the ring, empties the live table,
+ * stops the sources. NULL ok. */
+void ember__heapprof_stop(ember__heapprof *hp);
+
+void ember__heapprof_stats(const ember__heapprof *hp, ember__heap_stats *out);
+void ember__heapprof_free(ember__heapprof *hp);
+
+#endif

@@ -1,0 +1,528 @@
+/*
+ * hook.c - the allocation hook: what the interposed malloc & co do
+ * (hook.h).
+ *
+ * The real allocator. glibc exports its allocator under a second name
+ * (__libc_malloc, __libc_free, ...), reachable without dlsym. But when
+ * another allocator follows us in the symbol search order (jemalloc or
+ * tcmalloc linked into the program, or preloaded after us), the
+ * application's memory must come from it: a block jemalloc allocated (say
+ * through its own mallocx) and then passed to free() would crash glibc's
+ * free. So on the first call we ask the dynamic loader which malloc comes
+ * next (dlsym(RTLD_NEXT, "malloc")): if it is glibc's own, we use the
+ * __libc_* entry points; otherwise every call goes to the next allocator's
+ * functions. dlsym itself may allocate: calls made while the lookup runs
+ * (on this thread, or on another) are served from a small static arena
+ * whose blocks free() recognises and ignores. An allocator preloaded
+ * BEFORE us never reaches this code at all: its malloc wins the lookup,
+ * and allocation profiling then has nothing to see (the agent logs it).
+ *
+ * Sampling. Each thread counts down the bytes to its next sample
+ * (tls_left). The unsampled path subtracts and compares; a result below
+ * zero takes the slow path, which (profiling on) records the allocation and
+ * draws the next exponential countdown (sampler.h), or (profiling off, an
+ * internal thread, a re-entrant call) sets the countdown to 1 MiB, so an
+ * idle hook looks at the global state once per MiB allocated per thread.
+ * A new agent run bumps an epoch, and each thread's first check after it
+ * draws a fresh countdown as if the Poisson process started there.
+ *
+ * The sampled path runs between ember__sigpath_enter and leave (the
+ * unwind snapshot and thread table are the signal handler's, and the
+ * agent frees neither while anything is in flight). It claims a ring
+ * slot, unwinds from its own registers with the handler's unwinder, cuts
+ * the frames of this hook (section ember_hook_text), publishes the record
+ * and then enters the pointer into the live table - in that order, so a
+ * free() that finds the pointer comes after the record.
+ */
+#include "heap/hook.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "heap/sampler.h"
+#include "sample/handler.h"
+#include "sample/threadtab.h"
+#include "unwind/unwind.h"
+#include "util/hashmap.h"
+
+#define TLS __attribute__((tls_model("initial-exec")))
+#define OFF_QUANTUM (INT64_C(1) << 20)
+
+/* ---- the real allocator ---- */
+
+extern void *__libc_malloc(size_t);
+extern void __libc_free(void *);
+extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_realloc(void *, size_t);
+extern void *__libc_memalign(size_t, size_t);
+extern void *__libc_valloc(size_t);
+extern void *__libc_pvalloc(size_t);
+extern void *__libc_stack_end;
+
+typedef struct real_fns {
+	void *(*malloc)(size_t);
+	void (*free)(void *);
+	void *(*calloc)(size_t, size_t);
+	void *(*realloc)(void *, size_t);
+	void *(*memalign)(size_t, size_t);
+	int (*posix_memalign)(void **, size_t, size_t);
+	void *(*aligned_alloc)(size_t, size_t);
+	void *(*valloc)(size_t);
+	void *(*pvalloc)(size_t);
+} real_fns;
+
+static int glibc_posix_memalign(void **out, size_t align, size_t n);
+
+static const real_fns glibc_fns = {
+	__libc_malloc, __libc_free,	 __libc_calloc, __libc_realloc, __libc_memalign,
+	glibc_posix_memalign, __libc_memalign, __libc_valloc, __libc_pvalloc,
+};
+
+enum { REAL_NONE = 0, REAL_RESOLVING = 1, REAL_READY = 2 };
+static _Atomic int g_real_state;
+static real_fns g_real; /* valid once g_real_state is REAL_READY */
+static const char *g_real_name = "unresolved";
+
+/* The bootstrap arena: blocks are [16-byte header: size][data]. */
+#define BOOT_SIZE (128u * 1024u)
+static unsigned char g_boot[BOOT_SIZE] __attribute__((aligned(64)));
+static _Atomic size_t g_boot_used;
+
+static int in_boot(const void *p)
+{
+	return (const unsigned char *)p >= g_boot && (const unsigned char *)p < g_boot + BOOT_SIZE;
+}
+
+static void *boot_alloc(size_t n, size_t align)
+{
+	if (align < 16)
+		align = 16;
+	if (n > BOOT_SIZE || (align & (align - 1)))
+		return NULL;
+	size_t old = atomic_load_explicit(&g_boot_used, memory_order_relaxed), start, end;
+	do {
+		start = (old + 16 + align - 1) & ~(align - 1);
+		end = start + n;
+		if (end > BOOT_SIZE)
+			return NULL;
+	} while (!atomic_compare_exchange_weak_explicit(&g_boot_used, &old, end, memory_order_relaxed,
+						       memory_order_relaxed));
+	memcpy(g_boot + start - 16, &n, sizeof(n));
+	return g_boot + start; /* static storage: already zero */
+}
+
+static size_t boot_size(const void *p)
+{
+	size_t n;
+	memcpy(&n, (const unsigned char *)p - 16, sizeof(n));
+	return n;
+}
+
+/* A posix_memalign over glibc's memalign, with its argument checks. */
+static int glibc_posix_memalign(void **out, size_t align, size_t n)
+{
+	if (align % sizeof(void *) != 0 || (align & (align - 1)) != 0 || align == 0)
+		return EINVAL;
+	int saved = errno;
+	void *p = __libc_memalign(align, n);
+	errno = saved;
+	if (!p)
+		return ENOMEM;
+	*out = p;
+	return 0;
+}
+
+#define NEXT(T, name) ((T)dlsym(RTLD_NEXT, name))
+
+/* Decides once where calls go. Returns with g_real_state READY, or
+ * RESOLVING when another thread (or this one, re-entered from dlsym) is
+ * deciding. */
+static int resolve(void)
+{
+	int st = atomic_load_explicit(&g_real_state, memory_order_acquire);
+	if (st != REAL_NONE)
+		return st;
+	if (!atomic_compare_exchange_strong_explicit(&g_real_state, &st, REAL_RESOLVING,
+						     memory_order_acq_rel, memory_order_acquire))
+		return st;
+	int saved = errno;
+	real_fns r = glibc_fns;
+	const char *name = "glibc";
+	void *next = dlsym(RTLD_NEXT, "malloc");
+	if (next && next != (void *)__libc_malloc) {
+		real_fns n = {
+			NEXT(void *(*)(size_t), "malloc"),
+			NEXT(void (*)(void *), "free"),
+			NEXT(void *(*)(size_t, size_t), "calloc"),
+			NEXT(void *(*)(void *, size_t), "realloc"),
+			NEXT(void *(*)(size_t, size_t), "memalign"),
+			NEXT(int (*)(void **, size_t, size_t), "posix_memalign"),
+			NEXT(void *(*)(size_t, size_t), "aligned_alloc"),
+			NEXT(void *(*)(size_t), "valloc"),
+			NEXT(void *(*)(size_t), "pvalloc"),
+		};
+		/* The four every allocator has; the rest fall back on memalign. */
+		if (n.malloc && n.free && n.calloc && n.realloc && n.memalign) {
+			if (!n.aligned_alloc)
+				n.aligned_alloc = n.memalign;
+			r = n;
+			name = "next";
+		}
+	}
+	g_real = r;
+	g_real_name = name;
+	errno = saved;
+	atomic_store_explicit(&g_real_state, REAL_READY, memory_order_release);
+	return REAL_READY;
+}
+
+static inline const real_fns *real(void)
+{
+	if (__builtin_expect(atomic_load_explicit(&g_real_state, memory_order_acquire) == REAL_READY, 1))
+		return &g_real;
+	return resolve() == REAL_READY ? &g_real : NULL;
+}
+
+const char *ember__heap_real_name(void)
+{
+	return real() ? g_real_name : "unresolved";
+}
+
+/* ---- thread-local state ---- */
+
+static __thread int64_t tls_left TLS;     /* bytes until the next check */
+static __thread uint32_t tls_epoch TLS;   /* the run this thread's countdown belongs to */
+static __thread uint64_t tls_rng TLS;
+static __thread int32_t tls_tid TLS;
+static __thread uint8_t tls_internal TLS; /* emberprof's own thread: never sampled */
+static __thread uint8_t tls_busy TLS;     /* inside the sampled path */
+
+int ember__heap_internal(void)
+{
+	return tls_internal;
+}
+
+void ember__heap_set_internal(int on)
+{
+	tls_internal = on ? 1 : 0;
+}
+
+/* ---- global state ---- */
+
+static _Atomic(ember__heap_hook *) g_hook;
+static _Atomic uint32_t g_epoch;
+static ember__livetab g_live;
+static pthread_mutex_t g_live_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
+
+/* A fork child has no agent: stop sampling there, and its only thread has
+ * a new id. The live table stays (the child's own copy), so frees of
+ * blocks sampled before the fork still find their entries. */
+static void atfork_child(void)
+{
+	atomic_store_explicit(&g_hook, NULL, memory_order_relaxed);
+	tls_tid = 0;
+	tls_busy = 0;
+}
+
+static void register_atfork(void)
+{
+	pthread_atfork(NULL, NULL, atfork_child);
+}
+
+ember__livetab *ember__heap_live_table(void)
+{
+	pthread_mutex_lock(&g_live_mu);
+	if (!g_live.keys && ember__livetab_init(&g_live, 1u << 16) != 0)
+		g_live.keys = NULL;
+	pthread_mutex_unlock(&g_live_mu);
+	return g_live.keys ? &g_live : NULL;
+}
+
+int ember__heap_hook_attach(ember__heap_hook *h)
+{
+	pthread_once(&g_atfork_once, register_atfork);
+	ember__heap_hook *expect = NULL;
+	atomic_fetch_add_explicit(&g_epoch, 1, memory_order_relaxed);
+	return atomic_compare_exchange_strong_explicit(&g_hook, &expect, h, memory_order_acq_rel,
+						       memory_order_relaxed) ? 0 : -1;
+}
+
+void ember__heap_hook_detach(void)
+{
+	atomic_store_explicit(&g_hook, NULL, memory_order_release);
+}
+
+/* ---- the sampled path ---- */
+
+static int32_t current_tid(void)
+{
+	if (__builtin_expect(tls_tid == 0, 0))
+		tls_tid = (int32_t)gettid();
+	return tls_tid;
+}
+
+extern const unsigned char __start_ember_hook_text[], __stop_ember_hook_text[];
+
+static int in_hook(uint64_t pc)
+{
+	return pc >= (uintptr_t)__start_ember_hook_text && pc < (uintptr_t)__stop_ember_hook_text;
+}
+
+/* The registers of the calling point. Inline: the frame they describe
+ * must be live while the unwinder walks from it. */
+#if defined(__x86_64__)
+#define CURRENT_REGS(r)                                                                      \
+	__asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"                \
+			 : "=r"((r).pc), "=r"((r).sp), "=r"((r).fp))
+#else
+#error "the allocation hook captures registers for x86-64 only"
+#endif
+
+EMBER_HEAP_HOOK_SECTION __attribute__((noinline)) static void
+write_record(ember__sigstate *st, ember__heap_hook *h, void *p, size_t n)
+{
+	ember__sample_rec *r = ember__sampbuf_claim(&h->buf);
+	if (!r) {
+		atomic_fetch_add_explicit(&h->dropped_full, 1, memory_order_relaxed);
+		return;
+	}
+	int32_t tid = current_tid();
+	ember__stack_bounds bounds = {0, 0};
+	ember__threadtab *tab = atomic_load_explicit(&st->tab, memory_order_acquire);
+	if (!tab || !ember__threadtab_bounds(tab, tid, &bounds)) {
+		if (tid == getpid() && __libc_stack_end) /* the main thread, not yet probed */
+			bounds = (ember__stack_bounds){0, (uintptr_t)__libc_stack_end};
+	}
+	ember__regs regs;
+	CURRENT_REGS(regs);
+	unsigned flags = 0;
+	const ember__unwind_snapshot *snap =
+		st->unwind_mode == EMBER_UNWIND_MODE_FP
+			? NULL
+			: atomic_load_explicit(&st->unwind_snap, memory_order_seq_cst);
+	int d = ember__unwind(st->unwind_mode, snap, &regs, &bounds, r->pcs, (int)h->buf.max_depth,
+			      &flags);
+	int skip = 0;
+	while (skip < d && in_hook(r->pcs[skip]))
+		skip++;
+	if (skip == d && (flags & EMBER_UNWIND_NO_BOUNDS))
+		atomic_fetch_add_explicit(&h->no_bounds, 1, memory_order_relaxed);
+	d -= skip;
+	if (skip && d > 0)
+		memmove(r->pcs, r->pcs + skip, (size_t)d * sizeof(r->pcs[0]));
+	if (d > 0 && r->pcs[0])
+		r->pcs[0] -= 1; /* a return address: name the call instruction */
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	r->depth = (uint32_t)d;
+	r->tid = tid;
+	r->flags = flags | EMBER_HEAP_REC_ALLOC;
+	r->label_len = 0;
+	r->weight = n;
+	r->time_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	uint64_t hash = ember__heap_stack_hash(r->pcs, r->depth);
+	ember__sampbuf_commit(r);
+	atomic_fetch_add_explicit(&h->sampled, 1, memory_order_relaxed);
+	if (h->live && ember__livetab_insert(h->live, (uintptr_t)p, n, hash) != 0)
+		atomic_fetch_add_explicit(&h->live_overflow, 1, memory_order_relaxed);
+}
+
+static uint64_t seed(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	uint64_t s = ember__hash64((uint64_t)(uintptr_t)&tls_left ^
+				   ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)ts.tv_sec);
+	return s ? s : 0x9e3779b97f4a7c15ULL;
+}
+
+/* The countdown ran out: decide, maybe record, set the next countdown. */
+EMBER_HEAP_HOOK_SECTION __attribute__((noinline)) static void *slow(void *p, size_t n)
+{
+	tls_left = OFF_QUANTUM;
+	if (!p || tls_internal || tls_busy ||
+	    !atomic_load_explicit(&g_hook, memory_order_relaxed))
+		return p;
+	int saved = errno;
+	tls_busy = 1;
+	ember__sigstate *st = ember__sigpath_enter();
+	ember__heap_hook *h = atomic_load_explicit(&g_hook, memory_order_acquire);
+	if (st && h) {
+		uint32_t ep = atomic_load_explicit(&g_epoch, memory_order_relaxed);
+		int take = 1;
+		if (!tls_rng)
+			tls_rng = seed();
+		if (tls_epoch != ep) {
+			/* First look in this run: start the process here. */
+			tls_epoch = ep;
+			int64_t c = ember__heap_draw(&tls_rng, h->mean);
+			if (c >= (int64_t)n) {
+				tls_left = c - (int64_t)n;
+				take = 0;
+			}
+		}
+		if (take) {
+			tls_left = ember__heap_draw(&tls_rng, h->mean);
+			write_record(st, h, p, n);
+		}
+	}
+	ember__sigpath_leave();
+	tls_busy = 0;
+	errno = saved;
+	return p;
+}
+
+static inline void *account(void *p, size_t n)
+{
+	if (__builtin_expect((tls_left -= (int64_t)n) >= 0, 1))
+		return p;
+	return slow(p, n);
+}
+
+/* Forgets p if it was sampled: before the real free or realloc, so the
+ * address cannot have been handed out (and sampled) again meanwhile. */
+static inline void forget(void *p)
+{
+	if (__builtin_expect(atomic_load_explicit(&g_live.count, memory_order_acquire) > 0, 0))
+		ember__livetab_remove(&g_live, (uintptr_t)p);
+}
+
+/* ---- the entry points ---- */
+
+EMBER_HEAP_HOOK_SECTION void *ember__heap_malloc(size_t n)
+{
+	const real_fns *r = real();
+	if (__builtin_expect(!r, 0))
+		return boot_alloc(n, 16);
+	return account(r->malloc(n), n);
+}
+
+EMBER_HEAP_HOOK_SECTION void ember__heap_free(void *p)
+{
+	if (!p || in_boot(p))
+		return;
+	forget(p);
+	const real_fns *r = real();
+	if (r)
+		r->free(p);
+}
+
+EMBER_HEAP_HOOK_SECTION void *ember__heap_calloc(size_t n, size_t size)
+{
+	const real_fns *r = real();
+	size_t total;
+	if (__builtin_mul_overflow(n, size, &total))
+		total = SIZE_MAX;
+	if (__builtin_expect(!r, 0))
+		return total == SIZE_MAX ? NULL : boot_alloc(total, 16);
+	return account(r->calloc(n, size), total);
+}
+
+EMBER_HEAP_HOOK_SECTION void *ember__heap_realloc(void *p, size_t n)
+{
+	const real_fns *r = real();
+	if (p && in_boot(p)) {
+		/* A bootstrap block: move it to the real allocator. */
+		void *q = r ? r->malloc(n) : boot_alloc(n, 16);
+		if (q) {
+			size_t old = boot_size(p);
+			memcpy(q, p, old < n ? old : n);
+		}
+		return q;
+	}
+	if (__builtin_expect(!r, 0))
+		return p ? NULL : boot_alloc(n, 16);
+	if (p)
+		forget(p);
+	void *q = r->realloc(p, n);
+	if (!q || n == 0)
+		return q;
+	return account(q, n);
+}
+
+EMBER_HEAP_HOOK_SECTION void *ember__heap_reallocarray(void *p, size_t n, size_t size)
+{
+	size_t total;
+	if (__builtin_mul_overflow(n, size, &total)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return ember__heap_realloc(p, total);
+}
+
+EMBER_HEAP_HOOK_SECTION int ember__heap_posix_memalign(void **out, size_t align, size_t n)
+{
+	const real_fns *r = real();
+	if (__builtin_expect(!r, 0)) {
+		void *q = boot_alloc(n, align);
+		if (!q)
+			return ENOMEM;
+		*out = q;
+		return 0;
+	}
+	int rc;
+	if (r->posix_memalign) {
+		rc = r->posix_memalign(out, align, n);
+	} else {
+		if (align % sizeof(void *) != 0 || (align & (align - 1)) != 0 || align == 0)
+			return EINVAL;
+		void *q = r->memalign(align, n);
+		if (!q)
+			return ENOMEM;
+		*out = q;
+		rc = 0;
+	}
+	if (rc == 0)
+		account(*out, n);
+	return rc;
+}
+
+EMBER_HEAP_HOOK_SECTION void *ember__heap_aligned_alloc(size_t align, size_t n)
+{
+	const real_fns *r = real();
+	if (__builtin_expect(!r, 0))
+		return boot_alloc(n, align);
+	return account(r->aligned_alloc(align, n), n);
+}
+
+EMBER_HEAP_HOOK_SECTION void *ember__heap_memalign(size_t align, size_t n)
+{
+	const real_fns *r = real();
+	if (__builtin_expect(!r, 0))
+		return boot_alloc(n, align);
+	return account(r->memalign(align, n), n);
+}
+
+EMBER_HEAP_HOOK_SECTION void *ember__heap_valloc(size_t n)
+{
+	const real_fns *r = real();
+	if (__builtin_expect(!r, 0))
+		return boot_alloc(n, 4096);
+	if (r->valloc)
+		return account(r->valloc(n), n);
+	return account(r->memalign((size_t)sysconf(_SC_PAGESIZE), n), n);
+}
+
+EMBER_HEAP_HOOK_SECTION void *ember__heap_pvalloc(size_t n)
+{
+	const real_fns *r = real();
+	size_t page = 4096;
+	size_t rounded = (n + page - 1) & ~(page - 1);
+	if (rounded == 0)
+		rounded = page;
+	if (__builtin_expect(!r, 0))
+		return boot_alloc(rounded, page);
+	if (r->pvalloc)
+		return account(r->pvalloc(n), rounded);
+	return account(r->memalign(page, rounded), rounded);
+}
+
+__attribute__((weak)) void *ember__heap_malloc_entry(void)
+{
+	return NULL;
+}
