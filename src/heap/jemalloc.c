@@ -21,7 +21,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent/window.h"
 #include "emberprof.h"
 #include "util/error.h"
 #include "util/hashmap.h"
@@ -277,11 +276,6 @@ static void group_free(group *g)
 	free(g->s);
 }
 
-static int64_t rounded(double v)
-{
-	return v >= 9.2e18 ? INT64_MAX : (int64_t)llround(v);
-}
-
 int ember__heap_window_from_dump(const ember__jeheap *cur, const ember__jeheap *prev, int accum,
 				 ember__heap_stack **stacks_out, size_t *n_out)
 {
@@ -321,11 +315,11 @@ int ember__heap_window_from_dump(const ember__jeheap *cur, const ember__jeheap *
 		ember__heap_stack *o = &out[n++];
 		double objs, bytes;
 		ember__jeheap_unsample(aobjs, abytes, cur->period, &objs, &bytes);
-		o->values[EMBER__HEAP_ALLOC_OBJECTS] = objs;
-		o->values[EMBER__HEAP_ALLOC_SPACE] = bytes;
+		o->values[EMBER_MEM_ALLOC_OBJECTS] = objs;
+		o->values[EMBER_MEM_ALLOC_BYTES] = bytes;
 		ember__jeheap_unsample(s->curobjs, s->curbytes, cur->period, &objs, &bytes);
-		o->values[EMBER__HEAP_INUSE_OBJECTS] = objs;
-		o->values[EMBER__HEAP_INUSE_SPACE] = bytes;
+		o->values[EMBER_MEM_INUSE_OBJECTS] = objs;
+		o->values[EMBER_MEM_INUSE_BYTES] = bytes;
 		memcpy(pcs, s->pcs, s->depth * sizeof(*pcs));
 		if (pcs[0])
 			pcs[0]--; /* a return address: into the call instruction */
@@ -344,6 +338,16 @@ int ember__heap_window_from_dump(const ember__jeheap *cur, const ember__jeheap *
 	return 0;
 }
 
+int ember__heap_window_add(const ember__heap_window *w, ember__memagg *m)
+{
+	for (size_t i = 0; i < w->nstacks; i++) {
+		const ember__heap_stack *s = &w->stacks[i];
+		if (ember__memagg_add(m, s->pcs, s->depth, s->values) != 0)
+			return ember__error_oom("jemalloc heap window");
+	}
+	return 0;
+}
+
 /* Mappings of the dump, for profiles not symbolized in this process. */
 static int dump_mappings(ember__profile *p, const ember__jeheap *d)
 {
@@ -356,78 +360,41 @@ static int dump_mappings(ember__profile *p, const ember__jeheap *d)
 			.build_id = "",
 		};
 		if (!m.file || !ember__profile_add_mapping(p, &m))
-			return EMBER_ERR_NOMEM;
+			return ember__error_oom("memory profile");
 	}
-	return 0;
-}
-
-static uint32_t dump_mapping_for(const ember__profile *p, uint64_t addr)
-{
-	for (uint32_t i = 0; i < p->nmappings; i++)
-		if (addr >= p->mappings[i].start && addr < p->mappings[i].limit)
-			return i + 1;
+	for (uint32_t l = 0; l < p->nlocations; l++) {
+		ember__location *loc = &p->locations[l];
+		for (uint32_t i = 0; i < p->nmappings && !loc->mapping; i++)
+			if (loc->address >= p->mappings[i].start && loc->address < p->mappings[i].limit)
+				loc->mapping = i + 1;
+	}
 	return 0;
 }
 
 int ember__heap_window_profile(const ember__heap_window *w, ember__symbolizer *sym,
-			       int64_t start_ns, int64_t end_ns, ember__profile **out)
+			       const ember__config *cfg, int64_t start_ns, int64_t end_ns,
+			       ember__profile **out)
 {
 	*out = NULL;
-	ember__profile *p = ember__profile_new();
-	if (!p)
-		return ember__error_oom("memory profile");
-	static const char *const types[4][2] = {
-		{"alloc_objects", "count"},
-		{"alloc_space", "bytes"},
-		{"inuse_objects", "count"},
-		{"inuse_space", "bytes"},
-	};
-	p->nvalues = 4;
-	for (int i = 0; i < 4; i++)
-		p->sample_type[i] = (ember__value_type){ember__profile_strdup(p, types[i][0]),
-						       ember__profile_strdup(p, types[i][1])};
-	p->period_type = (ember__value_type){ember__profile_strdup(p, "space"),
-					     ember__profile_strdup(p, "bytes")};
-	p->period = (int64_t)w->period;
-	p->time_nanos = start_ns;
-	p->duration_nanos = end_ns - start_ns;
-	p->default_sample_type = p->sample_type[EMBER__HEAP_INUSE_SPACE].type;
-	p->comment = ember__profile_strdup(
-		p, w->accum ? "jemalloc heap profile; alloc_* since the previous profile"
-			    : "jemalloc heap profile; alloc_* not measured (jemalloc runs "
-			      "without prof_accum:true)");
-
-	int rc = sym ? 0 : dump_mappings(p, w->dump);
-	ember__window_locs b = {.p = p, .sym = sym};
-	for (size_t i = 0; rc == 0 && i < w->nstacks; i++) {
-		const ember__heap_stack *s = &w->stacks[i];
-		ember__sample smp;
-		memset(&smp, 0, sizeof(smp));
-		smp.locs = ember__arena_alloc(&p->arena, (s->depth ? s->depth : 1) * sizeof(*smp.locs));
-		if (!smp.locs) {
-			rc = EMBER_ERR_NOMEM;
-			break;
-		}
-		for (uint32_t d = 0; d < s->depth && rc == 0; d++) {
-			uint64_t addr = d == 0 || s->pcs[d] == 0 ? s->pcs[d] : s->pcs[d] - 1;
-			uint32_t before = p->nlocations;
-			smp.locs[d] = ember__window_location(&b, addr);
-			if (!smp.locs[d])
-				rc = EMBER_ERR_NOMEM;
-			else if (!sym && p->nlocations > before)
-				p->locations[smp.locs[d] - 1].mapping = dump_mapping_for(p, addr);
-		}
-		smp.nlocs = s->depth;
-		for (int v = 0; v < 4; v++)
-			smp.values[v] = rounded(s->values[v]);
-		if (rc == 0 && !ember__profile_add_sample(p, &smp))
-			rc = EMBER_ERR_NOMEM;
+	ember__memagg m;
+	ember__memagg_init(&m);
+	int rc = ember__heap_window_add(w, &m);
+	if (rc == 0)
+		rc = ember__memagg_profile(&m, sym, cfg, w->period, start_ns, end_ns, out);
+	ember__memagg_release(&m);
+	if (rc == 0 && !sym)
+		rc = dump_mappings(*out, w->dump);
+	if (rc == 0) {
+		(*out)->comment = ember__profile_strdup(
+			*out, w->accum ? "jemalloc heap profile; alloc_* since the previous profile"
+				       : "jemalloc heap profile; alloc_* not measured (jemalloc runs "
+					 "without prof_accum:true)");
+		if (!(*out)->comment)
+			rc = ember__error_oom("memory profile");
 	}
-	ember__window_locs_release(&b);
 	if (rc) {
-		ember__profile_free(p);
-		return ember__error_oom("memory profile");
+		ember__profile_free(*out);
+		*out = NULL;
 	}
-	*out = p;
-	return 0;
+	return rc;
 }

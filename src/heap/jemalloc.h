@@ -27,17 +27,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "agent/agent_internal.h"
 #include "heap/jeheap.h"
+#include "heap/memagg.h"
 #include "profile/profile.h"
 #include "symbols/symbolizer.h"
-
-/* Sample value indices, in the order of Go's heap profiles. */
-enum {
-	EMBER__HEAP_ALLOC_OBJECTS = 0,
-	EMBER__HEAP_ALLOC_SPACE = 1,
-	EMBER__HEAP_INUSE_OBJECTS = 2,
-	EMBER__HEAP_INUSE_SPACE = 3,
-};
 
 /*
  * One stack of a collected window. pcs follow the agent's sample
@@ -49,7 +43,7 @@ enum {
 typedef struct ember__heap_stack {
 	const uint64_t *pcs;
 	uint32_t depth;
-	double values[4]; /* EMBER__HEAP_*: unsampled estimates */
+	double values[EMBER_MEM_NVALUES]; /* EMBER_MEM_* order: unsampled estimates */
 } ember__heap_stack;
 
 /* A collected window. Borrowed from the backend; valid until its next
@@ -99,16 +93,23 @@ int ember__jemalloc_collect(ember__jemalloc *j, ember__heap_window *w);
 int ember__heap_window_from_dump(const ember__jeheap *cur, const ember__jeheap *prev, int accum,
 				 ember__heap_stack **stacks_out, size_t *n_out);
 
+/* Adds a window's stacks to a memory aggregate (the heap branch's
+ * ember__memagg, what every memory profile is built from). 0 or
+ * EMBER_ERR_NOMEM. */
+int ember__heap_window_add(const ember__heap_window *w, ember__memagg *m);
+
 /*
- * Builds the memory profile of a window: sample types alloc_objects/count,
- * alloc_space/bytes, inuse_objects/count, inuse_space/bytes (default
- * inuse_space), period type space/bytes with jemalloc's period. With a
- * symbolizer, locations are symbolized in this process; without one they
- * carry addresses and Mappings from the dump's MAPPED_LIBRARIES, which
- * pprof can symbolize from the files. On success *out is the caller's.
- * 0 or EMBER_ERR_NOMEM.
+ * The memory profile of a window alone (ember__memagg_profile: sample
+ * types alloc_objects/count, alloc_space/bytes, inuse_objects/count,
+ * inuse_space/bytes, period jemalloc's), with a comment saying whether
+ * alloc_* were measured. With a symbolizer, locations are symbolized in
+ * this process; without one (sym NULL) they carry addresses and the
+ * Mappings of the dump's MAPPED_LIBRARIES, from which pprof symbolizes.
+ * `cfg` gives the static tags (a zeroed config: none). On success *out is
+ * the caller's. 0 or ember_err.
  */
 int ember__heap_window_profile(const ember__heap_window *w, ember__symbolizer *sym,
-			       int64_t start_ns, int64_t end_ns, ember__profile **out);
+			       const ember__config *cfg, int64_t start_ns, int64_t end_ns,
+			       ember__profile **out);
 
 #endif

@@ -44,6 +44,7 @@
 #include "symbols/symbolizer.h"
 
 static char tmpdir[256];
+static const ember__config nocfg; /* no static tags */
 static const char *self_path;
 
 #define JEMALLOC_SO "libjemalloc.so.2"
@@ -207,17 +208,17 @@ static void test_strip_merge_delta(void)
 		CHECK(st[0].pcs[0] == 0x4000ff && st[0].pcs[1] == 0x400200);
 		double o, b;
 		ember__jeheap_unsample(2, 1536, 524288, &o, &b);
-		CHECK(st[0].values[EMBER__HEAP_INUSE_OBJECTS] == o);
-		CHECK(st[0].values[EMBER__HEAP_INUSE_SPACE] == b);
+		CHECK(st[0].values[EMBER_MEM_INUSE_OBJECTS] == o);
+		CHECK(st[0].values[EMBER_MEM_INUSE_BYTES] == b);
 		ember__jeheap_unsample(5, 3840, 524288, &o, &b);
-		CHECK(st[0].values[EMBER__HEAP_ALLOC_SPACE] == b);
+		CHECK(st[0].values[EMBER_MEM_ALLOC_BYTES] == b);
 	}
 	free(st);
 	/* Without prof_accum, alloc_* are not reported. */
 	CHECK_EQ_INT(ember__heap_window_from_dump(&h, NULL, 0, &st, &n), 0);
 	for (size_t i = 0; i < n; i++)
-		CHECK(st[i].values[EMBER__HEAP_ALLOC_OBJECTS] == 0 &&
-		      st[i].values[EMBER__HEAP_ALLOC_SPACE] == 0);
+		CHECK(st[i].values[EMBER_MEM_ALLOC_OBJECTS] == 0 &&
+		      st[i].values[EMBER_MEM_ALLOC_BYTES] == 0);
 	free(st);
 
 	/* Two stacks equal but for jemalloc's frames merge; the next dump's
@@ -243,22 +244,22 @@ static void test_strip_merge_delta(void)
 	CHECK_EQ_INT(ember__heap_window_from_dump(&a, NULL, 1, &st, &n), 0);
 	CHECK_EQ_INT(n, 2);
 	if (n == 2) {
-		CHECK_EQ_INT(st[0].values[EMBER__HEAP_INUSE_OBJECTS], 2);
-		CHECK_EQ_INT(st[0].values[EMBER__HEAP_INUSE_SPACE], 200);
-		CHECK_EQ_INT(st[0].values[EMBER__HEAP_ALLOC_OBJECTS], 6);
-		CHECK_EQ_INT(st[0].values[EMBER__HEAP_ALLOC_SPACE], 600);
-		CHECK_EQ_INT(st[1].values[EMBER__HEAP_ALLOC_SPACE], 5000);
+		CHECK_EQ_INT(st[0].values[EMBER_MEM_INUSE_OBJECTS], 2);
+		CHECK_EQ_INT(st[0].values[EMBER_MEM_INUSE_BYTES], 200);
+		CHECK_EQ_INT(st[0].values[EMBER_MEM_ALLOC_OBJECTS], 6);
+		CHECK_EQ_INT(st[0].values[EMBER_MEM_ALLOC_BYTES], 600);
+		CHECK_EQ_INT(st[1].values[EMBER_MEM_ALLOC_BYTES], 5000);
 	}
 	free(st);
 	CHECK_EQ_INT(ember__heap_window_from_dump(&b, &a, 1, &st, &n), 0);
 	CHECK_EQ_INT(n, 2); /* the all-zero stack is left out */
 	if (n == 2) {
-		CHECK_EQ_INT(st[0].values[EMBER__HEAP_INUSE_SPACE], 400);
-		CHECK_EQ_INT(st[0].values[EMBER__HEAP_ALLOC_OBJECTS], 12 - 6);
-		CHECK_EQ_INT(st[0].values[EMBER__HEAP_ALLOC_SPACE], 1200 - 600);
+		CHECK_EQ_INT(st[0].values[EMBER_MEM_INUSE_BYTES], 400);
+		CHECK_EQ_INT(st[0].values[EMBER_MEM_ALLOC_OBJECTS], 12 - 6);
+		CHECK_EQ_INT(st[0].values[EMBER_MEM_ALLOC_BYTES], 1200 - 600);
 		/* 7 < 50: a prof.reset in between; counted from the reset. */
-		CHECK_EQ_INT(st[1].values[EMBER__HEAP_ALLOC_OBJECTS], 7);
-		CHECK_EQ_INT(st[1].values[EMBER__HEAP_ALLOC_SPACE], 700);
+		CHECK_EQ_INT(st[1].values[EMBER_MEM_ALLOC_OBJECTS], 7);
+		CHECK_EQ_INT(st[1].values[EMBER_MEM_ALLOC_BYTES], 700);
 	}
 	free(st);
 	ember__jeheap_release(&a);
@@ -390,7 +391,7 @@ static void test_real_dump(void)
 	CHECK_EQ_INT(ember__heap_window_from_dump(&h, NULL, 0, &st, &n), 0);
 	ember__heap_window w = {.stacks = st, .nstacks = n, .period = h.period, .dump = &h};
 	ember__profile *p = NULL;
-	CHECK_EQ_INT(ember__heap_window_profile(&w, NULL, 0, 1, &p), 0);
+	CHECK_EQ_INT(ember__heap_window_profile(&w, NULL, &nocfg, 0, 1, &p), 0);
 	CHECK_EQ_INT(write_profile(p, prof), 0);
 	ember__profile_free(p);
 
@@ -466,37 +467,37 @@ static int child(const char *out_path)
 	ember__profile *p1 = NULL, *p2 = NULL;
 	CHECK_EQ_INT(ember__jemalloc_collect(j, &w), 0);
 	CHECK_EQ_INT(w.period, 512);
-	CHECK_EQ_INT(ember__heap_window_profile(&w, sym, 0, 1, &p1), 0);
+	CHECK_EQ_INT(ember__heap_window_profile(&w, sym, &nocfg, 0, 1, &p1), 0);
 	/* Window 2: 24000 x 512 bytes allocated and freed at a third site. */
 	for (int i = 0; i < NLIVE; i++)
 		free(ember_jm_site_churn());
 	CHECK_EQ_INT(ember__jemalloc_collect(j, &w), 0);
-	CHECK_EQ_INT(ember__heap_window_profile(&w, sym, 1, 2, &p2), 0);
+	CHECK_EQ_INT(ember__heap_window_profile(&w, sym, &nocfg, 1, 2, &p2), 0);
 	if (!p1 || !p2)
 		return 11;
-	double big1 = (double)leaf_value(p1, "ember_jm_site_big", EMBER__HEAP_INUSE_SPACE);
-	double small1 = (double)leaf_value(p1, "ember_jm_site_small", EMBER__HEAP_INUSE_SPACE);
+	double big1 = (double)leaf_value(p1, "ember_jm_site_big", EMBER_MEM_INUSE_BYTES);
+	double small1 = (double)leaf_value(p1, "ember_jm_site_small", EMBER_MEM_INUSE_BYTES);
 	printf("child window 1: inuse_space big %.0f small %.0f ratio %.4f; alloc_space big %lld\n",
 	       big1, small1, small1 > 0 ? big1 / small1 : 0,
-	       (long long)leaf_value(p1, "ember_jm_site_big", EMBER__HEAP_ALLOC_SPACE));
+	       (long long)leaf_value(p1, "ember_jm_site_big", EMBER_MEM_ALLOC_BYTES));
 	CHECK(small1 > 0 && big1 / small1 > 3 * 0.95 && big1 / small1 < 3 * 1.05);
 	/* Window 1: alloc_space of the big site equals its inuse (nothing freed). */
-	CHECK_EQ_INT(leaf_value(p1, "ember_jm_site_big", EMBER__HEAP_ALLOC_SPACE),
-		     leaf_value(p1, "ember_jm_site_big", EMBER__HEAP_INUSE_SPACE));
+	CHECK_EQ_INT(leaf_value(p1, "ember_jm_site_big", EMBER_MEM_ALLOC_BYTES),
+		     leaf_value(p1, "ember_jm_site_big", EMBER_MEM_INUSE_BYTES));
 	/* Window 2: same live sites (identical samples: nothing changed), no
 	 * new allocations there: alloc_* exactly 0. */
-	CHECK_EQ_INT(leaf_value(p2, "ember_jm_site_big", EMBER__HEAP_INUSE_SPACE), (int64_t)big1);
-	CHECK_EQ_INT(leaf_value(p2, "ember_jm_site_big", EMBER__HEAP_ALLOC_SPACE), 0);
-	CHECK_EQ_INT(leaf_value(p2, "ember_jm_site_small", EMBER__HEAP_ALLOC_OBJECTS), 0);
+	CHECK_EQ_INT(leaf_value(p2, "ember_jm_site_big", EMBER_MEM_INUSE_BYTES), (int64_t)big1);
+	CHECK_EQ_INT(leaf_value(p2, "ember_jm_site_big", EMBER_MEM_ALLOC_BYTES), 0);
+	CHECK_EQ_INT(leaf_value(p2, "ember_jm_site_small", EMBER_MEM_ALLOC_OBJECTS), 0);
 	/* The churn site: nothing live; 24000 x 512 allocated. 512-byte objects
 	 * at period 512: p = 0.63, relative sd sqrt(0.37/(0.63*24000)) = 0.5%;
 	 * the band is 10 sd. */
-	int64_t churn_alloc = leaf_value(p2, "ember_jm_site_churn", EMBER__HEAP_ALLOC_SPACE);
+	int64_t churn_alloc = leaf_value(p2, "ember_jm_site_churn", EMBER_MEM_ALLOC_BYTES);
 	printf("child window 2: alloc_space churn %lld (true 12288000), inuse %lld\n",
 	       (long long)churn_alloc,
-	       (long long)leaf_value(p2, "ember_jm_site_churn", EMBER__HEAP_INUSE_SPACE));
+	       (long long)leaf_value(p2, "ember_jm_site_churn", EMBER_MEM_INUSE_BYTES));
 	CHECK(near((double)churn_alloc, 24000.0 * 512, 0.05));
-	CHECK_EQ_INT(leaf_value(p2, "ember_jm_site_churn", EMBER__HEAP_INUSE_SPACE), 0);
+	CHECK_EQ_INT(leaf_value(p2, "ember_jm_site_churn", EMBER_MEM_INUSE_BYTES), 0);
 	CHECK_EQ_INT(write_profile(p2, out_path), 0);
 	ember__profile_free(p1);
 	ember__profile_free(p2);
