@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "emberprof.h"
+#include "heap/heapprof.h"
 #include "util/error.h"
 #include "util/hashmap.h"
 
@@ -35,6 +36,7 @@ struct ember__jemalloc {
 	uint64_t strip_addr; /* an address in jemalloc's module, 0: keep its frames */
 	uint64_t strip_self; /* one in emberprof's (its malloc hook may call jemalloc), or 0 */
 	int accum;
+	uint64_t period; /* 2^prof.lg_sample at open */
 	ember__jeheap prev; /* the last dump: baseline of alloc_* */
 	int have_prev;
 	ember__heap_stack *stacks; /* the current window's, one malloc'd block */
@@ -91,6 +93,9 @@ int ember__jemalloc_open(ember__jemalloc **out)
 		return ember__error_oom("jemalloc backend");
 	j->mallctl = m;
 	j->accum = accum;
+	size_t lg = 0, lglen = sizeof(lg);
+	if (m("prof.lg_sample", &lg, &lglen, NULL, 0) == 0 && lg < 64)
+		j->period = (uint64_t)1 << lg;
 	j->fd = memfd_create("emberprof-jemalloc", MFD_CLOEXEC);
 	if (j->fd < 0) {
 		int e = errno;
@@ -133,6 +138,21 @@ void ember__jemalloc_close(ember__jemalloc *j)
 int ember__jemalloc_accum(const ember__jemalloc *j)
 {
 	return j->accum;
+}
+
+void ember__jemalloc_exclude_current_thread(void)
+{
+	mallctl_fn m;
+	void *sym = dlsym(RTLD_DEFAULT, "mallctl");
+	memcpy(&m, &sym, sizeof(m));
+	bool off = false;
+	if (m)
+		m("thread.prof.active", NULL, NULL, &off, sizeof(off)); /* ENOENT: no profiling */
+}
+
+uint64_t ember__jemalloc_period(const ember__jemalloc *j)
+{
+	return j->period;
 }
 
 int ember__jemalloc_active(const ember__jemalloc *j)
@@ -397,4 +417,75 @@ int ember__heap_window_profile(const ember__heap_window *w, ember__symbolizer *s
 		*out = NULL;
 	}
 	return rc;
+}
+
+/* ---- the heap source (heapprof.h) ---- */
+
+static int source_start(void *ud, uint64_t mean)
+{
+	/* The agent thread's own allocations (symbolization, encoding, the
+	 * dumps) are not the program's; agent.c has already done this at the
+	 * thread's start, this covers any other caller. */
+	ember__jemalloc_exclude_current_thread();
+	/* A first dump sets the baseline: the first window's alloc_* are then
+	 * what was allocated in it, not since the process started. */
+	ember__heap_window w;
+	return ember__jemalloc_collect(ud, &w);
+}
+
+static int source_collect(void *ud, int64_t start_ns, int64_t end_ns, ember__memagg *out)
+{
+	ember__heap_window w;
+	int rc = ember__jemalloc_collect(ud, &w);
+	return rc ? rc : ember__heap_window_add(&w, out);
+}
+
+static void source_destroy(void *ud)
+{
+	ember__jemalloc_close(ud);
+}
+
+static const char *const backend_names[] = {"auto", "emberprof", "jemalloc"};
+
+int ember__alloc_backend_setup(ember__heapprof **hp, const ember__config *cfg, int *added,
+			       int *use_hook)
+{
+	*use_hook = 1;
+	if (cfg->alloc_backend == EMBER_ALLOC_BACKEND_EMBERPROF)
+		return 0;
+	if (*added) {
+		*use_hook = 0;
+		return 0;
+	}
+	ember__jemalloc *j = NULL;
+	int rc = ember__jemalloc_open(&j);
+	if (rc) {
+		if (cfg->alloc_backend == EMBER_ALLOC_BACKEND_JEMALLOC)
+			return rc;
+		ember__log(cfg, EMBER_LOG_DEBUG, "allocation profiling backend auto: emberprof's (%s)",
+			   ember_last_error());
+		return 0;
+	}
+	ember__heap_source src = {
+		.name = "jemalloc",
+		.ud = j,
+		.start = source_start,
+		.collect = source_collect,
+		.destroy = source_destroy,
+	};
+	if ((rc = ember__heapprof_add_source(hp, &src)) != 0) {
+		ember__jemalloc_close(j);
+		return rc;
+	}
+	*added = 1;
+	*use_hook = 0;
+	ember__log(cfg, EMBER_LOG_INFO,
+		   "allocation profiling backend %s: jemalloc's profiler, one sample per %llu bytes "
+		   "on average (lg_prof_sample; EMBERPROF_ALLOC's mean is not used), alloc_* %s",
+		   backend_names[cfg->alloc_backend], (unsigned long long)j->period,
+		   j->accum ? "measured" : "not measured (start with MALLOC_CONF=...,prof_accum:true)");
+	if (!ember__jemalloc_active(j))
+		ember__log(cfg, EMBER_LOG_WARN, "jemalloc's prof.active is off: it samples nothing "
+			   "until the program turns it on");
+	return 0;
 }

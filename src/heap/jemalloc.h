@@ -59,6 +59,14 @@ typedef struct ember__heap_window {
 typedef struct ember__jemalloc ember__jemalloc;
 
 /*
+ * If the process runs on jemalloc with profiling, stops jemalloc sampling
+ * the calling thread (mallctl thread.prof.active = false): called first
+ * thing on the agent thread, whose allocations are not the program's.
+ * Does nothing otherwise. Needs no ember__jemalloc.
+ */
+void ember__jemalloc_exclude_current_thread(void);
+
+/*
  * Finds jemalloc's mallctl in the process, checks that it was built with
  * profiling and runs with opt.prof on, and creates the memfd dumps go to.
  * Returns 0 (*out is the caller's, freed with ember__jemalloc_close),
@@ -71,6 +79,8 @@ void ember__jemalloc_close(ember__jemalloc *j);
 
 /* Whether alloc_* are measured (opt.prof_accum). */
 int ember__jemalloc_accum(const ember__jemalloc *j);
+/* jemalloc's mean bytes between samples (2^prof.lg_sample), 0 if unknown. */
+uint64_t ember__jemalloc_period(const ember__jemalloc *j);
 /* jemalloc's prof.active now (sampling may be switched off and on). */
 int ember__jemalloc_active(const ember__jemalloc *j);
 
@@ -111,5 +121,21 @@ int ember__heap_window_add(const ember__heap_window *w, ember__memagg *m);
 int ember__heap_window_profile(const ember__heap_window *w, ember__symbolizer *sym,
 			       const ember__config *cfg, int64_t start_ns, int64_t end_ns,
 			       ember__profile **out);
+
+struct ember__heapprof;
+
+/*
+ * Chooses the memory profile's source when an agent starts allocation
+ * profiling (agent thread, before ember__heapprof_start), following
+ * cfg->alloc_backend: for jemalloc, and for auto when jemalloc with
+ * profiling on is in the process, opens the backend and adds it to *hp as
+ * a heap source named "jemalloc" (once: *added remembers it across runs of
+ * the same agent) and sets *use_hook to 0 (emberprof's malloc hook must
+ * then take no samples, or allocations would count twice); otherwise
+ * *use_hook is 1. Returns 0, or for backend jemalloc the reason it cannot
+ * be used (EMBER_ERR_UNSUPPORTED and a message), or EMBER_ERR_NOMEM.
+ */
+int ember__alloc_backend_setup(struct ember__heapprof **hp, const ember__config *cfg, int *added,
+			       int *use_hook);
 
 #endif

@@ -539,6 +539,24 @@ static void test_unsupported(void)
 	CHECK(strstr(ember_last_error(), "LD_PRELOAD=libjemalloc.so.2") != NULL);
 }
 
+/* The builder call and the variable refuse what they do not know. */
+static void test_config(void)
+{
+	ember_builder *b = NULL;
+	CHECK_EQ_INT(ember_builder_new(&b, "t"), 0);
+	CHECK_EQ_INT(ember_builder_set_alloc_backend(b, EMBER_ALLOC_BACKEND_JEMALLOC), 0);
+	CHECK_EQ_INT(ember_builder_set_alloc_backend(b, EMBER_ALLOC_BACKEND_AUTO), 0);
+	CHECK_EQ_INT(ember_builder_set_alloc_backend(b, (ember_alloc_backend)3), EMBER_ERR_INVALID);
+	CHECK(strstr(ember_last_error(), "allocation profiling backend") != NULL);
+	setenv("EMBERPROF_ALLOC_BACKEND", "jemalloc", 1);
+	CHECK_EQ_INT(ember_builder_apply_env(b), 0);
+	setenv("EMBERPROF_ALLOC_BACKEND", "tcmalloc", 1);
+	CHECK_EQ_INT(ember_builder_apply_env(b), EMBER_ERR_INVALID);
+	CHECK(strstr(ember_last_error(), "EMBERPROF_ALLOC_BACKEND") != NULL);
+	unsetenv("EMBERPROF_ALLOC_BACKEND");
+	ember_builder_free(b);
+}
+
 #if !defined(__SANITIZE_ADDRESS__)
 /* jemalloc present, profiling off: the error says how to turn it on. */
 static void test_prof_off(void)
@@ -582,6 +600,7 @@ int main(int argc, char **argv)
 	RUN(test_unsample);
 	RUN(test_strip_merge_delta);
 	RUN(test_unsupported);
+	RUN(test_config);
 	RUN(test_real_dump);
 	RUN(test_in_process);
 #if !defined(__SANITIZE_ADDRESS__)
