@@ -6,18 +6,26 @@
 #
 #   base       glibc malloc, nothing profiled (the reference of "ember")
 #   control    the same again: its ratio to base is the noise floor
-#   ember      emberprof's own allocation sampling at the default mean of
-#              512 KiB (LD_PRELOAD libemberprof.so plus $EMBER_BENCH_HEAP_ENV,
-#              default "EMBERPROF_ALLOC_BACKEND=emberprof"); only when the
-#              library interposes malloc, else reported as pending
+#   ember-cpu  emberprof with CPU profiling only (LD_PRELOAD libemberprof.so,
+#              EMBERPROF_OUTPUT_DIR; 100 Hz): its malloc interposition is
+#              in place but samples nothing
+#   ember      the same plus emberprof's own allocation sampling at the
+#              default mean of 512 KiB ($EMBER_BENCH_HEAP_ENV, default
+#              "EMBERPROF_ALLOC=on EMBERPROF_ALLOC_BACKEND=emberprof");
+#              ember/ember-cpu is what allocation profiling adds. Both only
+#              when the library interposes malloc, else reported as pending
 #   je         jemalloc (LD_PRELOAD libjemalloc.so.2), profiling off
 #   je-prof    jemalloc with MALLOC_CONF=prof:true,lg_prof_sample:19
 #              (its sampler at a 512 KiB mean; nothing dumped)
+#   je-ember   je-prof plus emberprof (CPU and EMBERPROF_ALLOC_BACKEND=jemalloc:
+#              jemalloc's samples dumped at each window; libemberprof.so first
+#              in LD_PRELOAD, so its malloc passes every call on)
 #   tc         gperftools' tcmalloc (libtcmalloc.so.4), sampling off
 #   tc-sample  tcmalloc with TCMALLOC_SAMPLE_PARAMETER=524288
 #
 # Ratios are per round (each against its own allocator's unprofiled run in
-# the same round: ember/base, je-prof/je, tc-sample/tc), then the median
+# the same round: ember/base, ember/ember-cpu, je-prof/je, tc-sample/tc,
+# je-ember/je), then the median
 # and min..max over rounds. CPU is user+sys of the whole process from
 # /usr/bin/time (all threads, exit included). Each round runs the
 # configurations starting one further along the list, so none always
@@ -52,6 +60,10 @@ END {
 	printf "\nSummary over %d rounds: ratio of CPU time (user+sys), median [min..max]\n", R
 	line("control / base", "control", "base")
 	line("ember / base", "ember", "base")
+	line("ember-cpu / base", "ember-cpu", "base")
+	line("ember / ember-cpu", "ember", "ember-cpu")
+	line("je-ember / je", "je-ember", "je")
+	line("je-ember / je-prof", "je-ember", "je-prof")
 	line("je-prof / je", "je-prof", "je")
 	line("tc-sample / tc", "tc-sample", "tc")
 	line("je / base", "je", "base")
@@ -63,7 +75,7 @@ END {
 
 if [ "${1:-}" = --summary ]; then
 	# Re-summarize an earlier run: bash bench/heap.sh --summary heap.tsv
-	summary "$2" "base control ember je je-prof tc tc-sample"
+	summary "$2" "base control ember-cpu ember je je-prof je-ember tc tc-sample"
 	exit 0
 fi
 
@@ -74,7 +86,7 @@ fi
 build=$(cd "$1" && pwd)
 rounds=${2:-${EMBER_BENCH_ROUNDS:-7}}
 args=${EMBER_BENCH_HEAP_ARGS:-4 8000000 4096}
-heap_env=${EMBER_BENCH_HEAP_ENV:-EMBERPROF_ALLOC_BACKEND=emberprof}
+heap_env=${EMBER_BENCH_HEAP_ENV:-EMBERPROF_ALLOC=on EMBERPROF_ALLOC_BACKEND=emberprof}
 libdir=/usr/lib/x86_64-linux-gnu
 je=${EMBER_BENCH_JEMALLOC:-$libdir/libjemalloc.so.2}
 tc=${EMBER_BENCH_TCMALLOC:-$libdir/libtcmalloc.so.4}
@@ -89,9 +101,10 @@ lib=$build/libemberprof.so
 names=(base control)
 declare -A envs=([base]="" [control]="")
 if [ -e "$lib" ] && nm -D --defined-only "$lib" 2>/dev/null | grep -qw malloc; then
-	names+=(ember)
+	names+=(ember-cpu ember)
+	envs[ember-cpu]="LD_PRELOAD=$lib EMBERPROF_OUTPUT_DIR=@TMP@"
 	envs[ember]="LD_PRELOAD=$lib EMBERPROF_OUTPUT_DIR=@TMP@ $heap_env"
-	ember_state=measured
+	ember_state="measured ($heap_env)"
 else
 	ember_state="PENDING: $lib does not interpose malloc (emberprof's own allocation sampling is on the heap branch)"
 fi
@@ -99,6 +112,10 @@ if [ -e "$je" ]; then
 	names+=(je je-prof)
 	envs[je]="LD_PRELOAD=$je"
 	envs[je-prof]="LD_PRELOAD=$je MALLOC_CONF=prof:true,lg_prof_sample:19"
+	if [ "$ember_state" != "${ember_state#measured}" ]; then
+		names+=(je-ember)
+		envs[je-ember]="LD_PRELOAD=$lib:$je MALLOC_CONF=prof:true,lg_prof_sample:19 EMBERPROF_OUTPUT_DIR=@TMP@ EMBERPROF_ALLOC=on EMBERPROF_ALLOC_BACKEND=jemalloc"
+	fi
 else
 	echo "heap.sh: $je missing (apt-get install libjemalloc2); jemalloc skipped" >&2
 fi
