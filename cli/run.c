@@ -45,6 +45,7 @@ enum {
 	OPT_LINES,
 	OPT_ENGINE,
 	OPT_WALL,
+	OPT_ALLOC,
 	OPT_SIGNAL,
 	OPT_SERVER,
 	OPT_TENANT,
@@ -79,6 +80,7 @@ static const option_def option_defs[] = {
 	[OPT_LINES] = { "lines", 0, 1, "EMBERPROF_LINES" },
 	[OPT_ENGINE] = { "engine", 0, 1, "EMBERPROF_ENGINE" },
 	[OPT_WALL] = { "wall", 0, 2, "EMBERPROF_WALL" },
+	[OPT_ALLOC] = { "alloc", 0, 2, "EMBERPROF_ALLOC" },
 	[OPT_SIGNAL] = { "signal", 0, 1, "EMBERPROF_SIGNAL" },
 	[OPT_SERVER] = { "server", 0, 1, "EMBERPROF_SERVER_URL" },
 	[OPT_TENANT] = { "tenant", 0, 1, "EMBERPROF_SERVER_TENANT_ID" },
@@ -97,6 +99,7 @@ static const char *const known_vars[] = {
 	"EMBERPROF_APP_NAME",	   "EMBERPROF_SAMPLE_RATE", "EMBERPROF_INTERVAL",
 	"EMBERPROF_MAX_DEPTH",	   "EMBERPROF_UNWIND",	     "EMBERPROF_LINES",	     "EMBERPROF_ENGINE",
 	"EMBERPROF_WALL",	   "EMBERPROF_ENGINE_PERF_DISABLE",
+	"EMBERPROF_ALLOC",	   "EMBERPROF_ALLOC_SAMPLE_BYTES",
 	"EMBERPROF_SIGNAL",	   "EMBERPROF_TAGS",	     "EMBERPROF_THREAD_LABELS",
 	"EMBERPROF_LOG_LEVEL",	   "EMBERPROF_OUTPUT_DIR",  "EMBERPROF_FOLLOW_CHILDREN",
 	"EMBERPROF_AUTOSTART",	   "EMBERPROF_LIB",
@@ -156,6 +159,9 @@ void ember__cli_run_usage(FILE *out)
 		"                           else per-thread CPU timers (auto) [EMBERPROF_ENGINE]\n"
 		"      --wall[=INTERVAL]    also profile wall-clock time, every INTERVAL (50ms);\n"
 		"                           one more profile per window [EMBERPROF_WALL]\n"
+		"      --alloc[=BYTES]      also profile allocations (malloc & co), one sample per\n"
+		"                           BYTES allocated on average (512k); one more profile\n"
+		"                           per window, .memory.pb.gz [EMBERPROF_ALLOC]\n"
 		"      --signal SIG         sampling signal, e.g. SIGPROF, SIGRTMIN+4\n"
 		"                           [EMBERPROF_SIGNAL]\n"
 		"      --server URL         also send each window to this Grafana Pyroscope\n"
@@ -284,6 +290,7 @@ static int apply_option(run_opts *o, int id, const char *value)
 		o->value[id] = "1";
 		return 0;
 	case OPT_WALL:
+	case OPT_ALLOC:
 		o->value[id] = value ? value : "on";
 		return 0;
 	case OPT_OUTPUT:
@@ -324,7 +331,8 @@ static int parse_args(int argc, char **argv, run_opts *o)
 		}
 		const option_def *d = &option_defs[id];
 		unsigned wall_ms;
-		if (d->has_value == 2 && !value && i + 1 < argc &&
+		/* --wall 20ms; --alloc takes its value only as --alloc=BYTES */
+		if (id == OPT_WALL && !value && i + 1 < argc &&
 		    ember__parse_wall(argv[i + 1], &wall_ms) == 0)
 			value = argv[++i]; /* --wall 20ms */
 		if (d->has_value == 1 && !value) {
@@ -515,15 +523,23 @@ static int export_ld_preload(const char *lib)
 
 /* ---- after the run ---- */
 
-/* Whether a profile file is a wall-clock one (its second value is wall). */
-static int is_wall_profile(const char *path)
+enum { PROFILE_CPU, PROFILE_WALL, PROFILE_MEMORY };
+
+/* What a profile file holds: wall-clock time (its second value is wall),
+ * allocations (its first is alloc_objects), else CPU time. */
+static int profile_kind(const char *path)
 {
 	ember__profile *p = NULL;
 	if (ember__pprof_read_file(path, &p) < 0)
-		return 0; /* the table reports the error */
-	int wall = p->nvalues >= 2 && p->sample_type[1].type && !strcmp(p->sample_type[1].type, "wall");
+		return PROFILE_CPU; /* the table reports the error */
+	int kind = p->nvalues >= 2 && p->sample_type[1].type && !strcmp(p->sample_type[1].type, "wall")
+			   ? PROFILE_WALL
+		   : p->nvalues >= 1 && p->sample_type[0].type &&
+				   !strcmp(p->sample_type[0].type, "alloc_objects")
+			   ? PROFILE_MEMORY
+			   : PROFILE_CPU;
 	ember__profile_free(p);
-	return wall;
+	return kind;
 }
 
 /* Prints the CPU table and, if the run wrote wall-clock profiles, theirs. */
@@ -531,16 +547,21 @@ static void print_tables(const run_opts *o, char **paths, size_t n)
 {
 	char **wall = calloc(n ? n : 1, sizeof(*wall));
 	char **cpu = calloc(n ? n : 1, sizeof(*cpu));
-	size_t nw = 0, nc = 0;
-	if (!wall || !cpu) {
+	char **mem = calloc(n ? n : 1, sizeof(*mem));
+	size_t nw = 0, nc = 0, nm = 0;
+	if (!wall || !cpu || !mem) {
 		ember__cli_error("out of memory");
 		free(wall);
 		free(cpu);
+		free(mem);
 		return;
 	}
 	for (size_t i = 0; i < n; i++) {
-		if (is_wall_profile(paths[i]))
+		int kind = profile_kind(paths[i]);
+		if (kind == PROFILE_WALL)
 			wall[nw++] = paths[i];
+		else if (kind == PROFILE_MEMORY)
+			mem[nm++] = paths[i];
 		else
 			cpu[nc++] = paths[i];
 	}
@@ -552,8 +573,14 @@ static void print_tables(const run_opts *o, char **paths, size_t n)
 		if (ember__cli_print_top(wall, nw, "wall", o->top, stderr, 1, NULL) < 0)
 			ember__cli_error("%s", ember_last_error());
 	}
+	if (nm) {
+		fprintf(stderr, "\nbytes allocated (alloc_space):\n");
+		if (ember__cli_print_top(mem, nm, "alloc_space", o->top, stderr, 1, NULL) < 0)
+			ember__cli_error("%s", ember_last_error());
+	}
 	free(wall);
 	free(cpu);
+	free(mem);
 }
 
 /* Prints where the profiles went and the table of those this run wrote. */

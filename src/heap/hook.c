@@ -21,8 +21,9 @@
  * (tls_left). The unsampled path subtracts and compares; a result below
  * zero takes the slow path, which (profiling on) records the allocation and
  * draws the next exponential countdown (sampler.h), or (profiling off, an
- * internal thread, a re-entrant call) sets the countdown to 1 MiB, so an
- * idle hook looks at the global state once per MiB allocated per thread.
+ * internal thread, a re-entrant call) sets the countdown to 16 KiB, so an
+ * idle hook looks at the global state once per 16 KiB allocated per
+ * thread (a few nanoseconds each time).
  * A new agent run bumps an epoch, and each thread's first check after it
  * draws a fresh countdown as if the Poisson process started there.
  *
@@ -50,7 +51,10 @@
 #include "util/hashmap.h"
 
 #define TLS __attribute__((tls_model("initial-exec")))
-#define OFF_QUANTUM (INT64_C(1) << 20)
+/* How often an idle hook looks at the global state: a new run starts
+ * sampling within this many bytes of a thread's allocation, and this is
+ * the only delay before its first sample can come. */
+#define OFF_QUANTUM (INT64_C(16) << 10)
 
 /* ---- the real allocator ---- */
 

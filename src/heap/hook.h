@@ -49,7 +49,7 @@ typedef struct ember__heap_hook {
 
 /*
  * Publishes `h`: threads start sampling at their next allocation check
- * (within 1 MiB of allocation). The live table must be empty. -1 if a
+ * (within 16 KiB of allocation). The live table must be empty. -1 if a
  * hook is attached already. Agent side.
  */
 int ember__heap_hook_attach(ember__heap_hook *h);

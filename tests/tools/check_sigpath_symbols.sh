@@ -19,24 +19,9 @@ for arg in "$@"; do
   IFS=';' read -r -a parts <<< "$arg"
   objs+=("${parts[@]}")
 done
+. "$(dirname "$0")/audit_lib.sh"
 status=0
-for obj in "${objs[@]}"; do
-  if ! syms=$(nm -u "$obj"); then
-    echo "cannot read the symbols of $obj" >&2
-    status=1
-    continue
-  fi
-  while read -r sym; do
-    [ -z "$sym" ] && continue
-    case "$sym" in ember__*|__asan_*|__ubsan_*|__sanitizer_*) continue ;; esac
-    ok=0
-    for a in "${allowed[@]}"; do [ "$sym" = "$a" ] && ok=1; done
-    if [ $ok -eq 0 ]; then
-      echo "signal path object $(basename "$obj") imports '$sym', which is not on the async-signal-safe allowlist" >&2
-      status=1
-    fi
-  done < <(printf '%s\n' "$syms" | awk '{print $2}' | sed 's/@.*//')
-done
+audit_imports "signal path (async-signal-safe allowlist)" "${objs[@]}" || status=1
 [ ${#objs[@]} -gt 0 ] || { echo "no objects given" >&2; exit 1; }
 [ $status -eq 0 ] && echo "signal path imports only async-signal-safe symbols (${#objs[@]} objects)"
 exit $status
