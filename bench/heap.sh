@@ -48,9 +48,10 @@ function med(a, k,   i, j, t, n) { n = k; for (i = 1; i <= n; i++) for (j = i + 
 function line(label, c, ref,   r, x, y, k, lo, hi) {
 	if (!(c in seen) || !(ref in seen)) return
 	k = 0; lo = 1e9; hi = -1e9
-	for (r = 0; r < R; r++) { k++; x[k] = cpu[r, c] / cpu[r, ref]; y[k] = wall[r, c] / wall[r, ref]
+	for (r = 0; r < R; r++) { if (!((r, c) in cpu) || !((r, ref) in cpu) || cpu[r, ref] <= 0) continue
+		k++; x[k] = cpu[r, c] / cpu[r, ref]; y[k] = wall[r, c] / wall[r, ref]
 		if (x[k] < lo) lo = x[k]; if (x[k] > hi) hi = x[k] }
-	printf "%-22s CPU %.3f [%.3f..%.3f]   wall %.3f\n", label, med(x, k), lo, hi, med(y, k)
+	if (k) printf "%-22s CPU %.3f [%.3f..%.3f]   wall %.3f\n", label, med(x, k), lo, hi, med(y, k)
 }
 function abs(c,   r, x, k, m) { if (!(c in seen)) return; k = 0
 	for (r = 0; r < R; r++) { k++; x[k] = cpu[r, c] }; m = med(x, k)
