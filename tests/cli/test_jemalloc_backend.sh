@@ -4,7 +4,8 @@
 # at another) gets a memory profile from jemalloc's profiler, whichever
 # of the two libraries comes first in LD_PRELOAD, in which `go tool pprof`
 # finds both sites (big first) and none of emberprof's own allocations;
-# auto picks jemalloc, emberprof keeps emberprof's hook; without jemalloc
+# alloc_* summed over many short windows are what was allocated; auto
+# picks jemalloc, emberprof keeps emberprof's hook; without jemalloc
 # the backend refuses with a clear message and the program runs on; a bad
 # value is named.
 . "$(dirname "$0")/lib.sh"
@@ -31,9 +32,11 @@ run() {
 		LD_PRELOAD="$2" "$fixture" "$T/$1.heap" >"$1.out" 2>"$1.err"
 }
 
-# top NAME: go tool pprof -top of the run's memory profile, inuse_space.
+# top NAME: go tool pprof -top of the run's last memory profile (the final
+# window: a run that crosses a window boundary, which falls on wall-clock
+# multiples of 10 s, has two), inuse_space.
 top() {
-	f=$(ls "$T/$1"/*.memory.pb.gz 2>/dev/null | head -1)
+	f=$(ls "$T/$1"/*.memory.pb.gz 2>/dev/null | sort | tail -1)
 	if [ -z "$f" ]; then
 		fail "$1: no memory profile"
 		ls -la "$T/$1" >&2
@@ -44,7 +47,8 @@ top() {
 		fail "$1: go tool pprof failed"
 }
 
-# near NAME SITE TRUE: the site's inuse_space within 10% of TRUE bytes.
+# near NAME SITE TRUE [TYPE]: the site's value in NAME.top (inuse_space,
+# or TYPE) within 10% of TRUE bytes.
 # At a 1 KiB mean a 256-byte block is sampled with p = 0.22 (768 bytes:
 # 0.53), so the estimate for 24000 blocks has a relative sd of
 # sqrt((1-p)/(24000 p)) = 1.2% (0.6%): 10% is 8 sd or more. Counting
@@ -52,9 +56,9 @@ top() {
 near() {
 	v=$(awk -v s="$2" '$NF == s { sub(/B$/, "", $1); print $1 }' "$1.top")
 	if [ -n "$v" ] && awk -v v="$v" -v t="$3" 'BEGIN { exit !(v > 0.9 * t && v < 1.1 * t) }'; then
-		ok "$1: $2 inuse_space $v B, true $3"
+		ok "$1: $2 ${4:-inuse_space} $v B, true $3"
 	else
-		fail "$1: $2 inuse_space '$v' B, true $3 (band 10%)"
+		fail "$1: $2 ${4:-inuse_space} '$v' B, true $3 (band 10%)"
 	fi
 }
 
@@ -74,6 +78,20 @@ for order in "$lib $je" "$je $lib"; do
 	check_no_grep "LD_PRELOAD=$order: no agent allocations" "$name.top" "ember__symbolizer"
 	check_no_grep "LD_PRELOAD=$order: no agent allocations" "$name.top" "start_thread"
 done
+
+# Short windows: alloc_* are per window, so summed over every window
+# (pprof merges the files) each site's alloc_space is what it allocated.
+rm -rf "$T/win"
+EMBERPROF_INTERVAL=100ms EMBERPROF_OUTPUT_DIR=$T/win EMBERPROF_ALLOC=on \
+	EMBERPROF_ALLOC_BACKEND=jemalloc MALLOC_CONF=prof:true,lg_prof_sample:10,prof_accum:true \
+	LD_PRELOAD="$lib $je" "$fixture" "$T/win.heap" >win.out 2>win.err; rc=$?
+check_exit "100ms windows: fixture" 0 $rc
+nwin=$(ls "$T/win"/*.memory.pb.gz 2>/dev/null | wc -l)
+if [ "$nwin" -ge 2 ]; then ok "100ms windows: $nwin memory profiles"; else fail "100ms windows: $nwin memory profiles"; fi
+go tool pprof -sample_index=alloc_space -top -unit=byte "$T/win"/*.memory.pb.gz >win.top 2>&1 ||
+	fail "100ms windows: go tool pprof failed"
+near win ember_jm_site_big 18432000 alloc_space
+near win ember_jm_site_small 6144000 alloc_space
 
 run auto "$lib $je" auto; rc=$?
 check_exit "auto: fixture" 0 $rc
