@@ -18,8 +18,10 @@
 #   je-prof    jemalloc with MALLOC_CONF=prof:true,lg_prof_sample:19
 #              (its sampler at a 512 KiB mean; nothing dumped)
 #   je-ember   je-prof plus emberprof (CPU and EMBERPROF_ALLOC_BACKEND=jemalloc:
-#              jemalloc's samples dumped at each window; libemberprof.so first
-#              in LD_PRELOAD, so its malloc passes every call on)
+#              jemalloc's samples dumped at each window), libjemalloc.so.2
+#              first in LD_PRELOAD, as docs/CONFIG.md recommends
+#   je-ember-lf the same with libemberprof.so first: its malloc then passes
+#              every call on to jemalloc (the cost of that detour)
 #   tc         gperftools' tcmalloc (libtcmalloc.so.4), sampling off
 #   tc-sample  tcmalloc with TCMALLOC_SAMPLE_PARAMETER=524288
 #
@@ -56,7 +58,7 @@ function line(label, c, ref,   r, x, y, k, lo, hi) {
 function abs(c,   r, x, k, m) { if (!(c in seen)) return; k = 0
 	for (r = 0; r < R; r++) { k++; x[k] = cpu[r, c] }; m = med(x, k)
 	for (r = 0; r < R; r++) { k++; x[k - R] = rss[r, c] }
-	printf "  %-10s CPU %.3f s (median), max RSS %d KiB (median)\n", c, m, med(x, R) }
+	printf "  %-11s CPU %.3f s (median), max RSS %d KiB (median)\n", c, m, med(x, R) }
 END {
 	printf "\nSummary over %d rounds: ratio of CPU time (user+sys), median [min..max]\n", R
 	line("control / base", "control", "base")
@@ -65,6 +67,7 @@ END {
 	line("ember / ember-cpu", "ember", "ember-cpu")
 	line("je-ember / je", "je-ember", "je")
 	line("je-ember / je-prof", "je-ember", "je-prof")
+	line("je-ember-lf / je-prof", "je-ember-lf", "je-prof")
 	line("je-prof / je", "je-prof", "je")
 	line("tc-sample / tc", "tc-sample", "tc")
 	line("je / base", "je", "base")
@@ -76,7 +79,7 @@ END {
 
 if [ "${1:-}" = --summary ]; then
 	# Re-summarize an earlier run: bash bench/heap.sh --summary heap.tsv
-	summary "$2" "base control ember-cpu ember je je-prof je-ember tc tc-sample"
+	summary "$2" "base control ember-cpu ember je je-prof je-ember je-ember-lf tc tc-sample"
 	exit 0
 fi
 
@@ -114,8 +117,10 @@ if [ -e "$je" ]; then
 	envs[je]="LD_PRELOAD=$je"
 	envs[je-prof]="LD_PRELOAD=$je MALLOC_CONF=prof:true,lg_prof_sample:19"
 	if [ "$ember_state" != "${ember_state#measured}" ]; then
-		names+=(je-ember)
-		envs[je-ember]="LD_PRELOAD=$lib:$je MALLOC_CONF=prof:true,lg_prof_sample:19 EMBERPROF_OUTPUT_DIR=@TMP@ EMBERPROF_ALLOC=on EMBERPROF_ALLOC_BACKEND=jemalloc"
+		names+=(je-ember je-ember-lf)
+		jb="MALLOC_CONF=prof:true,lg_prof_sample:19 EMBERPROF_OUTPUT_DIR=@TMP@ EMBERPROF_ALLOC=on EMBERPROF_ALLOC_BACKEND=jemalloc"
+		envs[je-ember]="LD_PRELOAD=$je:$lib $jb"
+		envs[je-ember-lf]="LD_PRELOAD=$lib:$je $jb"
 	fi
 else
 	echo "heap.sh: $je missing (apt-get install libjemalloc2); jemalloc skipped" >&2
