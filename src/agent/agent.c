@@ -31,6 +31,8 @@
 #include "agent/threads.h"
 #include "agent/unwind_tables.h"
 #include "agent/window.h"
+#include "asprof/asprof_run.h"
+#include "encode/jfr.h"
 #include "encode/pprof.h"
 #include "heap/heapprof.h"
 #include "heap/jemalloc.h"
@@ -75,6 +77,11 @@ typedef struct ember__core {
 	_Atomic uint64_t threads_seen, timer_failures, windows, report_failures;
 	_Atomic uint64_t perf_events, wall_samples, wall_signals, wall_max_per_tick;
 
+	/* JFR (a reporter asked for EMBER_FORMAT_JFR): samples are also
+	 * logged as events per window; events the log had no room for */
+	int want_jfr;
+	_Atomic uint64_t jfr_events_dropped;
+
 	/* DWARF unwind tables (modes auto and dwarf): used by the agent
 	 * thread while running, kept across runs like the symbolizer */
 	ember__unwind_tables *utab;
@@ -82,6 +89,10 @@ typedef struct ember__core {
 	/* allocation profiling (src/heap/), NULL until first started; kept
 	 * across runs */
 	ember__heapprof *heap;
+	/* The async-profiler backend's run while running with it, else NULL
+	 * (src/asprof/asprof_run.c); its error total over past runs. */
+	ember__asprof_run *asprof;
+	_Atomic uint64_t asprof_errors;
 	int jemalloc_source; /* the jemalloc backend was added to heap */
 } ember__core;
 
@@ -93,6 +104,13 @@ static int64_t now_ns(clockid_t clk)
 }
 
 /* ---- build / shutdown ---- */
+
+/* The async-profiler backend's CPU sampling rate, for the reporters. */
+static unsigned asprof_hz(const ember__asprof_config *a)
+{
+	uint64_t ns = a->cpu_interval_ns ? a->cpu_interval_ns : EMBER__ASPROF_DEFAULT_CPU_NS;
+	return ns >= 1000000000 ? 1 : (unsigned)(1000000000 / ns);
+}
 
 /* Tells each reporter with a bind() callback about the agent it serves. */
 static int bind_reporters(const ember__config *cfg)
@@ -106,7 +124,9 @@ static int bind_reporters(const ember__config *cfg)
 		.app_name = cfg->app_name,
 		.tags = tags,
 		.ntags = cfg->ntags,
-		.sample_rate_hz = cfg->hz,
+		.sample_rate_hz = cfg->backend == EMBER_BACKEND_ASYNC_PROFILER
+					  ? asprof_hz(&cfg->asprof)
+					  : cfg->hz,
 		.interval_ms = cfg->interval_ms,
 		.thread_labels = cfg->thread_labels,
 		.log_fn = cfg->log_fn,
@@ -143,7 +163,17 @@ EMBER_API int ember_builder_build(ember_agent **out, ember_builder *b)
 	}
 	c->cfg = b->cfg; /* the agent takes over everything the builder owned */
 	free(b);
-	int brc = bind_reporters(&c->cfg);
+	int brc = c->cfg.backend == EMBER_BACKEND_ASYNC_PROFILER
+			  ? ember__asprof_check_reporters(&c->cfg)
+			  : 0;
+	/* Allocation profiling is our sampler's (src/heap/); async-profiler
+	 * has its own, configured through its options. */
+	if (brc == 0 && c->cfg.backend == EMBER_BACKEND_ASYNC_PROFILER && c->cfg.alloc_mean)
+		brc = ember__error(EMBER_ERR_INVALID, "allocation profiling (EMBERPROF_ALLOC, "
+				   "ember_builder_set_alloc) needs emberprof's own sampler, not the "
+				   "async-profiler backend");
+	if (brc == 0)
+		brc = bind_reporters(&c->cfg);
 	if (brc) {
 		ember__config_release(&c->cfg, 1);
 		free(c);
@@ -151,6 +181,9 @@ EMBER_API int ember_builder_build(ember_agent **out, ember_builder *b)
 	}
 	c->ready.core = c;
 	c->running.core = c;
+	for (size_t i = 0; i < c->cfg.nreporters; i++)
+		if (c->cfg.reporters[i].formats & EMBER_FORMAT_JFR)
+			c->want_jfr = 1;
 	c->pid = getpid();
 	pthread_mutex_init(&c->mu, NULL);
 	pthread_condattr_t ca;
@@ -226,6 +259,22 @@ static uint32_t wall_labels(const ember__sampbuf *b, ember__sample_rec *r, uint8
 	return n;
 }
 
+/* For JFR: the sample just added to `a` as an event of its thread. */
+static void log_event(ember__agg *a, const ember__sample_rec *r, int wall)
+{
+	uint8_t state = !wall || (r->flags & EMBER_SAMPLE_RUNNING) ? EMBER_JFR_STATE_RUNNABLE
+			: (r->flags & EMBER_SAMPLE_SLEEPING)        ? EMBER_JFR_STATE_SLEEPING
+								    : EMBER_JFR_STATE_DEFAULT;
+	ember__agg_log(a, EMBER__AGG_MAX_EVENTS, r->time_ns, r->tid, r->weight,
+		       wall ? EMBER_JFR_WALL : EMBER_JFR_CPU, state);
+	if (!ember__agg_has_name(a, r->tid)) {
+		char name[32];
+		read_thread_name(r->tid, name, sizeof(name));
+		if (name[0])
+			ember__agg_set_name(a, r->tid, name);
+	}
+}
+
 /* Moves every published sample from the ring into the window aggregates. */
 static void drain(ember__core *c)
 {
@@ -245,6 +294,8 @@ static void drain(ember__core *c)
 		}
 		if (ember__agg_add(a, tid, r->pcs, r->depth, lb, lblen, r->weight) != 0)
 			atomic_fetch_add(&c->dropped_full, 1);
+		else if (c->want_jfr)
+			log_event(a, r, wall);
 		if (c->cfg.thread_labels && !ember__agg_has_name(a, tid)) {
 			char name[32];
 			read_thread_name(tid, name, sizeof(name));
@@ -268,18 +319,53 @@ static void drain(ember__core *c)
 		ember__log(&c->cfg, EMBER_LOG_DEBUG, "unwind tables refresh: %s", ember_last_error());
 }
 
+/* The formats a reporter takes (0 means pprof). */
+static unsigned reporter_formats(const ember_reporter *r)
+{
+	return r->formats ? r->formats : EMBER_FORMAT_PPROF;
+}
+
+/* Hands one report to every reporter taking its format. 0, or
+ * EMBER_ERR_REPORTER if one failed (logged and counted). */
+static int call_reporters(ember__core *c, const ember_report *rep)
+{
+	int rc = 0;
+	for (size_t i = 0; i < c->cfg.nreporters; i++) {
+		ember_reporter *r = &c->cfg.reporters[i];
+		if (!(reporter_formats(r) & rep->format))
+			continue;
+		ember__error_clear();
+		int rrc = r->report(r->userdata, rep);
+		if (rrc != 0) {
+			ember__log(&c->cfg, EMBER_LOG_ERROR, "reporter %s failed for window %" PRIu32 ": %s",
+				   r->name, rep->seq, ember_last_error()[0] ? ember_last_error() : ember_strerror(rrc));
+			atomic_fetch_add(&c->report_failures, 1);
+			rc = EMBER_ERR_REPORTER;
+		}
+	}
+	return rc;
+}
+
 /*
  * Encodes one profile of the current window (rc: whether building it
- * worked; p is freed here) and hands it to every reporter.
+ * worked) and hands it to every reporter taking pprof. With `keep`, the
+ * profile is handed to the caller (for the JFR recording) instead of
+ * freed; *keep is NULL if it could not be built.
  */
 static int deliver_profile(ember__core *c, int rc, ember__profile *p, const char *type,
-			   uint64_t samples, int64_t end, int final)
+			   uint64_t samples, int64_t end, int final, ember__profile **keep)
 {
 	uint8_t *pb = NULL;
 	size_t pblen = 0;
-	if (rc == 0)
+	int want_pprof = 0;
+	for (size_t i = 0; i < c->cfg.nreporters; i++)
+		want_pprof |= (reporter_formats(&c->cfg.reporters[i]) & EMBER_FORMAT_PPROF) != 0;
+	if (rc == 0 && want_pprof)
 		rc = ember__pprof_encode(p, &pb, &pblen);
-	ember__profile_free(p);
+	if (keep && p && rc == 0)
+		*keep = p;
+	else
+		ember__profile_free(p);
 	if (rc) {
 		ember__log(&c->cfg, EMBER_LOG_ERROR, "window %" PRIu32 " (%s) could not be encoded, %" PRIu64
 			   " samples lost: %s", c->seq, type, samples, ember_last_error());
@@ -299,30 +385,24 @@ static int deliver_profile(ember__core *c, int rc, ember__profile *p, const char
 		.format = EMBER_FORMAT_PPROF,
 		.interval_ms = c->cfg.interval_ms,
 	};
-	for (size_t i = 0; i < c->cfg.nreporters; i++) {
-		ember_reporter *r = &c->cfg.reporters[i];
-		if (r->formats && !(r->formats & EMBER_FORMAT_PPROF))
-			continue;
-		ember__error_clear();
-		int rrc = r->report(r->userdata, &rep);
-		if (rrc != 0) {
-			ember__log(&c->cfg, EMBER_LOG_ERROR, "reporter %s failed for window %" PRIu32 ": %s",
-				   r->name, c->seq, ember_last_error()[0] ? ember_last_error() : ember_strerror(rrc));
-			atomic_fetch_add(&c->report_failures, 1);
-			rc = EMBER_ERR_REPORTER;
-		}
-	}
+	if (want_pprof)
+		rc = call_reporters(c, &rep);
 	free(pb);
 	return rc;
 }
 
-/* Symbolizes, encodes and reports one profile of the current window. */
-static int report_profile(ember__core *c, const ember__agg *a, int kind, int64_t end, int final)
+/*
+ * Symbolizes, encodes and reports one profile of the current window. With
+ * `keep`, the profile is handed to the caller (for the JFR recording)
+ * instead of freed; *keep is NULL if it could not be built.
+ */
+static int report_profile(ember__core *c, const ember__agg *a, int kind, int64_t end, int final,
+			  ember__profile **keep)
 {
 	ember__profile *p = NULL;
 	int rc = ember__window_profile(a, c->sym, &c->cfg, kind, c->win_start, end, &p);
 	return deliver_profile(c, rc, p, kind == EMBER__PROFILE_WALL ? "wall" : "cpu", a->samples,
-			       end, final);
+			       end, final, keep);
 }
 
 /*
@@ -330,7 +410,7 @@ static int report_profile(ember__core *c, const ember__agg *a, int kind, int64_t
  * "memory": reported when it has anything, and always at the final window.
  * Returns 0 or the reporters' error; *any is set when something was sent.
  */
-static int report_memory(ember__core *c, int64_t end, int final, int *any)
+static int report_memory(ember__core *c, int64_t end, int final, int *any, ember__profile **keep)
 {
 	if (!c->heap)
 		return 0;
@@ -340,7 +420,126 @@ static int report_memory(ember__core *c, int64_t end, int final, int *any)
 	if (!p && rc == 0)
 		return 0;
 	*any = 1;
-	return deliver_profile(c, rc, p, "memory", n, end, final);
+	return deliver_profile(c, rc, p, "memory", n, end, final, keep);
+}
+
+/* The sampled allocations of the window just closed, as JFR events
+ * (profiler.Malloc) naming samples of its memory profile. Returns how
+ * many were written to ev (room for ember__heapprof_events' count). */
+static size_t jfr_malloc_events(const ember__core *c, ember__jfr_event *ev)
+{
+	const ember__heap_event *x;
+	size_t n, m = 0;
+	ember__heapprof_events(c->heap, &x, &n);
+	for (size_t i = 0; i < n; i++)
+		if (x[i].sample >= 0 && x[i].tid > 0)
+			ev[m++] = (ember__jfr_event){.time_ns = x[i].time_ns, .weight = x[i].size,
+						     .address = x[i].address,
+						     .sample = (uint32_t)x[i].sample, .tid = x[i].tid,
+						     .kind = EMBER_JFR_MALLOC};
+	return m;
+}
+
+/* The threads named in the window's aggregates, for the JFR recording. */
+static ember__jfr_thread *jfr_threads(const ember__agg *const *aggs, int n, size_t *count)
+{
+	size_t cap = 0;
+	for (int k = 0; k < n; k++)
+		cap += aggs[k] ? aggs[k]->names.n : 0;
+	ember__jfr_thread *t = calloc(cap ? cap : 1, sizeof(*t));
+	*count = 0;
+	for (int k = 0; t && k < n; k++)
+		for (size_t i = 0; aggs[k] && i < aggs[k]->names.cap; i++)
+			if (aggs[k]->names.slots[i].used && aggs[k]->names.slots[i].value)
+				t[(*count)++] = (ember__jfr_thread){
+					(int32_t)aggs[k]->names.slots[i].key,
+					(const char *)(uintptr_t)aggs[k]->names.slots[i].value};
+	return t;
+}
+
+/*
+ * Encodes the window as one JFR recording - every logged sample of each
+ * profile built (profiles[EMBER_JFR_*], NULL where none) an event - and
+ * hands it to the reporters that take JFR. A new kind of profile adds its
+ * aggregate to aggs[] below.
+ */
+static int report_jfr(ember__core *c, ember__profile *const *profiles, int64_t end, int final)
+{
+	enum { N = EMBER_JFR_NKINDS };
+	const ember__agg *aggs[N] = {[EMBER_JFR_CPU] = &c->cur, [EMBER_JFR_WALL] = &c->wcur};
+	size_t n = 0;
+	uint64_t samples = 0, dropped = 0;
+	for (int k = 0; k < N; k++) {
+		if (!aggs[k])
+			continue;
+		if (profiles[k])
+			n += aggs[k]->nevents;
+		samples += aggs[k]->samples;
+		dropped += aggs[k]->events_dropped;
+	}
+	/* Allocations (src/heap/): events of the memory profile's samples. */
+	const ember__heap_event *hev;
+	size_t nheap = 0;
+	ember__heapprof_events(c->heap, &hev, &nheap);
+	if (!profiles[EMBER_JFR_MALLOC])
+		nheap = 0;
+	n += nheap;
+	samples += nheap;
+	if (dropped) {
+		atomic_fetch_add(&c->jfr_events_dropped, dropped);
+		ember__log(&c->cfg, EMBER_LOG_WARN, "window %" PRIu32 ": the JFR recording lacks %" PRIu64
+			   " of %" PRIu64 " samples (event log full at %zu per profile, or out of memory)",
+			   c->seq, dropped, samples, EMBER__AGG_MAX_EVENTS);
+	}
+	ember__jfr_event *ev = malloc((n ? n : 1) * sizeof(*ev));
+	size_t nthreads = 0;
+	ember__jfr_thread *threads = jfr_threads(aggs, N, &nthreads);
+	uint8_t *jfr = NULL;
+	size_t len = 0;
+	int rc = ev && threads ? 0 : ember__error_oom("JFR events");
+	size_t m = 0;
+	for (int k = 0; rc == 0 && k < N; k++)
+		for (size_t i = 0; aggs[k] && profiles[k] && i < aggs[k]->nevents; i++) {
+			const ember__agg_event *x = &aggs[k]->events[i];
+			ev[m++] = (ember__jfr_event){.time_ns = x->time_ns, .weight = x->weight,
+						     .sample = x->stack, .tid = x->tid,
+						     .kind = x->kind, .state = x->state};
+		}
+	if (rc == 0 && nheap)
+		m += jfr_malloc_events(c, ev + m);
+	ember__jfr_window w = {
+		.start_ns = c->win_start, .end_ns = end,
+		.profiles = {profiles[0], profiles[1], profiles[2]},
+		.events = ev, .nevents = m, .threads = threads, .nthreads = nthreads,
+		.wall_interval_ns = (int64_t)c->cfg.wall_ms * 1000000,
+		.max_depth = c->cfg.max_depth,
+	};
+	if (rc == 0)
+		rc = ember__jfr_encode(&w, &jfr, &len);
+	free(ev);
+	free(threads);
+	if (rc) {
+		ember__log(&c->cfg, EMBER_LOG_ERROR, "window %" PRIu32 " could not be encoded as JFR, %"
+			   PRIu64 " samples lost: %s", c->seq, samples, ember_last_error());
+		atomic_fetch_add(&c->report_failures, 1);
+		return rc;
+	}
+	ember_report rep = {
+		.app_name = c->cfg.app_name,
+		.profile_type = "jfr",
+		.start_ns = c->win_start,
+		.end_ns = end,
+		.samples = samples,
+		.seq = c->seq,
+		.final = final,
+		.format = EMBER_FORMAT_JFR,
+		.jfr = jfr,
+		.jfr_len = len,
+		.interval_ms = c->cfg.interval_ms,
+	};
+	rc = call_reporters(c, &rep);
+	free(jfr);
+	return rc;
 }
 
 /*
@@ -352,19 +551,30 @@ static int report_memory(ember__core *c, int64_t end, int final, int *any)
 static int close_window(ember__core *c, int64_t end, int final)
 {
 	int rc = 0, any = 0;
+	/* the profiles kept for the JFR recording, by EMBER_JFR_* kind */
+	ember__profile *jfr[EMBER_JFR_NKINDS] = {NULL};
 	if (c->cur.samples || final) {
-		rc = report_profile(c, &c->cur, EMBER__PROFILE_CPU, end, final);
+		rc = report_profile(c, &c->cur, EMBER__PROFILE_CPU, end, final,
+				    c->want_jfr ? &jfr[EMBER_JFR_CPU] : NULL);
 		any = 1;
 	}
 	if (c->cfg.wall_ms && (c->wcur.samples || final)) {
-		int wrc = report_profile(c, &c->wcur, EMBER__PROFILE_WALL, end, final);
+		int wrc = report_profile(c, &c->wcur, EMBER__PROFILE_WALL, end, final,
+					 c->want_jfr ? &jfr[EMBER_JFR_WALL] : NULL);
 		if (!rc)
 			rc = wrc;
 		any = 1;
 	}
-	int mrc = report_memory(c, end, final, &any);
+	int mrc = report_memory(c, end, final, &any, c->want_jfr ? &jfr[EMBER_JFR_MALLOC] : NULL);
 	if (!rc)
 		rc = mrc;
+	if (any && c->want_jfr) {
+		int jrc = report_jfr(c, jfr, end, final);
+		if (!rc)
+			rc = jrc;
+	}
+	for (int k = 0; k < EMBER_JFR_NKINDS; k++)
+		ember__profile_free(jfr[k]);
 	if (any)
 		atomic_fetch_add(&c->windows, 1);
 	else
@@ -398,24 +608,19 @@ static void final_window(ember__core *c)
 
 /*
  * Starts allocation profiling from the source EMBERPROF_ALLOC_BACKEND
- * chose (src/heap/jemalloc.c): with jemalloc's profiler as the source,
- * emberprof's malloc hook is detached right after the start, so it takes
- * no samples (but for any in the microseconds between the two calls).
+ * chose (src/heap/jemalloc.c): jemalloc's profiler is an exclusive heap
+ * source, so with it emberprof's malloc hook stays detached.
  */
 static void start_alloc_profiling(ember__core *c)
 {
-	int use_hook = 1;
-	if (ember__alloc_backend_setup(&c->heap, &c->cfg, &c->jemalloc_source, &use_hook) != 0) {
+	if (ember__alloc_backend_setup(&c->heap, &c->cfg, &c->jemalloc_source) != 0) {
 		ember__log(&c->cfg, EMBER_LOG_ERROR, "allocation profiling off: %s", ember_last_error());
 		return;
 	}
-	if (ember__heapprof_start(&c->heap, &c->cfg) != 0) {
+	if (ember__heapprof_start(&c->heap, &c->cfg, c->want_jfr) != 0) {
 		ember__log(&c->cfg, EMBER_LOG_ERROR, "allocation profiling off: %s", ember_last_error());
 		ember__heapprof_stop(c->heap);
-		return;
 	}
-	if (!use_hook)
-		ember__heapprof_detach(c->heap);
 }
 
 static void *agent_main(void *arg)
@@ -583,6 +788,9 @@ static uint32_t ring_slots(unsigned hz, unsigned wall_ms)
 	return n;
 }
 
+/* The async-profiler backend instead of our sampler (below). */
+static int asprof_agent_start(ember_running **out, ember__core *c);
+
 EMBER_API int ember_agent_start(ember_running **out, ember_agent *a)
 {
 	*out = NULL;
@@ -590,6 +798,8 @@ EMBER_API int ember_agent_start(ember_running **out, ember_agent *a)
 	if (c->pid != getpid())
 		return ember__error(EMBER_ERR_INVALID, "this agent was built in process %d; after fork() "
 				    "build a new one in the child", (int)c->pid);
+	if (c->cfg.backend == EMBER_BACKEND_ASYNC_PROFILER)
+		return asprof_agent_start(out, c);
 	memset(&c->sig, 0, sizeof(c->sig));
 	c->sig.max_depth = (int)c->cfg.max_depth;
 	c->sig.unwind_mode = c->cfg.unwind; /* ember_unwind_mode = EMBER_UNWIND_MODE_* */
@@ -680,6 +890,43 @@ static void log_heap_stats(const ember__core *c)
 		   h.sampled, h.dropped_full, h.no_bounds, h.live_overflow);
 }
 
+/* ---- the async-profiler backend (src/asprof/) ---- */
+
+/* Hands a JFR window to the reporters (all take JFR: checked at build). */
+static int asprof_deliver(void *ctx, const ember_report *rep)
+{
+	ember__core *c = ctx;
+	int rc = call_reporters(c, rep);
+	atomic_fetch_add(&c->windows, 1);
+	return rc;
+}
+
+/* Starts async-profiler instead of our sampler: no handler, no timers. */
+static int asprof_agent_start(ember_running **out, ember__core *c)
+{
+	int rc = ember__asprof_run_start(&c->asprof, &c->cfg, c->seq, asprof_deliver, c);
+	if (rc)
+		return rc;
+	c->state = STATE_RUNNING;
+	*out = &c->running;
+	return 0;
+}
+
+static int asprof_agent_stop(ember__core *c)
+{
+	uint64_t errors = 0;
+	int rc = ember__asprof_run_stop(c->asprof, &c->seq, &errors);
+	c->asprof = NULL;
+	atomic_fetch_add(&c->asprof_errors, errors);
+	ember__log(&c->cfg, EMBER_LOG_INFO,
+		   "stopped async-profiler: %" PRIu64 " windows, %" PRIu64 " report failures, %" PRIu64
+		   " async-profiler errors", atomic_load(&c->windows), atomic_load(&c->report_failures),
+		   atomic_load(&c->asprof_errors));
+	log_upload_stats(c);
+	c->state = STATE_READY;
+	return rc;
+}
+
 EMBER_API int ember_running_stop(ember_agent **out, ember_running *r)
 {
 	ember__core *c = r->core;
@@ -689,6 +936,8 @@ EMBER_API int ember_running_stop(ember_agent **out, ember_running *r)
 		c->state = STATE_READY;
 		return ember__error(EMBER_ERR_INVALID, "agent stopped in a fork child: nothing to report");
 	}
+	if (c->asprof)
+		return asprof_agent_stop(c);
 	/* No new signals, then none pending or running, then the last drain. */
 	ember__wall_stop(&c->wall);
 	ember__threads_stop(&c->threads);
@@ -708,6 +957,9 @@ EMBER_API int ember_running_stop(ember_agent **out, ember_running *r)
 		   " truncated, %" PRIu64 " leaf-only, %" PRIu64 " windows, %" PRIu64 " report failures",
 		   atomic_load(&c->samples), atomic_load(&c->dropped_full), atomic_load(&c->truncated),
 		   atomic_load(&c->no_bounds), atomic_load(&c->windows), atomic_load(&c->report_failures));
+	if (atomic_load(&c->jfr_events_dropped))
+		ember__log(&c->cfg, EMBER_LOG_WARN, "%" PRIu64 " samples left out of JFR recordings",
+			   atomic_load(&c->jfr_events_dropped));
 	log_upload_stats(c);
 	log_heap_stats(c);
 	ember__heapprof_stop(c->heap);
@@ -760,6 +1012,9 @@ static void fill_stats(const ember__core *c, ember_stats *s, int running)
 	s->alloc_samples = h.sampled;
 	s->alloc_dropped = h.dropped_full;
 	s->alloc_live_overflow = h.live_overflow;
+	s->asprof_errors = atomic_load(&c->asprof_errors);
+	if (running && c->asprof)
+		s->asprof_errors += ember__asprof_run_errors(c->asprof);
 	add_reporter_stats(c, s);
 }
 

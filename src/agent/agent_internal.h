@@ -13,6 +13,7 @@
 #include "emberprof.h"
 #include "agent/threads.h"
 #include "agent/sigsetup.h"
+#include "asprof/asprof.h"
 
 typedef struct ember__tag {
 	char *key, *value;
@@ -40,6 +41,9 @@ typedef struct ember__config {
 	ember_log_fn log_fn;
 	void *log_ud;
 	int log_level;
+	/* the profiling backend (ember_backend) and the async-profiler one's settings */
+	int backend;
+	ember__asprof_config asprof;
 } ember__config;
 
 struct ember_builder {
@@ -69,6 +73,8 @@ int ember__parse_uint(const char *s, unsigned long min, unsigned long max, unsig
 int ember__parse_bool(const char *s, int *out);
 int ember__parse_signal(const char *s, int *out);
 int ember__parse_log_level(const char *s, int *out);
+/* EMBERPROF_OUTPUT_FORMAT: "pprof", "jfr" or "both" -> EMBER_FORMAT_* bits. */
+int ember__parse_formats(const char *s, unsigned *out);
 /* "off"/"0" (0), "on" (the default 50 ms) or a duration of 1 ms..60 s. */
 int ember__parse_wall(const char *s, unsigned *out_ms);
 

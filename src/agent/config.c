@@ -11,7 +11,9 @@
 #include <string.h>
 
 #include "agent/agent_internal.h"
+#include "asprof/asprof_config.h"
 #include "report/pyroscope.h"
+#include "report/s3.h"
 #include "util/error.h"
 
 void ember__config_defaults(ember__config *c)
@@ -171,6 +173,19 @@ int ember__parse_log_level(const char *s, int *out)
 	if (!strcasecmp(s, "warning"))
 		return *out = EMBER_LOG_WARN, 0;
 	return EMBER_ERR_INVALID;
+}
+
+int ember__parse_formats(const char *s, unsigned *out)
+{
+	if (!strcmp(s, "pprof"))
+		*out = EMBER_FORMAT_PPROF;
+	else if (!strcmp(s, "jfr"))
+		*out = EMBER_FORMAT_JFR;
+	else if (!strcmp(s, "both"))
+		*out = EMBER_FORMAT_PPROF | EMBER_FORMAT_JFR;
+	else
+		return EMBER_ERR_INVALID;
+	return 0;
 }
 
 int ember__parse_wall(const char *s, unsigned *out_ms)
@@ -551,9 +566,20 @@ EMBER_API int ember_builder_apply_env(ember_builder *b)
 		if (ember__parse_bool(v, &x))
 			return bad_env("EMBERPROF_FOLLOW_CHILDREN", v, "expected 0 or 1");
 	}
+	/* The backend first: it decides the format of the reporters below. */
+	int arc = ember__asprof_apply_env(b);
+	if (arc)
+		return arc;
+	int asprof = b->cfg.backend == EMBER_BACKEND_ASYNC_PROFILER;
+	unsigned formats = asprof ? EMBER_FORMAT_JFR : EMBER_FORMAT_PPROF;
+	if ((v = getenv("EMBERPROF_OUTPUT_FORMAT")) && *v && ember__parse_formats(v, &formats))
+		return bad_env("EMBERPROF_OUTPUT_FORMAT", v, "expected pprof, jfr or both");
+	if (asprof && formats != EMBER_FORMAT_JFR)
+		return bad_env("EMBERPROF_OUTPUT_FORMAT", v, "the async-profiler backend "
+			       "(EMBERPROF_BACKEND=asprof) writes jfr only");
 	if ((v = getenv("EMBERPROF_OUTPUT_DIR")) && *v) {
 		ember_reporter r;
-		int rc = ember_reporter_local(&r, v);
+		int rc = ember_reporter_local_ex(&r, v, formats);
 		if (rc == 0) {
 			rc = ember_builder_add_reporter(b, &r);
 			if (rc && r.destroy)
@@ -566,5 +592,9 @@ EMBER_API int ember_builder_apply_env(ember_builder *b)
 			return bad_env("EMBERPROF_OUTPUT_DIR", v, why);
 		}
 	}
+	/* The S3 reporter's EMBERPROF_S3_* (src/report/s3_env.c). */
+	int src = ember__s3_apply_env(b);
+	if (src)
+		return src;
 	return apply_server_env(b);
 }

@@ -25,6 +25,7 @@
 struct ember__heapprof {
 	ember__heap_hook hook;
 	int attached, ring_mapped;
+	int want_events; /* keep each sampled allocation as an event (for JFR) */
 	uint64_t mean;
 	ember__memagg cur, next; /* allocation sums of this and the next window */
 	ember__memagg dict;      /* every stack a live block may have */
@@ -60,15 +61,17 @@ int ember__heapprof_add_source(ember__heapprof **hp, const ember__heap_source *s
 	return 0;
 }
 
-int ember__heapprof_start(ember__heapprof **hpp, const ember__config *cfg)
+int ember__heapprof_start(ember__heapprof **hpp, const ember__config *cfg, int want_events)
 {
 	int rc = ensure(hpp);
 	if (rc)
 		return rc;
 	ember__heapprof *hp = *hpp;
 	hp->mean = cfg->alloc_mean;
+	hp->want_events = want_events;
 	ember__memagg_init(&hp->cur);
 	ember__memagg_init(&hp->next);
+	int exclusive = 0;
 	for (size_t i = 0; i < hp->nsrc; i++) {
 		hp->src_on[i] = 1;
 		if (hp->src[i].start && hp->src[i].start(hp->src[i].ud, hp->mean) < 0) {
@@ -76,9 +79,16 @@ int ember__heapprof_start(ember__heapprof **hpp, const ember__config *cfg)
 				   ember_last_error());
 			hp->src_on[i] = 0;
 		}
+		if (hp->src_on[i] && (hp->src[i].flags & EMBER_HEAP_SOURCE_EXCLUSIVE)) {
+			ember__log(cfg, EMBER_LOG_INFO, "allocation profiling through %s, not the malloc hook",
+				   hp->src[i].name);
+			exclusive = 1;
+		}
 	}
 	ember__heap_hook *h = &hp->hook;
 	memset(h, 0, sizeof(*h));
+	if (exclusive)
+		return 0;
 	h->mean = hp->mean;
 	h->live = ember__heap_live_table();
 	if (!h->live)
@@ -102,10 +112,13 @@ int ember__heapprof_start(ember__heapprof **hpp, const ember__config *cfg)
 		ember__log(cfg, EMBER_LOG_WARN, "allocation profiling: malloc is not emberprof's here "
 			   "(another allocator comes first, or emberprof was dlopen'ed); memory "
 			   "profiles will hold only what reaches emberprof's malloc");
-	else
+	else {
+		Dl_info info;
+		void *real = ember__heap_real_malloc();
+		const char *lib = real && dladdr(real, &info) && info.dli_fname ? info.dli_fname : "?";
 		ember__log(cfg, EMBER_LOG_INFO, "allocation profiling: one sample per %llu bytes on "
-			   "average, allocator: %s", (unsigned long long)hp->mean,
-			   ember__heap_real_name());
+			   "average, allocations served by %s", (unsigned long long)hp->mean, lib);
+	}
 	return 0;
 }
 
@@ -183,10 +196,12 @@ void ember__heapprof_drain(ember__heapprof *hp, int64_t win_end)
 		uint64_t h = ember__heap_stack_hash(r->pcs, r->depth);
 		if (!ember__memagg_find(&hp->dict, h))
 			ember__memagg_add(&hp->dict, r->pcs, r->depth, zero);
-		ember__heap_event e = {r->time_ns, r->tid, 0, r->weight, f * (double)r->weight, h};
-		if (later)
+		uint64_t addr;
+		memcpy(&addr, ember__sample_labels(&hp->hook.buf, r), sizeof(addr));
+		ember__heap_event e = {r->time_ns, r->tid, -1, r->weight, addr, f * (double)r->weight, h};
+		if (hp->want_events && later)
 			push_event(&hp->ev_next, &hp->nev_next, &hp->cap_next, &e, &hp->events_cut);
-		else
+		else if (hp->want_events)
 			push_event(&hp->ev_cur, &hp->nev_cur, &hp->cap_cur, &e, &hp->events_cut);
 		ember__sampbuf_release(&hp->hook.buf, r);
 	}
@@ -242,6 +257,11 @@ int ember__heapprof_window(ember__heapprof *hp, ember__symbolizer *sym, const em
 	*nsamples = allocs;
 	if (hp->cur.n || final)
 		rc = ember__memagg_profile(&hp->cur, sym, cfg, hp->mean, start_ns, end_ns, out) ?: rc;
+	/* Each event names its stack's sample in that profile (JFR). */
+	for (size_t i = 0; i < hp->nev_cur; i++) {
+		const ember__memagg_stack *s = *out ? ember__memagg_find(&hp->cur, hp->ev_cur[i].stack) : NULL;
+		hp->ev_cur[i].sample = s ? s->sample : -1;
+	}
 	/* The window's events become the closed ones; the next window's move up. */
 	free(hp->ev_closed);
 	hp->ev_closed = hp->ev_cur;
@@ -323,6 +343,11 @@ void ember__heapprof_stats(const ember__heapprof *hp, ember__heap_stats *out)
 	out->no_bounds += atomic_load(&h->no_bounds);
 	out->live_overflow += atomic_load(&h->live_overflow);
 	out->live_unknown = hp->live_unknown;
+}
+
+int ember__heapprof_hooked(const ember__heapprof *hp)
+{
+	return hp && hp->attached;
 }
 
 void ember__heapprof_free(ember__heapprof *hp)

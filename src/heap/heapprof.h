@@ -38,10 +38,16 @@ typedef struct ember__heapprof ember__heapprof;
  *    ember_err (logged and counted; the window is still reported).
  *  - stop (optional): when sampling stops, after the last collect.
  *  - destroy (optional): with the agent.
+ * flags: EMBER_HEAP_SOURCE_EXCLUSIVE when the source sees the process's
+ * allocations itself (jemalloc's own sampling): the malloc hook then
+ * stays detached for the run, so nothing is counted twice.
  */
+#define EMBER_HEAP_SOURCE_EXCLUSIVE 0x1u
+
 typedef struct ember__heap_source {
 	const char *name;
 	void *ud;
+	unsigned flags;
 	int (*start)(void *ud, uint64_t mean);
 	int (*collect)(void *ud, int64_t start_ns, int64_t end_ns, ember__memagg *out);
 	void (*stop)(void *ud);
@@ -52,8 +58,10 @@ typedef struct ember__heap_source {
 typedef struct ember__heap_event {
 	int64_t time_ns;   /* CLOCK_REALTIME */
 	int32_t tid;
-	uint32_t reserved;
+	int32_t sample;    /* index of its stack's sample in the window's memory
+			      profile (set when the window closes); -1: none */
 	uint64_t size;     /* bytes requested */
+	uint64_t address;  /* the block */
 	double weight;     /* bytes it stands for (unsampled) */
 	uint64_t stack;    /* stack hash: ember__heapprof_stack */
 } ember__heap_event;
@@ -71,10 +79,12 @@ typedef struct ember__heap_stats {
  * Starts allocation profiling with the sampling mean cfg->alloc_mean
  * (bytes): maps the ring and the live table, attaches the hook, starts
  * the sources. *hp is created on the first call and kept across runs.
- * `sig` is the running signal state (unwind mode and depth). Logs a
- * warning when malloc is not interposed in this process. 0 or ember_err.
+ * With `want_events` (a reporter takes JFR) each sampled allocation is
+ * also kept as an event (ember__heapprof_events), at most 100000 per
+ * window. Logs a warning when malloc is not interposed in this process.
+ * 0 or ember_err.
  */
-int ember__heapprof_start(ember__heapprof **hp, const ember__config *cfg);
+int ember__heapprof_start(ember__heapprof **hp, const ember__config *cfg, int want_events);
 
 /* Adds a source (copied). The heapprof owns it from then on. */
 int ember__heapprof_add_source(ember__heapprof **hp, const ember__heap_source *src);
@@ -108,6 +118,8 @@ const uint64_t *ember__heapprof_stack(const ember__heapprof *hp, uint64_t stack,
 void ember__heapprof_stop(ember__heapprof *hp);
 
 void ember__heapprof_stats(const ember__heapprof *hp, ember__heap_stats *out);
+/* Whether the malloc hook is attached (this run samples through it). */
+int ember__heapprof_hooked(const ember__heapprof *hp);
 void ember__heapprof_free(ember__heapprof *hp);
 
 #endif

@@ -9,9 +9,12 @@
  * application's memory must come from it: a block jemalloc allocated (say
  * through its own mallocx) and then passed to free() would crash glibc's
  * free. So on the first call we ask the dynamic loader which malloc comes
- * next (dlsym(RTLD_NEXT, "malloc")): if it is glibc's own, we use the
+ * next (dlsym(RTLD_NEXT, "malloc")): if it is __libc_malloc (glibc's own,
+ * or tcmalloc's, which defines the __libc_* names too), we use the
  * __libc_* entry points; otherwise every call goes to the next allocator's
- * functions. dlsym itself may allocate: calls made while the lookup runs
+ * functions. (An allocator that also defines operator new and delete -
+ * jemalloc, tcmalloc - serves C++ new itself, without passing through
+ * malloc: only its C calls reach us.) dlsym itself may allocate: calls made while the lookup runs
  * (on this thread, or on another) are served from a small static arena
  * whose blocks free() recognises and ignores. An allocator preloaded
  * BEFORE us never reaches this code at all: its malloc wins the lookup,
@@ -89,7 +92,6 @@ static const real_fns glibc_fns = {
 enum { REAL_NONE = 0, REAL_RESOLVING = 1, REAL_READY = 2 };
 static _Atomic int g_real_state;
 static real_fns g_real; /* valid once g_real_state is REAL_READY */
-static const char *g_real_name = "unresolved";
 
 /* The bootstrap arena: blocks are [16-byte header: size][data]. */
 #define BOOT_SIZE (128u * 1024u)
@@ -155,7 +157,6 @@ static int resolve(void)
 		return st;
 	int saved = errno;
 	real_fns r = glibc_fns;
-	const char *name = "glibc";
 	void *next = dlsym(RTLD_NEXT, "malloc");
 	if (next && next != (void *)__libc_malloc) {
 		real_fns n = {
@@ -174,11 +175,9 @@ static int resolve(void)
 			if (!n.aligned_alloc)
 				n.aligned_alloc = n.memalign;
 			r = n;
-			name = "next";
 		}
 	}
 	g_real = r;
-	g_real_name = name;
 	errno = saved;
 	atomic_store_explicit(&g_real_state, REAL_READY, memory_order_release);
 	return REAL_READY;
@@ -191,9 +190,10 @@ static inline const real_fns *real(void)
 	return resolve() == REAL_READY ? &g_real : NULL;
 }
 
-const char *ember__heap_real_name(void)
+void *ember__heap_real_malloc(void)
 {
-	return real() ? g_real_name : "unresolved";
+	const real_fns *r = real();
+	return r ? (void *)r->malloc : NULL;
 }
 
 /* ---- thread-local state ---- */
@@ -258,7 +258,11 @@ int ember__heap_hook_attach(ember__heap_hook *h)
 
 void ember__heap_hook_detach(void)
 {
-	atomic_store_explicit(&g_hook, NULL, memory_order_release);
+	/* Sequentially consistent, as the sampled path's in-flight increment
+	 * and its load of g_hook after it: a quiesce that then reads the count
+	 * zero knows every later sampled path sees NULL. */
+	atomic_store_explicit(&g_hook, NULL, memory_order_seq_cst);
+	atomic_thread_fence(memory_order_seq_cst);
 }
 
 /* ---- the sampled path ---- */
@@ -327,6 +331,8 @@ write_record(ember__sigstate *st, ember__heap_hook *h, void *p, size_t n)
 	r->tid = tid;
 	r->flags = flags | EMBER_HEAP_REC_ALLOC;
 	r->label_len = 0;
+	uintptr_t addr = (uintptr_t)p; /* heap records keep the block's address there */
+	memcpy(ember__sample_labels(&h->buf, r), &addr, sizeof(addr));
 	r->weight = n;
 	r->time_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 	uint64_t hash = ember__heap_stack_hash(r->pcs, r->depth);
@@ -355,7 +361,7 @@ EMBER_HEAP_HOOK_SECTION __attribute__((noinline)) static void *slow(void *p, siz
 	int saved = errno;
 	tls_busy = 1;
 	ember__sigstate *st = ember__sigpath_enter();
-	ember__heap_hook *h = atomic_load_explicit(&g_hook, memory_order_acquire);
+	ember__heap_hook *h = atomic_load_explicit(&g_hook, memory_order_seq_cst);
 	if (st && h) {
 		uint32_t ep = atomic_load_explicit(&g_epoch, memory_order_relaxed);
 		int take = 1;

@@ -35,7 +35,9 @@ enum { EMBER_HEAP_REC_ALLOC = 1u << 12 };
  * published with ember__heap_hook_attach while the agent runs. A record's
  * weight is the requested size in bytes, its pcs the allocating stack
  * (leaf first; the leaf is the return address into malloc's caller minus
- * one, so it is an exact address inside the call instruction).
+ * one, so it is an exact address inside the call instruction), and the
+ * block's address is in the first 8 bytes of its label area
+ * (ember__sample_labels; label_len stays 0).
  */
 typedef struct ember__heap_hook {
 	ember__sampbuf buf;
@@ -71,9 +73,9 @@ ember__livetab *ember__heap_live_table(void);
 int ember__heap_internal(void);
 void ember__heap_set_internal(int on);
 
-/* Where the application's allocator calls go: glibc's, or whatever
- * allocator follows us in the symbol search order ("next"); see hook.c. */
-const char *ember__heap_real_name(void);
+/* The malloc the hook calls (glibc's __libc_malloc, or the allocator
+ * that follows us in the symbol search order; see hook.c), for logs. */
+void *ember__heap_real_malloc(void);
 
 /* The functions the exported names forward to. */
 void *ember__heap_malloc(size_t n);

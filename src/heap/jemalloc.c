@@ -447,16 +447,10 @@ static void source_destroy(void *ud)
 
 static const char *const backend_names[] = {"auto", "emberprof", "jemalloc"};
 
-int ember__alloc_backend_setup(ember__heapprof **hp, const ember__config *cfg, int *added,
-			       int *use_hook)
+int ember__alloc_backend_setup(ember__heapprof **hp, const ember__config *cfg, int *added)
 {
-	*use_hook = 1;
-	if (cfg->alloc_backend == EMBER_ALLOC_BACKEND_EMBERPROF)
+	if (cfg->alloc_backend == EMBER_ALLOC_BACKEND_EMBERPROF || *added)
 		return 0;
-	if (*added) {
-		*use_hook = 0;
-		return 0;
-	}
 	ember__jemalloc *j = NULL;
 	int rc = ember__jemalloc_open(&j);
 	if (rc) {
@@ -469,6 +463,7 @@ int ember__alloc_backend_setup(ember__heapprof **hp, const ember__config *cfg, i
 	ember__heap_source src = {
 		.name = "jemalloc",
 		.ud = j,
+		.flags = EMBER_HEAP_SOURCE_EXCLUSIVE, /* the malloc hook stays detached */
 		.start = source_start,
 		.collect = source_collect,
 		.destroy = source_destroy,
@@ -478,7 +473,6 @@ int ember__alloc_backend_setup(ember__heapprof **hp, const ember__config *cfg, i
 		return rc;
 	}
 	*added = 1;
-	*use_hook = 0;
 	ember__log(cfg, EMBER_LOG_INFO,
 		   "allocation profiling backend %s: jemalloc's profiler, one sample per %llu bytes "
 		   "on average (lg_prof_sample; EMBERPROF_ALLOC's mean is not used), alloc_* %s",

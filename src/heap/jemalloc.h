@@ -129,13 +129,12 @@ struct ember__heapprof;
  * profiling (agent thread, before ember__heapprof_start), following
  * cfg->alloc_backend: for jemalloc, and for auto when jemalloc with
  * profiling on is in the process, opens the backend and adds it to *hp as
- * a heap source named "jemalloc" (once: *added remembers it across runs of
- * the same agent) and sets *use_hook to 0 (emberprof's malloc hook must
- * then take no samples, or allocations would count twice); otherwise
- * *use_hook is 1. Returns 0, or for backend jemalloc the reason it cannot
- * be used (EMBER_ERR_UNSUPPORTED and a message), or EMBER_ERR_NOMEM.
+ * the exclusive heap source "jemalloc" (EMBER_HEAP_SOURCE_EXCLUSIVE: the
+ * malloc hook then stays detached, so nothing is counted twice), once:
+ * *added remembers it across runs of the same agent. Returns 0, or for
+ * backend jemalloc the reason it cannot be used (EMBER_ERR_UNSUPPORTED
+ * and a message), or EMBER_ERR_NOMEM.
  */
-int ember__alloc_backend_setup(struct ember__heapprof **hp, const ember__config *cfg, int *added,
-			       int *use_hook);
+int ember__alloc_backend_setup(struct ember__heapprof **hp, const ember__config *cfg, int *added);
 
 #endif

@@ -73,7 +73,7 @@ const ember__memagg_stack *ember__memagg_find(const ember__memagg *m, uint64_t h
 	return pos && *pos ? m->stacks[*pos - 1] : NULL;
 }
 
-int ember__memagg_profile(const ember__memagg *m, ember__symbolizer *sym, const ember__config *cfg,
+int ember__memagg_profile(ember__memagg *m, ember__symbolizer *sym, const ember__config *cfg,
 			  uint64_t mean, int64_t start_ns, int64_t end_ns, ember__profile **out)
 {
 	*out = NULL;
@@ -107,13 +107,15 @@ int ember__memagg_profile(const ember__memagg *m, ember__symbolizer *sym, const 
 	}
 	size_t nr = 0;
 	for (size_t i = 0; i < m->n; i++) {
-		const ember__memagg_stack *s = m->stacks[i];
+		ember__memagg_stack *s = m->stacks[i];
 		int64_t *v = vals + nr * EMBER_MEM_NVALUES;
 		int any = 0;
 		for (int k = 0; k < EMBER_MEM_NVALUES; k++)
 			any |= (v[k] = (int64_t)llround(s->v[k])) != 0;
+		s->sample = -1;
 		if (!any)
 			continue; /* e.g. a stack kept only for blocks since freed */
+		s->sample = (int32_t)nr;
 		rows[nr++] = (ember__window_row){s->pcs, s->depth, v};
 	}
 	int rc = ember__window_rows(p, sym, cfg, rows, nr);

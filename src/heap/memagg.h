@@ -33,6 +33,7 @@ typedef struct ember__memagg_stack {
 	uint64_t hash;
 	uint32_t depth;
 	uint32_t next; /* position+1 of the next stack with the same hash, 0: none */
+	int32_t sample; /* its index in the profile ember__memagg_profile built; -1: none */
 	double v[EMBER_MEM_NVALUES];
 	uint64_t pcs[];
 } ember__memagg_stack;
@@ -66,9 +67,11 @@ const ember__memagg_stack *ember__memagg_find(const ember__memagg *m, uint64_t h
  * alloc_objects/count, alloc_space/bytes, inuse_objects/count,
  * inuse_space/bytes (values rounded to integers; default inuse_space),
  * period_type space/bytes with period `mean` (the sampling mean, 0 if
- * unknown). On success *out is the caller's. 0 or ember_err.
+ * unknown). Stacks whose values all round to 0 are left out; each
+ * stack's `sample` says which sample it became. On success *out is the
+ * caller's. 0 or ember_err.
  */
-int ember__memagg_profile(const ember__memagg *m, ember__symbolizer *sym, const ember__config *cfg,
+int ember__memagg_profile(ember__memagg *m, ember__symbolizer *sym, const ember__config *cfg,
 			  uint64_t mean, int64_t start_ns, int64_t end_ns, ember__profile **out);
 
 #endif

@@ -7,13 +7,8 @@
 # (`go tool pprof` reads the profile and gives the values). Skipped in
 # the sanitizer build, where AddressSanitizer owns malloc.
 . "$(dirname "$0")/lib.sh"
-
-case "${EMBER_TEST_SANITIZE:-OFF}" in
-ON | on | 1 | TRUE | true)
-	echo "SKIP: the sanitizer build does not interpose malloc (AddressSanitizer owns it)"
-	exit 77
-	;;
-esac
+: "${EMBER_TEST_SRCDIR:?}"
+. "$(dirname "$0")/heap_lib.sh"
 prog="$EMBER_TEST_BINDIR/tests/heap/ember_heap_cxx"
 [ -x "$prog" ] || { fail "no $prog"; done_tests; }
 
@@ -26,21 +21,12 @@ if [ "$n" -ge 1 ]; then ok "memory profile written ($n)"; else fail "no .memory.
 
 # Values from go tool pprof, in bytes (-unit=B), summed over the windows:
 # the cumulative column, since the leaf is libstdc++'s operator new.
-cum() { # INDEX FUNCTION [FILES...]
-	index=$1 func=$2
-	shift 2
-	HOME=$T GOCACHE=$T/gocache go tool pprof -sample_index="$index" -unit=B -top -nodecount=1000 \
-		"$@" 2>pprof.err | awk -v f="$func" '
-		{ name = $0; sub(/^ *[^ ]+ +[^ ]+ +[^ ]+ +[^ ]+ +[^ ]+ +/, "", name); sub(/ \(inline\)$/, "", name) }
-		name == f { v = $4; sub(/B$/, "", v); print v; found = 1 }
-		END { if (!found) print 0 }'
-}
-big=$(cum alloc_space "make_big()" prof/*.memory.pb.gz)
-small=$(cum alloc_space "make_small()" prof/*.memory.pb.gz)
+big=$(heap_cum alloc_space "make_big()" prof/*.memory.pb.gz)
+small=$(heap_cum alloc_space "make_small()" prof/*.memory.pb.gz)
 echo "alloc_space: make_big $big B, make_small $small B"
-leaf=$(cum alloc_space "operator new(unsigned long)" prof/*.memory.pb.gz)
+leaf=$(heap_cum alloc_space "operator new(unsigned long)" prof/*.memory.pb.gz)
 if [ "$leaf" != 0 ]; then ok "operator new is the allocating frame"; else fail "no operator new frame"; fi
-if awk -v a="$big" -v b="$small" 'BEGIN { exit !(b > 0 && a / b > 2.85 && a / b < 3.15) }'; then
+if heap_ratio3_ok "$big" "$small"; then
 	ok "alloc_space ratio 3:1 within 5%"
 else
 	fail "alloc_space ratio: $big / $small"
@@ -48,8 +34,26 @@ else
 fi
 # Everything was deleted before exit: nothing of either site in use at
 # the end of the final window (the last file; names sort by time).
-inuse=$(cum inuse_space "make_big()" "$(ls prof/*.memory.pb.gz | tail -n 1)")
+inuse=$(heap_cum inuse_space "make_big()" "$(ls prof/*.memory.pb.gz | tail -n 1)")
 if [ "$inuse" = 0 ]; then ok "inuse_space empty after delete"; else fail "inuse_space of make_big: $inuse"; fi
+
+# JFR: each sampled allocation is a profiler.Malloc event (async-profiler's
+# native allocation type) whose stack is the allocating site's; the JDK's
+# jfr tool reads the recording (tests/tools/jfr_check.py).
+sites="$EMBER_TEST_BINDIR/tests/heap/ember_heap_sites"
+"$EMBERPROF" run --alloc=4096 --format both --interval 60m -o jfr -q -- "$sites" >out 2>err; rc=$?
+check_exit "run --alloc --format both" 0 $rc
+cat >expect.json <<'X'
+{"frame_types": ["Native", "C++"], "methods": {"profiler.Malloc": ["site_a", "site_b", "main"]}}
+X
+f=$(ls -S jfr/*.jfr 2>/dev/null | head -1)
+if [ -n "$f" ] && python3 "$EMBER_TEST_SRCDIR/tests/tools/jfr_check.py" "$f" expect.json >check.out 2>&1; then
+	ok "JFR: profiler.Malloc events at site_a and site_b, read by the JDK's jfr tool"
+else
+	fail "jfr_check on ${f:-no .jfr}:"
+	sed 's/^/    /' check.out >&2 2>/dev/null
+	ls -la jfr >&2
+fi
 
 # A bad value is refused before the program runs.
 "$EMBERPROF" run --alloc=lots -- true >out 2>err; rc=$?

@@ -94,7 +94,7 @@ int main(void)
 			 "sample types");
 		IT_CHECK(p->default_sample_type && !strcmp(p->default_sample_type, "inuse_space"),
 			 "default sample type");
-		it_heap_no_own_frames(p);
+		it_heap_no_own_frames(p, 0);
 		alloc_a += it_heap_sum(p, "alloc_space", "site_a");
 		alloc_b += it_heap_sum(p, "alloc_space", "site_b");
 		obj_a += it_heap_sum(p, "alloc_objects", "site_a");

@@ -137,7 +137,7 @@ int main(void)
 	double alloc = 0, one = 0, two = 0, inuse = 0;
 	for (size_t i = 0; i < cap.n; i++) {
 		ember__profile *p = it_decode(&cap.w[i]);
-		it_heap_no_own_frames(p);
+		it_heap_no_own_frames(p, 1);
 		alloc += it_heap_sum(p, "alloc_space", NULL);
 		one += it_heap_sum(p, "alloc_space", "site_one");
 		two += it_heap_sum(p, "alloc_space", "site_two");
