@@ -108,6 +108,18 @@ run none "$lib" jemalloc; rc=$?
 check_exit "no jemalloc: fixture exits as without profiling" 3 $rc
 check_grep "no jemalloc: reason" none.err "alloc backend jemalloc: jemalloc is not in the process"
 
+# Through `emberprof run --alloc`: the variable passes to the program
+# without a warning, and jemalloc's profiler is used.
+rm -rf "$T/cli"
+EMBERPROF_LOG_LEVEL=info EMBERPROF_ALLOC_BACKEND=jemalloc LD_PRELOAD=$je \
+	MALLOC_CONF=prof:true,lg_prof_sample:10,prof_accum:true \
+	"$EMBERPROF" run --alloc --quiet --output "$T/cli" -- "$fixture" "$T/cli.heap" >cli.out 2>cli.err; rc=$?
+check_exit "emberprof run --alloc" 0 $rc
+check_no_grep "emberprof run --alloc: known variable" cli.err "unknown environment variable"
+check_grep "emberprof run --alloc: jemalloc's profiler" cli.err "allocation profiling backend jemalloc: jemalloc's profiler"
+top cli
+check_grep "emberprof run --alloc: pprof names" cli.top "ember_jm_site_big"
+
 # A bad value.
 EMBERPROF_OUTPUT_DIR=$T/bad EMBERPROF_ALLOC_BACKEND=tcmalloc LD_PRELOAD=$lib sh -c 'echo ran' >out 2>err; rc=$?
 check_exit "bad EMBERPROF_ALLOC_BACKEND" 0 $rc
