@@ -13,7 +13,10 @@
 #    RSS against gperftools, in interleaved paired runs (about 3-6 minutes;
 #    EMBER_BENCH_ROUNDS sets the number of rounds, default 5);
 # 4. the same with a 0.5 CPU-second workload, where the fixed costs of
-#    starting and stopping the profilers dominate (about 30 s).
+#    starting and stopping the profilers dominate (about 30 s);
+# 5. bench/heap.sh: the overhead of allocation profiling on a malloc-heavy
+#    workload, emberprof against jemalloc's and tcmalloc's samplers
+#    (about 1-2 minutes idle; EMBER_BENCH_HEAP_ROUNDS, default 7).
 #
 # Benchmarks judge nothing: the numbers are to be read against the targets
 # in docs/BENCHMARKS.md. Full outputs go to BUILD_DIR/bench-results/.
@@ -64,6 +67,10 @@ EMBER_BENCH_NAME=fixedcost EMBER_BENCH_WORKLOAD_ARGS="4 1000" \
 	bash "$here/overhead.sh" "$build" 9 >/dev/null
 
 echo
+echo "== allocation profiling overhead (bench/heap.sh)"
+bash "$here/heap.sh" "$build" "${EMBER_BENCH_HEAP_ROUNDS:-7}" >/dev/null
+
+echo
 echo "== summary"
 cat "$results/machine.txt"
 echo
@@ -76,6 +83,10 @@ echo
 echo "-- fixed costs (workload: 4 threads x 1000 calls, about 0.5 CPU-seconds)"
 sed -n '/^Summary over/,$p' "$results/fixedcost.txt"
 echo
+echo "-- allocation profiling (malloc-heavy workload, ratios of CPU time)"
+sed -n '/^Summary over/,$p' "$results/heap.txt"
+echo
 echo "Targets: CPU overhead <= 1% at 100 Hz and <= 3% at 1 kHz; <= 2 us per sample at"
-echo "depth 32; added RSS <= 10 MiB. See docs/BENCHMARKS.md."
+echo "depth 32; added RSS <= 10 MiB; allocation profiling at the default mean <= 3% and"
+echo "no worse than the better of je-prof/je and tc-sample/tc. See docs/BENCHMARKS.md."
 echo "Per-run rows: $results/overhead.tsv; total time $(($(date +%s) - start)) s."

@@ -347,6 +347,27 @@ EMBER_API int ember_builder_set_wall(ember_builder *b, unsigned interval_ms);
  */
 EMBER_API int ember_builder_set_alloc(ember_builder *b, uint64_t mean_bytes);
 
+/** Where the memory profile's data comes from (ember_builder_set_alloc_backend). */
+typedef enum ember_alloc_backend {
+	EMBER_ALLOC_BACKEND_AUTO = 0,      /**< jemalloc's profiler when the process runs on
+					        jemalloc with profiling on, else emberprof's */
+	EMBER_ALLOC_BACKEND_EMBERPROF = 1, /**< emberprof's own malloc interposition */
+	EMBER_ALLOC_BACKEND_JEMALLOC = 2   /**< jemalloc's profiler (prof.dump each window) */
+} ember_alloc_backend;
+
+/**
+ * The memory profile's source, when allocation profiling is on
+ * (ember_builder_set_alloc). EMBER_ALLOC_BACKEND_JEMALLOC reads jemalloc's
+ * own sampled heap profile each window (the process must run on a jemalloc
+ * built with profiling, started with MALLOC_CONF=prof:true; jemalloc's
+ * lg_prof_sample sets the sampling mean, and alloc_* need
+ * prof_accum:true); emberprof's malloc hook then takes no samples. If
+ * jemalloc or its profiling is missing, the agent logs why and runs
+ * without a memory profile. Default EMBER_ALLOC_BACKEND_AUTO: jemalloc
+ * when available, else emberprof. See docs/CONFIG.md.
+ */
+EMBER_API int ember_builder_set_alloc_backend(ember_builder *b, ember_alloc_backend backend);
+
 /** Line information policy. Default EMBER_LINES_APP. */
 EMBER_API int ember_builder_set_line_info(ember_builder *b, ember_line_info mode);
 
@@ -369,7 +390,7 @@ EMBER_API int ember_builder_set_log(ember_builder *b, ember_log_fn fn, void *use
  * EMBERPROF_APP_NAME, EMBERPROF_SAMPLE_RATE, EMBERPROF_INTERVAL,
  * EMBERPROF_MAX_DEPTH, EMBERPROF_UNWIND, EMBERPROF_TAGS,
  * EMBERPROF_THREAD_LABELS, EMBERPROF_ENGINE, EMBERPROF_WALL, EMBERPROF_SIGNAL, EMBERPROF_LINES,
- * EMBERPROF_ALLOC, EMBERPROF_ALLOC_SAMPLE_BYTES,
+ * EMBERPROF_ALLOC, EMBERPROF_ALLOC_SAMPLE_BYTES, EMBERPROF_ALLOC_BACKEND,
  * EMBERPROF_LOG_LEVEL, EMBERPROF_BACKEND and EMBERPROF_ASPROF_* (the
  * async-profiler backend), EMBERPROF_OUTPUT_DIR (adds a local reporter, writing
  * the formats EMBERPROF_OUTPUT_FORMAT names: pprof (default), jfr or both;

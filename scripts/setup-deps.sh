@@ -20,6 +20,8 @@ PKGS=(
   # S3 reporter (issue 5)
   libzip-dev                            # the uploaded zip (headers; libzip4 is dlopen'ed)
   libjansson-dev                        # JSON of the AWS metadata and credential answers
+  libjemalloc-dev                       # the jemalloc backend of the memory profile: its tests and bench/heap.sh (with libjemalloc2)
+  time                                  # /usr/bin/time: bench/heap.sh measures each run's CPU with it
 )
 
 # The S3 tests run s3rver behind a SigV4-verifying front (Node.js). The

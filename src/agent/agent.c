@@ -35,6 +35,7 @@
 #include "encode/jfr.h"
 #include "encode/pprof.h"
 #include "heap/heapprof.h"
+#include "heap/jemalloc.h"
 #include "sample/labels.h"
 #include "symbols/symbolizer.h"
 #include "util/error.h"
@@ -92,6 +93,7 @@ typedef struct ember__core {
 	 * (src/asprof/asprof_run.c); its error total over past runs. */
 	ember__asprof_run *asprof;
 	_Atomic uint64_t asprof_errors;
+	int jemalloc_source; /* the jemalloc backend was added to heap */
 } ember__core;
 
 static int64_t now_ns(clockid_t clk)
@@ -604,6 +606,23 @@ static void final_window(ember__core *c)
 	c->final_rc = close_window(c, end, 1);
 }
 
+/*
+ * Starts allocation profiling from the source EMBERPROF_ALLOC_BACKEND
+ * chose (src/heap/jemalloc.c): jemalloc's profiler is an exclusive heap
+ * source, so with it emberprof's malloc hook stays detached.
+ */
+static void start_alloc_profiling(ember__core *c)
+{
+	if (ember__alloc_backend_setup(&c->heap, &c->cfg, &c->jemalloc_source) != 0) {
+		ember__log(&c->cfg, EMBER_LOG_ERROR, "allocation profiling off: %s", ember_last_error());
+		return;
+	}
+	if (ember__heapprof_start(&c->heap, &c->cfg, c->want_jfr) != 0) {
+		ember__log(&c->cfg, EMBER_LOG_ERROR, "allocation profiling off: %s", ember_last_error());
+		ember__heapprof_stop(c->heap);
+	}
+}
+
 static void *agent_main(void *arg)
 {
 	ember__core *c = arg;
@@ -611,6 +630,10 @@ static void *agent_main(void *arg)
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	pthread_setname_np(pthread_self(), "emberprof");
+	/* On jemalloc with profiling, the agent's own allocations stay out of
+	 * the program's heap profile. */
+	if (c->cfg.alloc_mean)
+		ember__jemalloc_exclude_current_thread();
 
 	/* DWARF tables before the first timer fires, so that the first
 	 * samples already have them, and while the thread calling start waits
@@ -648,10 +671,8 @@ static void *agent_main(void *arg)
 			ember__threads_stop(&c->threads);
 	}
 	/* Allocation profiling: not fatal when it cannot start (logged). */
-	if (rc == 0 && c->cfg.alloc_mean && ember__heapprof_start(&c->heap, &c->cfg, c->want_jfr) != 0) {
-		ember__log(&c->cfg, EMBER_LOG_ERROR, "allocation profiling off: %s", ember_last_error());
-		ember__heapprof_stop(c->heap);
-	}
+	if (rc == 0 && c->cfg.alloc_mean)
+		start_alloc_profiling(c);
 	pthread_mutex_lock(&c->mu);
 	c->start_rc = rc;
 	if (rc)

@@ -33,6 +33,7 @@ typedef struct ember__config {
 	int thread_labels;
 	int lines; /* ember_line_info */
 	uint64_t alloc_mean; /* allocation profiling: mean bytes between samples; 0: off */
+	int alloc_backend;   /* ember_alloc_backend: the memory profile's source */
 	ember__tag *tags;
 	size_t ntags;
 	ember_reporter *reporters;

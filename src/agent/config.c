@@ -291,6 +291,15 @@ EMBER_API int ember_builder_set_alloc(ember_builder *b, uint64_t mean_bytes)
 	return 0;
 }
 
+EMBER_API int ember_builder_set_alloc_backend(ember_builder *b, ember_alloc_backend backend)
+{
+	if (backend < EMBER_ALLOC_BACKEND_AUTO || backend > EMBER_ALLOC_BACKEND_JEMALLOC)
+		return ember__error(EMBER_ERR_INVALID, "unknown allocation profiling backend %d",
+				    (int)backend);
+	b->cfg.alloc_backend = backend;
+	return 0;
+}
+
 EMBER_API int ember_builder_set_signal(ember_builder *b, int signo)
 {
 	if (signo < 1 || signo > SIGRTMAX || signo == SIGKILL || signo == SIGSTOP ||
@@ -503,6 +512,18 @@ EMBER_API int ember_builder_apply_env(ember_builder *b)
 			return bad_env("EMBERPROF_ALLOC", v,
 				       "expected off, on, or a sampling mean such as 512k or 1m (1..1g)");
 		b->cfg.alloc_mean = a && mean ? mean : a;
+	}
+	/* The memory profile's source (src/heap/jemalloc.c for jemalloc). */
+	if ((v = getenv("EMBERPROF_ALLOC_BACKEND"))) {
+		if (!strcmp(v, "auto"))
+			b->cfg.alloc_backend = EMBER_ALLOC_BACKEND_AUTO;
+		else if (!strcmp(v, "emberprof"))
+			b->cfg.alloc_backend = EMBER_ALLOC_BACKEND_EMBERPROF;
+		else if (!strcmp(v, "jemalloc"))
+			b->cfg.alloc_backend = EMBER_ALLOC_BACKEND_JEMALLOC;
+		else
+			return bad_env("EMBERPROF_ALLOC_BACKEND", v,
+				       "expected auto, emberprof or jemalloc");
 	}
 	/* Test knob, not a user setting: makes the perf_events engine act as
 	 * if the kernel refused it, to exercise the fallback. */
