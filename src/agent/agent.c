@@ -32,6 +32,7 @@
 #include "agent/unwind_tables.h"
 #include "agent/window.h"
 #include "encode/pprof.h"
+#include "pollcatch/resolve.h"
 #include "sample/labels.h"
 #include "symbols/symbolizer.h"
 #include "util/error.h"
@@ -72,6 +73,9 @@ typedef struct ember__core {
 	_Atomic uint64_t samples, dropped_full, truncated, no_bounds, foreign, labels_truncated;
 	_Atomic uint64_t threads_seen, timer_failures, windows, report_failures;
 	_Atomic uint64_t perf_events, wall_samples, wall_signals, wall_max_per_tick;
+
+	/* pollcatch: samples taken in a poll wait here until the poll ends */
+	ember__pollres polls;
 
 	/* DWARF unwind tables (modes auto and dwarf): used by the agent
 	 * thread while running, kept across runs like the symbolizer */
@@ -218,6 +222,40 @@ static uint32_t wall_labels(const ember__sampbuf *b, ember__sample_rec *r, uint8
 	return n;
 }
 
+/* Adds one sample to the aggregate of the window its time falls in (a
+ * sample held back by pollcatch past its window's end goes to the current
+ * one). */
+static void add_sample(ember__core *c, int32_t tid, int wall, int64_t time_ns, const uint64_t *pcs,
+		       uint32_t depth, const uint8_t *lb, uint32_t lblen, uint64_t weight)
+{
+	int later = time_ns >= c->win_end;
+	ember__agg *a = wall ? (later ? &c->wnext : &c->wcur) : (later ? &c->next : &c->cur);
+	if (ember__agg_add(a, tid, pcs, depth, lb, lblen, weight) != 0)
+		atomic_fetch_add(&c->dropped_full, 1);
+	if (c->cfg.thread_labels && !ember__agg_has_name(a, tid)) {
+		char name[32];
+		read_thread_name(tid, name, sizeof(name));
+		ember__agg_set_name(a, tid, name[0] ? name : "?");
+	}
+}
+
+/* pollcatch hands back a held sample, with its poll's labels if long. */
+static int add_poll_sample(void *ud, const ember__pollres_sample *s, const uint8_t *labels,
+			   uint32_t label_len)
+{
+	add_sample(ud, s->agg_tid, (s->flags & EMBER_SAMPLE_WALL) != 0, s->time_ns, s->pcs, s->depth,
+		   labels, label_len, s->weight);
+	return 0;
+}
+
+/* Releases the samples of polls that ended, and, with `flush_before`,
+ * those of windows ending there. */
+static void resolve_polls(ember__core *c, int64_t flush_before)
+{
+	if (ember__pollres_resolve(&c->polls, flush_before, add_poll_sample, c) != 0)
+		ember__log(&c->cfg, EMBER_LOG_WARN, "pollcatch: out of memory, long polls may be missed");
+}
+
 /* Moves every published sample from the ring into the window aggregates. */
 static void drain(ember__core *c)
 {
@@ -226,8 +264,6 @@ static void drain(ember__core *c)
 	uint8_t labels[EMBER__LABEL_BYTES + 32];
 	while ((r = ember__sampbuf_peek(&c->sig.buf))) {
 		int wall = (r->flags & EMBER_SAMPLE_WALL) != 0;
-		int later = r->time_ns >= c->win_end;
-		ember__agg *a = wall ? (later ? &c->wnext : &c->wcur) : (later ? &c->next : &c->cur);
 		int32_t tid = c->cfg.thread_labels ? r->tid : 0;
 		const uint8_t *lb = ember__sample_labels(&c->sig.buf, r);
 		uint32_t lblen = r->label_len;
@@ -235,13 +271,10 @@ static void drain(ember__core *c)
 			lblen = wall_labels(&c->sig.buf, r, labels, sizeof(labels));
 			lb = labels;
 		}
-		if (ember__agg_add(a, tid, r->pcs, r->depth, lb, lblen, r->weight) != 0)
-			atomic_fetch_add(&c->dropped_full, 1);
-		if (c->cfg.thread_labels && !ember__agg_has_name(a, tid)) {
-			char name[32];
-			read_thread_name(tid, name, sizeof(name));
-			ember__agg_set_name(a, tid, name[0] ? name : "?");
-		}
+		if (!r->poll_start ||
+		    ember__pollres_hold(&c->polls, r->tid, tid, r->flags, r->time_ns, r->weight,
+					r->poll_start, r->pcs, r->depth, lb, lblen) != 0)
+			add_sample(c, tid, wall, r->time_ns, r->pcs, r->depth, lb, lblen, r->weight);
 		if (c->sym && !need_refresh)
 			for (uint32_t i = 0; i < r->depth; i++)
 				if (!ember__symbolizer_covers(c->sym, r->pcs[i])) {
@@ -250,6 +283,7 @@ static void drain(ember__core *c)
 				}
 		ember__sampbuf_release(&c->sig.buf, r);
 	}
+	resolve_polls(c, INT64_MIN);
 	/* Code we have not seen mapped (a library dlopen'ed since): learn its
 	 * module now, while it is surely still loaded. */
 	if (need_refresh && ember__symbolizer_refresh(c->sym) != 0)
@@ -315,6 +349,7 @@ static int report_profile(ember__core *c, const ember__agg *a, int kind, int64_t
 static int close_window(ember__core *c, int64_t end, int final)
 {
 	int rc = 0, any = 0;
+	resolve_polls(c, end);
 	if (c->cur.samples || final) {
 		rc = report_profile(c, &c->cur, EMBER__PROFILE_CPU, end, final);
 		any = 1;
@@ -538,6 +573,8 @@ EMBER_API int ember_agent_start(ember_running **out, ember_agent *a)
 	ember__agg_init(&c->next);
 	ember__agg_init(&c->wcur);
 	ember__agg_init(&c->wnext);
+	ember__pollres_init(&c->polls, c->cfg.poll_threshold_ms);
+	ember__pollres_discard_records();
 	memset(&c->wall, 0, sizeof(c->wall));
 	int64_t interval = (int64_t)c->cfg.interval_ms * 1000000;
 	c->win_start = now_ns(CLOCK_REALTIME);
@@ -627,6 +664,12 @@ EMBER_API int ember_running_stop(ember_agent **out, ember_running *r)
 		   atomic_load(&c->samples), atomic_load(&c->dropped_full), atomic_load(&c->truncated),
 		   atomic_load(&c->no_bounds), atomic_load(&c->windows), atomic_load(&c->report_failures));
 	log_upload_stats(c);
+	if (c->polls.samples_labelled || ember__poll_records_dropped())
+		ember__log(&c->cfg, EMBER_LOG_INFO,
+			   "pollcatch: %" PRIu64 " long polls, %" PRIu64 " samples labelled, %" PRIu64
+			   " poll records dropped (ring full) since the process started",
+			   c->polls.long_polls, c->polls.samples_labelled, ember__poll_records_dropped());
+	ember__pollres_free(&c->polls);
 	ember__threads_release(&c->threads);
 	ember__sampbuf_destroy(&c->sig.buf);
 	ember__agg_release(&c->cur);

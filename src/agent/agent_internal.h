@@ -31,6 +31,7 @@ typedef struct ember__config {
 	int signo;
 	int thread_labels;
 	int lines; /* ember_line_info */
+	unsigned poll_threshold_ms; /* pollcatch: shortest poll whose samples are labelled */
 	ember__tag *tags;
 	size_t ntags;
 	ember_reporter *reporters;
