@@ -15,6 +15,8 @@ PKGS=(
   google-perftools libgoogle-perftools-dev  # gperftools: the benchmark's peer
   clang libclang-rt-14-dev              # libFuzzer targets
   libunwind-dev                         # tests only: the independent unwinder it_dwarf_libunwind compares with
+  libuv1-dev libevent-dev               # tests only: the long-poll tests' event loops (emberprof_uv.h, emberprof_event.h)
+  openjdk-17-jdk-headless               # tests only: real JFR recordings for the JFR reader, and `jfr` reads ours
 )
 
 missing=()

@@ -211,7 +211,8 @@ static int add_jfr(ember__longpolls *lp, ember__jfr *j, const char *name)
 			else
 				hi = mid;
 		}
-		for (size_t i = lo; i-- > 0 && polls[i].tid == tid;) {
+		int arc = 0;
+		for (size_t i = lo; i-- > 0 && polls[i].tid == tid && !arc;) {
 			jpoll *p = &polls[i];
 			if (!(p->start < t && t < p->end))
 				continue;
@@ -222,15 +223,17 @@ static int add_jfr(ember__longpolls *lp, ember__jfr *j, const char *name)
 			if (!tname)
 				tname = ember__jfr_get_str(th, "osName");
 			uint32_t n;
-			if ((rc = frames_of(lp, ember__jfr_get(ev.value, "stackTrace"), &frames, &cap, &n)))
-				break;
+			arc = frames_of(lp, ember__jfr_get(ev.value, "stackTrace"), &frames, &cap, &n);
 			int64_t w = ember__jfr_get_int(ev.value, "samples");
-			if ((rc = ember__longpolls_add(lp, p->id | (1ull << 63), tid, tname, p->duration_ms,
-						       0, frames, n, w > 0 ? (uint64_t)w : 1)))
-				break;
+			if (!arc)
+				arc = ember__longpolls_add(lp, p->id | (1ull << 63), tid, tname,
+							   p->duration_ms, 0, frames, n,
+							   w > 0 ? (uint64_t)w : 1);
 		}
-		if (rc)
+		if (arc) {
+			rc = arc;
 			break;
+		}
 	}
 	free(frames);
 	free(polls);
