@@ -44,6 +44,8 @@ static void print_poll(FILE *out, const ember__lp_poll *p, unsigned depth)
 		const ember__lp_stack *st = &p->stacks[s];
 		fprintf(out, "  %llu sample%s:\n", (unsigned long long)st->samples,
 			st->samples == 1 ? "" : "s");
+		if (!st->nframes)
+			fprintf(out, "      (no stack)\n");
 		for (uint32_t f = 0; f < st->nframes && f < depth; f++)
 			fprintf(out, "      %s\n", st->frames[f]);
 		if (st->nframes > depth)

@@ -672,6 +672,7 @@ static int event_head(chunk *ch, uint64_t pos, int64_t *type, const uint8_t **bo
 static int load_chunk(ember__jfr *j, chunk *ch, uint64_t off)
 {
 	const uint8_t *h = j->data + off;
+	memset(ch, 0, sizeof(*ch)); /* freed by the caller even when this fails */
 	rd r = {h, j->data + j->len, NULL, 0};
 	chunk hdr = {.base = h, .info.offset = off};
 	r.ch = &hdr;
@@ -680,7 +681,6 @@ static int load_chunk(ember__jfr *j, chunk *ch, uint64_t off)
 	if (memcmp(h, "FLR\0", 4))
 		return fail(&hdr, h, "not a JFR chunk (no FLR magic)");
 	r.p += 4;
-	memset(ch, 0, sizeof(*ch));
 	ch->base = h;
 	ch->info.offset = off;
 	ch->info.major = (uint16_t)get_be(&r, 2);
