@@ -1,5 +1,6 @@
-# test_longpolls_uv.sh - the issue's check: a libuv program with one
-# deliberately slow callback (uv_slow.c, watched by emberprof_uv.h);
+# test_longpolls_loop.sh - the issue's check: an event-loop program with
+# one deliberately slow callback (SLOW_PROG: uv_slow.c, watched by
+# emberprof_uv.h, or event_slow.c, events made by emberprof_event.h);
 # `emberprof longpolls` must name that callback's stack and give its
 # duration within 10% of what the callback measured itself. Run for a
 # timer callback (the loop's "work" poll) and an I/O callback (the I/O
@@ -7,14 +8,14 @@
 # emberprof: both durations are of the same callback, and the band is
 # relative.
 . "$EMBER_TEST_SRCDIR/tests/cli/lib.sh"
-: "${UV_SLOW:?UV_SLOW must name the uv_slow program}"
+: "${SLOW_PROG:?SLOW_PROG must name uv_slow or event_slow}"
 
 # check_poll MODE CALLBACK
 check_poll() {
 	mode=$1 cb=$2
 	rm -rf "prof-$mode"
-	if ! "$UV_SLOW" "prof-$mode" "$mode" 150 >"out-$mode" 2>"err-$mode"; then
-		fail "$mode: uv_slow failed:"
+	if ! "$SLOW_PROG" "prof-$mode" "$mode" 150 >"out-$mode" 2>"err-$mode"; then
+		fail "$mode: $(basename "$SLOW_PROG") failed:"
 		cat "err-$mode" >&2
 		return
 	fi
