@@ -51,6 +51,7 @@ enum {
 	OPT_AUTH_TOKEN,
 	OPT_BASIC_AUTH,
 	OPT_HEADER,
+	OPT_BACKEND,
 	NENV_OPTS,
 	/* CLI-only options */
 	OPT_TOP = NENV_OPTS,
@@ -86,6 +87,7 @@ static const option_def option_defs[] = {
 	/* sets EMBERPROF_SERVER_BASIC_AUTH_USER and _PASSWORD */
 	[OPT_BASIC_AUTH] = { "basic-auth", 0, 1, "EMBERPROF_SERVER_BASIC_AUTH_USER" },
 	[OPT_HEADER] = { "header", 0, 1, "EMBERPROF_SERVER_HEADERS" },
+	[OPT_BACKEND] = { "backend", 0, 1, "EMBERPROF_BACKEND" },
 	[OPT_TOP] = { "top", 'n', 1, NULL },
 	[OPT_QUIET] = { "quiet", 'q', 0, NULL },
 	[OPT_HELP] = { "help", 'h', 0, NULL },
@@ -108,6 +110,9 @@ static const char *const known_vars[] = {
 	"EMBERPROF_SERVER_SPOOL_DIR", "EMBERPROF_SERVER_SPOOL_MAX", "EMBERPROF_SERVER_QUEUE_LEN",
 	"EMBERPROF_SERVER_UPLOAD_JITTER", "EMBERPROF_SERVER_FLUSH_TIMEOUT",
 	"EMBERPROF_SERVER_USER_AGENT",
+	/* the async-profiler backend's (src/asprof/asprof_config.c) */
+	"EMBERPROF_BACKEND", "EMBERPROF_ASPROF_LIB", "EMBERPROF_ASPROF_CPU_INTERVAL",
+	"EMBERPROF_ASPROF_WALL_INTERVAL", "EMBERPROF_ASPROF_NATIVEMEM",
 };
 
 typedef struct run_opts {
@@ -170,6 +175,10 @@ void ember__cli_run_usage(FILE *out)
 		"      --header 'NAME: VALUE'\n"
 		"                           an extra HTTP header; repeatable\n"
 		"                           [EMBERPROF_SERVER_HEADERS]\n"
+		"      --backend builtin|asprof\n"
+		"                           who samples: emberprof's own sampler, or\n"
+		"                           async-profiler (libasyncProfiler.so; JFR output,\n"
+		"                           EMBERPROF_ASPROF_* settings) [EMBERPROF_BACKEND]\n"
 		"  -n, --top N              rows in the summary table (20)\n"
 		"  -q, --quiet              no summary table\n"
 		"  -h, --help               this help\n"

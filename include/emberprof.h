@@ -239,6 +239,9 @@ typedef struct ember_stats {
 	uint64_t wall_samples;        /**< wall-clock samples recorded */
 	uint64_t wall_signals;        /**< wall-clock signals sent */
 	uint64_t wall_max_per_tick;   /**< most threads signalled in one wall-clock tick */
+	/* The async-profiler backend (since 0.2). */
+	uint64_t asprof_errors;       /**< async-profiler commands refused and recordings
+					   lost (each logged with the reason) */
 } ember_stats;
 
 /* ---- version and errors ---- */
@@ -343,7 +346,8 @@ EMBER_API int ember_builder_set_log(ember_builder *b, ember_log_fn fn, void *use
  * EMBERPROF_APP_NAME, EMBERPROF_SAMPLE_RATE, EMBERPROF_INTERVAL,
  * EMBERPROF_MAX_DEPTH, EMBERPROF_UNWIND, EMBERPROF_TAGS,
  * EMBERPROF_THREAD_LABELS, EMBERPROF_ENGINE, EMBERPROF_WALL, EMBERPROF_SIGNAL, EMBERPROF_LINES,
- * EMBERPROF_LOG_LEVEL, EMBERPROF_OUTPUT_DIR (adds a local reporter),
+ * EMBERPROF_LOG_LEVEL, EMBERPROF_BACKEND and EMBERPROF_ASPROF_* (the
+ * async-profiler backend), EMBERPROF_OUTPUT_DIR (adds a local reporter),
  * EMBERPROF_SERVER_URL and the other EMBERPROF_SERVER_* variables (add a
  * Pyroscope reporter), and the names Pyroscope's own agents read
  * (PYROSCOPE_SERVER_ADDRESS, PYROSCOPE_APPLICATION_NAME, ...; the
@@ -358,6 +362,62 @@ EMBER_API int ember_builder_apply_env(ember_builder *b);
  * On success *out is the caller's, freed with ember_agent_shutdown().
  */
 EMBER_API int ember_builder_build(ember_agent **out, ember_builder *b);
+
+/* ---- profiling backends (since 0.2) ---- */
+
+/** Who takes the samples. */
+typedef enum ember_backend {
+	EMBER_BACKEND_BUILTIN = 0,        /**< emberprof's own sampler (the default) */
+	EMBER_BACKEND_ASYNC_PROFILER = 1  /**< async-profiler (libasyncProfiler.so), see below */
+} ember_backend;
+
+/**
+ * Chooses the backend. With EMBER_BACKEND_ASYNC_PROFILER, ember_agent_start
+ * loads libasyncProfiler.so (dlopen, RTLD_LOCAL; never unloaded) and runs
+ * it in CPU + wall-clock mode with DWARF stacks; emberprof installs no
+ * signal handler and no timers of its own, and the settings of the
+ * built-in sampler (sample rate, engine, wall, unwind, signal, labels) do
+ * not apply. At every window boundary the agent thread stops
+ * async-profiler, starts it again on a second file and reports the
+ * finished recording as one EMBER_FORMAT_JFR report (profile_type "jfr",
+ * samples 0: not counted); at stop the last window is reported too. Every
+ * reporter must therefore take EMBER_FORMAT_JFR (ember_builder_build fails
+ * otherwise, naming it). A missing library or symbol fails
+ * ember_agent_start with EMBER_ERR_UNSUPPORTED; async-profiler errors
+ * during the run are logged and counted (ember_stats.asprof_errors).
+ */
+EMBER_API int ember_builder_set_backend(ember_builder *b, ember_backend backend);
+
+/**
+ * Settings of the async-profiler backend. Initialize with
+ * EMBER_ASPROF_OPTIONS_INIT; zero means the default. Strings are copied.
+ */
+typedef struct ember_asprof_options {
+	size_t sz;                  /**< sizeof(ember_asprof_options) */
+	uint64_t cpu_interval_ns;   /**< CPU time per sample, 10 us..1 h; default 100 ms */
+	unsigned wall_interval_ms;  /**< wall-clock sampling interval, 1 ms..1 h; default 1000 */
+	const char *native_mem;     /**< native memory profiling: async-profiler's nativemem
+				         value, e.g. "10m" or "4096" (bytes between samples);
+				         NULL: off */
+	uint64_t native_mem_bytes;  /**< the same as a number (not both); 0: off */
+	const char *library;        /**< absolute path of libasyncProfiler.so; NULL: the name
+				         "libasyncProfiler.so" through the dynamic loader's
+				         search path (LD_LIBRARY_PATH, RPATH, system
+				         directories; never the current directory) */
+} ember_asprof_options;
+
+#ifdef __cplusplus
+#define EMBER_ASPROF_OPTIONS_INIT { sizeof(ember_asprof_options) }
+#else
+#define EMBER_ASPROF_OPTIONS_INIT { .sz = sizeof(ember_asprof_options) }
+#endif
+
+/**
+ * Sets the async-profiler backend's options (they take effect with
+ * ember_builder_set_backend(b, EMBER_BACKEND_ASYNC_PROFILER)). Checked
+ * here: EMBER_ERR_INVALID with a message naming the bad field.
+ */
+EMBER_API int ember_builder_set_asprof_options(ember_builder *b, const ember_asprof_options *o);
 
 /* ---- lifecycle ---- */
 
@@ -461,6 +521,14 @@ typedef struct ember_pyroscope_options {
 	unsigned upload_jitter_ms;      /**< delay each upload by a random 0..N ms; default 0 */
 	unsigned flush_timeout_ms;      /**< wait at the final window, default 5000 */
 	const char *user_agent_suffix;  /**< appended to "emberprof/<version>" */
+	/* Since 0.2. */
+	unsigned formats;               /**< EMBER_FORMAT_PPROF (0: the default) or
+					     EMBER_FORMAT_JFR, not both (a window would count
+					     twice): JFR recordings go to the legacy
+					     {url}/ingest?format=jfr as a multipart form with a
+					     "jfr" part, whatever the protocol, the static tags in
+					     the name ("app{k=v,...}"), as Pyroscope's Java agent
+					     sends them. For the async-profiler backend. */
 } ember_pyroscope_options;
 
 #ifdef __cplusplus

@@ -31,6 +31,7 @@
 #include "agent/threads.h"
 #include "agent/unwind_tables.h"
 #include "agent/window.h"
+#include "asprof/asprof_run.h"
 #include "encode/pprof.h"
 #include "pollcatch/resolve.h"
 #include "sample/labels.h"
@@ -80,6 +81,11 @@ typedef struct ember__core {
 	/* DWARF unwind tables (modes auto and dwarf): used by the agent
 	 * thread while running, kept across runs like the symbolizer */
 	ember__unwind_tables *utab;
+
+	/* The async-profiler backend's run while running with it, else NULL
+	 * (src/asprof/asprof_run.c); its error total over past runs. */
+	ember__asprof_run *asprof;
+	_Atomic uint64_t asprof_errors;
 } ember__core;
 
 static int64_t now_ns(clockid_t clk)
@@ -90,6 +96,13 @@ static int64_t now_ns(clockid_t clk)
 }
 
 /* ---- build / shutdown ---- */
+
+/* The async-profiler backend's CPU sampling rate, for the reporters. */
+static unsigned asprof_hz(const ember__asprof_config *a)
+{
+	uint64_t ns = a->cpu_interval_ns ? a->cpu_interval_ns : EMBER__ASPROF_DEFAULT_CPU_NS;
+	return ns >= 1000000000 ? 1 : (unsigned)(1000000000 / ns);
+}
 
 /* Tells each reporter with a bind() callback about the agent it serves. */
 static int bind_reporters(const ember__config *cfg)
@@ -103,7 +116,9 @@ static int bind_reporters(const ember__config *cfg)
 		.app_name = cfg->app_name,
 		.tags = tags,
 		.ntags = cfg->ntags,
-		.sample_rate_hz = cfg->hz,
+		.sample_rate_hz = cfg->backend == EMBER_BACKEND_ASYNC_PROFILER
+					  ? asprof_hz(&cfg->asprof)
+					  : cfg->hz,
 		.interval_ms = cfg->interval_ms,
 		.thread_labels = cfg->thread_labels,
 		.log_fn = cfg->log_fn,
@@ -140,7 +155,11 @@ EMBER_API int ember_builder_build(ember_agent **out, ember_builder *b)
 	}
 	c->cfg = b->cfg; /* the agent takes over everything the builder owned */
 	free(b);
-	int brc = bind_reporters(&c->cfg);
+	int brc = c->cfg.backend == EMBER_BACKEND_ASYNC_PROFILER
+			  ? ember__asprof_check_reporters(&c->cfg)
+			  : 0;
+	if (brc == 0)
+		brc = bind_reporters(&c->cfg);
 	if (brc) {
 		ember__config_release(&c->cfg, 1);
 		free(c);
@@ -549,6 +568,9 @@ static uint32_t ring_slots(unsigned hz, unsigned wall_ms)
 	return n;
 }
 
+/* The async-profiler backend instead of our sampler (below). */
+static int asprof_agent_start(ember_running **out, ember__core *c);
+
 EMBER_API int ember_agent_start(ember_running **out, ember_agent *a)
 {
 	*out = NULL;
@@ -556,6 +578,8 @@ EMBER_API int ember_agent_start(ember_running **out, ember_agent *a)
 	if (c->pid != getpid())
 		return ember__error(EMBER_ERR_INVALID, "this agent was built in process %d; after fork() "
 				    "build a new one in the child", (int)c->pid);
+	if (c->cfg.backend == EMBER_BACKEND_ASYNC_PROFILER)
+		return asprof_agent_start(out, c);
 	memset(&c->sig, 0, sizeof(c->sig));
 	c->sig.max_depth = (int)c->cfg.max_depth;
 	c->sig.unwind_mode = c->cfg.unwind; /* ember_unwind_mode = EMBER_UNWIND_MODE_* */
@@ -636,6 +660,54 @@ static void log_upload_stats(const ember__core *c)
 		   s.uploads_dropped, s.bytes_sent);
 }
 
+/* ---- the async-profiler backend (src/asprof/) ---- */
+
+/* Hands a JFR window to every reporter (all take JFR: checked at build). */
+static int asprof_deliver(void *ctx, const ember_report *rep)
+{
+	ember__core *c = ctx;
+	int rc = 0;
+	for (size_t i = 0; i < c->cfg.nreporters; i++) {
+		ember_reporter *r = &c->cfg.reporters[i];
+		ember__error_clear();
+		int rrc = r->report(r->userdata, rep);
+		if (rrc != 0) {
+			ember__log(&c->cfg, EMBER_LOG_ERROR, "reporter %s failed for window %" PRIu32 ": %s",
+				   r->name, rep->seq, ember_last_error()[0] ? ember_last_error() : ember_strerror(rrc));
+			atomic_fetch_add(&c->report_failures, 1);
+			rc = EMBER_ERR_REPORTER;
+		}
+	}
+	atomic_fetch_add(&c->windows, 1);
+	return rc;
+}
+
+/* Starts async-profiler instead of our sampler: no handler, no timers. */
+static int asprof_agent_start(ember_running **out, ember__core *c)
+{
+	int rc = ember__asprof_run_start(&c->asprof, &c->cfg, c->seq, asprof_deliver, c);
+	if (rc)
+		return rc;
+	c->state = STATE_RUNNING;
+	*out = &c->running;
+	return 0;
+}
+
+static int asprof_agent_stop(ember__core *c)
+{
+	uint64_t errors = 0;
+	int rc = ember__asprof_run_stop(c->asprof, &c->seq, &errors);
+	c->asprof = NULL;
+	atomic_fetch_add(&c->asprof_errors, errors);
+	ember__log(&c->cfg, EMBER_LOG_INFO,
+		   "stopped async-profiler: %" PRIu64 " windows, %" PRIu64 " report failures, %" PRIu64
+		   " async-profiler errors", atomic_load(&c->windows), atomic_load(&c->report_failures),
+		   atomic_load(&c->asprof_errors));
+	log_upload_stats(c);
+	c->state = STATE_READY;
+	return rc;
+}
+
 EMBER_API int ember_running_stop(ember_agent **out, ember_running *r)
 {
 	ember__core *c = r->core;
@@ -645,6 +717,8 @@ EMBER_API int ember_running_stop(ember_agent **out, ember_running *r)
 		c->state = STATE_READY;
 		return ember__error(EMBER_ERR_INVALID, "agent stopped in a fork child: nothing to report");
 	}
+	if (c->asprof)
+		return asprof_agent_stop(c);
 	/* No new signals, then none pending or running, then the last drain. */
 	ember__wall_stop(&c->wall);
 	ember__threads_stop(&c->threads);
@@ -714,6 +788,9 @@ static void fill_stats(const ember__core *c, ember_stats *s, int running)
 		if (atomic_load(&c->wall.max_per_tick) > s->wall_max_per_tick)
 			s->wall_max_per_tick = atomic_load(&c->wall.max_per_tick);
 	}
+	s->asprof_errors = atomic_load(&c->asprof_errors);
+	if (running && c->asprof)
+		s->asprof_errors += ember__asprof_run_errors(c->asprof);
 	add_reporter_stats(c, s);
 }
 

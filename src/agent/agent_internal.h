@@ -13,6 +13,7 @@
 #include "emberprof.h"
 #include "agent/threads.h"
 #include "agent/sigsetup.h"
+#include "asprof/asprof.h"
 
 typedef struct ember__tag {
 	char *key, *value;
@@ -39,6 +40,9 @@ typedef struct ember__config {
 	ember_log_fn log_fn;
 	void *log_ud;
 	int log_level;
+	/* the profiling backend (ember_backend) and the async-profiler one's settings */
+	int backend;
+	ember__asprof_config asprof;
 } ember__config;
 
 struct ember_builder {

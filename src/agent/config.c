@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "agent/agent_internal.h"
+#include "asprof/asprof_config.h"
 #include "report/pyroscope.h"
 #include "util/error.h"
 
@@ -375,6 +376,20 @@ static int apply_server_env(ember_builder *b)
 	return ember__pyroscope_apply_env(b);
 }
 
+/*
+ * The local reporter writing .jfr files (the async-profiler backend's
+ * output). ember_reporter_local_ex comes with the JFR encoder's branch;
+ * until it is linked in, this build says so instead of failing to link.
+ */
+#pragma weak ember_reporter_local_ex
+static int local_jfr_reporter(ember_reporter *r, const char *dir)
+{
+	if (!ember_reporter_local_ex)
+		return ember__error(EMBER_ERR_UNSUPPORTED, "this build has no JFR file reporter "
+				    "(ember_reporter_local_ex)");
+	return ember_reporter_local_ex(r, dir, EMBER_FORMAT_JFR);
+}
+
 EMBER_API int ember_builder_apply_env(ember_builder *b)
 {
 	const char *v;
@@ -484,9 +499,14 @@ EMBER_API int ember_builder_apply_env(ember_builder *b)
 		if (ember__parse_bool(v, &x))
 			return bad_env("EMBERPROF_FOLLOW_CHILDREN", v, "expected 0 or 1");
 	}
+	/* The backend first: it decides the format of the reporters below. */
+	int arc = ember__asprof_apply_env(b);
+	if (arc)
+		return arc;
 	if ((v = getenv("EMBERPROF_OUTPUT_DIR")) && *v) {
 		ember_reporter r;
-		int rc = ember_reporter_local(&r, v);
+		int rc = b->cfg.backend == EMBER_BACKEND_ASYNC_PROFILER ? local_jfr_reporter(&r, v)
+									: ember_reporter_local(&r, v);
 		if (rc == 0) {
 			rc = ember_builder_add_reporter(b, &r);
 			if (rc && r.destroy)

@@ -6,7 +6,13 @@
  * one sample (the gzip'd pprof as raw_profile, a random UUID as ID), or,
  * for older servers,
  *     POST {url}/ingest?name=<app>&from=&until=&format=pprof&sampleRate=&spyName=emberprof
- * with the gzip'd pprof as body.
+ * with the gzip'd pprof as body. A reporter made with formats
+ * EMBER_FORMAT_JFR (the async-profiler backend) sends JFR recordings as
+ * Pyroscope's Java agent does:
+ *     POST {url}/ingest?name=<app>{k=v,...}&from=&until=&format=jfr&sampleRate=&spyName=emberprof
+ * with a multipart/form-data body holding one part named "jfr"; the
+ * server finds the profile types in the recording, the static tags come
+ * from the name (the recording does not carry them).
  *
  * The window is encoded on the agent thread (report()) and handed to the
  * upload pipeline (src/upload/pipeline.c), whose thread sends it through
@@ -60,6 +66,8 @@ typedef struct pyro {
 	char *service_name;
 	char *own_values[NOWN];        /* a tag may replace a spy label's value */
 	unsigned hz;
+	int jfr;        /* takes EMBER_FORMAT_JFR reports, not pprof */
+	char *jfr_name; /* set at bind: "<service>{tag=value,...}" for format=jfr */
 } pyro;
 
 /* ---- label rules ---- */
@@ -280,6 +288,131 @@ static void url_encode(char *buf, size_t cap, size_t *n, const char *s)
 	buf[*n] = '\0';
 }
 
+/* The /ingest query: name, the window in whole seconds, format, rate, spy. malloc'd or NULL. */
+static char *ingest_query(const pyro *p, const ember_report *r, const char *name, const char *format)
+{
+	size_t cap = strlen(name) * 3 + 200, n;
+	char *q = malloc(cap);
+	if (!q)
+		return NULL;
+	n = (size_t)snprintf(q, cap, "name=");
+	url_encode(q, cap, &n, name);
+	int64_t until = (r->end_ns + 999999999) / 1000000000;
+	snprintf(q + n, cap - n, "&from=%" PRId64 "&until=%" PRId64
+		 "&format=%s&sampleRate=%u&spyName=" SPY_NAME,
+		 r->start_ns / 1000000000, until, format, p->hz ? p->hz : 100);
+	return q;
+}
+
+/* ---- JFR through /ingest?format=jfr ---- */
+
+/* Characters a tag value may have in the /ingest name ("app{k=v,...}"),
+ * which the server splits at ',', '=', '{' and '}'. */
+static int ingest_value_char(char c)
+{
+	return ingest_app_char(c) || c == ':' || c == '+' || c == '@';
+}
+
+/* "<service>{k=v,...}" from the tags that are not emberprof's own labels. */
+static int make_jfr_name(pyro *p, const char *svc, const ember_agent_info *info)
+{
+	size_t cap = strlen(svc) + 3;
+	for (size_t i = 0; i < info->ntags; i++)
+		cap += strlen(info->tags[i].key) + strlen(info->tags[i].value) + 2;
+	char *s = malloc(cap);
+	if (!s)
+		return ember__error_oom("Pyroscope name");
+	size_t n = (size_t)snprintf(s, cap, "%s", svc);
+	int any = 0;
+	for (size_t i = 0; i < info->ntags; i++) {
+		const ember_tag *t = &info->tags[i];
+		if (own_label_index(t->key) >= 0)
+			continue;
+		for (const char *c = t->value; *c; c++)
+			if (!ingest_value_char(*c)) {
+				free(s);
+				return ember__error(EMBER_ERR_INVALID, "Pyroscope /ingest (JFR): the value of "
+						    "tag \"%s\" may only contain letters, digits and "
+						    "_ . - / : + @ (it travels in the name, app{k=v,...})",
+						    t->key);
+			}
+		n += (size_t)snprintf(s + n, cap - n, "%c%s=%s", any ? ',' : '{', t->key, t->value);
+		any = 1;
+	}
+	if (any)
+		snprintf(s + n, cap - n, "}");
+	free(p->jfr_name);
+	p->jfr_name = s;
+	return 0;
+}
+
+static const char jfr_part_head[] = "Content-Disposition: form-data; name=\"jfr\"; filename=\"jfr\"\r\n"
+				    "Content-Type: application/octet-stream\r\n\r\n";
+
+/*
+ * The multipart body: "--B\r\n<part headers><jfr>\r\n--B--\r\n", with a
+ * random boundary B that the recording does not contain. The request's
+ * Content-Type is rebuilt from the body's first line when it is sent, so
+ * a spooled body needs nothing else.
+ */
+static ember__upload_item *encode_jfr(pyro *p, const ember_report *r)
+{
+	char boundary[48];
+	for (int tries = 0;; tries++) {
+		char id[37];
+		ember__uuid4(id);
+		snprintf(boundary, sizeof(boundary), "emberprof-%s", id);
+		if (!memmem(r->jfr, r->jfr_len, boundary, strlen(boundary)))
+			break;
+		if (tries == 8) {
+			ember__error(EMBER_ERR_FORMAT, "Pyroscope: no multipart boundary found that the "
+				     "recording does not contain");
+			return NULL;
+		}
+	}
+	size_t bl = strlen(boundary), hl = sizeof(jfr_part_head) - 1;
+	size_t len = 2 + bl + 2 + hl + r->jfr_len + 4 + bl + 4;
+	uint8_t *body = malloc(len + 1);
+	char *q = ingest_query(p, r, p->jfr_name, "jfr");
+	if (!body || !q) {
+		free(body);
+		free(q);
+		ember__error_oom("Pyroscope upload");
+		return NULL;
+	}
+	size_t o = (size_t)sprintf((char *)body, "--%s\r\n%s", boundary, jfr_part_head);
+	memcpy(body + o, r->jfr, r->jfr_len);
+	o += r->jfr_len;
+	o += (size_t)sprintf((char *)body + o, "\r\n--%s--\r\n", boundary);
+	ember__upload_item *it = ember__upload_item_new(EMBER_PYRO_KIND_JFR, r->seq, r->start_ns,
+							r->end_ns, q, body, o);
+	free(q);
+	return it;
+}
+
+/*
+ * The headers of a JFR upload: the ingest headers with the multipart
+ * Content-Type (boundary from the body's first line) in place of the
+ * first. NULL with a message if the body has no boundary line.
+ */
+static char **jfr_headers(const pyro *p, const ember__upload_item *it, char *ctype, size_t cap)
+{
+	const char *b = (const char *)it->body;
+	size_t i = 2;
+	while (i < it->len && i < 80 && b[i] != '\r')
+		i++;
+	if (it->len < 4 || b[0] != '-' || b[1] != '-' || i == 2 || i >= it->len || i >= 80)
+		return NULL;
+	snprintf(ctype, cap, "Content-Type: multipart/form-data; boundary=%.*s", (int)(i - 2), b + 2);
+	char **h = calloc(p->ningest_hdr + 1, sizeof(*h));
+	if (!h)
+		return NULL;
+	h[0] = ctype;
+	for (size_t k = 1; k < p->ningest_hdr; k++)
+		h[k] = p->ingest_hdr[k];
+	return h;
+}
+
 /* ---- sending (uploader thread) ---- */
 
 static void pyro_send(void *ctx, const ember__upload_item *it, const _Atomic int *cancel,
@@ -303,6 +436,25 @@ static void pyro_send(void *ctx, const ember__upload_item *it, const _Atomic int
 		rq.url = url;
 		rq.headers = (const char *const *)p->ingest_hdr;
 		rq.nheaders = p->ningest_hdr;
+	} else if (it->kind == EMBER_PYRO_KIND_JFR) {
+		char ctype[160];
+		char **hdr = jfr_headers(p, it, ctype, sizeof(ctype));
+		size_t n = strlen(p->ingest_url) + strlen(it->meta) + 2;
+		if (!hdr || !(url = malloc(n))) {
+			res->outcome = hdr ? EMBER__SEND_RETRY : EMBER__SEND_PERMANENT;
+			snprintf(res->message, sizeof(res->message), "%s", hdr ? "out of memory" :
+				 "JFR upload without a multipart boundary (or out of memory)");
+			free(hdr);
+			return;
+		}
+		snprintf(url, n, "%s?%s", p->ingest_url, it->meta);
+		rq.url = url;
+		rq.headers = (const char *const *)hdr;
+		rq.nheaders = p->ningest_hdr;
+		ember__http_post(p->http, &rq, cancel, res);
+		free(hdr);
+		free(url);
+		return;
 	} else {
 		res->outcome = EMBER__SEND_PERMANENT;
 		snprintf(res->message, sizeof(res->message), "spooled window of unknown kind %08x",
@@ -321,7 +473,7 @@ static int pyro_bind(void *ud, const ember_agent_info *info)
 	if (p->bound)
 		return ember__error(EMBER_ERR_INVALID, "this Pyroscope reporter is already attached "
 				    "to an agent; create one reporter per agent");
-	int rc = ember__pyroscope_check_info(info, p->protocol);
+	int rc = ember__pyroscope_check_info(info, p->jfr ? EMBER_PYROSCOPE_INGEST : p->protocol);
 	if (rc)
 		return rc;
 	const char *svc = info->app_name;
@@ -342,6 +494,8 @@ static int pyro_bind(void *ud, const ember_agent_info *info)
 		if (!(p->own_values[i] = strdup(own[i])))
 			return ember__error_oom("Pyroscope label");
 	}
+	if (p->jfr && (rc = make_jfr_name(p, svc, info)))
+		return rc;
 	p->hz = info->sample_rate_hz;
 	p->log.fn = info->log_fn;
 	p->log.ud = info->log_userdata;
@@ -382,8 +536,7 @@ static ember__upload_item *encode_push(pyro *p, const ember_report *r, const cha
 
 static ember__upload_item *encode_ingest(pyro *p, const ember_report *r)
 {
-	size_t cap = strlen(p->service_name) * 3 + 200, n;
-	char *q = malloc(cap);
+	char *q = ingest_query(p, r, p->service_name, "pprof");
 	uint8_t *body = malloc(r->pprof_len ? r->pprof_len : 1);
 	if (!q || !body) {
 		free(q);
@@ -391,12 +544,6 @@ static ember__upload_item *encode_ingest(pyro *p, const ember_report *r)
 		ember__error_oom("Pyroscope upload");
 		return NULL;
 	}
-	n = (size_t)snprintf(q, cap, "name=");
-	url_encode(q, cap, &n, p->service_name);
-	int64_t until = (r->end_ns + 999999999) / 1000000000;
-	snprintf(q + n, cap - n, "&from=%" PRId64 "&until=%" PRId64
-		 "&format=pprof&sampleRate=%u&spyName=" SPY_NAME,
-		 r->start_ns / 1000000000, until, p->hz ? p->hz : 100);
 	memcpy(body, r->pprof, r->pprof_len);
 	ember__upload_item *it = ember__upload_item_new(EMBER_PYRO_KIND_INGEST, r->seq, r->start_ns,
 							r->end_ns, q, body, r->pprof_len);
@@ -409,16 +556,24 @@ static int pyro_report(void *ud, const ember_report *r)
 	pyro *p = ud;
 	if (!r || (!r->pprof && r->pprof_len))
 		return ember__error(EMBER_ERR_INVALID, "Pyroscope reporter: no profile data");
+	int jfr = r->format == EMBER_FORMAT_JFR;
+	if (jfr != p->jfr)
+		return ember__error(EMBER_ERR_INVALID, "Pyroscope reporter: got a %s report but was made "
+				    "for %s (ember_pyroscope_options.formats)", jfr ? "JFR" : "pprof",
+				    p->jfr ? "JFR" : "pprof");
+	if (jfr && (!r->jfr || !r->jfr_len))
+		return ember__error(EMBER_ERR_INVALID, "Pyroscope reporter: empty JFR report");
 	if (!p->bound) {
 		int rc = bind_from_report(p, r);
 		if (rc)
 			return rc;
 	}
-	const char *metric = ember__pyroscope_metric(r->profile_type);
+	const char *metric = jfr ? "jfr" : ember__pyroscope_metric(r->profile_type);
 	if (!metric)
 		return ember__error(EMBER_ERR_INVALID, "Pyroscope reporter: profile type \"%s\" has no "
 				    "Pyroscope name", r->profile_type ? r->profile_type : "");
-	ember__upload_item *it = p->protocol == EMBER_PYROSCOPE_INGEST ? encode_ingest(p, r)
+	ember__upload_item *it = jfr ? encode_jfr(p, r)
+			       : p->protocol == EMBER_PYROSCOPE_INGEST ? encode_ingest(p, r)
 								       : encode_push(p, r, metric);
 	if (!it)
 		return EMBER_ERR_NOMEM;
@@ -461,6 +616,7 @@ static void pyro_destroy(void *ud)
 	free_lines(p->push_hdr);
 	free_lines(p->ingest_hdr);
 	free(p->service_name);
+	free(p->jfr_name);
 	for (int i = 0; i < NOWN; i++)
 		free(p->own_values[i]);
 	free(p);
@@ -513,6 +669,11 @@ static int check_options(const ember_pyroscope_options *o)
 	if (o->protocol != EMBER_PYROSCOPE_PUSH && o->protocol != EMBER_PYROSCOPE_INGEST)
 		return ember__error(EMBER_ERR_INVALID, "Pyroscope: unknown protocol %d (expected push "
 				    "or ingest)", (int)o->protocol);
+	if (o->formats & ~(EMBER_FORMAT_PPROF | EMBER_FORMAT_JFR) ||
+	    o->formats == (EMBER_FORMAT_PPROF | EMBER_FORMAT_JFR))
+		return ember__error(EMBER_ERR_INVALID, "Pyroscope: formats 0x%x: give EMBER_FORMAT_PPROF "
+				    "or EMBER_FORMAT_JFR, not both (each window would count twice)",
+				    o->formats);
 	int user = is_set(o->basic_auth_user), pass = is_set(o->basic_auth_password);
 	if (user != pass)
 		return ember__error(EMBER_ERR_INVALID, "Pyroscope: basic auth needs both a user and a "
@@ -659,6 +820,7 @@ EMBER_API int ember_reporter_pyroscope(ember_reporter *out, const ember_pyroscop
 		return ember__error_oom("Pyroscope reporter");
 	p->pid = getpid();
 	p->protocol = o.protocol;
+	p->jfr = o.formats == EMBER_FORMAT_JFR;
 	p->flush_timeout_ms = o.flush_timeout_ms ? o.flush_timeout_ms : 5000;
 	p->log.level = EMBER_LOG_WARN;
 	p->log.who = "pyroscope";
@@ -702,6 +864,7 @@ EMBER_API int ember_reporter_pyroscope(ember_reporter *out, const ember_pyroscop
 	out->bind = pyro_bind;
 	out->stats = pyro_stats;
 	out->userdata = p;
+	out->formats = p->jfr ? EMBER_FORMAT_JFR : EMBER_FORMAT_PPROF;
 	return 0;
 fail:
 	pyro_destroy(p);

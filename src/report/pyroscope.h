@@ -36,6 +36,7 @@
 /* Spool item kinds: which endpoint a stored body is for. */
 #define EMBER_PYRO_KIND_PUSH 0x50555348u   /* "PUSH" */
 #define EMBER_PYRO_KIND_INGEST 0x494e4753u /* "INGS" */
+#define EMBER_PYRO_KIND_JFR 0x4a465249u    /* "JFRI": /ingest?format=jfr, multipart */
 
 typedef struct ember__pyro_label {
 	const char *name;

@@ -608,7 +608,11 @@ int ember__pyroscope_apply_env(ember_builder *b)
 		tags[i] = (ember_tag){b->cfg.tags[i].key, b->cfg.tags[i].value};
 	ember_agent_info info = {.app_name = b->cfg.app_name, .tags = tags, .ntags = b->cfg.ntags,
 				 .thread_labels = b->cfg.thread_labels};
-	rc = ember__pyroscope_check_info(&info, e.o.protocol);
+	/* The async-profiler backend produces JFR, sent to /ingest?format=jfr. */
+	if (b->cfg.backend == EMBER_BACKEND_ASYNC_PROFILER)
+		e.o.formats = EMBER_FORMAT_JFR;
+	rc = ember__pyroscope_check_info(&info, e.o.formats == EMBER_FORMAT_JFR ? EMBER_PYROSCOPE_INGEST
+										 : e.o.protocol);
 	free(tags);
 	if (rc) {
 		char why[EMBER_ERROR_MAX];

@@ -9,6 +9,10 @@ Data port (127.0.0.1 only):
       push.v1.PushRequest{series: RawProfileSeries{labels: LabelPair{name,value},
       samples: RawSample{raw_profile, ID}}}, decoded by hand; raw_profile gunzipped.
   POST <base>/ingest?name=&from=&until=&format=pprof&sampleRate=&spyName=
+  POST <base>/ingest?name=app{k=v,...}&from=&until=&format=jfr&...   a
+      multipart/form-data body with a part named "jfr" (a JFR recording,
+      gzip'd or not; optional part "labels"), as Pyroscope's Java agent sends
+      it; stored as <dir>/NNNNNN.jfr, series labels from the name.
 Each accepted profile is stored as <dir>/NNNNNN.pb (the uncompressed pprof)
 with a JSON sidecar <dir>/NNNNNN.json (path, query, headers, series labels,
 sample ID, time_nanos, sample labels). Label rules are those of the real
@@ -136,6 +140,26 @@ def decode_push(body):
                 samples.append((raw, sid))
         series.append((labels, samples))
     return series
+
+
+def parse_multipart(body, boundary):
+    """{name: content} of a multipart/form-data body, strictly delimited."""
+    delim = b"--" + boundary
+    if not body.startswith(delim + b"\r\n"):
+        raise BadRequest(400, "invalid_argument", "multipart body does not start with its boundary")
+    end = body.find(b"\r\n" + delim + b"--")
+    if end < 0:
+        raise BadRequest(400, "invalid_argument", "multipart body has no closing boundary")
+    out = {}
+    for part in body[len(delim) + 2:end].split(b"\r\n" + delim + b"\r\n"):
+        head, sep, content = part.partition(b"\r\n\r\n")
+        if not sep:
+            raise BadRequest(400, "invalid_argument", "multipart part without headers")
+        m = re.search(rb'(?im)^content-disposition:\s*form-data;\s*name="([^"]*)"', head)
+        if not m:
+            raise BadRequest(400, "invalid_argument", "multipart part without a form-data name")
+        out[m.group(1).decode()] = content
+    return out
 
 
 def check_series_labels(labels):
@@ -340,8 +364,8 @@ class DataHandler(BaseHTTPRequestHandler):
             self.record(e.status)
             self.error_json(e.status, e.code, e.message)
             return
-        for raw, rec in recs:
-            self.store(raw, rec)
+        for r in recs:
+            self.store(*r)
         self.record(200)
         self.reply(200, b"", "application/proto" if url.path.endswith("Push") else "text/plain")
 
@@ -385,8 +409,10 @@ class DataHandler(BaseHTTPRequestHandler):
         for k in ("from", "until", "sampleRate"):
             if k in q and not q[k].isdigit():
                 raise BadRequest(400, "invalid_argument", "%s must be a number" % k)
+        if q.get("format") == "jfr":
+            return self.ingest_jfr(q, name, body)
         if q.get("format") != "pprof":
-            raise BadRequest(400, "invalid_argument", "this fake server takes format=pprof only")
+            raise BadRequest(400, "invalid_argument", "this fake server takes format=pprof or jfr")
         ctype = self.headers.get("Content-Type", "")
         if ctype.startswith("multipart/"):
             raise BadRequest(400, "invalid_argument", "multipart not supported here")
@@ -399,15 +425,47 @@ class DataHandler(BaseHTTPRequestHandler):
         rec["id"] = ""
         return pprof, rec
 
-    def store(self, pprof, rec):
+    def ingest_jfr(self, q, name, body):
+        ctype = self.headers.get("Content-Type", "")
+        m = re.match(r'^multipart/form-data;\s*boundary="?([^";]+)"?$', ctype)
+        if not m:
+            raise BadRequest(400, "invalid_argument",
+                             "format=jfr needs a multipart/form-data body, not %r" % ctype)
+        parts = parse_multipart(body, m.group(1).encode())
+        if "jfr" not in parts:
+            raise BadRequest(400, "invalid_argument", "no \"jfr\" part in the form")
+        jfr = parts["jfr"]
+        if jfr[:2] == b"\x1f\x8b":
+            try:
+                jfr = gzip.decompress(jfr)
+            except OSError as e:
+                raise BadRequest(400, "invalid_argument", "jfr: bad gzip: %s" % e)
+        if len(jfr) < 68 or jfr[:4] != b"FLR\0":
+            raise BadRequest(400, "invalid_argument", "the jfr part is not a JFR recording")
+        chunk = int.from_bytes(jfr[8:16], "big")
+        if chunk < 68 or chunk > len(jfr):
+            raise BadRequest(400, "invalid_argument", "JFR chunk size %d does not fit %d bytes"
+                             % (chunk, len(jfr)))
+        rec = self.base_record("ingest-jfr")
+        app, _, rest = name.partition("{")
+        labels = [("service_name", app), ("pyroscope_spy", q.get("spyName", "unknown"))]
+        for kv in rest.rstrip("}").split(",") if rest else []:
+            k, _, v = kv.partition("=")
+            labels.append((k, v))
+        rec.update({"time_nanos": int(q.get("from", "0")) * 10**9, "duration_nanos": 0,
+                    "samples": 0, "sample_labels": {}, "labels": labels, "id": "",
+                    "parts": sorted(parts)})
+        return jfr, rec, ".jfr"
+
+    def store(self, pprof, rec, ext=".pb"):
         with STATE.lock:
             n = len(STATE.accepted)
             rec["n"] = n
             base = os.path.join(STATE.args.out, "%06d" % n)
-            with open(base + ".pb.tmp", "wb") as f:
+            with open(base + ext + ".tmp", "wb") as f:
                 f.write(pprof)
-            os.rename(base + ".pb.tmp", base + ".pb")
-            rec["file"] = base + ".pb"
+            os.rename(base + ext + ".tmp", base + ext)
+            rec["file"] = base + ext
             with open(base + ".json", "w") as f:
                 json.dump(rec, f, indent=1, sort_keys=True)
             STATE.accepted.append(rec)
@@ -573,6 +631,16 @@ def _push(labels, sid="0d7c1c1e-0b6e-4e7a-9b1a-3c5d7e9f1a2b"):
     return _field(1, lp + _field(2, sample))
 
 
+def _jfr(chunk=68):
+    """A JFR chunk header alone: what the fake checks of a recording."""
+    return b"FLR\0\0\2\0\0" + chunk.to_bytes(8, "big") + bytes(52)
+
+
+def _form(data, name="jfr"):
+    return (b"--st-boundary\r\nContent-Disposition: form-data; name=\"" + name.encode() +
+            b"\"; filename=\"jfr\"\r\n\r\n" + data + b"\r\n--st-boundary--\r\n")
+
+
 def self_test(args):
     import urllib.request
     import urllib.error
@@ -598,6 +666,8 @@ def self_test(args):
 
     push = "/push.v1.PusherService/Push"
     auth = {"Authorization": "Bearer st"}
+    jfr_q = "/ingest?name=app%7Benv%3Dst%7D&from=1&until=2&format=jfr"
+    form = "multipart/form-data; boundary=st-boundary"
     good = [("__name__", "process_cpu"), ("service_name", "selftest")]
     cases = [
         ("good push", post(push, _push(good), headers=auth), 200, None),
@@ -616,6 +686,11 @@ def self_test(args):
                                  auth), 400, "invalid_argument"),
         ("not a profile", post("/ingest?name=app&format=pprof", b"\x08\x01", "binary/octet-stream",
                                auth), 400, "sample_type"),
+        ("ingest jfr", post(jfr_q, _form(_jfr()), form, auth), 200, None),
+        ("jfr not multipart", post(jfr_q, _jfr(), "binary/octet-stream", auth), 400, "multipart"),
+        ("jfr part missing", post(jfr_q, _form(_jfr(), "profile"), form, auth), 400, "jfr"),
+        ("jfr part not JFR", post(jfr_q, _form(_pprof()), form, auth), 400, "not a JFR"),
+        ("jfr bad chunk", post(jfr_q, _form(_jfr(999)), form, auth), 400, "chunk size"),
     ]
     failed = 0
     for name, (status, body), want, code in cases:
@@ -626,6 +701,10 @@ def self_test(args):
     if accepted != 2:
         failed += 1
         print("FAIL stored %d profiles, expected 2" % accepted)
+    jfrs = len([f for f in os.listdir(args.out) if f.endswith(".jfr")])
+    if jfrs != 1:
+        failed += 1
+        print("FAIL stored %d JFR recordings, expected 1" % jfrs)
     return 1 if failed else 0
 
 

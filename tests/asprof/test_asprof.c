@@ -1,0 +1,607 @@
+/*
+ * test_asprof.c - the async-profiler backend against the stand-in
+ * libasyncProfiler.so (fake_asprof.c): the exact commands it receives,
+ * the rotation between two files (each window's recording reported once,
+ * in order, with what the library wrote for that window), the final
+ * window at stop, and the error paths (missing library, missing symbol,
+ * refused commands). Each case runs in its own process.
+ *
+ * Modes (argv[1]): none - every case; "search-path" - the library found by
+ * its bare name through LD_LIBRARY_PATH (set by CTest); "not-cwd" - the
+ * bare name is never looked up in the current directory.
+ */
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include "agent/agent_internal.h"
+#include "asprof/asprof.h"
+#include "asprof/asprof_hooks.h"
+#include "asprof_test.h"
+
+#define DEFAULT_CMD_FMT "start,event=cpu,interval=100000000,wall=1000ms,jfr,cstack=dwarf,file=/proc/self/fd/%d"
+
+/* Builds an agent on `lib` with 100 ms windows and the capture reporter. */
+static int make_agent(ember_agent **a, capture *cap, const char *lib)
+{
+	ember_builder *b;
+	if (ember_builder_new(&b, "asprof-test"))
+		return -1;
+	ember_builder_set_interval_ms(b, 100);
+	ember_builder_set_backend(b, EMBER_BACKEND_ASYNC_PROFILER);
+	ember_asprof_options o = EMBER_ASPROF_OPTIONS_INIT;
+	o.library = lib;
+	int rc = ember_builder_set_asprof_options(b, &o);
+	ember_reporter r = capture_reporter(cap);
+	if (rc == 0)
+		rc = ember_builder_add_reporter(b, &r);
+	if (rc) {
+		ember_builder_free(b);
+		return rc;
+	}
+	ember_builder_set_log(b, NULL, NULL, EMBER_LOG_OFF);
+	return ember_builder_build(a, b);
+}
+
+/* make_agent, then ember_agent_start: its result (the agent is *a either way). */
+static int start_agent(ember_agent **a, ember_running **run, capture *cap, const char *lib)
+{
+	int rc = make_agent(a, cap, lib);
+	CHECK_EQ_INT(rc, 0);
+	return rc ? rc : ember_agent_start(run, *a);
+}
+
+/* The fd in a start command's file=/proc/self/fd/N, or -1. */
+static int cmd_fd(const char *cmd)
+{
+	const char *f = strstr(cmd, "file=/proc/self/fd/");
+	return f ? atoi(f + strlen("file=/proc/self/fd/")) : -1;
+}
+
+/* Runs `windows` windows on the complete stand-in and checks everything. */
+static void rotation(void)
+{
+	const char *log = fresh_log();
+	capture cap;
+	ember_agent *a;
+	ember_running *run;
+	CHECK_EQ_INT(start_agent(&a, &run, &cap, FAKE_FULL), 0);
+	wait_reports(&cap, 3);
+	int rc = ember_running_stop(&a, run);
+	CHECK_EQ_INT(rc, 0);
+	ember_stats st;
+	ember_agent_stats(a, &st);
+	size_t n = cap.n;
+	CHECK(n >= 4); /* three rotations and the final window */
+	CHECK_EQ_INT(st.windows_reported, n);
+	CHECK_EQ_INT(st.asprof_errors, 0);
+	CHECK_EQ_INT(st.report_failures, 0);
+
+	char *lines[1024];
+	size_t nl = read_lines(log, lines, 1024);
+	CHECK(nl > 2);
+	CHECK_EQ_STR(lines[0], "init");
+	/* exec lines: start, stop, start, stop, ... ending in stop; one init */
+	size_t starts = 0, stops = 0, inits = 0, wrote = 0;
+	int fds[256], last = 0; /* 1 start, 2 stop */
+	unsigned long long inos[256];
+	size_t nino = 0;
+	long wrote_bytes[256];
+	for (size_t i = 0; i < nl; i++) {
+		if (!strcmp(lines[i], "init")) {
+			inits++;
+		} else if (!strncmp(lines[i], "exec start,", 11)) {
+			CHECK(last != 1);
+			last = 1;
+			const char *cmd = lines[i] + 5;
+			int fd = cmd_fd(cmd);
+			CHECK(fd >= 256); /* moved out of the low range */
+			char want[256];
+			snprintf(want, sizeof(want), DEFAULT_CMD_FMT, fd);
+			CHECK_EQ_STR(cmd, want);
+			if (starts < 256)
+				fds[starts] = fd;
+			starts++;
+		} else if (!strcmp(lines[i], "exec stop")) {
+			CHECK_EQ_INT(last, 1);
+			last = 2;
+			stops++;
+		} else if (!strncmp(lines[i], "open ", 5)) {
+			const char *p = strstr(lines[i], "ino=");
+			if (p && nino < 256)
+				inos[nino++] = strtoull(p + 4, NULL, 10);
+		} else if (!strncmp(lines[i], "wrote ", 6)) {
+			unsigned w;
+			long bytes;
+			CHECK(sscanf(lines[i], "wrote window=%u bytes=%ld", &w, &bytes) == 2);
+			CHECK_EQ_INT(w, wrote + 1);
+			if (wrote < 256)
+				wrote_bytes[wrote] = bytes;
+			wrote++;
+		} else {
+			fprintf(stderr, "unexpected log line: %s\n", lines[i]);
+			CHECK(0);
+		}
+	}
+	CHECK_EQ_INT(inits, 1);
+	CHECK_EQ_INT(last, 2); /* the final stop */
+	CHECK_EQ_INT(starts, stops);
+	CHECK_EQ_INT(stops, n); /* every window reported once */
+	CHECK_EQ_INT(wrote, n);
+	CHECK_EQ_INT(nino, starts);
+	/* two files, alternating */
+	for (size_t i = 0; i + 1 < starts && i + 1 < 256; i++) {
+		CHECK(fds[i] != fds[i + 1]);
+		CHECK(inos[i] != inos[i + 1]);
+		if (i + 2 < starts && i + 2 < 256) {
+			CHECK_EQ_INT(fds[i], fds[i + 2]);
+			CHECK(inos[i] == inos[i + 2]);
+		}
+	}
+	/* the reports: in order, each the recording of its window */
+	for (size_t i = 0; i < n; i++) {
+		cap_report *r = &cap.r[i];
+		CHECK_EQ_INT(r->seq, i);
+		CHECK_EQ_INT(r->final, i == n - 1);
+		CHECK_EQ_INT(r->format, EMBER_FORMAT_JFR);
+		CHECK_EQ_STR(r->type, "jfr");
+		CHECK(r->len > 68 && !memcmp(r->jfr, "FLR", 4));
+		CHECK_EQ_INT((long)r->len, wrote_bytes[i]);
+		char want[300];
+		snprintf(want, sizeof(want), "window %zu: " DEFAULT_CMD_FMT, i + 1, fds[i]);
+		if (!contains(r->jfr, r->len, want)) {
+			fprintf(stderr, "report %zu does not hold \"%s\"\n", i, want);
+			CHECK(0);
+		}
+		CHECK(r->start_ns < r->end_ns);
+		if (i > 0)
+			CHECK(r->start_ns >= cap.r[i - 1].end_ns);
+	}
+	free_lines(lines, nl);
+	/* The JDK's reader takes the stand-in's recordings: first and final. */
+	for (size_t k = 0; k < 2 && n; k++) {
+		size_t i = k ? n - 1 : 0;
+		char path[128], cmd[300], want[64], out[4096];
+		snprintf(path, sizeof(path), "%s.%zu.jfr", log, i);
+		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		CHECK(fd >= 0 && write(fd, cap.r[i].jfr, cap.r[i].len) == (ssize_t)cap.r[i].len);
+		close(fd);
+		snprintf(cmd, sizeof(cmd), "%s print --events emberprof.FakeWindow %s", EMBER_JFR_TOOL, path);
+		FILE *p = popen(cmd, "r");
+		size_t got = p ? fread(out, 1, sizeof(out) - 1, p) : 0;
+		out[got] = '\0';
+		CHECK(p && pclose(p) == 0);
+		snprintf(want, sizeof(want), "window = %zu", i + 1);
+		if (!strstr(out, want)) {
+			fprintf(stderr, "jfr print of report %zu lacks \"%s\":\n%s\n", i, want, out);
+			CHECK(0);
+		}
+	}
+	capture_free(&cap);
+	ember_agent_shutdown(a);
+}
+
+/* A restart continues the window numbers and starts async-profiler again. */
+static void restart(void)
+{
+	fresh_log();
+	capture cap;
+	ember_agent *a;
+	CHECK_EQ_INT(make_agent(&a, &cap, FAKE_FULL), 0);
+	for (int round = 0; round < 2; round++) {
+		ember_running *run;
+		CHECK_EQ_INT(ember_agent_start(&run, a), 0);
+		wait_reports(&cap, capture_count(&cap) + 1);
+		CHECK_EQ_INT(ember_running_stop(&a, run), 0);
+	}
+	for (size_t i = 0; i < cap.n; i++)
+		CHECK_EQ_INT(cap.r[i].seq, i);
+	size_t finals = 0;
+	for (size_t i = 0; i < cap.n; i++)
+		finals += cap.r[i].final;
+	CHECK_EQ_INT(finals, 2);
+	CHECK(cap.r[cap.n - 1].final);
+	capture_free(&cap);
+	ember_agent_shutdown(a);
+}
+
+static void start_command_strings(void)
+{
+	ember__asprof_config c;
+	memset(&c, 0, sizeof(c));
+	char buf[256];
+	CHECK_EQ_INT(ember__asprof_start_command(buf, sizeof(buf), &c, 300), 0);
+	CHECK_EQ_STR(buf, "start,event=cpu,interval=100000000,wall=1000ms,jfr,cstack=dwarf,"
+			  "file=/proc/self/fd/300");
+	c.cpu_interval_ns = 1000000000;
+	c.wall_interval_ms = 10000;
+	snprintf(c.native_mem, sizeof(c.native_mem), "5000000");
+	CHECK_EQ_INT(ember__asprof_start_command(buf, sizeof(buf), &c, 257), 0);
+	CHECK_EQ_STR(buf, "start,event=cpu,interval=1000000000,wall=10000ms,jfr,cstack=dwarf,"
+			  "file=/proc/self/fd/257,nativemem=5000000");
+	CHECK_EQ_INT(ember__asprof_start_command(buf, 20, &c, 257), EMBER_ERR_INVALID);
+}
+
+/* The options and the environment, down to the command they produce. */
+static void options_and_env(void)
+{
+	ember_builder *b;
+	CHECK_EQ_INT(ember_builder_new(&b, "x"), 0);
+	ember_asprof_options o = EMBER_ASPROF_OPTIONS_INIT;
+	o.cpu_interval_ns = 10000000;
+	o.wall_interval_ms = 200;
+	o.native_mem_bytes = 4096;
+	CHECK_EQ_INT(ember_builder_set_asprof_options(b, &o), 0);
+	char buf[256];
+	CHECK_EQ_INT(ember__asprof_start_command(buf, sizeof(buf), &b->cfg.asprof, 256), 0);
+	CHECK_EQ_STR(buf, "start,event=cpu,interval=10000000,wall=200ms,jfr,cstack=dwarf,"
+			  "file=/proc/self/fd/256,nativemem=4096");
+	/* refused: both native memory forms, a comma, a relative library, ranges, sz */
+	o.native_mem = "10m";
+	CHECK_EQ_INT(ember_builder_set_asprof_options(b, &o), EMBER_ERR_INVALID);
+	o.native_mem_bytes = 0;
+	o.native_mem = "10m,file=/etc/passwd";
+	CHECK_EQ_INT(ember_builder_set_asprof_options(b, &o), EMBER_ERR_INVALID);
+	CHECK(strstr(ember_last_error(), "native memory"));
+	o.native_mem = "10m";
+	o.library = "libasyncProfiler.so";
+	CHECK_EQ_INT(ember_builder_set_asprof_options(b, &o), EMBER_ERR_INVALID);
+	CHECK(strstr(ember_last_error(), "absolute"));
+	o.library = NULL;
+	o.cpu_interval_ns = 999;
+	CHECK_EQ_INT(ember_builder_set_asprof_options(b, &o), EMBER_ERR_INVALID);
+	o.cpu_interval_ns = 0;
+	o.sz = 4;
+	CHECK_EQ_INT(ember_builder_set_asprof_options(b, &o), EMBER_ERR_INVALID);
+	CHECK_EQ_INT(ember_builder_set_backend(b, (ember_backend)7), EMBER_ERR_INVALID);
+	/* the last good options are still in place */
+	CHECK_EQ_INT(b->cfg.asprof.cpu_interval_ns, 10000000);
+	CHECK_EQ_STR(b->cfg.asprof.native_mem, "4096");
+
+	setenv("EMBERPROF_BACKEND", "asprof", 1);
+	setenv("EMBERPROF_ASPROF_CPU_INTERVAL", "5ms", 1);
+	setenv("EMBERPROF_ASPROF_WALL_INTERVAL", "2s", 1);
+	setenv("EMBERPROF_ASPROF_NATIVEMEM", "10m", 1);
+	setenv("EMBERPROF_ASPROF_LIB", "/opt/ap/lib/libasyncProfiler.so", 1);
+	CHECK_EQ_INT(ember_builder_apply_env(b), 0);
+	CHECK_EQ_INT(b->cfg.backend, EMBER_BACKEND_ASYNC_PROFILER);
+	CHECK_EQ_STR(b->cfg.asprof.library, "/opt/ap/lib/libasyncProfiler.so");
+	CHECK_EQ_INT(ember__asprof_start_command(buf, sizeof(buf), &b->cfg.asprof, 999), 0);
+	CHECK_EQ_STR(buf, "start,event=cpu,interval=5000000,wall=2000ms,jfr,cstack=dwarf,"
+			  "file=/proc/self/fd/999,nativemem=10m");
+	setenv("EMBERPROF_ASPROF_CPU_INTERVAL", "1234567", 1); /* bare: nanoseconds */
+	setenv("EMBERPROF_ASPROF_NATIVEMEM", "off", 1);
+	CHECK_EQ_INT(ember_builder_apply_env(b), 0);
+	CHECK_EQ_INT(b->cfg.asprof.cpu_interval_ns, 1234567);
+	CHECK_EQ_STR(b->cfg.asprof.native_mem, "");
+	static const char *const bad[][2] = {
+		{"EMBERPROF_BACKEND", "jvm"},
+		{"EMBERPROF_ASPROF_CPU_INTERVAL", "10 ms"},
+		{"EMBERPROF_ASPROF_CPU_INTERVAL", "1us"},
+		{"EMBERPROF_ASPROF_WALL_INTERVAL", "1500us"},
+		{"EMBERPROF_ASPROF_WALL_INTERVAL", "0ms"},
+		{"EMBERPROF_ASPROF_NATIVEMEM", "1m,cstack=no"},
+		{"EMBERPROF_ASPROF_LIB", "lib/libasyncProfiler.so"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		const char *old = getenv(bad[i][0]);
+		char *keep = old ? strdup(old) : NULL;
+		setenv(bad[i][0], bad[i][1], 1);
+		CHECK_EQ_INT(ember_builder_apply_env(b), EMBER_ERR_INVALID);
+		if (!strstr(ember_last_error(), bad[i][0])) {
+			fprintf(stderr, "message does not name %s: %s\n", bad[i][0], ember_last_error());
+			CHECK(0);
+		}
+		if (keep)
+			setenv(bad[i][0], keep, 1);
+		else
+			unsetenv(bad[i][0]);
+		free(keep);
+	}
+	ember_builder_free(b);
+}
+
+static void missing_library(void)
+{
+	fresh_log();
+	capture cap;
+	ember_agent *a;
+	ember_running *run;
+	CHECK_EQ_INT(start_agent(&a, &run, &cap, "/nonexistent/dir/libasyncProfiler.so"), EMBER_ERR_UNSUPPORTED);
+	CHECK(strstr(ember_last_error(), "cannot load async-profiler"));
+	CHECK(strstr(ember_last_error(), "/nonexistent/dir/libasyncProfiler.so"));
+	CHECK_EQ_INT(cap.n, 0);
+	capture_free(&cap);
+	ember_agent_shutdown(a); /* still the caller's after a failed start */
+}
+
+static void missing_required_symbol(void)
+{
+	const char *log = fresh_log();
+	capture cap;
+	ember_agent *a;
+	ember_running *run;
+	CHECK_EQ_INT(start_agent(&a, &run, &cap, FAKE_NOREQ), EMBER_ERR_UNSUPPORTED);
+	CHECK(strstr(ember_last_error(), "asprof_error_str"));
+	char *lines[8];
+	CHECK_EQ_INT(read_lines(log, lines, 8), 0); /* not even asprof_init was called */
+	capture_free(&cap);
+	ember_agent_shutdown(a);
+}
+
+/* Without the optional symbols the backend works; the hooks say what is missing. */
+static void missing_optional_symbols(void)
+{
+	fresh_log();
+	capture cap;
+	ember_agent *a;
+	ember_running *run;
+	CHECK_EQ_INT(start_agent(&a, &run, &cap, FAKE_NOOPT), 0);
+	CHECK_EQ_INT(ember__asprof_features(), EMBER__ASPROF_HAS_LIB);
+	CHECK(ember__asprof_thread_sample_counter_ptr() == NULL);
+	CHECK_EQ_INT(ember__asprof_thread_sample_counter(), 0);
+	CHECK_EQ_INT(ember__asprof_register_event("tokio.PollcatchV1"), EMBER_ERR_UNSUPPORTED);
+	CHECK(strstr(ember_last_error(), "asprof_register_jfr_event"));
+	uint8_t d[16] = {0};
+	CHECK_EQ_INT(ember__asprof_emit(1, d, sizeof(d)), EMBER_ERR_UNSUPPORTED);
+	CHECK_EQ_INT(ember_running_stop(&a, run), 0);
+	CHECK_EQ_INT(cap.n, 1);
+	capture_free(&cap);
+	ember_agent_shutdown(a);
+}
+
+/* The optional API, as the pollcatch helpers use it. */
+static void hooks(void)
+{
+	const char *log = fresh_log();
+	CHECK_EQ_INT(ember__asprof_features(), 0);
+	CHECK_EQ_INT(ember__asprof_thread_sample_counter(), 0);
+	CHECK_EQ_INT(ember__asprof_register_event("x"), EMBER_ERR_UNSUPPORTED);
+	CHECK_EQ_INT(ember__asprof_attach("relative/libasyncProfiler.so"), EMBER_ERR_INVALID);
+	CHECK_EQ_INT(ember__asprof_attach(FAKE_FULL), 0);
+	CHECK_EQ_INT(ember__asprof_attach(FAKE_FULL), 0); /* twice: harmless, init once */
+	CHECK_EQ_INT(ember__asprof_features(), EMBER__ASPROF_HAS_LIB | EMBER__ASPROF_HAS_THREAD_DATA |
+						       EMBER__ASPROF_HAS_USER_EVENTS);
+	const volatile uint64_t *ctr = ember__asprof_thread_sample_counter_ptr();
+	CHECK(ctr != NULL);
+	uint64_t before = ember__asprof_thread_sample_counter();
+	void *h = dlopen(FAKE_FULL, RTLD_NOW | RTLD_NOLOAD);
+	CHECK(h != NULL);
+	void (*sample_here)(void) = NULL;
+	void *sym = h ? dlsym(h, "fake_asprof_sample_here") : NULL;
+	memcpy(&sample_here, &sym, sizeof(sym));
+	CHECK(sample_here != NULL);
+	if (sample_here)
+		sample_here();
+	CHECK(ember__asprof_thread_sample_counter() != before);
+	CHECK(ctr && *ctr == ember__asprof_thread_sample_counter());
+	int key = ember__asprof_register_event("tokio.PollcatchV1");
+	CHECK(key >= 0);
+	uint8_t d[EMBER__ASPROF_MAX_EVENT_LEN + 1];
+	memset(d, 7, sizeof(d));
+	CHECK_EQ_INT(ember__asprof_emit(key, d, 16), 0);
+	CHECK_EQ_INT(ember__asprof_emit(key, d, sizeof(d)), EMBER_ERR_INVALID);
+	CHECK_EQ_INT(ember__asprof_emit(key + 100, d, 16), EMBER_ERR_SYS);
+	CHECK(strstr(ember_last_error(), "fake: unknown event key"));
+	CHECK_EQ_INT(ember__asprof_register_event("fail"), EMBER_ERR_SYS);
+	char *lines[16];
+	size_t nl = read_lines(log, lines, 16);
+	CHECK_EQ_INT(nl, 5);
+	if (nl == 5) {
+		CHECK_EQ_STR(lines[0], "init");
+		CHECK_EQ_STR(lines[1], "register tokio.PollcatchV1");
+		CHECK_EQ_STR(lines[2], "emit 1 16");
+		CHECK_EQ_STR(lines[3], "emit 101 16");
+		CHECK_EQ_STR(lines[4], "register fail");
+	}
+	free_lines(lines, nl);
+	if (h)
+		dlclose(h);
+}
+
+/* Reporters that do not take JFR are refused when the agent is built. */
+static void reporters_must_take_jfr(void)
+{
+	ember_builder *b;
+	CHECK_EQ_INT(ember_builder_new(&b, "x"), 0);
+	ember_builder_set_backend(b, EMBER_BACKEND_ASYNC_PROFILER);
+	capture cap;
+	ember_reporter r = capture_reporter(&cap);
+	r.name = "pprof-only";
+	r.formats = EMBER_FORMAT_PPROF;
+	CHECK_EQ_INT(ember_builder_add_reporter(b, &r), 0);
+	ember_agent *a;
+	CHECK_EQ_INT(ember_builder_build(&a, b), EMBER_ERR_INVALID);
+	CHECK(strstr(ember_last_error(), "pprof-only"));
+	CHECK(strstr(ember_last_error(), "JFR"));
+	capture_free(&cap);
+}
+
+/* The first start refused: ember_agent_start fails with async-profiler's message. */
+static void first_start_refused(void)
+{
+	fresh_log();
+	setenv("FAKE_ASPROF_FAIL_START", "1", 1);
+	capture cap;
+	ember_agent *a;
+	ember_running *run;
+	CHECK_EQ_INT(start_agent(&a, &run, &cap, FAKE_FULL), EMBER_ERR_SYS);
+	CHECK(strstr(ember_last_error(), "fake: start failure injected"));
+	/* a second try works (the stand-in fails only start number 1) */
+	CHECK_EQ_INT(ember_agent_start(&run, a), 0);
+	CHECK_EQ_INT(ember_running_stop(&a, run), 0);
+	CHECK_EQ_INT(cap.n, 1);
+	CHECK(cap.n == 1 && contains(cap.r[0].jfr, cap.r[0].len, "window 2: "));
+	capture_free(&cap);
+	ember_agent_shutdown(a);
+}
+
+/*
+ * A refused start in the middle: that window is not profiled (no stop is
+ * sent for it), the next boundary starts again; one error counted.
+ */
+static void start_refused_midway(void)
+{
+	const char *log = fresh_log();
+	setenv("FAKE_ASPROF_FAIL_START", "2", 1);
+	capture cap;
+	ember_agent *a;
+	ember_running *run;
+	CHECK_EQ_INT(start_agent(&a, &run, &cap, FAKE_FULL), 0);
+	wait_reports(&cap, 3);
+	ember_stats st;
+	ember_running_stats(run, &st);
+	CHECK_EQ_INT(st.asprof_errors, 1);
+	CHECK_EQ_INT(ember_running_stop(&a, run), 0);
+	ember_agent_stats(a, &st);
+	CHECK_EQ_INT(st.asprof_errors, 1);
+	CHECK(cap.n >= 3);
+	/* windows 1, 3, 4, ...: seq 1 (window 2) was never profiled */
+	CHECK(contains(cap.r[0].jfr, cap.r[0].len, "window 1: "));
+	CHECK_EQ_INT(cap.r[0].seq, 0);
+	for (size_t i = 1; i < cap.n; i++) {
+		char want[32];
+		snprintf(want, sizeof(want), "window %zu: ", i + 2);
+		CHECK(contains(cap.r[i].jfr, cap.r[i].len, want));
+		CHECK_EQ_INT(cap.r[i].seq, i + 1);
+	}
+	char *lines[1024];
+	size_t nl = read_lines(log, lines, 1024);
+	const char *expect[] = {"init", "exec start,", "open ", "exec stop", "wrote window=1",
+				"exec start,", /* refused */ "exec start,", "open "};
+	CHECK(nl >= 8);
+	for (size_t i = 0; i < 8 && i < nl; i++)
+		CHECK(!strncmp(lines[i], expect[i], strlen(expect[i])));
+	free_lines(lines, nl);
+	capture_free(&cap);
+	ember_agent_shutdown(a);
+}
+
+/* A refused stop loses that window only; the final window still arrives. */
+static void stop_refused(void)
+{
+	fresh_log();
+	setenv("FAKE_ASPROF_FAIL_STOP", "2", 1);
+	capture cap;
+	ember_agent *a;
+	ember_running *run;
+	CHECK_EQ_INT(start_agent(&a, &run, &cap, FAKE_FULL), 0);
+	wait_reports(&cap, 3);
+	CHECK_EQ_INT(ember_running_stop(&a, run), 0);
+	ember_stats st;
+	ember_agent_stats(a, &st);
+	CHECK_EQ_INT(st.asprof_errors, 1);
+	CHECK(cap.n >= 3);
+	CHECK(contains(cap.r[0].jfr, cap.r[0].len, "window 1: "));
+	CHECK(contains(cap.r[1].jfr, cap.r[1].len, "window 3: "));
+	CHECK_EQ_INT(cap.r[1].seq, 2);
+	CHECK(cap.r[cap.n - 1].final);
+	capture_free(&cap);
+	ember_agent_shutdown(a);
+}
+
+/* Every stop refused: no window at all, the final stop says so, no crash. */
+static void every_stop_refused(void)
+{
+	fresh_log();
+	setenv("FAKE_ASPROF_FAIL_STOP", "all", 1);
+	capture cap;
+	ember_agent *a;
+	ember_running *run;
+	CHECK_EQ_INT(start_agent(&a, &run, &cap, FAKE_FULL), 0);
+	ember_stats st;
+	for (int i = 0; i < 12000; i++) { /* until two windows went by */
+		ember_running_stats(run, &st);
+		if (st.asprof_errors >= 2)
+			break;
+		struct timespec t = {0, 10000000};
+		nanosleep(&t, NULL);
+	}
+	int rc = ember_running_stop(&a, run);
+	CHECK_EQ_INT(rc, EMBER_ERR_SYS);
+	CHECK(strstr(ember_last_error(), "fake: stop failure injected"));
+	ember_agent_stats(a, &st);
+	CHECK(st.asprof_errors >= 3);
+	CHECK_EQ_INT(cap.n, 0);
+	CHECK_EQ_INT(st.windows_reported, 0);
+	capture_free(&cap);
+	ember_agent_shutdown(a);
+}
+
+/* The bare name goes through the loader's search path (LD_LIBRARY_PATH here). */
+static void search_path(void)
+{
+	fresh_log();
+	capture cap;
+	ember_agent *a;
+	ember_running *run;
+	int rc = start_agent(&a, &run, &cap, NULL);
+	CHECK_EQ_INT(rc, 0);
+	if (rc == 0)
+		CHECK_EQ_INT(ember_running_stop(&a, run), 0);
+	CHECK_EQ_INT(cap.n, 1);
+	capture_free(&cap);
+	ember_agent_shutdown(a);
+}
+
+/* ... and never in the current directory, even when one sits there. */
+static int not_cwd(void)
+{
+	if (getenv("LD_LIBRARY_PATH") && *getenv("LD_LIBRARY_PATH")) {
+		fprintf(stderr, "not-cwd must run without LD_LIBRARY_PATH\n");
+		return 1;
+	}
+	void *h = dlopen("libasyncProfiler.so", RTLD_LAZY | RTLD_LOCAL);
+	if (h) {
+		printf("SKIP: this system has a libasyncProfiler.so on its library path\n");
+		return 77;
+	}
+	char dir[1024];
+	snprintf(dir, sizeof(dir), "%s", FAKE_FULL);
+	*strrchr(dir, '/') = '\0';
+	if (chdir(dir) != 0) {
+		perror(dir);
+		return 1;
+	}
+	struct stat st;
+	CHECK(stat("libasyncProfiler.so", &st) == 0); /* it is right here ... */
+	capture cap;
+	ember_agent *a;
+	CHECK_EQ_INT(make_agent(&a, &cap, NULL), 0);
+	ember_running *run;
+	CHECK_EQ_INT(ember_agent_start(&run, a), EMBER_ERR_UNSUPPORTED); /* ... and not used */
+	CHECK(strstr(ember_last_error(), "LD_LIBRARY_PATH"));
+	capture_free(&cap);
+	ember_agent_shutdown(a);
+	printf("%s not_cwd\n", check_current_failed ? "FAIL" : "ok  ");
+	return check_current_failed;
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "";
+	/* The stand-in's failure knobs come from each case, never from outside. */
+	unsetenv("FAKE_ASPROF_FAIL_START");
+	unsetenv("FAKE_ASPROF_FAIL_STOP");
+	unsetenv("FAKE_ASPROF_FAIL_EXECUTE");
+	if (!strcmp(mode, "not-cwd"))
+		return not_cwd();
+	if (!strcmp(mode, "search-path")) {
+		RUN_ISOLATED(search_path);
+		return CHECK_DONE();
+	}
+	RUN(start_command_strings);
+	RUN_ISOLATED(options_and_env);
+	RUN_ISOLATED(rotation);
+	RUN_ISOLATED(restart);
+	RUN_ISOLATED(missing_library);
+	RUN_ISOLATED(missing_required_symbol);
+	RUN_ISOLATED(missing_optional_symbols);
+	RUN_ISOLATED(hooks);
+	RUN_ISOLATED(reporters_must_take_jfr);
+	RUN_ISOLATED(first_start_refused);
+	RUN_ISOLATED(start_refused_midway);
+	RUN_ISOLATED(stop_refused);
+	RUN_ISOLATED(every_stop_refused);
+	return CHECK_DONE();
+}
