@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "asprof/asprof_hooks.h"
 #include "emberprof.h"
 #include "sample/polltls.h"
 #include "util/error.h"
@@ -83,18 +84,11 @@ uint64_t ember__poll_records_dropped(void)
 	return atomic_load_explicit(&g_dropped, memory_order_relaxed);
 }
 
-/* ---- async-profiler path ---- */
+/* ---- async-profiler path (src/asprof/asprof_hooks.h) ---- */
 
-static _Atomic(const ember__asprof_poll_api *) g_asprof;
 static _Atomic int g_asprof_key = -2; /* -2: not registered yet, -1: registration failed */
 static _Atomic int g_asprof_logged;
 static _Atomic uint64_t g_asprof_events, g_asprof_errors;
-
-void ember__pollcatch_set_asprof(const ember__asprof_poll_api *api)
-{
-	atomic_store_explicit(&g_asprof_key, -2, memory_order_relaxed);
-	atomic_store_explicit(&g_asprof, api, memory_order_release);
-}
 
 uint64_t ember__pollcatch_asprof_events(void)
 {
@@ -106,75 +100,46 @@ uint64_t ember__pollcatch_asprof_errors(void)
 	return atomic_load_explicit(&g_asprof_errors, memory_order_relaxed);
 }
 
-static uint64_t asprof_counter(const ember__asprof_poll_api *api)
+/* The calling thread's async-profiler sample counter, its address kept
+ * in the thread's block once async-profiler hands it out (it lives as
+ * long as the thread, and the library is never unloaded). */
+static const volatile uint64_t *asprof_counter(ember__polltls *p)
 {
-	if (!api || !api->get_thread_local_data)
-		return 0;
-	const volatile uint64_t *tld = api->get_thread_local_data();
-	return tld ? *tld : 0;
+	if (p->asprof_ctr)
+		return p->asprof_ctr;
+	if (!(ember__asprof_features() & EMBER__ASPROF_HAS_THREAD_DATA))
+		return NULL;
+	return p->asprof_ctr = ember__asprof_thread_sample_counter_ptr();
 }
 
-static void asprof_fail(const ember__asprof_poll_api *api, const char *what, const char *err)
+/* No agent pointer here, so no log callback: the first failure goes to
+ * stderr, the others are only counted. */
+static void asprof_fail(const char *what)
 {
 	atomic_fetch_add_explicit(&g_asprof_errors, 1, memory_order_relaxed);
-	if (atomic_exchange_explicit(&g_asprof_logged, 1, memory_order_relaxed))
-		return;
-	char msg[256];
-	const char *why = err && api->error_str ? api->error_str(err) : err;
-	snprintf(msg, sizeof(msg), "pollcatch: %s " EMBER__POLLCATCH_EVENT " failed%s%s "
-		 "(further failures are only counted)", what, why ? ": " : "", why ? why : "");
-	if (api->log)
-		api->log(api->log_ud, msg);
-	else
-		fprintf(stderr, "emberprof: %s\n", msg);
-}
-
-void ember__pollcatch_payload(uint8_t out[16], uint64_t start, uint64_t end)
-{
-	for (int i = 0; i < 8; i++) {
-		out[i] = (uint8_t)(start >> (8 * i));
-		out[8 + i] = (uint8_t)(end >> (8 * i));
-	}
-}
-
-int ember__pollcatch_payload_decode(const uint8_t *data, size_t len, uint64_t *start,
-				    uint64_t *end)
-{
-	if (len != EMBER__POLLCATCH_PAYLOAD)
-		return ember__error(EMBER_ERR_FORMAT, EMBER__POLLCATCH_EVENT
-				    " payload is %zu bytes, expected 16", len);
-	uint64_t s = 0, e = 0;
-	for (int i = 7; i >= 0; i--) {
-		s = s << 8 | data[i];
-		e = e << 8 | data[8 + i];
-	}
-	*start = s;
-	*end = e;
-	return 0;
+	if (!atomic_exchange_explicit(&g_asprof_logged, 1, memory_order_relaxed))
+		fprintf(stderr, "emberprof: pollcatch: %s " EMBER__POLLCATCH_EVENT
+			" failed: %s (further failures are only counted)\n", what, ember_last_error());
 }
 
 /* Cold: a sample of async-profiler's landed in the poll. */
-__attribute__((noinline, cold)) static void asprof_emit(const ember__asprof_poll_api *api,
-							   uint64_t start, uint64_t end)
+__attribute__((noinline, cold)) static void asprof_emit(uint64_t start, uint64_t end)
 {
-	if (!api->register_jfr_event || !api->emit_jfr_event)
-		return;
 	int key = atomic_load_explicit(&g_asprof_key, memory_order_acquire);
 	if (key == -2) {
-		/* Two threads may both register: async-profiler hands back the
-		 * same key for the same name, so either result is fine. */
-		key = api->register_jfr_event(EMBER__POLLCATCH_EVENT);
+		/* Two threads may both register: async-profiler hands back a
+		 * valid key each time, and either is fine. */
+		key = ember__asprof_register_event(EMBER__POLLCATCH_EVENT);
 		atomic_store_explicit(&g_asprof_key, key < 0 ? -1 : key, memory_order_release);
 		if (key < 0)
-			asprof_fail(api, "registering", NULL);
+			asprof_fail("registering");
 	}
 	if (key < 0)
 		return;
 	uint8_t buf[EMBER__POLLCATCH_PAYLOAD];
 	ember__pollcatch_payload(buf, start, end);
-	const char *err = api->emit_jfr_event(key, buf, sizeof(buf));
-	if (err)
-		asprof_fail(api, "emitting", err);
+	if (ember__asprof_emit(key, buf, sizeof(buf)) != 0)
+		asprof_fail("emitting");
 	else
 		atomic_fetch_add_explicit(&g_asprof_events, 1, memory_order_relaxed);
 }
@@ -249,8 +214,8 @@ EMBER_API void ember_poll_begin(void)
 	}
 	p->start = ember__poll_now();
 	p->begin_samples = p->samples;
-	const ember__asprof_poll_api *api = atomic_load_explicit(&g_asprof, memory_order_acquire);
-	p->asprof_before = api ? asprof_counter(api) : 0;
+	const volatile uint64_t *ctr = asprof_counter(p);
+	p->asprof_before = ctr ? *ctr : 0;
 	/* start and the counters are in place before the handler can see
 	 * the thread in a poll */
 	__atomic_signal_fence(__ATOMIC_RELEASE);
@@ -271,8 +236,8 @@ static void poll_end(uint64_t idle_ns)
 			.tid = p->tid, .start = p->start, .end = end, .idle_ns = idle_ns};
 		ring_push(&r);
 	}
-	const ember__asprof_poll_api *api = atomic_load_explicit(&g_asprof, memory_order_acquire);
-	if (api && asprof_counter(api) != p->asprof_before) {
+	const volatile uint64_t *ctr = asprof_counter(p);
+	if (ctr && *ctr != p->asprof_before) {
 		uint64_t start = p->start;
 		if (idle_ns) {
 			/* The loop waited first, then ran callbacks: report the
@@ -280,7 +245,7 @@ static void poll_end(uint64_t idle_ns)
 			uint64_t idle = (uint64_t)((double)idle_ns * ember__poll_ticks_per_sec() / 1e9);
 			start = idle < end - start ? start + idle : end;
 		}
-		asprof_emit(api, start, end);
+		asprof_emit(start, end);
 	}
 }
 

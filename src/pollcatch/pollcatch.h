@@ -72,28 +72,13 @@ int ember__poll_records_take(ember__poll_rec *out);
 uint64_t ember__poll_records_dropped(void);
 
 /*
- * async-profiler hooks (path b). The asprof backend hands in the functions
- * it resolved from libasyncProfiler.so; NULL members are treated as
- * missing. `api` must stay valid until cleared with NULL. While set,
- * ember_poll_end() emits a tokio.PollcatchV1 user event whenever
- * async-profiler's sample_counter moved during the poll; the event type
- * is registered on first use; the first failure is reported through
- * `log` (or stderr) and later ones are only counted.
+ * async-profiler (path b): whenever a library is loaded through
+ * src/asprof/ (the backend, or ember__asprof_attach()),
+ * ember_poll_end() emits one tokio.PollcatchV1 user event per poll in
+ * which async-profiler's per-thread sample_counter moved; the event type
+ * is registered on first use; the first failure is written to stderr and
+ * every failure counted.
  */
-typedef struct ember__asprof_poll_api {
-	/* asprof_get_thread_local_data(): points to {volatile uint64_t sample_counter;} */
-	void *(*get_thread_local_data)(void);
-	/* asprof_register_jfr_event(name): key, or -1 on failure */
-	int (*register_jfr_event)(const char *name);
-	/* asprof_emit_jfr_event(key, data, len): NULL on success, else an error */
-	const char *(*emit_jfr_event)(int key, const uint8_t *data, size_t len);
-	/* asprof_error_str(err), optional: the message of an error */
-	const char *(*error_str)(const char *err);
-	void (*log)(void *ud, const char *msg); /* optional */
-	void *log_ud;
-} ember__asprof_poll_api;
-
-void ember__pollcatch_set_asprof(const ember__asprof_poll_api *api);
 /* tokio.PollcatchV1 events emitted and failed, since the process started. */
 uint64_t ember__pollcatch_asprof_events(void);
 uint64_t ember__pollcatch_asprof_errors(void);

@@ -21,6 +21,7 @@ typedef struct ember__polltls {
 	uint32_t begin_samples;  /* `samples` at the outermost begin */
 	int32_t tid;             /* written by the handler with each such sample */
 	uint64_t asprof_before;  /* async-profiler's sample_counter at begin */
+	const volatile uint64_t *asprof_ctr; /* that counter, once async-profiler hands it out */
 } ember__polltls;
 
 extern __thread ember__polltls ember__tls_poll __attribute__((tls_model("initial-exec")));

@@ -2,8 +2,7 @@
  * test_pollcatch.c - the long-poll API and the agent's side of it:
  * records only for polls that got a sample, nesting and unbalanced calls,
  * the record ring (order, overflow, concurrent producers), the
- * async-profiler path against a fake async-profiler, the PollcatchV1
- * payload, the threshold setting, and the resolver's labelling of held
+ * PollcatchV1 payload, the threshold setting, and the resolver's labelling of held
  * samples (long, short, idle part, still open).
  *
  * The handler's part is simulated with ember__poll_on_sample(), which is
@@ -187,103 +186,6 @@ static void test_payload(void)
 	CHECK(strstr(ember_last_error(), "15 bytes") != NULL);
 }
 
-/* ---- a fake async-profiler ---- */
-
-static __thread uint64_t fake_counter;
-static int fake_registered, fake_emitted, fake_fail_emit, fake_logs;
-static uint8_t fake_last[16];
-static size_t fake_last_len;
-
-static void *fake_tld(void)
-{
-	return &fake_counter;
-}
-
-static int fake_register(const char *name)
-{
-	fake_registered++;
-	return strcmp(name, "tokio.PollcatchV1") == 0 ? 7 : -1;
-}
-
-static const char *fake_emit(int key, const uint8_t *data, size_t len)
-{
-	if (key != 7)
-		return "bad key";
-	if (fake_fail_emit)
-		return "buffer full";
-	fake_emitted++;
-	memcpy(fake_last, data, len < 16 ? len : 16);
-	fake_last_len = len;
-	return NULL;
-}
-
-static void fake_log(void *ud, const char *msg)
-{
-	(void)ud;
-	if (strstr(msg, "buffer full"))
-		fake_logs++;
-}
-
-static void test_asprof_path(void)
-{
-	static const ember__asprof_poll_api api = {
-		.get_thread_local_data = fake_tld,
-		.register_jfr_event = fake_register,
-		.emit_jfr_event = fake_emit,
-		.log = fake_log,
-	};
-	ember__pollcatch_set_asprof(&api);
-	ember_poll_begin();
-	ember_poll_end(); /* async-profiler took no sample: nothing */
-	CHECK_EQ_INT(fake_emitted, 0);
-	CHECK_EQ_INT(fake_registered, 0); /* registered lazily */
-
-	ember_poll_begin();
-	uint64_t before = ember__tls_poll.start;
-	fake_counter++; /* a sample of async-profiler's on this thread */
-	ember_poll_end();
-	CHECK_EQ_INT(fake_registered, 1);
-	CHECK_EQ_INT(fake_emitted, 1);
-	CHECK_EQ_INT(fake_last_len, 16);
-	uint64_t s, e;
-	CHECK_EQ_INT(ember__pollcatch_payload_decode(fake_last, fake_last_len, &s, &e), 0);
-	CHECK_EQ_INT(s, before);
-	CHECK(e >= s);
-
-	ember_poll_begin();
-	fake_counter++;
-	ember_poll_end();
-	CHECK_EQ_INT(fake_registered, 1); /* once */
-	CHECK_EQ_INT(fake_emitted, 2);
-
-	/* failures: logged once, counted always */
-	uint64_t err0 = ember__pollcatch_asprof_errors();
-	fake_fail_emit = 1;
-	for (int i = 0; i < 3; i++) {
-		ember_poll_begin();
-		fake_counter++;
-		ember_poll_end();
-	}
-	fake_fail_emit = 0;
-	CHECK_EQ_INT(ember__pollcatch_asprof_errors() - err0, 3);
-	CHECK_EQ_INT(fake_logs, 1);
-
-	/* idle: the event covers [start + idle, end] */
-	ember_poll_begin();
-	uint64_t b2 = ember__tls_poll.start;
-	spin_ms(4);
-	fake_counter++;
-	ember_poll_end_idle(2000000); /* 2 ms of the poll were waiting */
-	CHECK_EQ_INT(ember__pollcatch_payload_decode(fake_last, 16, &s, &e), 0);
-	double idle_ms = (double)(s - b2) * 1e3 / ember__poll_ticks_per_sec();
-	CHECK(idle_ms > 1.9 && idle_ms < 2.1); /* a conversion, not a timing */
-	ember__pollcatch_set_asprof(NULL);
-	ember_poll_begin();
-	fake_counter++;
-	ember_poll_end();
-	CHECK_EQ_INT(fake_emitted, 3); /* cleared: no more events */
-}
-
 static void test_threshold_setting(void)
 {
 	ember_builder *b;
@@ -439,7 +341,6 @@ int main(void)
 	RUN(test_ring_order_and_overflow);
 	RUN(test_concurrent_producers);
 	RUN(test_payload);
-	RUN(test_asprof_path);
 	RUN(test_threshold_setting);
 	RUN(test_resolve);
 	return CHECK_DONE();
