@@ -33,6 +33,18 @@ __attribute__((noinline)) static double slow_burn(double ms)
 	return t - t0;
 }
 
+/* Sleeps `ms` milliseconds (resuming after signals); returns the time it took. */
+__attribute__((noinline, unused)) static double slow_sleep(double ms)
+{
+	double t0 = slow_now_ms(), t;
+	while ((t = slow_now_ms()) - t0 < ms) {
+		double left = ms - (t - t0);
+		struct timespec d = {(time_t)(left / 1e3), (long)(((long long)(left * 1e6)) % 1000000000)};
+		nanosleep(&d, NULL); /* a wall-clock sample interrupts it: go on */
+	}
+	return t - t0;
+}
+
 /* Starts an agent writing pprof files into `dir`: 500 Hz, thread labels. */
 static ember_running *slow_start_agent(const char *dir)
 {

@@ -1,11 +1,13 @@
 /*
  * uv_slow.c - a libuv program with one deliberately slow callback, for
- * test_longpolls_uv.sh. Usage: uv_slow DIR timer|io SLOW_MS
+ * test_longpolls_loop.sh. Usage: uv_slow DIR timer|io|sleep SLOW_MS
  *
  * A 2 ms repeating timer does a little work for 60 ticks. In "timer" mode
  * its 30th tick calls slow_timer_callback(); in "io" mode the 30th tick
  * writes a byte into a pipe whose read callback (uv_poll) calls
- * slow_io_callback(). Either burns CPU for SLOW_MS. The loop is watched
+ * slow_io_callback(). Either burns CPU for SLOW_MS. In "sleep" mode the
+ * 30th tick calls slow_sleep_callback(), which blocks (nanosleep) for
+ * SLOW_MS: found only with wall-clock sampling (EMBERPROF_WALL). The loop is watched
  * with ember_uv_watch_start() and profiled by an agent writing into DIR.
  * Prints "slow_ms=<measured duration of the slow callback>".
  */
@@ -16,7 +18,7 @@
 #include "slow_common.h"
 
 static int ticks;
-static int io_mode;
+static int io_mode, sleep_mode;
 static double slow_ms, measured_ms;
 static int pipefd[2];
 static uv_timer_t timer;
@@ -30,6 +32,11 @@ __attribute__((noinline)) static void slow_timer_callback(void)
 __attribute__((noinline)) static void slow_io_callback(void)
 {
 	measured_ms = slow_burn(slow_ms);
+}
+
+__attribute__((noinline)) static void slow_sleep_callback(void)
+{
+	measured_ms = slow_sleep(slow_ms);
 }
 
 static void on_readable(uv_poll_t *h, int status, int events)
@@ -48,6 +55,8 @@ static void on_tick(uv_timer_t *t)
 		if (io_mode) {
 			if (write(pipefd[1], "x", 1) != 1)
 				abort();
+		} else if (sleep_mode) {
+			slow_sleep_callback();
 		} else {
 			slow_timer_callback();
 		}
@@ -61,10 +70,11 @@ static void on_tick(uv_timer_t *t)
 int main(int argc, char **argv)
 {
 	if (argc != 4) {
-		fprintf(stderr, "usage: uv_slow DIR timer|io SLOW_MS\n");
+		fprintf(stderr, "usage: uv_slow DIR timer|io|sleep SLOW_MS\n");
 		return 2;
 	}
 	io_mode = argv[2][0] == 'i';
+	sleep_mode = argv[2][0] == 's';
 	slow_ms = atof(argv[3]);
 	ember_running *r = slow_start_agent(argv[1]);
 	uv_loop_t *loop = uv_default_loop();
