@@ -19,6 +19,7 @@ typedef struct jpoll {
 	int64_t start, end; /* chunk ticks */
 	double duration_ms;
 	uint64_t id;        /* 0 until a sample matches */
+	int64_t max_end;    /* the latest end of this thread's polls up to this one */
 } jpoll;
 
 /* A user event's data as bytes: Latin-1 as it is, UTF-8 decoded to code
@@ -144,6 +145,11 @@ static int collect_polls(ember__jfr *j, jpoll **out, size_t *nout, const char *n
 	}
 	if (n)
 		qsort(polls, n, sizeof(*polls), cmp_jpoll);
+	/* so that a sample looks back only over the polls that can hold it */
+	for (size_t i = 0; i < n; i++)
+		polls[i].max_end = i && polls[i - 1].tid == polls[i].tid && polls[i - 1].max_end > polls[i].end
+					   ? polls[i - 1].max_end
+					   : polls[i].end;
 	*out = polls;
 	*nout = n;
 	return 0;
@@ -212,7 +218,7 @@ static int add_jfr(ember__longpolls *lp, ember__jfr *j, const char *name)
 				hi = mid;
 		}
 		int arc = 0;
-		for (size_t i = lo; i-- > 0 && polls[i].tid == tid && !arc;) {
+		for (size_t i = lo; i-- > 0 && polls[i].tid == tid && polls[i].max_end > t && !arc;) {
 			jpoll *p = &polls[i];
 			if (!(p->start < t && t < p->end))
 				continue;
