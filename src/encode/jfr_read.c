@@ -39,7 +39,8 @@ typedef struct chunk {
 	size_t ncps, capcps;
 	ember__u64map cp_index; /* hash(class, index) (+probe) -> position + 1 */
 	const ember__jfr_class *string_class;
-	uint64_t cp_budget; /* values pool decoding may still create */
+	uint64_t cp_budget;   /* values pool decoding may still read */
+	uint64_t skip_budget; /* values indexing the pools may still skip */
 } chunk;
 
 struct ember__jfr {
@@ -222,11 +223,10 @@ static int decode_type(ctx *c, rd *r, const ember__jfr_class *cls, int depth, em
 
 static ember__jfr_value *new_values(ctx *c, rd *r, uint64_t n)
 {
-	if (n > *c->budget) {
+	if (n > *c->budget) { /* each item will take one from the budget */
 		rd_fail(r, "more values than the input can hold");
 		return NULL;
 	}
-	*c->budget -= n;
 	ember__jfr_value *v = ember__arena_alloc(c->a, (size_t)(n ? n : 1) * sizeof(*v));
 	if (!v)
 		r->err = ember__error_oom("JFR values");
@@ -275,6 +275,11 @@ static int decode_type(ctx *c, rd *r, const ember__jfr_class *cls, int depth, em
 {
 	if (depth > EMBER_JFR_MAX_DEPTH)
 		return rd_fail(r, "values nested too deeply");
+	/* Every value read, built or skipped, takes one from the budget: types
+	 * with no fields take no bytes, so bytes alone do not bound the work. */
+	if (!*c->budget)
+		return rd_fail(r, "more values than the input can hold");
+	(*c->budget)--;
 	ember__jfr_value tmp, *v = out && c->a ? out : &tmp;
 	memset(v, 0, sizeof(*v));
 	switch (cls->prim) {
@@ -604,8 +609,7 @@ static int parse_checkpoint(chunk *ch, const uint8_t *p, const uint8_t *end)
 		return r.err;
 	if (npools < 0 || (size_t)npools > left(&r))
 		return rd_fail(&r, "constant pool count exceeds the checkpoint");
-	uint64_t skip_budget = UINT64_MAX;
-	ctx c = {ch, NULL, &skip_budget};
+	ctx c = {ch, NULL, &ch->skip_budget};
 	for (int32_t i = 0; i < npools && !r.err; i++) {
 		int64_t class_id = get_long(&r);
 		int32_t n = get_int(&r);
@@ -700,6 +704,7 @@ static int load_chunk(ember__jfr *j, chunk *ch, uint64_t off)
 		return fail(&hdr, h, "chunk size exceeds the file (an unfinished recording?)");
 	ch->compressed = ch->info.major >= 2 && (ch->info.features & 1);
 	ch->cp_budget = 4 * ch->info.size + 4096;
+	ch->skip_budget = 8 * ch->info.size + 4096;
 	int rc = parse_metadata(ch, meta_off);
 	if (rc)
 		return rc;

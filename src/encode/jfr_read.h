@@ -21,7 +21,8 @@
  * (each pool entry decoded once and cached). Input is hostile: every
  * length and offset is checked against its event and chunk, recursion is
  * bounded (EMBER_JFR_MAX_DEPTH), reference cycles become null, and the
- * values decoded per chunk are bounded in proportion to its size. Errors
+ * values read (decoded or skipped) are bounded in proportion to the bytes
+ * of their event or chunk, so types without fields cannot multiply work. Errors
  * are EMBER_ERR_FORMAT with a message naming the chunk offset and the
  * problem. Not async-signal-safe; not thread-safe per reader.
  */

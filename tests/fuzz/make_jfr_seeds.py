@@ -14,6 +14,9 @@ asprof_like.jfr: one chunk, compressed integers, ticks of 1 GHz, with
   missing from its pool.
 clock_monotonic.jfr: the same with clock=monotonic (the decoder refuses it).
 two_chunks.jfr: asprof_like.jfr twice (two chunks).
+empty_fields.jfr: hostile: a constant pool of 1000 values of a type whose
+  200 fields each have 200 fields each of 200 fields of a type with no
+  fields: no bytes, 8 million values each; the reader must refuse it.
 """
 import struct
 
@@ -76,7 +79,7 @@ CLASSES = [
 ]
 
 
-def metadata():
+def metadata(classes_def=None):
     strings = []
 
     def s(x):
@@ -94,7 +97,7 @@ def metadata():
         return b
 
     classes = []
-    for cid, name, sup, fields in CLASSES:
+    for cid, name, sup, fields in (classes_def or CLASSES):
         attrs = [("name", name), ("id", str(cid))]
         if sup:
             attrs.append(("superType", sup))
@@ -181,7 +184,23 @@ def chunk(clock):
     return header + body + meta + cp
 
 
+def empty_fields():
+    cls = [(1, "long", None, []), (30, "E", None, [])]
+    cls.append((31, "D", None, [("f%d" % i, 30, 0, 0) for i in range(200)]))
+    cls.append((32, "C", None, [("f%d" % i, 31, 0, 0) for i in range(200)]))
+    cls.append((33, "B", None, [("f%d" % i, 32, 0, 0) for i in range(200)]))
+    meta = metadata(cls)
+    pool = varint(33) + varint(1000) + b"".join(varint(i + 1) for i in range(1000))
+    cp = event(1, varint(0) + varint(0) + varint(0) + b"\x00" + varint(1) + pool)
+    meta_off = 68
+    cp_off = meta_off + len(meta)
+    size = cp_off + len(cp)
+    header = b"FLR\x00" + struct.pack(">HHqqqqqqqi", 2, 0, size, cp_off, meta_off, 0, 0, 0, 1_000_000_000, 1)
+    return header + meta + cp
+
+
 if __name__ == "__main__":
+    open("corpus_jfr/empty_fields.jfr", "wb").write(empty_fields())
     a = chunk("tsc")
     open("corpus_jfr/asprof_like.jfr", "wb").write(a)
     open("corpus_jfr/clock_monotonic.jfr", "wb").write(chunk("monotonic"))

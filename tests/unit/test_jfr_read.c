@@ -5,7 +5,8 @@
  * make_jfr_seeds.py; the JDK's `jfr print` reads them): values, constant
  * pool references, Latin-1 user event data, two chunks, the tsc clock
  * rule; then every truncation and many byte flips of a recording, which
- * must fail cleanly (EMBER_ERR_FORMAT) or read, never crash. Real JDK
+ * must fail cleanly (EMBER_ERR_FORMAT) or read, never crash; and a
+ * recording whose empty types would make billions of values. Real JDK
  * recordings are read in tests/pollcatch/test_longpolls_jfr.sh.
  */
 #include <stdlib.h>
@@ -238,11 +239,26 @@ static void test_bad_input(void)
 	free(d);
 }
 
+/* Types without fields take no bytes: the budget of values read, not the
+ * bytes, must stop a pool of 1000 x 8 million empty values. */
+static void test_empty_fields(void)
+{
+	size_t len;
+	uint8_t *d = load("empty_fields.jfr", &len);
+	if (!d)
+		return;
+	ember__jfr *j;
+	CHECK_EQ_INT(ember__jfr_open(d, len, &j), EMBER_ERR_FORMAT);
+	CHECK(strstr(ember_last_error(), "more values than the input can hold") != NULL);
+	free(d);
+}
+
 int main(void)
 {
 	RUN(test_values);
 	RUN(test_longpolls);
 	RUN(test_two_chunks);
 	RUN(test_bad_input);
+	RUN(test_empty_fields);
 	return CHECK_DONE();
 }
