@@ -741,8 +741,10 @@ EMBER_API int ember_running_stop(ember_agent **out, ember_running *r)
 	if (c->polls.samples_labelled || ember__poll_records_dropped())
 		ember__log(&c->cfg, EMBER_LOG_INFO,
 			   "pollcatch: %" PRIu64 " long polls, %" PRIu64 " samples labelled, %" PRIu64
-			   " poll records dropped (ring full) since the process started",
-			   c->polls.long_polls, c->polls.samples_labelled, ember__poll_records_dropped());
+			   " left unlabelled because their poll's record was dropped (%" PRIu64
+			   " records dropped, ring full, since the process started)",
+			   c->polls.long_polls, c->polls.samples_labelled, c->polls.samples_lost_record,
+			   ember__poll_records_dropped());
 	ember__pollres_free(&c->polls);
 	ember__threads_release(&c->threads);
 	ember__sampbuf_destroy(&c->sig.buf);

@@ -29,6 +29,7 @@ void ember__pollres_free(ember__pollres *r)
 	free(r->held);
 	free(r->polls);
 	ember__u64map_free(&r->index);
+	ember__u64map_free(&r->latest);
 	unsigned t = r->threshold_ms;
 	memset(r, 0, sizeof(*r));
 	r->threshold_ms = t;
@@ -42,10 +43,20 @@ void ember__pollres_discard_records(void)
 		;
 }
 
+/* Remembers that thread `tid` has been in the poll started at `start`. */
+static void saw_start(ember__pollres *r, int32_t tid, uint64_t start)
+{
+	int inserted;
+	uint64_t *v = ember__u64map_put(&r->latest, (uint64_t)(uint32_t)tid, &inserted);
+	if (v && (inserted || *v < start))
+		*v = start;
+}
+
 int ember__pollres_hold(ember__pollres *r, int32_t tid, int32_t agg_tid, uint32_t flags,
 			int64_t time_ns, uint64_t weight, uint64_t poll_start, const uint64_t *pcs,
 			uint32_t depth, const uint8_t *labels, uint32_t label_len)
 {
+	saw_start(r, tid, poll_start);
 	if (r->nheld == r->capheld) {
 		size_t ncap = r->capheld ? r->capheld * 2 : 64;
 		ember__pollres_sample **n = realloc(r->held, ncap * sizeof(*n));
@@ -160,6 +171,13 @@ static int64_t realtime_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* Has the sample's thread started a later poll since? */
+static int poll_is_over(const ember__pollres *r, const ember__pollres_sample *s)
+{
+	uint64_t *v = ember__u64map_get(&r->latest, (uint64_t)(uint32_t)s->tid);
+	return v && (int64_t)(*v - s->poll_start) > 0;
+}
+
 /* Releases one sample; its poll is `p` (NULL: not known to be long). */
 static int release(ember__pollres *r, const ember__pollres_sample *s, ember__pollres_poll *p,
 		   double dur_ms, int open, ember__pollres_emit_fn emit, void *ud)
@@ -190,6 +208,7 @@ int ember__pollres_resolve(ember__pollres *r, int64_t flush_before_ns, ember__po
 	int rc = 0;
 	ember__poll_rec rec;
 	while (ember__poll_records_take(&rec)) {
+		saw_start(r, rec.tid, rec.start);
 		ember__pollres_poll *p = find_poll(r, rec.tid, rec.start);
 		if (p)
 			p->rec = rec; /* was open: now it has ended */
@@ -216,6 +235,10 @@ int ember__pollres_resolve(ember__pollres *r, int64_t flush_before_ns, ember__po
 			int in_busy = !p->rec.idle_ns || s->time_ns >= busy_from;
 			erc = release(r, s, busy_ns >= threshold_ns && in_busy ? p : NULL, busy_ns / 1e6,
 				      0, emit, ud);
+		} else if (!p && s->time_ns < flush_before_ns && poll_is_over(r, s)) {
+			/* its poll ended but its record was dropped: no duration */
+			erc = release(r, s, NULL, 0, 0, emit, ud);
+			r->samples_lost_record++;
 		} else if (s->time_ns < flush_before_ns) {
 			/* Its window closes and the poll has not ended (or its
 			 * record was lost): it counts with the time so far. */

@@ -10,7 +10,10 @@
  * lasted at least the threshold, as it was otherwise. A sample whose poll
  * has not ended by the time its window closes is released then: labelled
  * with the duration so far (and poll_open=1) if that already reaches the
- * threshold, unlabelled otherwise. Agent thread only.
+ * threshold, unlabelled otherwise. A thread's polls follow one another,
+ * so a held sample whose thread has since started a later poll belongs to
+ * a poll that ended: if its record never came (the ring was full), it is
+ * released unlabelled and counted. Agent thread only.
  */
 #ifndef EMBER_POLL_RESOLVE_H
 #define EMBER_POLL_RESOLVE_H
@@ -55,8 +58,10 @@ typedef struct ember__pollres {
 	ember__pollres_poll *polls;
 	size_t npolls, cappolls;
 	ember__u64map index; /* hash(tid, start) -> position + 1 in polls */
+	ember__u64map latest; /* tid -> the latest poll start seen (records, samples) */
 	uint64_t next_id;
 	uint64_t long_polls, samples_labelled, samples_unresolved;
+	uint64_t samples_lost_record; /* their poll ended, its record was dropped */
 } ember__pollres;
 
 /* Receives a released sample and its labels (the held ones plus the poll's). */

@@ -208,14 +208,14 @@ static void test_threshold_setting(void)
 
 typedef struct emitted {
 	int n;
-	char id[8][24], dur[8][24], open[8][4];
-	int64_t time[8];
+	char id[16][24], dur[16][24], open[16][4];
+	int64_t time[16];
 } emitted;
 
 static int collect(void *ud, const ember__pollres_sample *s, const uint8_t *lb, uint32_t len)
 {
 	emitted *e = ud;
-	if (e->n >= 8)
+	if (e->n >= 16)
 		return 0;
 	int k = e->n++;
 	e->id[k][0] = e->dur[k][0] = e->open[k][0] = '\0';
@@ -330,6 +330,29 @@ static void test_resolve(void)
 	CHECK_EQ_INT(e.n, 7);
 	CHECK_EQ_STR(e.id[6], open_id); /* once ended: the same id, the final duration */
 	CHECK_EQ_STR(e.open[6], "");
+	CHECK_EQ_INT(r.nheld, 0);
+
+	/* a record lost (ring full): once the thread is in a later poll, the
+	 * sample is released unlabelled, not as a poll still running */
+	ember__pollres_free(&r);
+	ember__pollres_init(&r, 0); /* 0: every sampled poll is long */
+	drain_ring();
+	ember_poll_begin();
+	uint64_t s5 = ember__poll_on_sample(105);
+	hold(&r, 105, s5, rt_ns());
+	ember_poll_end();
+	drain_ring(); /* its record is lost */
+	ember_poll_begin();
+	uint64_t s6 = ember__poll_on_sample(105);
+	hold(&r, 105, s6, rt_ns());
+	ember_poll_end();
+	CHECK_EQ_INT(ember__pollres_resolve(&r, INT64_MAX, collect, &e), 0);
+	CHECK_EQ_INT(e.n, 9);
+	CHECK_EQ_STR(e.id[7], "");	   /* the poll whose record was lost */
+	CHECK_EQ_STR(e.open[7], "");
+	CHECK(e.id[8][0] != '\0'); /* the later poll, with its record */
+	CHECK_EQ_INT(r.samples_lost_record, 1);
+	CHECK_EQ_INT(r.samples_unresolved, 0);
 	CHECK_EQ_INT(r.nheld, 0);
 	ember__pollres_free(&r);
 }
