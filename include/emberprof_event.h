@@ -35,7 +35,7 @@ typedef struct ember__event_cb {
 	void *arg;
 } ember__event_cb;
 
-static void ember__event_trampoline(evutil_socket_t fd, short what, void *p)
+static inline void ember__event_trampoline(evutil_socket_t fd, short what, void *p)
 {
 	ember__event_cb *c = (ember__event_cb *)p;
 	ember_poll_begin();
@@ -80,7 +80,7 @@ typedef struct ember_event_watch {
 	int open;
 } ember_event_watch;
 
-static void ember__event_on_prepare(struct evwatch *w, const struct evwatch_prepare_cb_info *i,
+static inline void ember__event_on_prepare(struct evwatch *w, const struct evwatch_prepare_cb_info *i,
 				    void *arg)
 {
 	ember_event_watch *x = (ember_event_watch *)arg;
@@ -91,7 +91,7 @@ static void ember__event_on_prepare(struct evwatch *w, const struct evwatch_prep
 	x->open = 0;
 }
 
-static void ember__event_on_check(struct evwatch *w, const struct evwatch_check_cb_info *i,
+static inline void ember__event_on_check(struct evwatch *w, const struct evwatch_check_cb_info *i,
 				  void *arg)
 {
 	ember_event_watch *x = (ember_event_watch *)arg;
