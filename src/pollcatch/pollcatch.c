@@ -215,6 +215,7 @@ EMBER_API void ember_poll_begin(void)
 	p->start = ember__poll_now();
 	p->begin_samples = p->samples;
 	const volatile uint64_t *ctr = asprof_counter(p);
+	p->asprof_armed = ctr != NULL; /* async-profiler attached mid-poll: not this poll */
 	p->asprof_before = ctr ? *ctr : 0;
 	/* start and the counters are in place before the handler can see
 	 * the thread in a poll */
@@ -236,7 +237,7 @@ static void poll_end(uint64_t idle_ns)
 			.tid = p->tid, .start = p->start, .end = end, .idle_ns = idle_ns};
 		ring_push(&r);
 	}
-	const volatile uint64_t *ctr = asprof_counter(p);
+	const volatile uint64_t *ctr = p->asprof_armed ? p->asprof_ctr : NULL;
 	if (ctr && *ctr != p->asprof_before) {
 		uint64_t start = p->start;
 		if (idle_ns) {

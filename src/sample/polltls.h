@@ -22,6 +22,8 @@ typedef struct ember__polltls {
 	int32_t tid;             /* written by the handler with each such sample */
 	uint64_t asprof_before;  /* async-profiler's sample_counter at begin */
 	const volatile uint64_t *asprof_ctr; /* that counter, once async-profiler hands it out */
+	uint32_t asprof_armed;   /* the counter was read at begin */
+	uint32_t reserved;
 } ember__polltls;
 
 extern __thread ember__polltls ember__tls_poll __attribute__((tls_model("initial-exec")));

@@ -8,6 +8,7 @@
  *   - one in which it did emits one 16-byte tokio.PollcatchV1 event, the
  *     type registered once, lazily;
  *   - nested polls emit once, for the outermost;
+ *   - a poll already open when async-profiler is attached emits nothing;
  *   - with a library lacking the optional symbols (argument "noopt"),
  *     polls emit nothing and nothing fails.
  */
@@ -39,6 +40,7 @@ static void (*sample_here)(void);
 
 static void test_full(void)
 {
+	ember_poll_begin(); /* a poll open before async-profiler is attached */
 	CHECK_EQ_INT(ember__asprof_attach(FAKE_FULL), 0);
 	void *h = dlopen(FAKE_FULL, RTLD_NOW | RTLD_NOLOAD);
 	CHECK(h != NULL);
@@ -47,6 +49,9 @@ static void test_full(void)
 	if (!sample_here)
 		return;
 	CHECK(ember__asprof_features() & EMBER__ASPROF_HAS_USER_EVENTS);
+	sample_here();
+	ember_poll_end(); /* its start was not seen by async-profiler: no event */
+	CHECK_EQ_INT(count_lines("emit"), 0);
 
 	ember_poll_begin();
 	ember_poll_end();
