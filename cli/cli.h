@@ -143,6 +143,8 @@ typedef struct ember__cli_names {
  * directory gives an empty list. Returns 0 or a negative ember_err.
  */
 int ember__cli_list_profiles(const char *dir, ember__cli_names *out);
+/* The same for any ending, e.g. EMBER_LOCAL_JFR_SUFFIX (JFR recordings). */
+int ember__cli_list_files(const char *dir, const char *suffix, ember__cli_names *out);
 
 /* Is `name` in the sorted list? */
 int ember__cli_names_has(const ember__cli_names *l, const char *name);

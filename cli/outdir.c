@@ -102,10 +102,10 @@ int ember__cli_make_default_outdir(const char *cmd, char **out)
 			    name);
 }
 
-static int is_profile_name(const char *name)
+static int is_profile_name(const char *name, const char *suffix)
 {
-	size_t n = strlen(name), ns = strlen(EMBER_LOCAL_SUFFIX);
-	return name[0] != '.' && n > ns && strcmp(name + n - ns, EMBER_LOCAL_SUFFIX) == 0;
+	size_t n = strlen(name), ns = strlen(suffix);
+	return name[0] != '.' && n > ns && strcmp(name + n - ns, suffix) == 0;
 }
 
 static int cmp_names(const void *a, const void *b)
@@ -114,6 +114,11 @@ static int cmp_names(const void *a, const void *b)
 }
 
 int ember__cli_list_profiles(const char *dir, ember__cli_names *out)
+{
+	return ember__cli_list_files(dir, EMBER_LOCAL_SUFFIX, out);
+}
+
+int ember__cli_list_files(const char *dir, const char *suffix, ember__cli_names *out)
 {
 	DIR *d = opendir(dir);
 	if (!d) {
@@ -124,7 +129,7 @@ int ember__cli_list_profiles(const char *dir, ember__cli_names *out)
 	struct dirent *e;
 	int rc = 0;
 	while ((e = readdir(d)) != NULL) {
-		if (!is_profile_name(e->d_name))
+		if (!is_profile_name(e->d_name, suffix))
 			continue;
 		if (out->n == out->cap) {
 			size_t cap = out->cap ? out->cap * 2 : 16;

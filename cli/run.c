@@ -24,6 +24,7 @@
 #include "emberprof.h"
 #include "encode/pprof.h"
 #include "preload/preload_env.h"
+#include "report/local.h"
 #include "util/error.h"
 
 extern char **environ;
@@ -51,6 +52,13 @@ enum {
 	OPT_AUTH_TOKEN,
 	OPT_BASIC_AUTH,
 	OPT_HEADER,
+	OPT_FORMAT,
+	/* the S3 reporter's */
+	OPT_S3_BUCKET,
+	OPT_S3_GROUP,
+	OPT_S3_OWNER,
+	OPT_S3_ENDPOINT,
+	OPT_S3_REGION,
 	OPT_BACKEND,
 	NENV_OPTS,
 	/* CLI-only options */
@@ -87,6 +95,12 @@ static const option_def option_defs[] = {
 	/* sets EMBERPROF_SERVER_BASIC_AUTH_USER and _PASSWORD */
 	[OPT_BASIC_AUTH] = { "basic-auth", 0, 1, "EMBERPROF_SERVER_BASIC_AUTH_USER" },
 	[OPT_HEADER] = { "header", 0, 1, "EMBERPROF_SERVER_HEADERS" },
+	[OPT_FORMAT] = { "format", 0, 1, "EMBERPROF_OUTPUT_FORMAT" },
+	[OPT_S3_BUCKET] = { "s3-bucket", 0, 1, "EMBERPROF_S3_BUCKET" },
+	[OPT_S3_GROUP] = { "s3-profiling-group", 0, 1, "EMBERPROF_S3_PROFILING_GROUP" },
+	[OPT_S3_OWNER] = { "s3-bucket-owner", 0, 1, "EMBERPROF_S3_BUCKET_OWNER" },
+	[OPT_S3_ENDPOINT] = { "s3-endpoint", 0, 1, "EMBERPROF_S3_ENDPOINT" },
+	[OPT_S3_REGION] = { "s3-region", 0, 1, "EMBERPROF_S3_REGION" },
 	[OPT_BACKEND] = { "backend", 0, 1, "EMBERPROF_BACKEND" },
 	[OPT_TOP] = { "top", 'n', 1, NULL },
 	[OPT_QUIET] = { "quiet", 'q', 0, NULL },
@@ -101,6 +115,7 @@ static const char *const known_vars[] = {
 	"EMBERPROF_WALL",	   "EMBERPROF_ENGINE_PERF_DISABLE",
 	"EMBERPROF_SIGNAL",	   "EMBERPROF_TAGS",	     "EMBERPROF_THREAD_LABELS",
 	"EMBERPROF_LOG_LEVEL",	   "EMBERPROF_OUTPUT_DIR",  "EMBERPROF_FOLLOW_CHILDREN",
+	"EMBERPROF_OUTPUT_FORMAT",
 	"EMBERPROF_AUTOSTART",	   "EMBERPROF_LIB",
 	/* the Pyroscope reporter's (src/report/pyroscope_env.c) */
 	"EMBERPROF_SERVER_URL", "EMBERPROF_SERVER_PROTOCOL", "EMBERPROF_SERVER_AUTH_TOKEN",
@@ -110,6 +125,10 @@ static const char *const known_vars[] = {
 	"EMBERPROF_SERVER_SPOOL_DIR", "EMBERPROF_SERVER_SPOOL_MAX", "EMBERPROF_SERVER_QUEUE_LEN",
 	"EMBERPROF_SERVER_UPLOAD_JITTER", "EMBERPROF_SERVER_FLUSH_TIMEOUT",
 	"EMBERPROF_SERVER_USER_AGENT",
+	/* the S3 reporter's (src/report/s3_env.c) */
+	"EMBERPROF_S3_BUCKET", "EMBERPROF_S3_PROFILING_GROUP", "EMBERPROF_S3_BUCKET_OWNER",
+	"EMBERPROF_S3_ENDPOINT", "EMBERPROF_S3_REGION", "EMBERPROF_S3_AWS_PROFILE",
+	"EMBERPROF_S3_SPOOL_DIR", "EMBERPROF_S3_HOST",
 	/* the async-profiler backend's (src/asprof/asprof_config.c) */
 	"EMBERPROF_BACKEND", "EMBERPROF_ASPROF_LIB", "EMBERPROF_ASPROF_CPU_INTERVAL",
 	"EMBERPROF_ASPROF_WALL_INTERVAL", "EMBERPROF_ASPROF_NATIVEMEM",
@@ -141,6 +160,10 @@ void ember__cli_run_usage(FILE *out)
 		"                           [EMBERPROF_INTERVAL]\n"
 		"  -o, --output DIR         where profiles go (default: a new directory\n"
 		"                           ./emberprof-CMD-yyyymmddTHHMMSS) [EMBERPROF_OUTPUT_DIR]\n"
+		"      --format pprof|jfr|both\n"
+		"                           files written there: gzip'd pprof per profile, one\n"
+		"                           JFR recording per window, or both (pprof)\n"
+		"                           [EMBERPROF_OUTPUT_FORMAT]\n"
 		"  -d, --depth N            maximum frames per stack, 1..1024 (128)\n"
 		"                           [EMBERPROF_MAX_DEPTH]\n"
 		"  -a, --app NAME           application name (default: CMD's base name)\n"
@@ -175,6 +198,16 @@ void ember__cli_run_usage(FILE *out)
 		"      --header 'NAME: VALUE'\n"
 		"                           an extra HTTP header; repeatable\n"
 		"                           [EMBERPROF_SERVER_HEADERS]\n"
+		"      --s3-bucket BUCKET   also upload each window to S3 as the async-profiler\n"
+		"                           agent does (a zip with the JFR recording); AWS\n"
+		"                           credentials from the standard chain [EMBERPROF_S3_BUCKET]\n"
+		"      --s3-profiling-group NAME  the key's profiling group (the application\n"
+		"                           name) [EMBERPROF_S3_PROFILING_GROUP]\n"
+		"      --s3-bucket-owner ACCOUNT  expected bucket owner, 12 digits\n"
+		"                           [EMBERPROF_S3_BUCKET_OWNER]\n"
+		"      --s3-endpoint URL    an S3-compatible store, addressed path-style\n"
+		"                           [EMBERPROF_S3_ENDPOINT]\n"
+		"      --s3-region REGION   (AWS_REGION, the config file, IMDS) [EMBERPROF_S3_REGION]\n"
 		"      --backend builtin|asprof\n"
 		"                           who samples: emberprof's own sampler, or\n"
 		"                           async-profiler (libasyncProfiler.so; JFR output,\n"
@@ -565,11 +598,30 @@ static void print_tables(const run_opts *o, char **paths, size_t n)
 	free(cpu);
 }
 
-/* Prints where the profiles went and the table of those this run wrote. */
-static void summarize(const run_opts *o, const char *dir, const ember__cli_names *before,
-		      int killed_by)
+/* How many JFR recordings in dir are not in `before`; -1 on error (printed). */
+static long new_recordings(const char *dir, const ember__cli_names *before)
 {
 	ember__cli_names after = { 0 };
+	long n = 0;
+	if (ember__cli_list_files(dir, EMBER_LOCAL_JFR_SUFFIX, &after) < 0) {
+		ember__cli_error("%s", ember_last_error());
+		return -1;
+	}
+	for (size_t i = 0; i < after.n; i++)
+		n += !ember__cli_names_has(before, after.v[i]);
+	ember__cli_names_free(&after);
+	return n;
+}
+
+/* Prints where the profiles went and the table of those this run wrote. */
+static void summarize(const run_opts *o, const char *dir, const ember__cli_names *before,
+		      const ember__cli_names *jfr_before, int killed_by)
+{
+	ember__cli_names after = { 0 };
+	long njfr = new_recordings(dir, jfr_before);
+	if (njfr > 0)
+		fprintf(stderr, "emberprof: %ld JFR recording%s written to %s\n", njfr,
+			njfr == 1 ? "" : "s", dir);
 	if (ember__cli_list_profiles(dir, &after) < 0) {
 		ember__cli_error("%s", ember_last_error());
 		return;
@@ -586,6 +638,8 @@ static void summarize(const run_opts *o, const char *dir, const ember__cli_names
 	}
 	if (!paths) {
 		ember__cli_error("out of memory");
+	} else if (n == 0 && njfr > 0) {
+		/* JFR only: nothing for the pprof table */
 	} else if (n == 0) {
 		ember__cli_error("no profiles were written to %s%s", dir,
 				 killed_by ? " (a program killed by a signal cannot write its last "
@@ -607,9 +661,11 @@ static void summarize(const run_opts *o, const char *dir, const ember__cli_names
 static int run_and_summarize(const run_opts *o, const char *path, char **cmd_argv,
 			     const char *dir)
 {
-	ember__cli_names before = { 0 };
-	if (ember__cli_list_profiles(dir, &before) < 0) {
+	ember__cli_names before = { 0 }, jfr_before = { 0 };
+	if (ember__cli_list_profiles(dir, &before) < 0 ||
+	    ember__cli_list_files(dir, EMBER_LOCAL_JFR_SUFFIX, &jfr_before) < 0) {
 		ember__cli_error("%s", ember_last_error());
+		ember__cli_names_free(&before);
 		return EMBER_EXIT_INTERNAL;
 	}
 	fflush(NULL);
@@ -618,13 +674,15 @@ static int run_and_summarize(const run_opts *o, const char *path, char **cmd_arg
 	if (rc) {
 		ember__cli_error("%s", ember_last_error());
 		ember__cli_names_free(&before);
+		ember__cli_names_free(&jfr_before);
 		return status;
 	}
 	if (killed_by)
 		ember__cli_error("%s was killed by signal %d (%s)", cmd_argv[0], killed_by,
 				 strsignal(killed_by));
-	summarize(o, dir, &before, killed_by);
+	summarize(o, dir, &before, &jfr_before, killed_by);
 	ember__cli_names_free(&before);
+	ember__cli_names_free(&jfr_before);
 	return status;
 }
 

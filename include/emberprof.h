@@ -347,11 +347,14 @@ EMBER_API int ember_builder_set_log(ember_builder *b, ember_log_fn fn, void *use
  * EMBERPROF_MAX_DEPTH, EMBERPROF_UNWIND, EMBERPROF_TAGS,
  * EMBERPROF_THREAD_LABELS, EMBERPROF_ENGINE, EMBERPROF_WALL, EMBERPROF_SIGNAL, EMBERPROF_LINES,
  * EMBERPROF_LOG_LEVEL, EMBERPROF_BACKEND and EMBERPROF_ASPROF_* (the
- * async-profiler backend), EMBERPROF_OUTPUT_DIR (adds a local reporter),
+ * async-profiler backend), EMBERPROF_OUTPUT_DIR (adds a local reporter, writing
+ * the formats EMBERPROF_OUTPUT_FORMAT names: pprof (default), jfr or both;
+ * jfr with the async-profiler backend),
  * EMBERPROF_SERVER_URL and the other EMBERPROF_SERVER_* variables (add a
  * Pyroscope reporter), and the names Pyroscope's own agents read
  * (PYROSCOPE_SERVER_ADDRESS, PYROSCOPE_APPLICATION_NAME, ...; the
- * EMBERPROF_* spelling wins when both are set). An invalid value fails
+ * EMBERPROF_* spelling wins when both are set), and EMBERPROF_S3_BUCKET
+ * with the other EMBERPROF_S3_* variables (add an S3 reporter). An invalid value fails
  * with EMBER_ERR_INVALID and a message naming the variable; the builder is
  * left as it was for the variables already applied.
  */

@@ -16,8 +16,17 @@ PKGS=(
   clang libclang-rt-14-dev              # libFuzzer targets
   libunwind-dev                         # tests only: the independent unwinder it_dwarf_libunwind compares with
   libuv1-dev libevent-dev               # tests only: the long-poll tests' event loops (emberprof_uv.h, emberprof_event.h)
-  openjdk-17-jdk-headless               # tests only: real JFR recordings for the JFR reader, and `jfr` reads ours
+  openjdk-17-jdk-headless               # tests: the JDK's `jfr` tool reads every JFR we write; java makes S3 test recordings
+  # S3 reporter (issue 5)
+  libzip-dev                            # the uploaded zip (headers; libzip4 is dlopen'ed)
+  libjansson-dev                        # JSON of the AWS metadata and credential answers
 )
+
+# The S3 tests run s3rver behind a SigV4-verifying front (Node.js). The
+# machine image may bring its own Node.js (with npm); else Debian's.
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  PKGS+=(nodejs npm)
+fi
 
 missing=()
 for p in "${PKGS[@]}"; do
@@ -26,7 +35,20 @@ for p in "${PKGS[@]}"; do
   fi
 done
 
+# npm packages of the S3 tests, from tests/s3/package-lock.json (never global).
+npm_ci() {
+  local dir
+  dir="$(cd "$(dirname "$0")/.." && pwd)/tests/s3"
+  if [ ! -f "$dir/node_modules/.package-lock.json" ] ||
+     ! cmp -s "$dir/package-lock.json" "$dir/node_modules/.emberprof-lock"; then
+    echo "emberprof: installing the S3 tests' npm packages (npm ci in tests/s3)" >&2
+    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+    cp "$dir/package-lock.json" "$dir/node_modules/.emberprof-lock"
+  fi
+}
+
 if [ ${#missing[@]} -eq 0 ]; then
+  npm_ci
   exit 0
 fi
 
@@ -43,3 +65,4 @@ for p in "${missing[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || {
     echo "emberprof: error: package $p failed to install" >&2; exit 1; }
 done
+npm_ci

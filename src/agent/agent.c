@@ -32,6 +32,7 @@
 #include "agent/unwind_tables.h"
 #include "agent/window.h"
 #include "asprof/asprof_run.h"
+#include "encode/jfr.h"
 #include "encode/pprof.h"
 #include "pollcatch/resolve.h"
 #include "sample/labels.h"
@@ -77,6 +78,11 @@ typedef struct ember__core {
 
 	/* pollcatch: samples taken in a poll wait here until the poll ends */
 	ember__pollres polls;
+
+	/* JFR (a reporter asked for EMBER_FORMAT_JFR): samples are also
+	 * logged as events per window; events the log had no room for */
+	int want_jfr;
+	_Atomic uint64_t jfr_events_dropped;
 
 	/* DWARF unwind tables (modes auto and dwarf): used by the agent
 	 * thread while running, kept across runs like the symbolizer */
@@ -167,6 +173,9 @@ EMBER_API int ember_builder_build(ember_agent **out, ember_builder *b)
 	}
 	c->ready.core = c;
 	c->running.core = c;
+	for (size_t i = 0; i < c->cfg.nreporters; i++)
+		if (c->cfg.reporters[i].formats & EMBER_FORMAT_JFR)
+			c->want_jfr = 1;
 	c->pid = getpid();
 	pthread_mutex_init(&c->mu, NULL);
 	pthread_condattr_t ca;
@@ -241,20 +250,42 @@ static uint32_t wall_labels(const ember__sampbuf *b, ember__sample_rec *r, uint8
 	return n;
 }
 
-/* Adds one sample to the aggregate of the window its time falls in (a
- * sample held back by pollcatch past its window's end goes to the current
- * one). */
-static void add_sample(ember__core *c, int32_t tid, int wall, int64_t time_ns, const uint64_t *pcs,
-		       uint32_t depth, const uint8_t *lb, uint32_t lblen, uint64_t weight)
+/* For JFR: the sample just added to `a` as an event of its thread. */
+static void log_event(ember__agg *a, int64_t time_ns, int32_t tid, uint64_t weight, uint32_t flags,
+		      int wall)
 {
-	int later = time_ns >= c->win_end;
-	ember__agg *a = wall ? (later ? &c->wnext : &c->wcur) : (later ? &c->next : &c->cur);
-	if (ember__agg_add(a, tid, pcs, depth, lb, lblen, weight) != 0)
-		atomic_fetch_add(&c->dropped_full, 1);
-	if (c->cfg.thread_labels && !ember__agg_has_name(a, tid)) {
+	uint8_t state = !wall || (flags & EMBER_SAMPLE_RUNNING) ? EMBER_JFR_STATE_RUNNABLE
+			: (flags & EMBER_SAMPLE_SLEEPING)        ? EMBER_JFR_STATE_SLEEPING
+								 : EMBER_JFR_STATE_DEFAULT;
+	ember__agg_log(a, EMBER__AGG_MAX_EVENTS, time_ns, tid, weight,
+		       wall ? EMBER_JFR_WALL : EMBER_JFR_CPU, state);
+	if (!ember__agg_has_name(a, tid)) {
 		char name[32];
 		read_thread_name(tid, name, sizeof(name));
-		ember__agg_set_name(a, tid, name[0] ? name : "?");
+		if (name[0])
+			ember__agg_set_name(a, tid, name);
+	}
+}
+
+/* Adds one sample to the aggregate of the window its time falls in (a
+ * sample held back by pollcatch past its window's end goes to the current
+ * one), and for JFR logs it as an event. `agg_tid` is 0 without thread
+ * labels; `tid` is the thread's id. */
+static void add_sample(ember__core *c, int32_t agg_tid, int32_t tid, uint32_t flags,
+		       int64_t time_ns, const uint64_t *pcs, uint32_t depth, const uint8_t *lb,
+		       uint32_t lblen, uint64_t weight)
+{
+	int wall = (flags & EMBER_SAMPLE_WALL) != 0;
+	int later = time_ns >= c->win_end;
+	ember__agg *a = wall ? (later ? &c->wnext : &c->wcur) : (later ? &c->next : &c->cur);
+	if (ember__agg_add(a, agg_tid, pcs, depth, lb, lblen, weight) != 0)
+		atomic_fetch_add(&c->dropped_full, 1);
+	else if (c->want_jfr)
+		log_event(a, time_ns, tid, weight, flags, wall);
+	if (c->cfg.thread_labels && !ember__agg_has_name(a, agg_tid)) {
+		char name[32];
+		read_thread_name(agg_tid, name, sizeof(name));
+		ember__agg_set_name(a, agg_tid, name[0] ? name : "?");
 	}
 }
 
@@ -262,8 +293,8 @@ static void add_sample(ember__core *c, int32_t tid, int wall, int64_t time_ns, c
 static int add_poll_sample(void *ud, const ember__pollres_sample *s, const uint8_t *labels,
 			   uint32_t label_len)
 {
-	add_sample(ud, s->agg_tid, (s->flags & EMBER_SAMPLE_WALL) != 0, s->time_ns, s->pcs, s->depth,
-		   labels, label_len, s->weight);
+	add_sample(ud, s->agg_tid, s->tid, s->flags, s->time_ns, s->pcs, s->depth, labels, label_len,
+		   s->weight);
 	return 0;
 }
 
@@ -293,7 +324,8 @@ static void drain(ember__core *c)
 		if (!r->poll_start ||
 		    ember__pollres_hold(&c->polls, r->tid, tid, r->flags, r->time_ns, r->weight,
 					r->poll_start, r->pcs, r->depth, lb, lblen) != 0)
-			add_sample(c, tid, wall, r->time_ns, r->pcs, r->depth, lb, lblen, r->weight);
+			add_sample(c, tid, r->tid, r->flags, r->time_ns, r->pcs, r->depth, lb, lblen,
+				   r->weight);
 		if (c->sym && !need_refresh)
 			for (uint32_t i = 0; i < r->depth; i++)
 				if (!ember__symbolizer_covers(c->sym, r->pcs[i])) {
@@ -312,17 +344,55 @@ static void drain(ember__core *c)
 		ember__log(&c->cfg, EMBER_LOG_DEBUG, "unwind tables refresh: %s", ember_last_error());
 }
 
-/* Symbolizes, encodes and reports one profile of the current window. */
-static int report_profile(ember__core *c, const ember__agg *a, int kind, int64_t end, int final)
+/* The formats a reporter takes (0 means pprof). */
+static unsigned reporter_formats(const ember_reporter *r)
+{
+	return r->formats ? r->formats : EMBER_FORMAT_PPROF;
+}
+
+/* Hands one report to every reporter taking its format. 0, or
+ * EMBER_ERR_REPORTER if one failed (logged and counted). */
+static int call_reporters(ember__core *c, const ember_report *rep)
+{
+	int rc = 0;
+	for (size_t i = 0; i < c->cfg.nreporters; i++) {
+		ember_reporter *r = &c->cfg.reporters[i];
+		if (!(reporter_formats(r) & rep->format))
+			continue;
+		ember__error_clear();
+		int rrc = r->report(r->userdata, rep);
+		if (rrc != 0) {
+			ember__log(&c->cfg, EMBER_LOG_ERROR, "reporter %s failed for window %" PRIu32 ": %s",
+				   r->name, rep->seq, ember_last_error()[0] ? ember_last_error() : ember_strerror(rrc));
+			atomic_fetch_add(&c->report_failures, 1);
+			rc = EMBER_ERR_REPORTER;
+		}
+	}
+	return rc;
+}
+
+/*
+ * Symbolizes, encodes and reports one profile of the current window. With
+ * `keep`, the profile is handed to the caller (for the JFR recording)
+ * instead of freed; *keep is NULL if it could not be built.
+ */
+static int report_profile(ember__core *c, const ember__agg *a, int kind, int64_t end, int final,
+			  ember__profile **keep)
 {
 	ember__profile *p = NULL;
 	int rc = ember__window_profile(a, c->sym, &c->cfg, kind, c->win_start, end, &p);
 	uint8_t *pb = NULL;
 	size_t pblen = 0;
 	const char *type = kind == EMBER__PROFILE_WALL ? "wall" : "cpu";
-	if (rc == 0)
+	int want_pprof = 0;
+	for (size_t i = 0; i < c->cfg.nreporters; i++)
+		want_pprof |= (reporter_formats(&c->cfg.reporters[i]) & EMBER_FORMAT_PPROF) != 0;
+	if (rc == 0 && want_pprof)
 		rc = ember__pprof_encode(p, &pb, &pblen);
-	ember__profile_free(p);
+	if (keep && p && rc == 0)
+		*keep = p;
+	else
+		ember__profile_free(p);
 	if (rc) {
 		ember__log(&c->cfg, EMBER_LOG_ERROR, "window %" PRIu32 " (%s) could not be encoded, %" PRIu64
 			   " samples lost: %s", c->seq, type, a->samples, ember_last_error());
@@ -342,20 +412,101 @@ static int report_profile(ember__core *c, const ember__agg *a, int kind, int64_t
 		.format = EMBER_FORMAT_PPROF,
 		.interval_ms = c->cfg.interval_ms,
 	};
-	for (size_t i = 0; i < c->cfg.nreporters; i++) {
-		ember_reporter *r = &c->cfg.reporters[i];
-		if (r->formats && !(r->formats & EMBER_FORMAT_PPROF))
-			continue;
-		ember__error_clear();
-		int rrc = r->report(r->userdata, &rep);
-		if (rrc != 0) {
-			ember__log(&c->cfg, EMBER_LOG_ERROR, "reporter %s failed for window %" PRIu32 ": %s",
-				   r->name, c->seq, ember_last_error()[0] ? ember_last_error() : ember_strerror(rrc));
-			atomic_fetch_add(&c->report_failures, 1);
-			rc = EMBER_ERR_REPORTER;
-		}
-	}
+	if (want_pprof)
+		rc = call_reporters(c, &rep);
 	free(pb);
+	return rc;
+}
+
+/* The threads named in the window's aggregates, for the JFR recording. */
+static ember__jfr_thread *jfr_threads(const ember__agg *const *aggs, int n, size_t *count)
+{
+	size_t cap = 0;
+	for (int k = 0; k < n; k++)
+		cap += aggs[k] ? aggs[k]->names.n : 0;
+	ember__jfr_thread *t = calloc(cap ? cap : 1, sizeof(*t));
+	*count = 0;
+	for (int k = 0; t && k < n; k++)
+		for (size_t i = 0; aggs[k] && i < aggs[k]->names.cap; i++)
+			if (aggs[k]->names.slots[i].used && aggs[k]->names.slots[i].value)
+				t[(*count)++] = (ember__jfr_thread){
+					(int32_t)aggs[k]->names.slots[i].key,
+					(const char *)(uintptr_t)aggs[k]->names.slots[i].value};
+	return t;
+}
+
+/*
+ * Encodes the window as one JFR recording - every logged sample of each
+ * profile built (profiles[EMBER_JFR_*], NULL where none) an event - and
+ * hands it to the reporters that take JFR. A new kind of profile adds its
+ * aggregate to aggs[] below.
+ */
+static int report_jfr(ember__core *c, ember__profile *const *profiles, int64_t end, int final)
+{
+	enum { N = EMBER_JFR_NKINDS };
+	const ember__agg *aggs[N] = {[EMBER_JFR_CPU] = &c->cur, [EMBER_JFR_WALL] = &c->wcur};
+	size_t n = 0;
+	uint64_t samples = 0, dropped = 0;
+	for (int k = 0; k < N; k++) {
+		if (!aggs[k])
+			continue;
+		if (profiles[k])
+			n += aggs[k]->nevents;
+		samples += aggs[k]->samples;
+		dropped += aggs[k]->events_dropped;
+	}
+	if (dropped) {
+		atomic_fetch_add(&c->jfr_events_dropped, dropped);
+		ember__log(&c->cfg, EMBER_LOG_WARN, "window %" PRIu32 ": the JFR recording lacks %" PRIu64
+			   " of %" PRIu64 " samples (event log full at %zu per profile, or out of memory)",
+			   c->seq, dropped, samples, EMBER__AGG_MAX_EVENTS);
+	}
+	ember__jfr_event *ev = malloc((n ? n : 1) * sizeof(*ev));
+	size_t nthreads = 0;
+	ember__jfr_thread *threads = jfr_threads(aggs, N, &nthreads);
+	uint8_t *jfr = NULL;
+	size_t len = 0;
+	int rc = ev && threads ? 0 : ember__error_oom("JFR events");
+	size_t m = 0;
+	for (int k = 0; rc == 0 && k < N; k++)
+		for (size_t i = 0; aggs[k] && profiles[k] && i < aggs[k]->nevents; i++) {
+			const ember__agg_event *x = &aggs[k]->events[i];
+			ev[m++] = (ember__jfr_event){.time_ns = x->time_ns, .weight = x->weight,
+						     .sample = x->stack, .tid = x->tid,
+						     .kind = x->kind, .state = x->state};
+		}
+	ember__jfr_window w = {
+		.start_ns = c->win_start, .end_ns = end,
+		.profiles = {profiles[0], profiles[1], profiles[2]},
+		.events = ev, .nevents = m, .threads = threads, .nthreads = nthreads,
+		.wall_interval_ns = (int64_t)c->cfg.wall_ms * 1000000,
+		.max_depth = c->cfg.max_depth,
+	};
+	if (rc == 0)
+		rc = ember__jfr_encode(&w, &jfr, &len);
+	free(ev);
+	free(threads);
+	if (rc) {
+		ember__log(&c->cfg, EMBER_LOG_ERROR, "window %" PRIu32 " could not be encoded as JFR, %"
+			   PRIu64 " samples lost: %s", c->seq, samples, ember_last_error());
+		atomic_fetch_add(&c->report_failures, 1);
+		return rc;
+	}
+	ember_report rep = {
+		.app_name = c->cfg.app_name,
+		.profile_type = "jfr",
+		.start_ns = c->win_start,
+		.end_ns = end,
+		.samples = samples,
+		.seq = c->seq,
+		.final = final,
+		.format = EMBER_FORMAT_JFR,
+		.jfr = jfr,
+		.jfr_len = len,
+		.interval_ms = c->cfg.interval_ms,
+	};
+	rc = call_reporters(c, &rep);
+	free(jfr);
 	return rc;
 }
 
@@ -368,17 +519,28 @@ static int report_profile(ember__core *c, const ember__agg *a, int kind, int64_t
 static int close_window(ember__core *c, int64_t end, int final)
 {
 	int rc = 0, any = 0;
+	/* the profiles kept for the JFR recording, by EMBER_JFR_* kind */
+	ember__profile *jfr[EMBER_JFR_NKINDS] = {NULL};
 	resolve_polls(c, end);
 	if (c->cur.samples || final) {
-		rc = report_profile(c, &c->cur, EMBER__PROFILE_CPU, end, final);
+		rc = report_profile(c, &c->cur, EMBER__PROFILE_CPU, end, final,
+				    c->want_jfr ? &jfr[EMBER_JFR_CPU] : NULL);
 		any = 1;
 	}
 	if (c->cfg.wall_ms && (c->wcur.samples || final)) {
-		int wrc = report_profile(c, &c->wcur, EMBER__PROFILE_WALL, end, final);
+		int wrc = report_profile(c, &c->wcur, EMBER__PROFILE_WALL, end, final,
+					 c->want_jfr ? &jfr[EMBER_JFR_WALL] : NULL);
 		if (!rc)
 			rc = wrc;
 		any = 1;
 	}
+	if (any && c->want_jfr) {
+		int jrc = report_jfr(c, jfr, end, final);
+		if (!rc)
+			rc = jrc;
+	}
+	for (int k = 0; k < EMBER_JFR_NKINDS; k++)
+		ember__profile_free(jfr[k]);
 	if (any)
 		atomic_fetch_add(&c->windows, 1);
 	else
@@ -662,22 +824,11 @@ static void log_upload_stats(const ember__core *c)
 
 /* ---- the async-profiler backend (src/asprof/) ---- */
 
-/* Hands a JFR window to every reporter (all take JFR: checked at build). */
+/* Hands a JFR window to the reporters (all take JFR: checked at build). */
 static int asprof_deliver(void *ctx, const ember_report *rep)
 {
 	ember__core *c = ctx;
-	int rc = 0;
-	for (size_t i = 0; i < c->cfg.nreporters; i++) {
-		ember_reporter *r = &c->cfg.reporters[i];
-		ember__error_clear();
-		int rrc = r->report(r->userdata, rep);
-		if (rrc != 0) {
-			ember__log(&c->cfg, EMBER_LOG_ERROR, "reporter %s failed for window %" PRIu32 ": %s",
-				   r->name, rep->seq, ember_last_error()[0] ? ember_last_error() : ember_strerror(rrc));
-			atomic_fetch_add(&c->report_failures, 1);
-			rc = EMBER_ERR_REPORTER;
-		}
-	}
+	int rc = call_reporters(c, rep);
 	atomic_fetch_add(&c->windows, 1);
 	return rc;
 }
@@ -737,6 +888,9 @@ EMBER_API int ember_running_stop(ember_agent **out, ember_running *r)
 		   " truncated, %" PRIu64 " leaf-only, %" PRIu64 " windows, %" PRIu64 " report failures",
 		   atomic_load(&c->samples), atomic_load(&c->dropped_full), atomic_load(&c->truncated),
 		   atomic_load(&c->no_bounds), atomic_load(&c->windows), atomic_load(&c->report_failures));
+	if (atomic_load(&c->jfr_events_dropped))
+		ember__log(&c->cfg, EMBER_LOG_WARN, "%" PRIu64 " samples left out of JFR recordings",
+			   atomic_load(&c->jfr_events_dropped));
 	log_upload_stats(c);
 	if (c->polls.samples_labelled || ember__poll_records_dropped())
 		ember__log(&c->cfg, EMBER_LOG_INFO,

@@ -72,6 +72,8 @@ int ember__parse_uint(const char *s, unsigned long min, unsigned long max, unsig
 int ember__parse_bool(const char *s, int *out);
 int ember__parse_signal(const char *s, int *out);
 int ember__parse_log_level(const char *s, int *out);
+/* EMBERPROF_OUTPUT_FORMAT: "pprof", "jfr" or "both" -> EMBER_FORMAT_* bits. */
+int ember__parse_formats(const char *s, unsigned *out);
 /* "off"/"0" (0), "on" (the default 50 ms) or a duration of 1 ms..60 s. */
 int ember__parse_wall(const char *s, unsigned *out_ms);
 

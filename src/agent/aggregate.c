@@ -18,6 +18,7 @@ void ember__agg_release(ember__agg *a)
 	ember__arena_release(&a->arena);
 	ember__u64map_free(&a->index);
 	ember__u64map_free(&a->names);
+	free(a->events);
 	free(a->stacks);
 	free(a->next);
 	memset(a, 0, sizeof(*a));
@@ -46,6 +47,7 @@ int ember__agg_add(ember__agg *a, int32_t tid, const uint64_t *pcs, uint32_t dep
 		    (!label_len || !memcmp(ember__agg_labels(s), labels, label_len))) {
 			s->count++;
 			s->weight += weight;
+			a->last = (uint32_t)(pos - 1);
 			a->samples++;
 			a->weight += weight;
 			return 0;
@@ -78,10 +80,34 @@ int ember__agg_add(ember__agg *a, int32_t tid, const uint64_t *pcs, uint32_t dep
 		memcpy((uint8_t *)(s->pcs + depth), labels, label_len);
 	a->stacks[a->n] = s;
 	a->next[a->n] = inserted ? 0 : (uint32_t)*head;
+	a->last = (uint32_t)a->n;
 	a->n++;
 	*head = a->n;
 	a->samples++;
 	a->weight += weight;
+	return 0;
+}
+
+int ember__agg_log(ember__agg *a, size_t cap, int64_t time_ns, int32_t tid, uint64_t weight,
+		   uint8_t kind, uint8_t state)
+{
+	if (a->nevents >= cap) {
+		a->events_dropped++;
+		return 0;
+	}
+	if (a->nevents == a->cap_events) {
+		size_t ncap = a->cap_events ? a->cap_events * 2 : 1024;
+		if (ncap > cap)
+			ncap = cap;
+		ember__agg_event *n = realloc(a->events, ncap * sizeof(*n));
+		if (!n) {
+			a->events_dropped++;
+			return EMBER_ERR_NOMEM;
+		}
+		a->events = n;
+		a->cap_events = ncap;
+	}
+	a->events[a->nevents++] = (ember__agg_event){time_ns, weight, a->last, tid, kind, state};
 	return 0;
 }
 

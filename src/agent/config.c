@@ -13,6 +13,7 @@
 #include "agent/agent_internal.h"
 #include "asprof/asprof_config.h"
 #include "report/pyroscope.h"
+#include "report/s3.h"
 #include "util/error.h"
 
 void ember__config_defaults(ember__config *c)
@@ -135,6 +136,19 @@ int ember__parse_log_level(const char *s, int *out)
 	if (!strcasecmp(s, "warning"))
 		return *out = EMBER_LOG_WARN, 0;
 	return EMBER_ERR_INVALID;
+}
+
+int ember__parse_formats(const char *s, unsigned *out)
+{
+	if (!strcmp(s, "pprof"))
+		*out = EMBER_FORMAT_PPROF;
+	else if (!strcmp(s, "jfr"))
+		*out = EMBER_FORMAT_JFR;
+	else if (!strcmp(s, "both"))
+		*out = EMBER_FORMAT_PPROF | EMBER_FORMAT_JFR;
+	else
+		return EMBER_ERR_INVALID;
+	return 0;
 }
 
 int ember__parse_wall(const char *s, unsigned *out_ms)
@@ -376,20 +390,6 @@ static int apply_server_env(ember_builder *b)
 	return ember__pyroscope_apply_env(b);
 }
 
-/*
- * The local reporter writing .jfr files (the async-profiler backend's
- * output). ember_reporter_local_ex comes with the JFR encoder's branch;
- * until it is linked in, this build says so instead of failing to link.
- */
-#pragma weak ember_reporter_local_ex
-static int local_jfr_reporter(ember_reporter *r, const char *dir)
-{
-	if (!ember_reporter_local_ex)
-		return ember__error(EMBER_ERR_UNSUPPORTED, "this build has no JFR file reporter "
-				    "(ember_reporter_local_ex)");
-	return ember_reporter_local_ex(r, dir, EMBER_FORMAT_JFR);
-}
-
 EMBER_API int ember_builder_apply_env(ember_builder *b)
 {
 	const char *v;
@@ -503,10 +503,16 @@ EMBER_API int ember_builder_apply_env(ember_builder *b)
 	int arc = ember__asprof_apply_env(b);
 	if (arc)
 		return arc;
+	int asprof = b->cfg.backend == EMBER_BACKEND_ASYNC_PROFILER;
+	unsigned formats = asprof ? EMBER_FORMAT_JFR : EMBER_FORMAT_PPROF;
+	if ((v = getenv("EMBERPROF_OUTPUT_FORMAT")) && *v && ember__parse_formats(v, &formats))
+		return bad_env("EMBERPROF_OUTPUT_FORMAT", v, "expected pprof, jfr or both");
+	if (asprof && formats != EMBER_FORMAT_JFR)
+		return bad_env("EMBERPROF_OUTPUT_FORMAT", v, "the async-profiler backend "
+			       "(EMBERPROF_BACKEND=asprof) writes jfr only");
 	if ((v = getenv("EMBERPROF_OUTPUT_DIR")) && *v) {
 		ember_reporter r;
-		int rc = b->cfg.backend == EMBER_BACKEND_ASYNC_PROFILER ? local_jfr_reporter(&r, v)
-									: ember_reporter_local(&r, v);
+		int rc = ember_reporter_local_ex(&r, v, formats);
 		if (rc == 0) {
 			rc = ember_builder_add_reporter(b, &r);
 			if (rc && r.destroy)
@@ -519,5 +525,9 @@ EMBER_API int ember_builder_apply_env(ember_builder *b)
 			return bad_env("EMBERPROF_OUTPUT_DIR", v, why);
 		}
 	}
+	/* The S3 reporter's EMBERPROF_S3_* (src/report/s3_env.c). */
+	int src = ember__s3_apply_env(b);
+	if (src)
+		return src;
 	return apply_server_env(b);
 }

@@ -17,7 +17,8 @@ enum { EMBER__PROFILE_CPU = 0, EMBER__PROFILE_WALL = 1 };
  * Builds the CPU (kind EMBER__PROFILE_CPU: samples/count, cpu/nanoseconds)
  * or wall-clock (EMBER__PROFILE_WALL: samples/count, wall/nanoseconds)
  * profile of [start_ns, end_ns) from `a`, whose weights are nanoseconds.
- * `sym` may be NULL (then locations carry addresses only). On success
+ * `sym` may be NULL (then locations carry addresses only). Sample i is
+ * a->stacks[i], always (the JFR event log relies on it). On success
  * *out is the caller's, freed with ember__profile_free(). 0 or ember_err.
  */
 int ember__window_profile(const ember__agg *a, ember__symbolizer *sym, const ember__config *cfg,

@@ -37,6 +37,7 @@ struct ember__asprof_run {
 	const ember__asprof_api *api;
 	ember__asprof_deliver_fn deliver;
 	void *ctx;
+	char tmpdir[256]; /* $TMPDIR, read by the thread that started the run */
 	int fd[2];
 	int active;  /* index of the file async-profiler writes to */
 	int running; /* the last start succeeded and no stop followed */
@@ -73,11 +74,9 @@ int ember__asprof_check_reporters(const ember__config *cfg)
 }
 
 /* An unlinked temporary file, moved to a descriptor >= 256. */
-static int make_temp(void)
+static int make_temp(const char *tmpdir)
 {
-	const char *dir = secure_getenv("TMPDIR");
-	if (!dir || dir[0] != '/')
-		dir = "/tmp";
+	const char *dir = tmpdir[0] == '/' ? tmpdir : "/tmp";
 	int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 	if (fd < 0 && strcmp(dir, "/tmp") != 0)
 		fd = open("/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
@@ -144,6 +143,17 @@ static void count_error(ember__asprof_run *r)
 	atomic_fetch_add(&r->errors, 1);
 }
 
+/* Runs a command; what async-profiler printed goes to the debug log. */
+static int exec_cmd(ember__asprof_run *r, const char *cmd)
+{
+	int rc = ember__asprof_exec(r->api, cmd);
+	const char *out = ember__asprof_last_output();
+	if (*out)
+		ember__log(r->cfg, EMBER_LOG_DEBUG, "async-profiler (%.*s): %.*s", (int)strcspn(cmd, ","),
+			   cmd, (int)strcspn(out, "\n"), out);
+	return rc;
+}
+
 /* Sends `start` for the active file. */
 static int start_recording(ember__asprof_run *r)
 {
@@ -151,7 +161,7 @@ static int start_recording(ember__asprof_run *r)
 	int rc = ember__asprof_start_command(cmd, sizeof(cmd), &r->cfg->asprof, r->fd[r->active]);
 	int64_t t = now_ns(CLOCK_REALTIME);
 	if (rc == 0)
-		rc = ember__asprof_exec(r->api, cmd);
+		rc = exec_cmd(r, cmd);
 	if (rc == 0) {
 		r->running = 1;
 		r->win_start = t;
@@ -204,7 +214,7 @@ static int rotate(ember__asprof_run *r, int final)
 	int64_t start = r->win_start, end = now_ns(CLOCK_REALTIME);
 	if (r->running) {
 		r->running = 0;
-		rc = ember__asprof_exec(r->api, "stop");
+		rc = exec_cmd(r, "stop");
 		if (rc == 0) {
 			stopped = 1;
 		} else {
@@ -247,7 +257,7 @@ static void *run_main(void *arg)
 	if (rc == 0) {
 		ember__asprof_init_once(r->api);
 		for (int i = 0; rc == 0 && i < 2; i++) {
-			int fd = make_temp();
+			int fd = make_temp(r->tmpdir);
 			if (fd < 0)
 				rc = fd;
 			else
@@ -307,6 +317,11 @@ int ember__asprof_run_start(ember__asprof_run **out, const ember__config *cfg, u
 	r->fd[0] = r->fd[1] = -1;
 	r->seq = first_seq;
 	r->start_rc = 1;
+	/* The environment is read here, on the caller's thread, not later on
+	 * ours, where it could race with the application's setenv(). */
+	const char *tmp = secure_getenv("TMPDIR");
+	if (tmp && strlen(tmp) < sizeof(r->tmpdir))
+		snprintf(r->tmpdir, sizeof(r->tmpdir), "%s", tmp);
 	pthread_mutex_init(&r->mu, NULL);
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);

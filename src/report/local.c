@@ -1,6 +1,7 @@
 /*
  * local.c - the local-directory reporter: one gzip'd pprof file per
- * reporting window, written into a directory.
+ * reporting window and profile type, and/or one JFR recording per window
+ * (ember_reporter_local_ex), written into a directory.
  *
  * Safety rules, because the directory may be shared or hostile:
  *   - the directory is opened once, with O_DIRECTORY|O_NOFOLLOW, and every
@@ -39,6 +40,13 @@ typedef struct local_state {
 	unsigned tmp_count; /* makes temporary names unique within the process */
 } local_state;
 
+/* What one report writes: its bytes and the name's ending. */
+typedef struct payload {
+	const uint8_t *data;
+	size_t len;
+	const char *suffix; /* EMBER_LOCAL_SUFFIX or EMBER_LOCAL_JFR_SUFFIX */
+} payload;
+
 /* ---- file names ---- */
 
 static void sanitize_app(char *out, size_t cap, const char *app)
@@ -62,6 +70,12 @@ static void sanitize_app(char *out, size_t cap, const char *app)
 int ember__local_filename(char *buf, size_t n, const char *app, int64_t start_ns, pid_t pid,
 			  uint32_t seq, const char *type)
 {
+	return ember__local_filename_ext(buf, n, app, start_ns, pid, seq, type, EMBER_LOCAL_SUFFIX);
+}
+
+int ember__local_filename_ext(char *buf, size_t n, const char *app, int64_t start_ns, pid_t pid,
+			      uint32_t seq, const char *type, const char *suffix)
+{
 	/* CPU profiles keep the plain name; other types say what they are. */
 	char kind[24] = "";
 	if (type && *type && strcmp(type, "cpu") != 0) {
@@ -83,9 +97,9 @@ int ember__local_filename(char *buf, size_t n, const char *app, int64_t start_ns
 	if (!gmtime_r(&secs, &tm))
 		return ember__error(EMBER_ERR_INVALID, "local reporter: start time %lld is out of range",
 				    (long long)start_ns);
-	int w = snprintf(buf, n, "%s-%04d%02d%02dT%02d%02d%02d.%03dZ-%ld-%u%s" EMBER_LOCAL_SUFFIX,
-			 safe, tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-			 tm.tm_sec, ms, (long)pid, (unsigned)seq, kind);
+	int w = snprintf(buf, n, "%s-%04d%02d%02dT%02d%02d%02d.%03dZ-%ld-%u%s%s", safe,
+			 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+			 ms, (long)pid, (unsigned)seq, kind, suffix);
 	if (w < 0 || (size_t)w >= n)
 		return ember__error(EMBER_ERR_INVALID, "local reporter: file name buffer too small");
 	return 0;
@@ -213,14 +227,15 @@ static int publish_noreplace(int dirfd, const char *tmp, const char *name)
 }
 
 /* Publishes tmp as `name`, or name_1, name_2... if taken. */
-static int publish(local_state *st, const char *tmp, const char *name, char *final, size_t cap)
+static int publish(local_state *st, const char *tmp, const char *name, const char *suffix,
+		   char *final, size_t cap)
 {
-	size_t base = strlen(name) - strlen(EMBER_LOCAL_SUFFIX);
+	size_t base = strlen(name) - strlen(suffix);
 	for (unsigned k = 0; k < 1000; k++) {
 		if (k == 0)
 			snprintf(final, cap, "%s", name);
 		else
-			snprintf(final, cap, "%.*s_%u" EMBER_LOCAL_SUFFIX, (int)base, name, k);
+			snprintf(final, cap, "%.*s_%u%s", (int)base, name, k, suffix);
 		if (publish_noreplace(st->dirfd, tmp, final) == 0)
 			return 0;
 		if (errno != EEXIST)
@@ -234,7 +249,7 @@ static int publish(local_state *st, const char *tmp, const char *name, char *fin
  * Writes the bytes under a temporary name; on failure nothing is left and
  * *os_err is the errno that caused it.
  */
-static int write_temp(local_state *st, const ember_report *r, char *tmp, size_t cap, int *os_err)
+static int write_temp(local_state *st, const payload *pl, char *tmp, size_t cap, int *os_err)
 {
 	int fd = open_temp(st, tmp, cap);
 	*os_err = errno;
@@ -242,7 +257,7 @@ static int write_temp(local_state *st, const ember_report *r, char *tmp, size_t 
 		return ember__error_errno(EMBER_ERR_IO, *os_err,
 					  "local reporter: cannot create a temporary file in '%s'",
 					  st->dir);
-	int failed = ember__write_all(fd, r->pprof, r->pprof_len) < 0 || fsync(fd) < 0;
+	int failed = ember__write_all(fd, pl->data, pl->len) < 0 || fsync(fd) < 0;
 	int e = errno;
 	if (close(fd) < 0 && !failed) {
 		failed = 1;
@@ -274,25 +289,34 @@ static int local_report(void *userdata, const ember_report *r)
 	local_state *st = userdata;
 	char name[NAME_MAX + 1], final[NAME_MAX + 1], tmp[64];
 
-	if (!r || (!r->pprof && r->pprof_len))
+	if (!r)
+		return ember__error(EMBER_ERR_INVALID, "local reporter: no report");
+	int jfr = r->format == EMBER_FORMAT_JFR;
+	payload pl = {jfr ? r->jfr : r->pprof, jfr ? r->jfr_len : r->pprof_len,
+		      jfr ? EMBER_LOCAL_JFR_SUFFIX : EMBER_LOCAL_SUFFIX};
+	if (!pl.data && pl.len)
 		return ember__error(EMBER_ERR_INVALID, "local reporter: no profile data");
-	int rc = ember__local_filename(name, sizeof(name), r->app_name, r->start_ns, getpid(),
-				       r->seq, r->profile_type);
+	if (r->format && r->format != EMBER_FORMAT_PPROF && !jfr) /* 0: pprof, as before 0.2 */
+		return ember__error(EMBER_ERR_INVALID, "local reporter: unknown report format %u",
+				    r->format);
+	/* A JFR recording holds every profile type: no type in its name. */
+	int rc = ember__local_filename_ext(name, sizeof(name), r->app_name, r->start_ns, getpid(),
+					   r->seq, jfr ? NULL : r->profile_type, pl.suffix);
 	if (rc < 0)
 		return rc;
 	if (st->dirfd < 0 && (rc = reopen_dir(st)) < 0)
 		return rc;
 	int os_err = 0;
-	rc = write_temp(st, r, tmp, sizeof(tmp), &os_err);
+	rc = write_temp(st, &pl, tmp, sizeof(tmp), &os_err);
 	if (rc < 0 && os_err == ENOENT) {
 		/* The directory was removed under us: make it again, once. */
 		if ((rc = reopen_dir(st)) < 0)
 			return rc;
-		rc = write_temp(st, r, tmp, sizeof(tmp), &os_err);
+		rc = write_temp(st, &pl, tmp, sizeof(tmp), &os_err);
 	}
 	if (rc < 0)
 		return rc;
-	if (publish(st, tmp, name, final, sizeof(final)) < 0) {
+	if (publish(st, tmp, name, pl.suffix, final, sizeof(final)) < 0) {
 		int e = errno;
 		unlinkat(st->dirfd, tmp, 0);
 		return ember__error_errno(EMBER_ERR_IO, e, "local reporter: cannot rename '%s/%s' to '%s'",
@@ -317,8 +341,17 @@ static void local_destroy(void *userdata)
 
 EMBER_API int ember_reporter_local(ember_reporter *out, const char *dir)
 {
+	return ember_reporter_local_ex(out, dir, 0);
+}
+
+EMBER_API int ember_reporter_local_ex(ember_reporter *out, const char *dir, unsigned formats)
+{
 	if (!out)
 		return ember__error(EMBER_ERR_INVALID, "ember_reporter_local: out is NULL");
+	if (formats & ~(EMBER_FORMAT_PPROF | EMBER_FORMAT_JFR))
+		return ember__error(EMBER_ERR_INVALID,
+				    "ember_reporter_local: unknown formats 0x%x (EMBER_FORMAT_PPROF, "
+				    "EMBER_FORMAT_JFR)", formats);
 	if (!dir || !*dir)
 		return ember__error(EMBER_ERR_INVALID, "ember_reporter_local: empty directory path");
 	if (strlen(dir) >= PATH_MAX)
@@ -345,5 +378,6 @@ EMBER_API int ember_reporter_local(ember_reporter *out, const char *dir)
 	out->report = local_report;
 	out->destroy = local_destroy;
 	out->userdata = st;
+	out->formats = formats ? formats : EMBER_FORMAT_PPROF;
 	return 0;
 }

@@ -2,8 +2,9 @@
  * local.h - internals of the local-directory reporter behind
  * ember_reporter_local() (declared in include/emberprof.h).
  *
- * The reporter writes one gzip'd pprof file per reporting window into a
- * directory it holds open, so the file names and the directory checks are
+ * The reporter writes one gzip'd pprof file per reporting window (and
+ * profile type) and/or one JFR recording per window into a directory it
+ * holds open, so the file names and the directory checks are
  * exposed here for the unit tests and for the CLI, which lists the files
  * the reporter produced.
  *
@@ -19,6 +20,8 @@
 
 /* The suffix every finished profile file ends with. */
 #define EMBER_LOCAL_SUFFIX ".pb.gz"
+/* The suffix of a JFR recording (ember_reporter_local_ex with EMBER_FORMAT_JFR). */
+#define EMBER_LOCAL_JFR_SUFFIX ".jfr"
 
 /* Longest application-name part of a file name, in bytes. */
 #define EMBER_LOCAL_APP_MAX 96
@@ -34,6 +37,10 @@
  */
 int ember__local_filename(char *buf, size_t n, const char *app, int64_t start_ns, pid_t pid,
 			  uint32_t seq, const char *type);
+/* The same name ending in `suffix` instead of .pb.gz (".jfr": a JFR
+ * recording, with type NULL). */
+int ember__local_filename_ext(char *buf, size_t n, const char *app, int64_t start_ns, pid_t pid,
+			      uint32_t seq, const char *type, const char *suffix);
 
 /*
  * Creates `dir` and its missing parents (mode 0700) and opens it with

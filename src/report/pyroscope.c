@@ -577,16 +577,7 @@ static int pyro_report(void *ud, const ember_report *r)
 								       : encode_push(p, r, metric);
 	if (!it)
 		return EMBER_ERR_NOMEM;
-	ember__pipeline_enqueue(p->pipe, it);
-	if (r->final) {
-		size_t left = ember__pipeline_flush(p->pipe, p->flush_timeout_ms);
-		if (left)
-			ember__upload_logf(&p->log, EMBER_LOG_WARN, "%zu window%s not delivered within "
-					   "the %u ms flush wait; what is left at shutdown goes to the "
-					   "spool, if there is one", left, left == 1 ? "" : "s",
-					   p->flush_timeout_ms);
-	}
-	return 0;
+	return ember__pipeline_submit(p->pipe, it, r->final, p->flush_timeout_ms, &p->log);
 }
 
 static void pyro_stats(void *ud, ember_stats *acc)
@@ -626,24 +617,8 @@ static void pyro_destroy(void *ud)
 
 static int copy_options(ember_pyroscope_options *o, const ember_pyroscope_options *in)
 {
-	memset(o, 0, sizeof(*o));
-	if (!in)
-		return ember__error(EMBER_ERR_INVALID, "ember_reporter_pyroscope: options are NULL");
-	size_t min = offsetof(ember_pyroscope_options, url) + sizeof(in->url);
-	if (in->sz < min)
-		return ember__error(EMBER_ERR_INVALID, "ember_reporter_pyroscope: options.sz is %zu; "
-				    "initialize the options with EMBER_PYROSCOPE_OPTIONS_INIT", in->sz);
-	if (in->sz > sizeof(*o)) {
-		const unsigned char *extra = (const unsigned char *)in + sizeof(*o);
-		for (size_t i = 0; i < in->sz - sizeof(*o); i++)
-			if (extra[i])
-				return ember__error(EMBER_ERR_INVALID, "ember_reporter_pyroscope: the "
-						    "options set fields this library version does "
-						    "not know (sz %zu > %zu)", in->sz, sizeof(*o));
-	}
-	memcpy(o, in, in->sz < sizeof(*o) ? in->sz : sizeof(*o));
-	o->sz = sizeof(*o);
-	return 0;
+	return ember__options_copy(o, sizeof(*o), in, offsetof(ember_pyroscope_options, url) +
+				   sizeof(in->url), "ember_reporter_pyroscope", "EMBER_PYROSCOPE_OPTIONS_INIT");
 }
 
 static int is_set(const char *s)

@@ -39,6 +39,9 @@ struct ember__http {
 	/* per request */
 	char body[BODY_KEEP];
 	size_t body_len;
+	char *rbuf;             /* where the response body goes: body or the caller's */
+	size_t rcap;
+	int rtrunc;
 	char retry_after[128];
 	const _Atomic int *cancel;
 };
@@ -128,10 +131,12 @@ int ember__http_global_init(void)
 static size_t on_body(char *data, size_t size, size_t n, void *ud)
 {
 	ember__http *h = ud;
-	size_t len = size * n, room = sizeof(h->body) - 1 - h->body_len;
+	size_t len = size * n, room = h->rcap - 1 - h->body_len;
 	size_t take = len < room ? len : room;
-	memcpy(h->body + h->body_len, data, take);
+	memcpy(h->rbuf + h->body_len, data, take);
 	h->body_len += take;
+	if (take < len)
+		h->rtrunc = 1;
 	return len; /* keep reading (and discarding) the rest */
 }
 
@@ -193,6 +198,8 @@ int ember__http_new(ember__http **out, const ember__http_opts *o)
 	if (o->user_agent)
 		SET(CURLOPT_USERAGENT, o->user_agent);
 	SET(CURLOPT_TCP_KEEPALIVE, 1L);
+	if (o->no_proxy)
+		SET(CURLOPT_NOPROXY, "*");
 	SET(CURLOPT_ERRORBUFFER, h->errbuf);
 	SET(CURLOPT_WRITEFUNCTION, on_body);
 	SET(CURLOPT_WRITEDATA, h);
@@ -240,7 +247,7 @@ static void classify_status(ember__http *h, long status, ember__send_result *res
 		return;
 	}
 	char text[300];
-	ember__http_error_text(h->body, h->body_len, text, sizeof(text));
+	ember__http_error_text(h->rbuf, h->body_len, text, sizeof(text));
 	int retry = status == 429 || status == 408 || status >= 500;
 	res->outcome = retry ? EMBER__SEND_RETRY : EMBER__SEND_PERMANENT;
 	if (retry && h->retry_after[0])
@@ -250,24 +257,31 @@ static void classify_status(ember__http *h, long status, ember__send_result *res
 		 : status == 401 || status == 403 ? " (check the credentials and tenant)" : "");
 }
 
-void ember__http_post(ember__http *h, const ember__http_request *rq, const _Atomic int *cancel,
-		      ember__send_result *res)
+void ember__http_do(ember__http *h, ember__http_call *call, const _Atomic int *cancel,
+		    ember__send_result *res)
 {
 	res->outcome = EMBER__SEND_RETRY;
 	res->retry_after_ms = -1;
 	res->http_status = 0;
 	res->message[0] = '\0';
+	h->rbuf = call->resp && call->resp_cap > 1 ? call->resp : h->body;
+	h->rcap = call->resp && call->resp_cap > 1 ? call->resp_cap : sizeof(h->body);
 	h->body_len = 0;
-	h->body[0] = '\0';
+	h->rtrunc = 0;
+	h->rbuf[0] = '\0';
 	h->retry_after[0] = '\0';
 	h->errbuf[0] = '\0';
 	h->cancel = cancel;
+	call->resp_len = 0;
+	call->resp_truncated = 0;
 
 	struct curl_slist *list = NULL, *t;
-	/* No "Expect: 100-continue" round trip for larger bodies. */
-	int oom = !(list = C.slist_append(NULL, "Expect:"));
-	for (size_t i = 0; !oom && i < rq->nheaders; i++) {
-		if (!(t = C.slist_append(list, rq->headers[i])))
+	/* No "Expect: 100-continue" round trip for larger bodies. Not for
+	 * SigV4: libcurl (7.88) would sign the removed header as an empty
+	 * one, and the server would find a signed header missing. */
+	int oom = !call->aws_sigv4 && !(list = C.slist_append(NULL, "Expect:"));
+	for (size_t i = 0; !oom && i < call->nheaders; i++) {
+		if (!(t = C.slist_append(list, call->headers[i])))
 			oom = 1;
 		else
 			list = t;
@@ -278,15 +292,41 @@ void ember__http_post(ember__http *h, const ember__http_request *rq, const _Atom
 		return;
 	}
 	CURL *c = h->curl;
-	C.easy_setopt(c, CURLOPT_URL, rq->url);
-	C.easy_setopt(c, CURLOPT_POST, 1L);
-	C.easy_setopt(c, CURLOPT_POSTFIELDS, rq->body ? rq->body : "");
-	C.easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)rq->len);
+	int has_body = strcmp(call->method, "GET") != 0;
+	C.easy_setopt(c, CURLOPT_URL, call->url);
+	if (has_body) {
+		/* A body in memory (POSTFIELDS) also lets libcurl's SigV4 hash the
+		 * payload instead of signing it as UNSIGNED-PAYLOAD. */
+		C.easy_setopt(c, CURLOPT_POST, 1L);
+		C.easy_setopt(c, CURLOPT_POSTFIELDS, call->body ? call->body : "");
+		C.easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)call->len);
+		C.easy_setopt(c, CURLOPT_CUSTOMREQUEST, strcmp(call->method, "POST") ? call->method
+										     : NULL);
+	} else {
+		C.easy_setopt(c, CURLOPT_HTTPGET, 1L);
+		C.easy_setopt(c, CURLOPT_CUSTOMREQUEST, NULL);
+	}
 	C.easy_setopt(c, CURLOPT_HTTPHEADER, list);
+	if (call->aws_sigv4) {
+		C.easy_setopt(c, CURLOPT_AWS_SIGV4, call->aws_sigv4);
+		C.easy_setopt(c, CURLOPT_USERPWD, call->userpwd);
+	}
 	CURLcode e = C.easy_perform(c);
 	C.easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
+	if (call->aws_sigv4) {
+		C.easy_setopt(c, CURLOPT_AWS_SIGV4, NULL);
+		C.easy_setopt(c, CURLOPT_USERPWD, NULL);
+		C.easy_setopt(c, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
+	}
+	C.easy_setopt(c, CURLOPT_CUSTOMREQUEST, NULL);
 	C.slist_free_all(list);
-	h->body[h->body_len] = '\0';
+	h->rbuf[h->body_len] = '\0';
+	call->resp_len = h->body_len;
+	call->resp_truncated = h->rtrunc;
+	long nconn = 0, status = 0;
+	C.easy_getinfo(c, CURLINFO_NUM_CONNECTS, &nconn);
+	C.easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+	call->connected = nconn > 0 || status > 0;
 	if (e != CURLE_OK) {
 		res->outcome = curl_error_is_permanent(e) ? EMBER__SEND_PERMANENT : EMBER__SEND_RETRY;
 		if (e == CURLE_ABORTED_BY_CALLBACK)
@@ -296,9 +336,15 @@ void ember__http_post(ember__http *h, const ember__http_request *rq, const _Atom
 											 : C.easy_strerror(e));
 		return;
 	}
-	long status = 0;
-	C.easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
 	classify_status(h, status, res);
+}
+
+void ember__http_post(ember__http *h, const ember__http_request *rq, const _Atomic int *cancel,
+		      ember__send_result *res)
+{
+	ember__http_call call = {.method = "POST", .url = rq->url, .headers = rq->headers,
+				 .nheaders = rq->nheaders, .body = rq->body, .len = rq->len};
+	ember__http_do(h, &call, cancel, res);
 }
 
 /* ---- helpers ---- */

@@ -41,6 +41,7 @@ typedef struct ember__http_opts {
 	unsigned connect_timeout_ms;
 	unsigned timeout_ms;
 	const char *user_agent;      /* copied */
+	int no_proxy;                /* ignore http_proxy & co (link-local metadata services) */
 } ember__http_opts;
 
 /* Makes a handle. 0, or a negative ember_err with a message. */
@@ -69,6 +70,35 @@ typedef struct ember__http_request {
  */
 void ember__http_post(ember__http *h, const ember__http_request *rq, const _Atomic int *cancel,
 		      ember__send_result *res);
+
+/*
+ * A request with any method, optionally signed with AWS Signature V4 by
+ * libcurl (CURLOPT_AWS_SIGV4 = aws_sigv4, e.g. "aws:amz:us-east-1:s3",
+ * CURLOPT_USERPWD = "<access key>:<secret>"), keeping up to resp_cap-1
+ * bytes of the response body in `resp` (NUL-terminated; NULL: the handle's
+ * own 4 KiB buffer, as for POSTs). The outcome is classified as for
+ * ember__http_post(); the caller may reclassify from the status and body.
+ * Retry-After is honoured as there.
+ */
+typedef struct ember__http_call {
+	const char *method;         /* "GET", "PUT", "POST" */
+	const char *url;
+	const char *const *headers; /* "Name: value" lines */
+	size_t nheaders;
+	const void *body;           /* PUT/POST */
+	size_t len;
+	const char *aws_sigv4;      /* NULL: unsigned */
+	const char *userpwd;        /* with aws_sigv4; wiped from the handle after the call */
+	char *resp;                 /* caller's buffer, or NULL */
+	size_t resp_cap;
+	/* out */
+	size_t resp_len;            /* bytes kept */
+	int resp_truncated;         /* the body was longer than resp_cap-1 */
+	int connected;              /* a connection was made (or reused) */
+} ember__http_call;
+
+void ember__http_do(ember__http *h, ember__http_call *call, const _Atomic int *cancel,
+		    ember__send_result *res);
 
 /*
  * A Retry-After value: delay-seconds or an HTTP-date, relative to `now`.

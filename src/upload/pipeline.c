@@ -482,3 +482,39 @@ void ember__pipeline_free(ember__pipeline *p)
 	free(p->spool_dir);
 	free(p);
 }
+
+int ember__pipeline_submit(ember__pipeline *p, ember__upload_item *it, int final,
+			   unsigned flush_timeout_ms, const ember__upload_log *log)
+{
+	ember__pipeline_enqueue(p, it);
+	if (final) {
+		size_t left = ember__pipeline_flush(p, flush_timeout_ms);
+		if (left)
+			ember__upload_logf(log, EMBER_LOG_WARN, "%zu window%s not delivered within "
+					   "the %u ms flush wait; what is left at shutdown goes to the "
+					   "spool, if there is one", left, left == 1 ? "" : "s",
+					   flush_timeout_ms);
+	}
+	return 0;
+}
+
+int ember__options_copy(void *out, size_t ours, const void *in, size_t min, const char *fn,
+			const char *init)
+{
+	memset(out, 0, ours);
+	if (!in)
+		return ember__error(EMBER_ERR_INVALID, "%s: options are NULL", fn);
+	size_t sz;
+	memcpy(&sz, in, sizeof(sz));
+	if (sz < min)
+		return ember__error(EMBER_ERR_INVALID, "%s: options.sz is %zu; initialize the options "
+				    "with %s", fn, sz, init);
+	const unsigned char *extra = (const unsigned char *)in + ours;
+	for (size_t i = 0; sz > ours && i < sz - ours; i++)
+		if (extra[i])
+			return ember__error(EMBER_ERR_INVALID, "%s: the options set fields this library "
+					    "version does not know (sz %zu > %zu)", fn, sz, ours);
+	memcpy(out, in, sz < ours ? sz : ours);
+	memcpy(out, &ours, sizeof(ours));
+	return 0;
+}

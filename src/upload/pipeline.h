@@ -144,6 +144,24 @@ int ember__pipeline_started(const ember__pipeline *p);
 int ember__pipeline_enqueue(ember__pipeline *p, ember__upload_item *it);
 
 /*
+ * What a reporter's report() does with its encoded window: queues it and,
+ * for the final window, waits up to flush_timeout_ms for delivery,
+ * logging through `log` what is left. Returns 0.
+ */
+int ember__pipeline_submit(ember__pipeline *p, ember__upload_item *it, int final,
+			   unsigned flush_timeout_ms, const ember__upload_log *log);
+
+/*
+ * Checks and copies a versioned options struct (first member `size_t sz`)
+ * of the caller's size in->sz into *out of our size `ours`: too small
+ * (not initialized with the *_INIT macro) or setting fields this library
+ * does not know fails with EMBER_ERR_INVALID naming `fn` and `init`.
+ * `min` is the smallest size holding the required fields.
+ */
+int ember__options_copy(void *out, size_t ours, const void *in, size_t min, const char *fn,
+			const char *init);
+
+/*
  * Waits up to timeout_ms for every queued and spooled item to be
  * delivered or to fail for good; jitter delays are skipped meanwhile.
  * Returns the number of items still undelivered (0: all done).

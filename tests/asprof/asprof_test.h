@@ -114,15 +114,27 @@ static __attribute__((unused)) void wait_reports(capture *c, size_t n)
 	}
 }
 
-/* A fresh directory and FAKE_ASPROF_LOG inside it. Returns the log path. */
+static char fresh_dir[64];
+
+static void remove_fresh_dir(void)
+{
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", fresh_dir);
+	if (fresh_dir[0] && !getenv("EMBER_TEST_KEEP") && system(cmd) != 0)
+		fprintf(stderr, "warning: could not remove %s\n", fresh_dir);
+}
+
+/* A fresh directory (removed at exit) and FAKE_ASPROF_LOG inside it. Returns the log path. */
 static __attribute__((unused)) const char *fresh_log(void)
 {
-	static char dir[64], path[96];
-	snprintf(dir, sizeof(dir), "/tmp/ember-asprof-XXXXXX");
+	static char path[96];
+	char *dir = fresh_dir;
+	snprintf(dir, sizeof(fresh_dir), "/tmp/ember-asprof-XXXXXX");
 	if (!mkdtemp(dir)) {
 		perror("mkdtemp");
 		exit(2);
 	}
+	atexit(remove_fresh_dir);
 	snprintf(path, sizeof(path), "%s/log", dir);
 	setenv("FAKE_ASPROF_LOG", path, 1);
 	return path;

@@ -12,12 +12,15 @@
  *    other command is refused;
  *  - every call is appended to the file named by FAKE_ASPROF_LOG, one line
  *    each: "init", "exec <command>", "open <path> ino=<inode>",
+ *    (with target=<where the path leads, per readlink>),
  *    "wrote window=<n> bytes=<b> ino=<inode>", "register <name>",
  *    "emit <key> <len>";
  *  - failures on demand: FAKE_ASPROF_FAIL_START / _STOP / _EXECUTE hold a
  *    comma-separated list of the call numbers (1-based, per kind) to fail,
  *    or "all"; a failed stop still ends the recording but writes nothing.
- *    FAKE_ASPROF_ERROR_STR_NULL=1 makes asprof_error_str return NULL.
+ *    FAKE_ASPROF_ERROR_STR_NULL=1 makes asprof_error_str return NULL;
+ *    FAKE_ASPROF_BAD_JFR (the same list, of stops) writes a few bytes that
+ *    are not a JFR recording instead.
  *
  * Built three times: complete, without the optional symbols
  * (FAKE_NO_OPTIONAL), and without the required asprof_error_str
@@ -298,7 +301,10 @@ static const char *start(const char *cmd)
 	fstat(fd, &st);
 	out_fd = fd;
 	out_ino = (unsigned long long)st.st_ino;
-	log_line("open %s ino=%llu", path, out_ino);
+	char target[300];
+	ssize_t tl = readlink(path, target, sizeof(target) - 1);
+	target[tl > 0 ? tl : 0] = '\0';
+	log_line("open %s ino=%llu target=%s", path, out_ino, target);
 	snprintf(start_cmd, sizeof(start_cmd), "%s", cmd);
 	start_ns = now_ns();
 	running = 1;
@@ -322,6 +328,8 @@ static const char *stop(void)
 	snprintf(msg, sizeof(msg), "window %u: %s", n_start, start_cmd);
 	long long t1 = now_ns();
 	size_t len = make_jfr(&b, n_start, msg, start_ns, t1 > start_ns ? t1 : start_ns + 1);
+	if (fail_nth("FAKE_ASPROF_BAD_JFR", n_stop))
+		len = (size_t)snprintf((char *)b.d, sizeof(b.d), "not a recording");
 	ssize_t w = pwrite(fd, b.d, len, 0);
 	close(fd);
 	log_line("wrote window=%u bytes=%zd ino=%llu", n_start, w, out_ino);

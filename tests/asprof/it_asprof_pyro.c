@@ -5,10 +5,120 @@
  * /ingest?format=jfr as a multipart form whose "jfr" part is exactly the
  * recording the library wrote for that window, with the static tags in
  * the name and the CPU rate as sampleRate; the JDK's jfr tool reads what
- * the server stored. Also: a JFR-mode reporter refuses pprof, and both
+ * the server stored. Then the spool: with the server down, the windows go
+ * to the spool directory at shutdown; the next agent, server up, sends
+ * them first (their multipart boundary re-read from the stored body), in
+ * order, then its own. Also: a JFR-mode reporter refuses pprof, and both
  * formats at once are refused.
  */
+#include <dirent.h>
+
 #include "pyro_test.h"
+
+/* An agent on the stand-in library with a JFR-mode Pyroscope reporter. */
+static ember_agent *build(const fake_server *f, const char *spool)
+{
+	ember_builder *b;
+	IT_CHECK(ember_builder_new(&b, "asprof-pyro") == 0, "builder");
+	ember_builder_set_interval_ms(b, 300);
+	ember_builder_set_backend(b, EMBER_BACKEND_ASYNC_PROFILER);
+	ember_asprof_options ao = EMBER_ASPROF_OPTIONS_INIT;
+	ao.library = FAKE_FULL;
+	ao.cpu_interval_ns = 20000000; /* 50 Hz */
+	IT_CHECK(ember_builder_set_asprof_options(b, &ao) == 0, "options: %s", ember_last_error());
+	ember_builder_add_tag(b, "env", "test");
+	ember_builder_add_tag(b, "region", "eu-west-1");
+	ember_builder_set_log(b, NULL, NULL, EMBER_LOG_ERROR);
+	ember_pyroscope_options o = EMBER_PYROSCOPE_OPTIONS_INIT;
+	o.url = f->url;
+	o.formats = EMBER_FORMAT_JFR;
+	o.spool_dir = spool;
+	o.flush_timeout_ms = spool ? 300 : 0;
+	ember_reporter r;
+	IT_CHECK(ember_reporter_pyroscope(&r, &o) == 0, "reporter: %s", ember_last_error());
+	IT_CHECK(ember_builder_add_reporter(b, &r) == 0, "add reporter");
+	ember_agent *a;
+	IT_CHECK(ember_builder_build(&a, b) == 0, "build: %s", ember_last_error());
+	return a;
+}
+
+/* The window number in upload k's recording ("window <n>: "). */
+static int upload_window(const fake_server *f, int k)
+{
+	char *file = fake_show(f, k, "file");
+	IT_CHECK(file, "upload %d has no file", k);
+	FILE *fp = fopen(file, "rb");
+	IT_CHECK(fp, "cannot open %s", file);
+	char buf[4096];
+	size_t n = fread(buf, 1, sizeof(buf) - 1, fp);
+	fclose(fp);
+	buf[n] = '\0';
+	free(file);
+	const char *w = memmem(buf, n, "window ", 7);
+	IT_CHECK(w, "upload %d holds no window", k);
+	return atoi(w + 7);
+}
+
+static int count_spool(const char *dir)
+{
+	DIR *d = opendir(dir);
+	int n = 0;
+	struct dirent *de;
+	while (d && (de = readdir(d)))
+		n += de->d_name[0] != '.' && strstr(de->d_name, ".ems") != NULL;
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* Server down: windows spooled; server up: the next agent sends them first. */
+static void spool_replay(fake_server *f)
+{
+	char spool[160];
+	snprintf(spool, sizeof(spool), "%s/spool", f->dir);
+	int before;
+	fake_counts(f, &before, NULL, NULL);
+	fake_cmd(f, "/down");
+	ember_agent *a = build(f, spool);
+	ember_running *run;
+	IT_CHECK(ember_agent_start(&run, a) == 0, "start: %s", ember_last_error());
+	ember_stats st;
+	for (int i = 0; i < 1200; i++) {
+		ember_running_stats(run, &st);
+		if (st.windows_reported >= 2)
+			break;
+		pt_sleep(0.1);
+	}
+	ember_running_stop(&a, run); /* the final window is not delivered: no error expected either way */
+	ember_agent_stats(a, &st);
+	ember_agent_shutdown(a); /* what is queued goes to the spool */
+	int spooled = count_spool(spool);
+	printf("server down: %llu windows, %d spooled\n", (unsigned long long)st.windows_reported, spooled);
+	IT_CHECK(spooled >= 3 && (uint64_t)spooled == st.windows_reported, "every window must be spooled");
+
+	fake_cmd(f, "/up");
+	a = build(f, spool);
+	IT_CHECK(ember_agent_start(&run, a) == 0, "start: %s", ember_last_error());
+	fake_wait_accepted(f, before + spooled + 1, 120);
+	IT_CHECK(ember_running_stop(&a, run) == 0, "stop: %s", ember_last_error());
+	ember_agent_stats(a, &st);
+	ember_agent_shutdown(a);
+	int acc, rej;
+	fake_counts(f, &acc, &rej, NULL);
+	printf("server up: %llu more windows; the server has %d uploads, %d rejected\n",
+	       (unsigned long long)st.windows_reported, acc, rej);
+	IT_CHECK(rej == 0 && acc == before + spooled + (int)st.windows_reported,
+		 "expected %d + %d + %llu uploads, got %d", before, spooled,
+		 (unsigned long long)st.windows_reported, acc);
+	IT_CHECK(count_spool(spool) == 0, "the spool is not empty");
+	for (int k = before; k < acc; k++) {
+		fake_expect(f, k, "endpoint", "ingest-jfr");
+		if (k > before)
+			IT_CHECK(upload_window(f, k) == upload_window(f, k - 1) + 1,
+				 "upload %d is window %d, after window %d", k, upload_window(f, k),
+				 upload_window(f, k - 1));
+	}
+}
 
 static char *slurp(const char *path, size_t *len)
 {
@@ -50,24 +160,7 @@ int main(void)
 	fake_server f;
 	fake_start(&f, NULL);
 
-	ember_builder *b;
-	IT_CHECK(ember_builder_new(&b, "asprof-pyro") == 0, "builder");
-	ember_builder_set_interval_ms(b, 300);
-	ember_builder_set_backend(b, EMBER_BACKEND_ASYNC_PROFILER);
-	ember_asprof_options ao = EMBER_ASPROF_OPTIONS_INIT;
-	ao.library = FAKE_FULL;
-	ao.cpu_interval_ns = 20000000; /* 50 Hz */
-	IT_CHECK(ember_builder_set_asprof_options(b, &ao) == 0, "options: %s", ember_last_error());
-	ember_builder_add_tag(b, "env", "test");
-	ember_builder_add_tag(b, "region", "eu-west-1");
-	ember_pyroscope_options o = EMBER_PYROSCOPE_OPTIONS_INIT;
-	o.url = f.url;
-	o.formats = EMBER_FORMAT_JFR;
-	ember_reporter r;
-	IT_CHECK(ember_reporter_pyroscope(&r, &o) == 0, "reporter: %s", ember_last_error());
-	IT_CHECK(ember_builder_add_reporter(b, &r) == 0, "add reporter");
-	ember_agent *a;
-	IT_CHECK(ember_builder_build(&a, b) == 0, "build: %s", ember_last_error());
+	ember_agent *a = build(&f, NULL);
 	ember_running *run;
 	IT_CHECK(ember_agent_start(&run, a) == 0, "start: %s", ember_last_error());
 	fake_wait_accepted(&f, 3, 120);
@@ -119,6 +212,7 @@ int main(void)
 		free(file);
 	}
 	ember_agent_shutdown(a);
+	spool_replay(&f);
 	fake_stop(&f);
 	printf("ok\n");
 	return 0;

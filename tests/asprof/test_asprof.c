@@ -62,6 +62,10 @@ static int cmd_fd(const char *cmd)
 static void rotation(void)
 {
 	const char *log = fresh_log();
+	char tmpdir[128];
+	snprintf(tmpdir, sizeof(tmpdir), "%s", log);
+	*strrchr(tmpdir, '/') = '\0';
+	setenv("TMPDIR", tmpdir, 1); /* the recordings are made here, unnamed */
 	capture cap;
 	ember_agent *a;
 	ember_running *run;
@@ -110,6 +114,10 @@ static void rotation(void)
 			const char *p = strstr(lines[i], "ino=");
 			if (p && nino < 256)
 				inos[nino++] = strtoull(p + 4, NULL, 10);
+			/* an O_TMPFILE in $TMPDIR: "<dir>/#<inode> (deleted)" */
+			const char *t = strstr(lines[i], "target=");
+			CHECK(t && !strncmp(t + 7, tmpdir, strlen(tmpdir)) && t[7 + strlen(tmpdir)] == '/');
+			CHECK(t && strstr(t, " (deleted)"));
 		} else if (!strncmp(lines[i], "wrote ", 6)) {
 			unsigned w;
 			long bytes;
@@ -269,6 +277,20 @@ static void options_and_env(void)
 	CHECK_EQ_INT(ember__asprof_start_command(buf, sizeof(buf), &b->cfg.asprof, 999), 0);
 	CHECK_EQ_STR(buf, "start,event=cpu,interval=5000000,wall=2000ms,jfr,cstack=dwarf,"
 			  "file=/proc/self/fd/999,nativemem=10m");
+	/* EMBERPROF_OUTPUT_DIR writes JFR files with this backend, and only JFR */
+	char dir[] = "/tmp/ember-asprof-out-XXXXXX";
+	CHECK(mkdtemp(dir) != NULL);
+	setenv("EMBERPROF_OUTPUT_DIR", dir, 1);
+	size_t nrep = b->cfg.nreporters;
+	CHECK_EQ_INT(ember_builder_apply_env(b), 0);
+	CHECK_EQ_INT(b->cfg.nreporters, nrep + 1);
+	CHECK_EQ_INT(b->cfg.reporters[nrep].formats, EMBER_FORMAT_JFR);
+	setenv("EMBERPROF_OUTPUT_FORMAT", "both", 1);
+	CHECK_EQ_INT(ember_builder_apply_env(b), EMBER_ERR_INVALID);
+	CHECK(strstr(ember_last_error(), "EMBERPROF_OUTPUT_FORMAT"));
+	unsetenv("EMBERPROF_OUTPUT_FORMAT");
+	unsetenv("EMBERPROF_OUTPUT_DIR");
+	rmdir(dir);
 	setenv("EMBERPROF_ASPROF_CPU_INTERVAL", "1234567", 1); /* bare: nanoseconds */
 	setenv("EMBERPROF_ASPROF_NATIVEMEM", "off", 1);
 	CHECK_EQ_INT(ember_builder_apply_env(b), 0);
@@ -477,11 +499,16 @@ static void start_refused_midway(void)
 	ember_agent_shutdown(a);
 }
 
-/* A refused stop loses that window only; the final window still arrives. */
-static void stop_refused(void)
+/*
+ * The stand-in fails the second window by `knob` (FAKE_ASPROF_FAIL_STOP: a
+ * refused stop; FAKE_ASPROF_BAD_JFR: a recording that is not JFR): that
+ * window alone is lost and counted, the run goes on, the final window
+ * still arrives.
+ */
+static void second_window_lost(const char *knob)
 {
 	fresh_log();
-	setenv("FAKE_ASPROF_FAIL_STOP", "2", 1);
+	setenv(knob, "2", 1);
 	capture cap;
 	ember_agent *a;
 	ember_running *run;
@@ -491,11 +518,62 @@ static void stop_refused(void)
 	ember_stats st;
 	ember_agent_stats(a, &st);
 	CHECK_EQ_INT(st.asprof_errors, 1);
+	CHECK_EQ_INT(st.windows_reported, cap.n);
 	CHECK(cap.n >= 3);
 	CHECK(contains(cap.r[0].jfr, cap.r[0].len, "window 1: "));
 	CHECK(contains(cap.r[1].jfr, cap.r[1].len, "window 3: "));
 	CHECK_EQ_INT(cap.r[1].seq, 2);
 	CHECK(cap.r[cap.n - 1].final);
+	capture_free(&cap);
+	ember_agent_shutdown(a);
+}
+
+static void stop_refused(void)
+{
+	second_window_lost("FAKE_ASPROF_FAIL_STOP");
+}
+
+static void bad_recording(void)
+{
+	second_window_lost("FAKE_ASPROF_BAD_JFR");
+}
+
+static int fail_second(void *ud, const ember_report *r)
+{
+	(void)ud;
+	return r->seq == 1 ? ember_set_error(EMBER_ERR_IO, "disk full (test)") : 0;
+}
+
+/* A reporter failing one window: logged and counted; it and the others go on. */
+static void reporter_failure(void)
+{
+	fresh_log();
+	capture cap;
+	ember_builder *b;
+	CHECK_EQ_INT(ember_builder_new(&b, "asprof-test"), 0);
+	ember_builder_set_interval_ms(b, 100);
+	ember_builder_set_backend(b, EMBER_BACKEND_ASYNC_PROFILER);
+	ember_asprof_options o = EMBER_ASPROF_OPTIONS_INIT;
+	o.library = FAKE_FULL;
+	CHECK_EQ_INT(ember_builder_set_asprof_options(b, &o), 0);
+	ember_reporter failing = {.name = "failing", .report = fail_second, .formats = EMBER_FORMAT_JFR};
+	ember_reporter keep = capture_reporter(&cap);
+	CHECK_EQ_INT(ember_builder_add_reporter(b, &failing), 0);
+	CHECK_EQ_INT(ember_builder_add_reporter(b, &keep), 0);
+	ember_builder_set_log(b, NULL, NULL, EMBER_LOG_OFF);
+	ember_agent *a;
+	CHECK_EQ_INT(ember_builder_build(&a, b), 0);
+	ember_running *run;
+	CHECK_EQ_INT(ember_agent_start(&run, a), 0);
+	wait_reports(&cap, 3);
+	CHECK_EQ_INT(ember_running_stop(&a, run), 0);
+	ember_stats st;
+	ember_agent_stats(a, &st);
+	CHECK_EQ_INT(st.report_failures, 1);
+	CHECK_EQ_INT(st.asprof_errors, 0);
+	CHECK_EQ_INT(st.windows_reported, cap.n);
+	for (size_t i = 0; i < cap.n; i++)
+		CHECK_EQ_INT(cap.r[i].seq, i); /* the other reporter got every window */
 	capture_free(&cap);
 	ember_agent_shutdown(a);
 }
@@ -524,6 +602,38 @@ static void every_stop_refused(void)
 	CHECK(st.asprof_errors >= 3);
 	CHECK_EQ_INT(cap.n, 0);
 	CHECK_EQ_INT(st.windows_reported, 0);
+	capture_free(&cap);
+	ember_agent_shutdown(a);
+}
+
+/*
+ * fork() while async-profiler runs: the child has no agent thread; stopping
+ * there returns at once with an error, and the parent's run goes on to
+ * report every window.
+ */
+static void fork_child(void)
+{
+	fresh_log();
+	capture cap;
+	ember_agent *a;
+	ember_running *run;
+	CHECK_EQ_INT(start_agent(&a, &run, &cap, FAKE_FULL), 0);
+	wait_reports(&cap, 1);
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid == 0) {
+		ember_agent *ca;
+		int rc = ember_running_stop(&ca, run);
+		_exit(rc == EMBER_ERR_INVALID && capture_count(&cap) >= 1 ? 0 : 1);
+	}
+	int st = 0;
+	CHECK(pid > 0 && waitpid(pid, &st, 0) == pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	size_t before = capture_count(&cap);
+	wait_reports(&cap, before + 1); /* the parent's windows go on */
+	CHECK_EQ_INT(ember_running_stop(&a, run), 0);
+	CHECK(cap.n >= before + 2);
+	CHECK(cap.r[cap.n - 1].final);
 	capture_free(&cap);
 	ember_agent_shutdown(a);
 }
@@ -584,6 +694,7 @@ int main(int argc, char **argv)
 	unsetenv("FAKE_ASPROF_FAIL_START");
 	unsetenv("FAKE_ASPROF_FAIL_STOP");
 	unsetenv("FAKE_ASPROF_FAIL_EXECUTE");
+	unsetenv("FAKE_ASPROF_BAD_JFR");
 	if (!strcmp(mode, "not-cwd"))
 		return not_cwd();
 	if (!strcmp(mode, "search-path")) {
@@ -603,5 +714,8 @@ int main(int argc, char **argv)
 	RUN_ISOLATED(start_refused_midway);
 	RUN_ISOLATED(stop_refused);
 	RUN_ISOLATED(every_stop_refused);
+	RUN_ISOLATED(bad_recording);
+	RUN_ISOLATED(reporter_failure);
+	RUN_ISOLATED(fork_child);
 	return CHECK_DONE();
 }

@@ -38,6 +38,23 @@ last=$((accepted - 1))
 grep -q "window $accepted: start," "$(show $last file)" && ok "the last upload is the final window" ||
 	fail "the last upload does not hold window $accepted"
 
+# -o DIR: one .jfr file per window, each the recording of its window.
+FAKE_ASPROF_LOG=$T/asprof2.log EMBERPROF_ASPROF_LIB=$EMBER_FAKE_ASPROF \
+	"$EMBERPROF" run --backend asprof -o "$T/jfr" --interval 500ms \
+	-- "$EMBER_DEMO" --threads 1 --seconds 1 >out 2>err
+check_exit "run --backend asprof -o" 0 $?
+stops=$(grep -c '^exec stop$' "$T/asprof2.log")
+files=$(ls "$T/jfr" | grep -c '\.jfr$')
+[ "$files" -ge 1 ] && [ "$files" -eq "$stops" ] && ok "$files .jfr files for $stops windows" ||
+	fail "$files .jfr files for $stops windows"
+k=1
+for f in $(ls "$T/jfr" | grep '\.jfr$' | sort -t- -k4,4n); do # <app>-<time>-<pid>-<seq>.jfr
+	grep -q "window $k: start," "$T/jfr/$f" || fail "$f is not window $k"
+	k=$((k + 1))
+done
+[ $k -gt 1 ] && ok "the files hold windows 1..$((k - 1)) in order"
+check_grep "the summary counts them" err "JFR recording"
+
 bad() { # WHAT EXPECTED-IN-STDERR ARGS...
 	what=$1 want=$2
 	shift 2
@@ -47,6 +64,7 @@ bad() { # WHAT EXPECTED-IN-STDERR ARGS...
 	check_no_grep "$what: program did not run" out "expected profile"
 }
 bad "unknown backend" "invalid --backend" --backend jvm --server "http://127.0.0.1:$port"
+bad "pprof files from async-profiler" "jfr only" --backend asprof --format pprof -o "$T/x"
 EMBERPROF_ASPROF_LIB=libasyncProfiler.so bad "relative library" "EMBERPROF_ASPROF_LIB" --backend asprof --server "http://127.0.0.1:$port"
 EMBERPROF_ASPROF_NATIVEMEM=1m,x bad "nativemem with a comma" "EMBERPROF_ASPROF_NATIVEMEM" --backend asprof --server "http://127.0.0.1:$port"
 # A missing library: the program runs unprofiled, and says why.

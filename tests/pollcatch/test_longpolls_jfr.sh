@@ -7,7 +7,10 @@
 #     the slow poll is listed with its duration (the event's payload
 #     converted with the chunk's ticksPerSecond, so within 1% of what the
 #     program measured) and the stack sampled in it (PollJfr.slowPoll),
-#     and no sample of the other thread is attributed to it.
+#     and no sample of the other thread is attributed to it;
+#  3. the reader reads emberprof's own recordings (`emberprof run --format
+#     jfr` on the demo, CPU and wall): counts equal `jfr summary`'s, every
+#     stack decodes.
 # Skipped (77) when the JDK is missing (setup-deps.sh installs it).
 . "$EMBER_TEST_SRCDIR/tests/cli/lib.sh"
 : "${JFR_COUNT:?JFR_COUNT must name the jfr_count program}"
@@ -15,19 +18,19 @@ for t in java javac jfr; do
 	command -v $t >/dev/null 2>&1 || { echo "skip: $t not found"; exit 77; }
 done
 # The JVM is not instrumented: no sanitizer runtime for it.
-unset LD_PRELOAD
+nojvm() { env -u LD_PRELOAD "$@"; }
 
-if ! javac -d . "$EMBER_TEST_SRCDIR/tests/pollcatch/PollJfr.java" 2>javac.err; then
+if ! nojvm javac -d . "$EMBER_TEST_SRCDIR/tests/pollcatch/PollJfr.java" 2>javac.err; then
 	fail "javac:"; cat javac.err >&2; done_tests
 fi
-if ! java -XX:StartFlightRecording=filename=poll.jfr,settings=profile -cp . PollJfr 200 \
+if ! nojvm java -XX:StartFlightRecording=filename=poll.jfr,settings=profile -cp . PollJfr 200 \
 	>java.out 2>java.err; then
 	fail "java:"; cat java.err >&2; done_tests
 fi
 measured=$(sed -n 's/^slow_ms=//p' java.out)
 
 # 1. counts against jfr summary
-jfr summary poll.jfr >summary.txt 2>&1 || { fail "jfr summary"; cat summary.txt >&2; }
+nojvm jfr summary poll.jfr >summary.txt 2>&1 || { fail "jfr summary"; cat summary.txt >&2; }
 awk 'NF == 3 && $1 ~ /^[a-z]+\.[A-Za-z0-9_.]+$/ && $2 ~ /^[0-9]+$/ && $2 > 0 && $1 != "jdk.CheckPoint" && $1 != "jdk.Metadata" { print $1, $2 }' \
 	summary.txt | sort >theirs.txt
 if "$JFR_COUNT" poll.jfr jdk.ExecutionSample >ours.raw 2>count.err; then
@@ -56,6 +59,32 @@ else
 fi
 check_no_grep "longpolls: the bystander thread" lp.txt "otherThreadWork"
 check_no_grep "longpolls: fast polls under --min" lp.txt "PollJfr.fastPoll"
+
+# 3. our own recordings
+if [ -n "${EMBER_DEMO:-}" ]; then
+	"$EMBERPROF" run -q -o own --format jfr --wall on --rate 500 -- "$EMBER_DEMO" --threads 2 \
+		--seconds 1 >demo.out 2>demo.err || { fail "emberprof run --format jfr:"; cat demo.err >&2; }
+	n=0
+	for f in own/*.jfr; do
+		[ -e "$f" ] || continue
+		n=$((n + 1))
+		nojvm jfr summary "$f" | awk 'NF == 3 && $1 ~ /^[a-z]+\.[A-Za-z0-9_.]+$/ && $2 ~ /^[0-9]+$/ && $2 > 0 && $1 != "jdk.CheckPoint" && $1 != "jdk.Metadata" { print $1, $2 }' |
+			sort >own-theirs.txt
+		if "$JFR_COUNT" "$f" jdk.ExecutionSample >own.raw 2>own.err; then
+			grep -v ' stacks ' own.raw | sort >own-ours.txt
+			if [ -s own-theirs.txt ] && cmp -s own-ours.txt own-theirs.txt; then
+				ok "own recording $(basename "$f"): counts equal jfr summary's ($(tr '\n' ' ' <own-ours.txt))"
+			else
+				fail "own recording $(basename "$f"): counts differ:"
+				diff own-ours.txt own-theirs.txt >&2
+			fi
+			check_grep "own recording: stacks" own.raw "jdk.ExecutionSample stacks ok"
+		else
+			fail "jfr_count on $f:"; cat own.err >&2
+		fi
+	done
+	[ $n -gt 0 ] && ok "own recordings: $n read" || fail "emberprof run wrote no .jfr"
+fi
 
 # a damaged recording: a clear error, not a crash
 head -c 5000 poll.jfr >cut.jfr

@@ -4,6 +4,7 @@
  */
 #include <signal.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "agent/agent_internal.h"
 #include "check.h"
@@ -126,6 +127,36 @@ static void test_env(void)
 	expect_env_error("EMBERPROF_LOG_LEVEL", "loud");
 	expect_env_error("EMBERPROF_UNWIND", "magic");
 	expect_env_error("EMBERPROF_OUTPUT_DIR", "/proc/version/sub");
+	expect_env_error("EMBERPROF_OUTPUT_FORMAT", "xml");
+}
+
+/* EMBERPROF_OUTPUT_FORMAT picks the local reporter's formats. */
+static void test_env_output_format(void)
+{
+	char dir[] = "/tmp/test_config.XXXXXX";
+	CHECK(mkdtemp(dir) != NULL);
+	const char *values[] = {NULL, "pprof", "jfr", "both"};
+	unsigned want[] = {EMBER_FORMAT_PPROF, EMBER_FORMAT_PPROF, EMBER_FORMAT_JFR,
+			   EMBER_FORMAT_PPROF | EMBER_FORMAT_JFR};
+	for (int i = 0; i < 4; i++) {
+		ember_builder *b;
+		ember_builder_new(&b, "svc");
+		setenv("EMBERPROF_OUTPUT_DIR", dir, 1);
+		if (values[i])
+			setenv("EMBERPROF_OUTPUT_FORMAT", values[i], 1);
+		CHECK_EQ_INT(ember_builder_apply_env(b), 0);
+		CHECK_EQ_INT(b->cfg.nreporters, 1);
+		if (b->cfg.nreporters == 1)
+			CHECK_EQ_INT(b->cfg.reporters[0].formats, want[i]);
+		unsetenv("EMBERPROF_OUTPUT_DIR");
+		unsetenv("EMBERPROF_OUTPUT_FORMAT");
+		ember_builder_free(b);
+	}
+	unsigned f = 0;
+	CHECK_EQ_INT(ember__parse_formats("both", &f), 0);
+	CHECK_EQ_INT(f, EMBER_FORMAT_PPROF | EMBER_FORMAT_JFR);
+	CHECK_EQ_INT(ember__parse_formats("JFR", &f), EMBER_ERR_INVALID);
+	rmdir(dir);
 }
 
 int main(void)
@@ -133,5 +164,6 @@ int main(void)
 	RUN(test_defaults_and_setters);
 	RUN(test_parsers);
 	RUN(test_env);
+	RUN(test_env_output_format);
 	return CHECK_DONE();
 }

@@ -1,6 +1,7 @@
 /*
  * test_local_reporter.c - the local-directory reporter: file names,
- * atomic never-overwriting writes, directory creation and refusal of
+ * atomic never-overwriting writes, JFR recordings next to the pprof files
+ * (ember_reporter_local_ex), directory creation and refusal of
  * symlinks and non-directories, and cleanup by destroy() (ASan checks the
  * leaks). Reports are filled in by hand; no agent runs.
  */
@@ -197,6 +198,61 @@ static void test_never_overwrites(void)
 	rep.destroy(rep.userdata);
 }
 
+/* ember_reporter_local_ex: JFR recordings next to the pprof files. */
+static void test_jfr_files(void)
+{
+	char dir[300], buf[64];
+	snprintf(dir, sizeof(dir), "%s/jfr", base);
+	ember_reporter rep;
+	CHECK_EQ_INT(ember_reporter_local_ex(&rep, dir, 4), EMBER_ERR_INVALID);
+	CHECK(strstr(ember_last_error(), "unknown formats"));
+	CHECK_EQ_INT(ember_reporter_local(&rep, dir), 0);
+	CHECK_EQ_INT(rep.formats, EMBER_FORMAT_PPROF);
+	rep.destroy(rep.userdata);
+	CHECK_EQ_INT(ember_reporter_local_ex(&rep, dir, EMBER_FORMAT_PPROF | EMBER_FORMAT_JFR), 0);
+	CHECK_EQ_INT(rep.formats, EMBER_FORMAT_PPROF | EMBER_FORMAT_JFR);
+
+	ember_report cpu = make_report("demo", T0 * 1000000000LL, 3, "pprof-cpu");
+	cpu.format = EMBER_FORMAT_PPROF;
+	ember_report wall = cpu;
+	wall.profile_type = "wall";
+	ember_report jfr = cpu;
+	jfr.format = EMBER_FORMAT_JFR;
+	jfr.profile_type = "jfr";
+	jfr.pprof = NULL;
+	jfr.pprof_len = 0;
+	jfr.jfr = (const uint8_t *)"FLR-recording";
+	jfr.jfr_len = 13;
+	CHECK_EQ_INT(rep.report(rep.userdata, &cpu), 0);
+	CHECK_EQ_INT(rep.report(rep.userdata, &wall), 0);
+	CHECK_EQ_INT(rep.report(rep.userdata, &jfr), 0);
+	CHECK_EQ_INT(rep.report(rep.userdata, &jfr), 0); /* same name: a suffix, never overwritten */
+	ember_report bad = jfr;
+	bad.format = 8;
+	CHECK_EQ_INT(rep.report(rep.userdata, &bad), EMBER_ERR_INVALID);
+
+	char *names[8];
+	size_t n = list_dir(dir, names, 8);
+	CHECK_EQ_INT(n, 4);
+	if (n == 4) {
+		char expect[128];
+		long pid = (long)getpid();
+		snprintf(expect, sizeof(expect), "demo-20240102T030405.000Z-%ld-3.jfr", pid);
+		CHECK_EQ_STR(names[0], expect);
+		snprintf(expect, sizeof(expect), "demo-20240102T030405.000Z-%ld-3.pb.gz", pid);
+		CHECK_EQ_STR(names[1], expect);
+		snprintf(expect, sizeof(expect), "demo-20240102T030405.000Z-%ld-3.wall.pb.gz", pid);
+		CHECK_EQ_STR(names[2], expect);
+		snprintf(expect, sizeof(expect), "demo-20240102T030405.000Z-%ld-3_1.jfr", pid);
+		CHECK_EQ_STR(names[3], expect);
+		CHECK_EQ_INT(read_file(dir, names[0], buf, sizeof(buf)), 13);
+		CHECK(!memcmp(buf, "FLR-recording", 13));
+		CHECK_EQ_INT(read_file(dir, names[1], buf, sizeof(buf)), 9);
+	}
+	free_names(names, n);
+	rep.destroy(rep.userdata);
+}
+
 static void test_creates_parents_0700(void)
 {
 	char dir[300], parent[300];
@@ -336,6 +392,7 @@ int main(void)
 	RUN(test_filename_format);
 	RUN(test_two_reports_same_second);
 	RUN(test_never_overwrites);
+	RUN(test_jfr_files);
 	RUN(test_creates_parents_0700);
 	RUN(test_refuses_symlink);
 	RUN(test_refuses_non_directory);

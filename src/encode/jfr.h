@@ -1,0 +1,96 @@
+/*
+ * jfr.h - encodes one reporting window as a JDK Flight Recorder recording
+ * (one chunk, format 2.0, compressed integers), readable by the JDK's
+ * `jfr` tool, JMC and async-profiler's converters.
+ *
+ * Input: the window's symbolized profiles (profile.h), one per event kind,
+ * and a list of events, each naming the sample of its kind's profile whose
+ * stack it has. Every event becomes one JFR event with its own timestamp
+ * and thread:
+ *
+ *   EMBER_JFR_CPU    jdk.ExecutionSample      {startTime, sampledThread,
+ *                                              stackTrace, state}
+ *   EMBER_JFR_WALL   profiler.WallClockSample {startTime, sampledThread,
+ *                                              stackTrace, state, samples}
+ *                    (async-profiler's type; `samples` = the event's weight
+ *                    in wall-clock intervals, rounded, at least 1)
+ *   EMBER_JFR_MALLOC profiler.Malloc          {startTime, eventThread,
+ *                                              stackTrace, address, size}
+ *                    (async-profiler's native-allocation type, which its
+ *                    converters turn into allocation flame graphs; `size`
+ *                    is the event's weight in bytes)
+ *
+ * Stacks become jdk.types.StackTrace {truncated, frames[]} of
+ * jdk.types.StackFrame {method, lineNumber, bytecodeIndex, type}, leaf
+ * first, one frame per (inlined) function. As async-profiler does for
+ * native code, a frame's method is jdk.types.Method {type: the module's
+ * file name as a java.lang.Class, name: the demangled function name,
+ * descriptor "()L;", modifiers ACC_NATIVE} and its type "C++" for a
+ * demangled C++ symbol, else "Native". Threads are java.lang.Thread
+ * {osName, osThreadId = the tid, javaName null, javaThreadId 0, group null}.
+ *
+ * Times: ticks are nanoseconds (ticksPerSecond 1e9) counted from the
+ * window's start (startTicks 0, startNanos = the window's start), so a
+ * reader's usual conversion gives CLOCK_REALTIME nanoseconds back exactly.
+ *
+ * Not async-signal-safe: agent thread (or tests) only.
+ */
+#ifndef EMBER_JFR_H
+#define EMBER_JFR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "profile/profile.h"
+
+/* Event kinds; each has its own profile in ember__jfr_window.profiles. */
+enum {
+	EMBER_JFR_CPU = 0,
+	EMBER_JFR_WALL = 1,
+	EMBER_JFR_MALLOC = 2,
+	EMBER_JFR_NKINDS = 3
+};
+
+/* Thread states (jdk.types.ThreadState "STATE_DEFAULT", "STATE_RUNNABLE", "STATE_SLEEPING"). */
+enum {
+	EMBER_JFR_STATE_DEFAULT = 0,  /* unknown */
+	EMBER_JFR_STATE_RUNNABLE = 1,
+	EMBER_JFR_STATE_SLEEPING = 2
+};
+
+typedef struct ember__jfr_event {
+	int64_t time_ns;  /* CLOCK_REALTIME, ns since the epoch */
+	uint64_t weight;  /* CPU and wall: ns the sample stands for; MALLOC: bytes (the `size` field) */
+	uint64_t address; /* MALLOC: the allocation's address; else unused */
+	uint32_t sample;  /* 0-based index into profiles[kind]->samples: the stack */
+	int32_t tid;      /* the thread, > 0 */
+	uint8_t kind;     /* EMBER_JFR_* */
+	uint8_t state;    /* EMBER_JFR_STATE_* (CPU and wall) */
+} ember__jfr_event;
+
+typedef struct ember__jfr_thread {
+	int32_t tid;
+	const char *name; /* NULL: "[tid=N]" */
+} ember__jfr_thread;
+
+typedef struct ember__jfr_window {
+	int64_t start_ns, end_ns; /* the window, CLOCK_REALTIME ns */
+	/* The profile each kind's events refer to; NULL when a kind has no events. */
+	const ember__profile *profiles[EMBER_JFR_NKINDS];
+	const ember__jfr_event *events; /* any order; written sorted by time */
+	size_t nevents;
+	const ember__jfr_thread *threads; /* names; a tid not listed gets "[tid=N]" */
+	size_t nthreads;
+	int64_t wall_interval_ns;  /* for profiler.WallClockSample.samples; 0: always 1 */
+	uint32_t max_depth;        /* stacks this deep are marked truncated; 0: never */
+} ember__jfr_window;
+
+/*
+ * Encodes the window. On success *out is a malloc'd buffer of *out_len
+ * bytes (the caller frees it). Returns 0, EMBER_ERR_INVALID (with a
+ * message) if an event names a kind without a profile, a sample out of
+ * range or a tid <= 0, or EMBER_ERR_NOMEM.
+ */
+int ember__jfr_encode(const ember__jfr_window *w, uint8_t **out, size_t *out_len);
+
+#endif

@@ -1,0 +1,259 @@
+/*
+ * test_jfr.c - the JFR encoder (src/encode/jfr.c), checked by the JDK's
+ * own reader: a synthetic window with CPU, wall-clock and allocation
+ * events is encoded, written to a file, and tests/tools/jfr_check.py runs
+ * `jfr summary` and `jfr print --json` on it and compares every event -
+ * type, exact timestamp, thread id and name, state, each frame's class
+ * (module), method (demangled name), frame type and line, the wall
+ * samples count, the allocation's size and address - with what we put in.
+ * Also: the compressed-integer layout the JDK reads, and refusal of bad
+ * input. Fails loudly when `jfr` is missing.
+ */
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "emberprof.h"
+#include "encode/jfr.h"
+
+#define T0 1764515000123456789LL /* window start, ns since the epoch */
+
+static uint32_t add_fn(ember__profile *p, const char *name, const char *sys)
+{
+	ember__function f = {ember__profile_strdup(p, name), ember__profile_strdup(p, sys), "", 0};
+	return ember__profile_add_function(p, &f);
+}
+
+static uint32_t add_map(ember__profile *p, const char *file, uint64_t start)
+{
+	ember__mapping m = {.start = start, .limit = start + 0x100000, .offset = 0x1000,
+			    .file = ember__profile_strdup(p, file), .build_id = ""};
+	return ember__profile_add_mapping(p, &m);
+}
+
+/* A location with `n` lines (innermost first); n == 0: unsymbolized. */
+static uint32_t add_loc(ember__profile *p, uint32_t map, uint64_t addr, int n, const uint32_t *fns,
+			const int64_t *lines)
+{
+	ember__location l = {.address = addr, .mapping = map, .nlines = (uint32_t)n};
+	if (n) {
+		l.lines = ember__arena_alloc(&p->arena, (size_t)n * sizeof(*l.lines));
+		for (int i = 0; i < n; i++)
+			l.lines[i] = (ember__line){fns[i], lines[i]};
+	}
+	return ember__profile_add_location(p, &l);
+}
+
+static void add_sample(ember__profile *p, const uint32_t *locs, uint32_t n)
+{
+	ember__sample s = {.nlocs = n};
+	s.locs = ember__arena_alloc(&p->arena, n * sizeof(*s.locs));
+	memcpy(s.locs, locs, n * sizeof(*locs));
+	s.values[0] = 1;
+	ember__profile_add_sample(p, &s);
+}
+
+typedef struct fixture {
+	ember__profile *cpu, *wall, *mem;
+} fixture;
+
+static void make_profiles(fixture *f)
+{
+	ember__profile *p = f->cpu = ember__profile_new();
+	uint32_t app = add_map(p, "/opt/app/bin/server", 0x400000);
+	uint32_t lib = add_map(p, "/usr/lib/x86_64-linux-gnu/libwidget.so.3", 0x7f0000000000);
+	uint32_t f_main = add_fn(p, "main", "main");
+	uint32_t f_hot = add_fn(p, "hot_loop", "hot_loop");
+	uint32_t f_inl = add_fn(p, "inlined_helper", "inlined_helper");
+	uint32_t f_cpp = add_fn(p, "ns::Widget::run()", "_ZN2ns6Widget3runEv");
+	int64_t l0[] = {0};
+	uint32_t main_loc = add_loc(p, app, 0x401000, 1, &f_main, (int64_t[]){42});
+	/* hot_loop with inlined_helper inlined into it: two frames, one location */
+	uint32_t hot_loc = add_loc(p, app, 0x402000, 2, (uint32_t[]){f_inl, f_hot},
+				   (int64_t[]){7, 19});
+	uint32_t cpp_loc = add_loc(p, lib, 0x7f0000001234, 1, &f_cpp, l0);
+	uint32_t raw_loc = add_loc(p, lib, 0x7f0000005678, 0, NULL, NULL);
+	add_sample(p, (uint32_t[]){hot_loc, main_loc}, 2);
+	add_sample(p, (uint32_t[]){raw_loc, cpp_loc, main_loc}, 3);
+
+	p = f->wall = ember__profile_new();
+	app = add_map(p, "/opt/app/bin/server", 0x400000);
+	uint32_t libc = add_map(p, "/usr/lib/x86_64-linux-gnu/libc.so.6", 0x7e0000000000);
+	f_main = add_fn(p, "main", "main");
+	uint32_t f_sleep = add_fn(p, "clock_nanosleep", "clock_nanosleep");
+	main_loc = add_loc(p, app, 0x401000, 1, &f_main, (int64_t[]){42});
+	uint32_t sleep_loc = add_loc(p, libc, 0x7e0000000100, 1, &f_sleep, l0);
+	add_sample(p, (uint32_t[]){sleep_loc, main_loc}, 2);
+
+	p = f->mem = ember__profile_new();
+	app = add_map(p, "/opt/app/bin/server", 0x400000);
+	uint32_t f_alloc = add_fn(p, "make_buffer", "make_buffer");
+	add_sample(p, (uint32_t[]){add_loc(p, app, 0x403000, 1, &f_alloc, (int64_t[]){5})}, 1);
+}
+
+static void free_profiles(fixture *f)
+{
+	ember__profile_free(f->cpu);
+	ember__profile_free(f->wall);
+	ember__profile_free(f->mem);
+}
+
+/* Runs the checker; 0 when the JDK's reader agrees with expect_json. */
+static int jfr_check(const uint8_t *jfr, size_t len, const char *expect_json)
+{
+	char dir[] = "/tmp/test_jfr.XXXXXX";
+	if (!mkdtemp(dir))
+		return -1;
+	char path[128], exp[128], cmd[512];
+	snprintf(path, sizeof(path), "%s/w.jfr", dir);
+	snprintf(exp, sizeof(exp), "%s/expect.json", dir);
+	FILE *f = fopen(path, "wb");
+	fwrite(jfr, 1, len, f);
+	fclose(f);
+	f = fopen(exp, "w");
+	fputs(expect_json, f);
+	fclose(f);
+	const char *src = getenv("EMBER_TEST_SRCDIR");
+	snprintf(cmd, sizeof(cmd), "python3 %s/tests/tools/jfr_check.py %s %s", src ? src : ".", path,
+		 exp);
+	int rc = system(cmd);
+	unlink(path);
+	unlink(exp);
+	rmdir(dir);
+	return rc;
+}
+
+static void test_window_read_by_jdk(void)
+{
+	fixture fx;
+	make_profiles(&fx);
+	/* Out of time order on purpose: the file is sorted. */
+	ember__jfr_event ev[] = {
+		{T0 + 3000, 20000000, 0, 1, 102, EMBER_JFR_CPU, EMBER_JFR_STATE_RUNNABLE},
+		{T0 + 1000, 10000000, 0, 0, 101, EMBER_JFR_CPU, EMBER_JFR_STATE_RUNNABLE},
+		{T0 + 2000, 10000000, 0, 0, 102, EMBER_JFR_CPU, EMBER_JFR_STATE_RUNNABLE},
+		{T0 + 4000, 149000000, 0, 0, 103, EMBER_JFR_WALL, EMBER_JFR_STATE_SLEEPING},
+		{T0 + 5000, 1000, 0, 0, 101, EMBER_JFR_WALL, EMBER_JFR_STATE_DEFAULT},
+		{T0 + 9876543210LL, 4096, 0x7f1234567890, 0, 101, EMBER_JFR_MALLOC, 0},
+	};
+	ember__jfr_thread th[] = {{101, "worker-a"}, {102, "worker-b"}};
+	ember__jfr_window w = {
+		.start_ns = T0, .end_ns = T0 + 10000000000LL,
+		.profiles = {fx.cpu, fx.wall, fx.mem},
+		.events = ev, .nevents = 6, .threads = th, .nthreads = 2,
+		.wall_interval_ns = 50000000, .max_depth = 3,
+	};
+	uint8_t *out = NULL;
+	size_t len = 0;
+	CHECK_EQ_INT(ember__jfr_encode(&w, &out, &len), 0);
+	CHECK(len > 68);
+	CHECK(out && !memcmp(out, "FLR\0\0\2\0\0", 8));
+	/* chunk size in the header is the file's size */
+	uint64_t sz = 0;
+	for (int i = 0; i < 8; i++)
+		sz = sz << 8 | out[8 + i];
+	CHECK_EQ_INT(sz, len);
+
+	char expect[8192];
+	snprintf(expect, sizeof(expect),
+		 "{\"counts\": {\"jdk.ExecutionSample\": 3, \"profiler.WallClockSample\": 2,"
+		 " \"profiler.Malloc\": 1},"
+		 " \"frame_types\": [\"Native\", \"C++\"],"
+		 " \"events\": ["
+		 "{\"type\": \"jdk.ExecutionSample\", \"time_ns\": %lld, \"tid\": 101,"
+		 " \"thread\": \"worker-a\", \"state\": \"STATE_RUNNABLE\", \"truncated\": false,"
+		 " \"frames\": [[\"server\", \"inlined_helper\", \"Native\", 7],"
+		 " [\"server\", \"hot_loop\", \"Native\", 19], [\"server\", \"main\", \"Native\", 42]]},"
+		 "{\"type\": \"jdk.ExecutionSample\", \"time_ns\": %lld, \"tid\": 102,"
+		 " \"thread\": \"worker-b\", \"state\": \"STATE_RUNNABLE\"},"
+		 "{\"type\": \"jdk.ExecutionSample\", \"time_ns\": %lld, \"tid\": 102, \"truncated\": true,"
+		 " \"frames\": [[\"libwidget.so.3\", \"0x6678\", \"Native\", 0],"
+		 " [\"libwidget.so.3\", \"ns::Widget::run()\", \"C++\", 0],"
+		 " [\"server\", \"main\", \"Native\", 42]]},"
+		 "{\"type\": \"profiler.WallClockSample\", \"time_ns\": %lld, \"tid\": 103,"
+		 " \"thread\": \"[tid=103]\", \"state\": \"STATE_SLEEPING\", \"samples\": 3,"
+		 " \"frames\": [[\"libc.so.6\", \"clock_nanosleep\", \"Native\", 0],"
+		 " [\"server\", \"main\", \"Native\", 42]]},"
+		 "{\"type\": \"profiler.WallClockSample\", \"time_ns\": %lld, \"tid\": 101,"
+		 " \"state\": \"STATE_DEFAULT\", \"samples\": 1},"
+		 "{\"type\": \"profiler.Malloc\", \"time_ns\": %lld, \"tid\": 101, \"thread\": \"worker-a\","
+		 " \"size\": 4096, \"address\": %lld,"
+		 " \"frames\": [[\"server\", \"make_buffer\", \"Native\", 5]]}"
+		 "]}",
+		 T0 + 1000, T0 + 2000, T0 + 3000, T0 + 4000, T0 + 5000, T0 + 9876543210LL,
+		 (long long)0x7f1234567890);
+	CHECK_EQ_INT(jfr_check(out, len, expect), 0);
+
+	/* The checker itself fails on a wrong expectation (a test that can fail). */
+	CHECK(jfr_check(out, len, "{\"counts\": {\"jdk.ExecutionSample\": 4}}") != 0);
+	free(out);
+	free_profiles(&fx);
+}
+
+static void test_empty_window(void)
+{
+	/* The final window of an idle program: no events at all. */
+	ember__jfr_window w = {.start_ns = T0, .end_ns = T0 + 5};
+	uint8_t *out = NULL;
+	size_t len = 0;
+	CHECK_EQ_INT(ember__jfr_encode(&w, &out, &len), 0);
+	CHECK_EQ_INT(jfr_check(out, len, "{\"counts\": {}}"), 0);
+	free(out);
+}
+
+static void test_bad_input(void)
+{
+	fixture fx;
+	make_profiles(&fx);
+	uint8_t *out = NULL;
+	size_t len = 0;
+	ember__jfr_event ev = {T0, 1, 0, 0, 5, EMBER_JFR_WALL, 0};
+	ember__jfr_window w = {.start_ns = T0, .end_ns = T0 + 1, .events = &ev, .nevents = 1,
+			       .profiles = {fx.cpu}};
+	CHECK_EQ_INT(ember__jfr_encode(&w, &out, &len), EMBER_ERR_INVALID); /* no wall profile */
+	CHECK(strstr(ember_last_error(), "without a profile"));
+	ev.kind = EMBER_JFR_CPU;
+	ev.sample = 2;
+	CHECK_EQ_INT(ember__jfr_encode(&w, &out, &len), EMBER_ERR_INVALID); /* sample 2 of 2 */
+	ev.sample = 1;
+	ev.tid = 0;
+	CHECK_EQ_INT(ember__jfr_encode(&w, &out, &len), EMBER_ERR_INVALID);
+	CHECK(out == NULL);
+	free_profiles(&fx);
+}
+
+/* Compressed integers as the JDK reads them: 7 bits a byte, the ninth byte 8. */
+static void test_varint_layout(void)
+{
+	fixture fx;
+	make_profiles(&fx);
+	/* A time before the window start gives negative ticks: nine bytes. */
+	ember__jfr_event ev = {T0 - 1, 1, 0, 0, 300, EMBER_JFR_CPU, EMBER_JFR_STATE_RUNNABLE};
+	ember__jfr_window w = {.start_ns = T0, .end_ns = T0 + 1, .events = &ev, .nevents = 1,
+			       .profiles = {fx.cpu}};
+	uint8_t *out = NULL;
+	size_t len = 0;
+	CHECK_EQ_INT(ember__jfr_encode(&w, &out, &len), 0);
+	/* find the event: type 101 (0x65) after a one-byte size, then ticks */
+	const uint8_t want[] = {0x65, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+				0xac, 0x02 /* tid 300 */};
+	int found = 0;
+	for (size_t i = 1; i + sizeof(want) <= len; i++)
+		if (out[i - 1] == 15 && !memcmp(out + i, want, sizeof(want)))
+			found = 1;
+	CHECK(found);
+	char expect[256];
+	snprintf(expect, sizeof(expect), "{\"events\": [{\"time_ns\": %lld, \"tid\": 300}]}", T0 - 1);
+	CHECK_EQ_INT(jfr_check(out, len, expect), 0);
+	free(out);
+	free_profiles(&fx);
+}
+
+int main(void)
+{
+	RUN(test_window_read_by_jdk);
+	RUN(test_empty_window);
+	RUN(test_bad_input);
+	RUN(test_varint_layout);
+	return CHECK_DONE();
+}
