@@ -59,6 +59,12 @@ void ember__cli_top_usage(FILE *out);
 int ember__cli_print_top(char *const *paths, size_t npaths, const char *index_spec, size_t n,
 			 FILE *out, int skip_bad, size_t *nread);
 
+/* ---- longpolls_cmd.c ---- */
+
+/* `emberprof longpolls ...`; argv[0] is "longpolls". Returns the exit code. */
+int ember__cli_longpolls(int argc, char **argv);
+void ember__cli_longpolls_usage(FILE *out);
+
 /* ---- program.c ---- */
 
 /*

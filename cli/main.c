@@ -51,6 +51,8 @@ static void usage(FILE *out)
 		"                                   pprof file per window and print the top functions\n"
 		"  top [--n N] [--sample-index I|NAME] FILE...\n"
 		"                                   print the top functions of pprof files\n"
+		"  longpolls [--min MS] FILE...     list the long polls in pprof or JFR files, with\n"
+		"                                   the stacks sampled inside them\n"
 		"  version                          print the version\n"
 		"  help [COMMAND]                   print this help, or a command's\n"
 		"\n"
@@ -72,6 +74,10 @@ static int help(int argc, char **argv)
 		ember__cli_top_usage(stdout);
 		return 0;
 	}
+	if (!strcmp(argv[1], "longpolls")) {
+		ember__cli_longpolls_usage(stdout);
+		return 0;
+	}
 	ember__cli_error("no help for unknown command '%s'", argv[1]);
 	usage(stderr);
 	return EMBER_EXIT_USAGE;
@@ -88,6 +94,8 @@ int main(int argc, char **argv)
 		return ember__cli_run(argc - 1, argv + 1);
 	if (!strcmp(cmd, "top"))
 		return ember__cli_top(argc - 1, argv + 1);
+	if (!strcmp(cmd, "longpolls"))
+		return ember__cli_longpolls(argc - 1, argv + 1);
 	if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
 		printf("emberprof %s\n", ember_version());
 		return 0;

@@ -708,6 +708,43 @@ typedef struct ember_s3_options {
  */
 EMBER_API int ember_reporter_s3(ember_reporter *out, const ember_s3_options *opts);
 
+/* ---- long polls (pollcatch; docs/ARCHITECTURE.md "Long polls") ---- */
+
+/**
+ * Marks the start of one callback, task poll or turn of an event loop on
+ * the calling thread; ember_poll_end() marks its end. A poll during which
+ * a sample was taken and which lasted at least the agent's threshold
+ * (ember_builder_set_poll_threshold, default 10 ms) has its samples
+ * labelled poll_id (unique per agent) and poll_duration_ms, so
+ * `emberprof longpolls` can list the long polls with the stacks sampled
+ * in them. With async-profiler as the sampler, a poll in which it took a
+ * sample emits a tokio.PollcatchV1 JFR event instead.
+ *
+ * Cheap: a cycle-counter read (rdtsc, cntvct_el0) and a few thread-local
+ * stores; no system call, no lock, no allocation. Calls nest (the
+ * outermost pair is the poll measured); an end without a begin is
+ * ignored. Works whether or not an agent runs. Not for signal handlers.
+ */
+EMBER_API void ember_poll_begin(void);
+
+/** Ends the calling thread's poll (see ember_poll_begin). */
+EMBER_API void ember_poll_end(void);
+
+/**
+ * Ends the poll, saying that `idle_ns` of it were spent waiting at its
+ * start (an event loop's I/O wait, as libuv's idle-time metric counts it):
+ * the poll is then reported as [begin + idle_ns, end], and samples taken
+ * in the waiting part get no poll labels. include/emberprof_uv.h uses it.
+ */
+EMBER_API void ember_poll_end_idle(uint64_t idle_ns);
+
+/**
+ * The shortest poll whose samples are labelled, in milliseconds,
+ * 0..3600000 (0: every poll that got a sample). Default 10.
+ * Environment: EMBERPROF_POLLCATCH_THRESHOLD (e.g. 10ms, 0.5s).
+ */
+EMBER_API int ember_builder_set_poll_threshold(ember_builder *b, unsigned ms);
+
 #ifdef __cplusplus
 }
 #endif

@@ -16,6 +16,7 @@ PKGS=(
   clang libclang-rt-14-dev              # libFuzzer targets
   libunwind-dev                         # tests only: the independent unwinder it_dwarf_libunwind compares with
   libjemalloc2 libtcmalloc-minimal4     # tests only: allocators preloaded after emberprof (test_heap_next_allocator.sh)
+  libuv1-dev libevent-dev               # tests only: the long-poll tests' event loops (emberprof_uv.h, emberprof_event.h)
   openjdk-17-jdk-headless               # tests: the JDK's `jfr` tool reads every JFR we write; java makes S3 test recordings
   # S3 reporter (issue 5)
   libzip-dev                            # the uploaded zip (headers; libzip4 is dlopen'ed)

@@ -36,6 +36,7 @@
 #include "encode/pprof.h"
 #include "heap/heapprof.h"
 #include "heap/jemalloc.h"
+#include "pollcatch/resolve.h"
 #include "sample/labels.h"
 #include "symbols/symbolizer.h"
 #include "util/error.h"
@@ -76,6 +77,9 @@ typedef struct ember__core {
 	_Atomic uint64_t samples, dropped_full, truncated, no_bounds, foreign, labels_truncated;
 	_Atomic uint64_t threads_seen, timer_failures, windows, report_failures;
 	_Atomic uint64_t perf_events, wall_samples, wall_signals, wall_max_per_tick;
+
+	/* pollcatch: samples taken in a poll wait here until the poll ends */
+	ember__pollres polls;
 
 	/* JFR (a reporter asked for EMBER_FORMAT_JFR): samples are also
 	 * logged as events per window; events the log had no room for */
@@ -260,19 +264,59 @@ static uint32_t wall_labels(const ember__sampbuf *b, ember__sample_rec *r, uint8
 }
 
 /* For JFR: the sample just added to `a` as an event of its thread. */
-static void log_event(ember__agg *a, const ember__sample_rec *r, int wall)
+static void log_event(ember__agg *a, int64_t time_ns, int32_t tid, uint64_t weight, uint32_t flags,
+		      int wall)
 {
-	uint8_t state = !wall || (r->flags & EMBER_SAMPLE_RUNNING) ? EMBER_JFR_STATE_RUNNABLE
-			: (r->flags & EMBER_SAMPLE_SLEEPING)        ? EMBER_JFR_STATE_SLEEPING
-								    : EMBER_JFR_STATE_DEFAULT;
-	ember__agg_log(a, EMBER__AGG_MAX_EVENTS, r->time_ns, r->tid, r->weight,
+	uint8_t state = !wall || (flags & EMBER_SAMPLE_RUNNING) ? EMBER_JFR_STATE_RUNNABLE
+			: (flags & EMBER_SAMPLE_SLEEPING)        ? EMBER_JFR_STATE_SLEEPING
+								 : EMBER_JFR_STATE_DEFAULT;
+	ember__agg_log(a, EMBER__AGG_MAX_EVENTS, time_ns, tid, weight,
 		       wall ? EMBER_JFR_WALL : EMBER_JFR_CPU, state);
-	if (!ember__agg_has_name(a, r->tid)) {
+	if (!ember__agg_has_name(a, tid)) {
 		char name[32];
-		read_thread_name(r->tid, name, sizeof(name));
+		read_thread_name(tid, name, sizeof(name));
 		if (name[0])
-			ember__agg_set_name(a, r->tid, name);
+			ember__agg_set_name(a, tid, name);
 	}
+}
+
+/* Adds one sample to the aggregate of the window its time falls in (a
+ * sample held back by pollcatch past its window's end goes to the current
+ * one), and for JFR logs it as an event. `agg_tid` is 0 without thread
+ * labels; `tid` is the thread's id. */
+static void add_sample(ember__core *c, int32_t agg_tid, int32_t tid, uint32_t flags,
+		       int64_t time_ns, const uint64_t *pcs, uint32_t depth, const uint8_t *lb,
+		       uint32_t lblen, uint64_t weight)
+{
+	int wall = (flags & EMBER_SAMPLE_WALL) != 0;
+	int later = time_ns >= c->win_end;
+	ember__agg *a = wall ? (later ? &c->wnext : &c->wcur) : (later ? &c->next : &c->cur);
+	if (ember__agg_add(a, agg_tid, pcs, depth, lb, lblen, weight) != 0)
+		atomic_fetch_add(&c->dropped_full, 1);
+	else if (c->want_jfr)
+		log_event(a, time_ns, tid, weight, flags, wall);
+	if (c->cfg.thread_labels && !ember__agg_has_name(a, agg_tid)) {
+		char name[32];
+		read_thread_name(agg_tid, name, sizeof(name));
+		ember__agg_set_name(a, agg_tid, name[0] ? name : "?");
+	}
+}
+
+/* pollcatch hands back a held sample, with its poll's labels if long. */
+static int add_poll_sample(void *ud, const ember__pollres_sample *s, const uint8_t *labels,
+			   uint32_t label_len)
+{
+	add_sample(ud, s->agg_tid, s->tid, s->flags, s->time_ns, s->pcs, s->depth, labels, label_len,
+		   s->weight);
+	return 0;
+}
+
+/* Releases the samples of polls that ended, and, with `flush_before`,
+ * those of windows ending there. */
+static void resolve_polls(ember__core *c, int64_t flush_before)
+{
+	if (ember__pollres_resolve(&c->polls, flush_before, add_poll_sample, c) != 0)
+		ember__log(&c->cfg, EMBER_LOG_WARN, "pollcatch: out of memory, long polls may be missed");
 }
 
 /* Moves every published sample from the ring into the window aggregates. */
@@ -283,8 +327,6 @@ static void drain(ember__core *c)
 	uint8_t labels[EMBER__LABEL_BYTES + 32];
 	while ((r = ember__sampbuf_peek(&c->sig.buf))) {
 		int wall = (r->flags & EMBER_SAMPLE_WALL) != 0;
-		int later = r->time_ns >= c->win_end;
-		ember__agg *a = wall ? (later ? &c->wnext : &c->wcur) : (later ? &c->next : &c->cur);
 		int32_t tid = c->cfg.thread_labels ? r->tid : 0;
 		const uint8_t *lb = ember__sample_labels(&c->sig.buf, r);
 		uint32_t lblen = r->label_len;
@@ -292,15 +334,11 @@ static void drain(ember__core *c)
 			lblen = wall_labels(&c->sig.buf, r, labels, sizeof(labels));
 			lb = labels;
 		}
-		if (ember__agg_add(a, tid, r->pcs, r->depth, lb, lblen, r->weight) != 0)
-			atomic_fetch_add(&c->dropped_full, 1);
-		else if (c->want_jfr)
-			log_event(a, r, wall);
-		if (c->cfg.thread_labels && !ember__agg_has_name(a, tid)) {
-			char name[32];
-			read_thread_name(tid, name, sizeof(name));
-			ember__agg_set_name(a, tid, name[0] ? name : "?");
-		}
+		if (!r->poll_start ||
+		    ember__pollres_hold(&c->polls, r->tid, tid, r->flags, r->time_ns, r->weight,
+					r->poll_start, r->pcs, r->depth, lb, lblen) != 0)
+			add_sample(c, tid, r->tid, r->flags, r->time_ns, r->pcs, r->depth, lb, lblen,
+				   r->weight);
 		if (c->sym && !need_refresh)
 			for (uint32_t i = 0; i < r->depth; i++)
 				if (!ember__symbolizer_covers(c->sym, r->pcs[i])) {
@@ -310,6 +348,7 @@ static void drain(ember__core *c)
 		ember__sampbuf_release(&c->sig.buf, r);
 	}
 	ember__heapprof_drain(c->heap, c->win_end);
+	resolve_polls(c, INT64_MIN);
 	/* Code we have not seen mapped (a library dlopen'ed since): learn its
 	 * module now, while it is surely still loaded. */
 	if (need_refresh && ember__symbolizer_refresh(c->sym) != 0)
@@ -553,6 +592,7 @@ static int close_window(ember__core *c, int64_t end, int final)
 	int rc = 0, any = 0;
 	/* the profiles kept for the JFR recording, by EMBER_JFR_* kind */
 	ember__profile *jfr[EMBER_JFR_NKINDS] = {NULL};
+	resolve_polls(c, end);
 	if (c->cur.samples || final) {
 		rc = report_profile(c, &c->cur, EMBER__PROFILE_CPU, end, final,
 				    c->want_jfr ? &jfr[EMBER_JFR_CPU] : NULL);
@@ -817,6 +857,8 @@ EMBER_API int ember_agent_start(ember_running **out, ember_agent *a)
 	ember__agg_init(&c->next);
 	ember__agg_init(&c->wcur);
 	ember__agg_init(&c->wnext);
+	ember__pollres_init(&c->polls, c->cfg.poll_threshold_ms);
+	ember__pollres_discard_records();
 	memset(&c->wall, 0, sizeof(c->wall));
 	int64_t interval = (int64_t)c->cfg.interval_ms * 1000000;
 	c->win_start = now_ns(CLOCK_REALTIME);
@@ -963,6 +1005,14 @@ EMBER_API int ember_running_stop(ember_agent **out, ember_running *r)
 	log_upload_stats(c);
 	log_heap_stats(c);
 	ember__heapprof_stop(c->heap);
+	if (c->polls.samples_labelled || ember__poll_records_dropped())
+		ember__log(&c->cfg, EMBER_LOG_INFO,
+			   "pollcatch: %" PRIu64 " long polls, %" PRIu64 " samples labelled, %" PRIu64
+			   " left unlabelled because their poll's record was dropped (%" PRIu64
+			   " records dropped, ring full, since the process started)",
+			   c->polls.long_polls, c->polls.samples_labelled, c->polls.samples_lost_record,
+			   ember__poll_records_dropped());
+	ember__pollres_free(&c->polls);
 	ember__threads_release(&c->threads);
 	ember__sampbuf_destroy(&c->sig.buf);
 	ember__agg_release(&c->cur);

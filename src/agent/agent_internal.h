@@ -34,6 +34,7 @@ typedef struct ember__config {
 	int lines; /* ember_line_info */
 	uint64_t alloc_mean; /* allocation profiling: mean bytes between samples; 0: off */
 	int alloc_backend;   /* ember_alloc_backend: the memory profile's source */
+	unsigned poll_threshold_ms; /* pollcatch: shortest poll whose samples are labelled */
 	ember__tag *tags;
 	size_t ntags;
 	ember_reporter *reporters;

@@ -26,6 +26,7 @@ void ember__config_defaults(ember__config *c)
 	c->engine = EMBER_ENGINE_AUTO;
 	c->signo = SIGPROF;
 	c->log_level = EMBER_LOG_WARN;
+	c->poll_threshold_ms = 10;
 }
 
 void ember__config_release(ember__config *c, int destroy_reporters)
@@ -300,6 +301,15 @@ EMBER_API int ember_builder_set_alloc_backend(ember_builder *b, ember_alloc_back
 	return 0;
 }
 
+EMBER_API int ember_builder_set_poll_threshold(ember_builder *b, unsigned ms)
+{
+	if (ms > 3600000)
+		return ember__error(EMBER_ERR_INVALID,
+				    "long-poll threshold %u ms is out of range 0..3600000", ms);
+	b->cfg.poll_threshold_ms = ms;
+	return 0;
+}
+
 EMBER_API int ember_builder_set_signal(ember_builder *b, int signo)
 {
 	if (signo < 1 || signo > SIGRTMAX || signo == SIGKILL || signo == SIGSTOP ||
@@ -524,6 +534,15 @@ EMBER_API int ember_builder_apply_env(ember_builder *b)
 		else
 			return bad_env("EMBERPROF_ALLOC_BACKEND", v,
 				       "expected auto, emberprof or jemalloc");
+	}
+	if ((v = getenv("EMBERPROF_POLLCATCH_THRESHOLD"))) {
+		unsigned ms;
+		if (!strcmp(v, "0") || !strcmp(v, "0ms"))
+			ms = 0;
+		else if (ember__parse_duration_ms(v, &ms) || ms > 3600000)
+			return bad_env("EMBERPROF_POLLCATCH_THRESHOLD", v,
+				       "expected a duration such as 10ms or 0.5s (0..1h)");
+		b->cfg.poll_threshold_ms = ms;
 	}
 	/* Test knob, not a user setting: makes the perf_events engine act as
 	 * if the kernel refused it, to exercise the fallback. */

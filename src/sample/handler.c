@@ -21,6 +21,7 @@
 
 #include "emberprof.h"
 #include "sample/labels.h"
+#include "sample/polltls.h"
 #include "unwind/unwind.h"
 
 static _Atomic(ember__sigstate *) g_state;
@@ -141,6 +142,7 @@ static void take_sample(ember__sigstate *st, uint64_t weight, unsigned kind, voi
 	r->weight = weight;
 	r->flags = flags | kind;
 	r->time_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	r->poll_start = ember__poll_on_sample(tid);
 	ember__sampbuf_commit(r);
 	atomic_fetch_add_explicit(kind & EMBER_SAMPLE_WALL ? &st->wall_samples : &st->samples, 1,
 				  memory_order_relaxed);

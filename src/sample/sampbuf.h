@@ -24,6 +24,7 @@ typedef struct ember__sample_rec {
 	uint32_t reserved;
 	uint64_t weight; /* nanoseconds this sample stands for (CPU or wall time) */
 	int64_t time_ns; /* CLOCK_REALTIME */
+	uint64_t poll_start; /* pollcatch: poll clock at the start of the thread's poll, 0: none */
 	uint64_t pcs[];  /* leaf first */
 } ember__sample_rec;
 
