@@ -239,6 +239,9 @@ typedef struct ember_stats {
 	uint64_t wall_samples;        /**< wall-clock samples recorded */
 	uint64_t wall_signals;        /**< wall-clock signals sent */
 	uint64_t wall_max_per_tick;   /**< most threads signalled in one wall-clock tick */
+	uint64_t wall_unsignalled;    /**< wall samples of threads left asleep: recorded
+					   again without a signal (ember_builder_set_wall) */
+	uint64_t wall_repeats_lost;   /**< such samples whose stack was not known (dropped) */
 } ember_stats;
 
 /* ---- version and errors ---- */
