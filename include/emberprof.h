@@ -319,8 +319,10 @@ EMBER_API int ember_builder_set_signal(ember_builder *b, int signo);
  * "running" or "sleeping" (interrupted in a system call). Each window is
  * then also reported as a second profile, profile_type "wall", with values
  * samples/count and wall/nanoseconds. It runs next to the CPU engine.
- * A thread blocked in poll(), epoll_wait(), select() or another call the
- * kernel never restarts sees it return EINTR early when sampled.
+ * A thread that has not run since a sample found it asleep is recorded
+ * again without a signal; so a thread blocked in poll(), epoll_wait(),
+ * select() or another call the kernel never restarts sees it return EINTR
+ * early once per blocking episode (at its first sample), not every tick.
  */
 EMBER_API int ember_builder_set_wall(ember_builder *b, unsigned interval_ms);
 

@@ -464,9 +464,13 @@ static long kernel_hz(void)
  * which fire on kernel ticks, cannot deliver it - a period shorter than
  * two ticks (above 125 Hz on a 250 Hz kernel). Below that the timers
  * deliver the rate, cost less (they ride the tick instead of adding an
- * interrupt per sample: measured in docs/BENCHMARKS.md, "Engines"), need
- * no descriptor per thread and charge system-call time to its call site
- * whatever perf_event_paranoid says.
+ * interrupt per sample: on the benchmark's KVM guest ~33 us for the
+ * task-clock hrtimer plus ~20 us for the irq_work that sends the signal,
+ * against ~5 us for a timer sample - bench/engine_cost.c, docs/BENCHMARKS.md
+ * "Engines"), need no descriptor per thread and charge system-call time
+ * to its call site whatever perf_event_paranoid says. Above it perf events
+ * are the only way to the asked resolution, so auto takes them despite
+ * that cost; EMBERPROF_ENGINE=timer trades the resolution back.
  */
 static int auto_wants_perf(int64_t period_ns, char *why, size_t whylen)
 {
