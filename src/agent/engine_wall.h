@@ -9,7 +9,9 @@
  * that a full pass over N threads takes the interval - but ticks are never
  * closer than EMBER__WALL_MIN_TICK_NS, so with many threads a pass takes
  * longer and each sample weighs more (its weight is the wall time since
- * its thread's previous sample). The signal is the sampling signal, queued
+ * its thread's previous sample, which the handler measures itself from the
+ * thread's table entry, so a signal lost by merging into another pending
+ * one loses no time). The signal is the sampling signal, queued
  * with rt_tgsigqueueinfo and a value the handler recognizes (handler.h).
  *
  * The timer thread is not the agent thread: the agent thread spends tens

@@ -97,6 +97,7 @@ static int grow_table(ember__threads *t)
 			atomic_store(&ne->perf_fd1, atomic_load(&oe->perf_fd1));
 			atomic_store(&ne->wall_cpu_ns, atomic_load(&oe->wall_cpu_ns));
 			atomic_store(&ne->wall_seq, atomic_load(&oe->wall_seq));
+			atomic_store(&ne->wall_last_ns, atomic_load(&oe->wall_last_ns));
 		}
 	}
 	atomic_store_explicit(&t->sig->tab, n, memory_order_release);
@@ -268,6 +269,7 @@ static void adopt_thread(ember__threads *t, int32_t tid)
 	if (!e)
 		return;
 	atomic_store_explicit(&e->wall_seq, 0, memory_order_release); /* a reused entry */
+	atomic_store_explicit(&e->wall_last_ns, r->wall_last, memory_order_relaxed);
 	arm_thread(t, r, e);
 	send_probe(t, r);
 }
@@ -686,9 +688,18 @@ size_t ember__threads_wall_pick(ember__threads *t, int64_t now_ns, int skip_idle
 	for (size_t i = 0; i < n; i++) {
 		ember__thread_rec *r = &t->recs[idx[i]];
 		tids[i] = r->tid;
+		/* For a signal, what the handler uses if it cannot find the
+		 * thread's entry (it weighs its own time since the last sample). */
 		weights_ns[i] = now_ns > r->wall_last ? now_ns - r->wall_last : 0;
-		repeat_seq[i] = skip_idle ? still_asleep(t, r->tid) : 0;
 		r->wall_last = now_ns;
+		repeat_seq[i] = skip_idle ? still_asleep(t, r->tid) : 0;
+		if (repeat_seq[i]) {
+			/* no handler runs: the repeat takes the time since the
+			 * thread's last wall sample, as a handler would */
+			ember__thread_ent *e = ember__threadtab_find(t->tab, r->tid);
+			int64_t last = e ? atomic_exchange(&e->wall_last_ns, now_ns) : r->wall_last;
+			weights_ns[i] = last > 0 && now_ns > last ? now_ns - last : 0;
+		}
 	}
 	*nthreads = t->nrecs;
 	pthread_mutex_unlock(&t->mu);
@@ -739,6 +750,7 @@ void ember__threads_on_start(void)
 			r->seen_gen = t->gen;
 			if (!r->wall_last)
 				r->wall_last = mono_now();
+			atomic_store_explicit(&e->wall_last_ns, r->wall_last, memory_order_relaxed);
 			if (hi) {
 				ember__threadtab_set_bounds(e, lo, hi);
 				r->bounds = BOUNDS_KNOWN;

@@ -103,6 +103,13 @@ EMBER_STACK_READ static int in_syscall(void *uc, uintptr_t pc)
 #endif
 }
 
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts); /* vDSO: no system call */
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 /*
  * For the wall-clock thread (engine_wall.h): after a wall sample, whether
  * this thread was asleep in it and, if so, which sample (`seq`, nonzero)
@@ -134,8 +141,15 @@ static void note_wall_state(ember__sigstate *st, int32_t tid, uint32_t seq)
 static void take_sample(ember__sigstate *st, uint64_t weight, unsigned kind, void *uc)
 {
 	int32_t tid = current_tid();
-	if (kind & EMBER_SAMPLE_WALL)
+	if (kind & EMBER_SAMPLE_WALL) {
+		ember__threadtab *tab = atomic_load_explicit(&st->tab, memory_order_acquire);
+		ember__thread_ent *e = tab ? ember__threadtab_find(tab, tid) : NULL;
+		if (e) { /* the time since the thread's previous wall sample */
+			int64_t now = mono_ns(), last = atomic_exchange(&e->wall_last_ns, now);
+			weight = last > 0 && now > last ? (uint64_t)(now - last) : weight;
+		}
 		note_wall_state(st, tid, 0); /* if no sample is recorded: nothing to repeat */
+	}
 	ember__sample_rec *r = ember__sampbuf_claim(&st->buf);
 	if (!r) {
 		atomic_fetch_add_explicit(&st->dropped_full, 1, memory_order_relaxed);
@@ -185,13 +199,6 @@ static void take_sample(ember__sigstate *st, uint64_t weight, unsigned kind, voi
 		atomic_fetch_add_explicit(&st->no_bounds, 1, memory_order_relaxed);
 	else if (flags & EMBER_UNWIND_TRUNCATED)
 		atomic_fetch_add_explicit(&st->truncated, 1, memory_order_relaxed);
-}
-
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts); /* vDSO: no system call */
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 /*

@@ -24,7 +24,9 @@
 /*
  * Wall-clock samples (src/agent/engine_wall.c) are queued signals whose
  * sival_ptr holds EMBER_WALL_TAG in its top 16 bits and, below, the wall
- * time in nanoseconds the sample stands for (< 2^48 ns, 78 hours).
+ * time in nanoseconds since the thread's previous visit (< 2^48 ns, 78
+ * hours): the weight only if the handler cannot find the thread's table
+ * entry, whose wall_last_ns otherwise gives it (threadtab.h).
  */
 #define EMBER_WALL_TAG 0xe3a1ull
 #define EMBER_WALL_SHIFT 48

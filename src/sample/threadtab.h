@@ -41,6 +41,12 @@ typedef struct ember__thread_ent {
 	 * wall_seq with release), read by the wall-clock thread. */
 	_Atomic uint32_t wall_seq;
 	_Atomic uint64_t wall_cpu_ns;
+	/* CLOCK_MONOTONIC end of the thread's last wall sample (or of its
+	 * adoption): each wall sample, taken by the handler or repeated by the
+	 * timer thread, swaps in its own time and weighs the difference, so
+	 * the samples' weights tile the thread's time even when a signal is
+	 * lost (merged into another pending SIGPROF) or delayed. */
+	_Atomic int64_t wall_last_ns;
 } ember__thread_ent;
 
 typedef struct ember__threadtab {
