@@ -74,8 +74,10 @@ int ember__wall_replay_note(ember__wall_replay *w, int32_t tid, uint32_t seq, in
 		clear_ent(e);
 		return EMBER_ERR_NOMEM;
 	}
-	memcpy(copy, pcs, (size_t)depth * sizeof(*pcs));
-	memcpy(copy + depth, labels, label_len);
+	if (depth)
+		memcpy(copy, pcs, (size_t)depth * sizeof(*pcs));
+	if (label_len)
+		memcpy(copy + depth, labels, label_len);
 	free(e->pcs);
 	e->pcs = copy;
 	e->seq = seq;
