@@ -37,9 +37,9 @@
  * EMBER__WALL_IDLE_CPU_NS, has not run: its stack is the one of that
  * sample. The timer thread then does not signal it (a signal would wake
  * it, and make poll(), epoll_wait(), nanosleep() and the like return EINTR
- * early) but records that sample again, with this tick's weight, as an
- * EMBER_SAMPLE_REPEAT record in the ring that the agent resolves
- * (wall_replay.h). The margin covers what the thread runs after the
+ * early) but records that sample again, weighing the time since the
+ * thread's previous wall sample, as an EMBER_SAMPLE_REPEAT record in the
+ * ring that the agent resolves (wall_replay.h). The margin covers what the thread runs after the
  * handler read its CPU time: the return from the signal and the restart
  * of the call, or the EINTR return and the call made again; it bounds
  * what a repeated stack can miss at 20 us of CPU, in total, since the
