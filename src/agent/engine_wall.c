@@ -84,12 +84,12 @@ static int send_wall(ember__wall *w, int32_t tid, int64_t weight_ns)
  * once it was committed), which the agent resolves to its stack. Counted
  * as dropped if the ring is full, like a handler's sample.
  */
-static int record_repeat(ember__sigstate *st, int32_t tid, int64_t weight_ns, uint32_t seq)
+static void record_repeat(ember__sigstate *st, int32_t tid, int64_t weight_ns, uint32_t seq)
 {
 	ember__sample_rec *r = ember__sampbuf_claim(&st->buf);
 	if (!r) {
 		atomic_fetch_add_explicit(&st->dropped_full, 1, memory_order_relaxed);
-		return -1;
+		return;
 	}
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
@@ -102,7 +102,6 @@ static int record_repeat(ember__sigstate *st, int32_t tid, int64_t weight_ns, ui
 	r->time_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 	ember__sampbuf_commit(r);
 	atomic_fetch_add_explicit(&st->wall_samples, 1, memory_order_relaxed);
-	return 0;
 }
 
 static void *wall_main(void *arg)
@@ -131,18 +130,16 @@ static void *wall_main(void *arg)
 		size_t nthreads = 0;
 		size_t n = ember__threads_wall_pick(w->threads, now, w->skip_idle, tids, weights,
 						    repeat, EMBER__WALL_MAX_PER_TICK, &nthreads);
-		uint64_t sent = 0, repeated = 0;
+		uint64_t sent = 0;
 		for (size_t i = 0; i < n; i++) {
 			if (weights[i] <= 0)
 				continue;
-			if (repeat[i])
-				repeated += record_repeat(w->threads->sig, tids[i], weights[i],
-							  repeat[i]) == 0;
+			if (repeat[i]) /* counted by the agent as it resolves them */
+				record_repeat(w->threads->sig, tids[i], weights[i], repeat[i]);
 			else if (send_wall(w, tids[i], weights[i]) == 0)
 				sent++;
 		}
 		atomic_fetch_add(&w->signals, sent);
-		atomic_fetch_add(&w->repeats, repeated);
 		atomic_fetch_add(&w->ticks, 1);
 		if (n > atomic_load(&w->max_per_tick))
 			atomic_store(&w->max_per_tick, n);

@@ -62,7 +62,6 @@ typedef struct ember__wall {
 	int stop;
 	int skip_idle; /* record threads left asleep without a signal (default) */
 	_Atomic uint64_t signals, ticks, max_per_tick;
-	_Atomic uint64_t repeats; /* samples recorded for threads left asleep */
 } ember__wall;
 
 /*
