@@ -12,7 +12,8 @@
 # ROUNDS defaults to 5 ($EMBER_BENCH_ROUNDS); each round runs 8
 # configurations of about 5 s each. Where the kernel refuses perf events
 # the perf runs fail to start their agent (the run reports no profile).
-# Output: BUILD_DIR/bench-results/engines.{txt,tsv}.
+# Then the kernel's share of each mechanism (ember_bench_engine_cost).
+# Output: BUILD_DIR/bench-results/engines.{txt,tsv}, engine_cost.txt.
 set -euo pipefail
 
 if [ $# -lt 1 ]; then
@@ -46,3 +47,14 @@ echo "== engines: $rounds rounds, workload: ember_bench_workload $workload_args"
 	"${extra[@]}" --tsv "$results/engines.tsv" \
 	-- "$build/bench/ember_bench_workload" $workload_args 2>&1 |
 	grep -v '^PROFILE: interrupts/evictions/bytes' | tee "$results/engines.txt"
+
+# The kernel's share, without any profiler code: a single thread under a
+# bare task-clock event (with and without its signal), CPU timers and a
+# CLOCK_MONOTONIC timer, interleaved (engine_cost.c).
+if [ -x "$build/bench/ember_bench_engine_cost" ]; then
+	echo "== kernel share per mechanism at 1000 Hz (ember_bench_engine_cost)"
+	"$build/bench/ember_bench_engine_cost" "${EMBER_BENCH_COST_ROUNDS:-15}" 1000 2>/dev/null |
+		tee "$results/engine_cost.txt"
+else
+	echo "engines.sh: $build/bench/ember_bench_engine_cost not built (target ember_bench_engine_cost); kernel share skipped" >&2
+fi

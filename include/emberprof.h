@@ -241,6 +241,9 @@ typedef struct ember_stats {
 	uint64_t wall_samples;        /**< wall-clock samples recorded */
 	uint64_t wall_signals;        /**< wall-clock signals sent */
 	uint64_t wall_max_per_tick;   /**< most threads signalled in one wall-clock tick */
+	uint64_t wall_unsignalled;    /**< wall samples of threads left asleep: recorded
+					   again without a signal (ember_builder_set_wall) */
+	uint64_t wall_repeats_lost;   /**< such samples whose stack was not known (dropped) */
 	/* Allocation profiling (since 0.2; ember_builder_set_alloc). */
 	uint64_t alloc_samples;       /**< sampled allocations recorded */
 	uint64_t alloc_dropped;       /**< sampled allocations lost: their buffer was full */
@@ -326,8 +329,10 @@ EMBER_API int ember_builder_set_signal(ember_builder *b, int signo);
  * "running" or "sleeping" (interrupted in a system call). Each window is
  * then also reported as a second profile, profile_type "wall", with values
  * samples/count and wall/nanoseconds. It runs next to the CPU engine.
- * A thread blocked in poll(), epoll_wait(), select() or another call the
- * kernel never restarts sees it return EINTR early when sampled.
+ * A thread that has not run since a sample found it asleep is recorded
+ * again without a signal; so a thread blocked in poll(), epoll_wait(),
+ * select() or another call the kernel never restarts sees it return EINTR
+ * early once per blocking episode (at its first sample), not every tick.
  */
 EMBER_API int ember_builder_set_wall(ember_builder *b, unsigned interval_ms);
 

@@ -28,6 +28,7 @@
 #include "agent/agent_internal.h"
 #include "agent/aggregate.h"
 #include "agent/engine_wall.h"
+#include "agent/wall_replay.h"
 #include "agent/threads.h"
 #include "agent/unwind_tables.h"
 #include "agent/window.h"
@@ -69,6 +70,7 @@ typedef struct ember__core {
 	ember__symbolizer *sym;
 	ember__agg cur, next;
 	ember__agg wcur, wnext; /* wall-clock samples of the same windows */
+	ember__wall_replay wreplay; /* stacks of threads left asleep (wall_replay.h) */
 	int64_t win_start, win_end;
 	uint32_t seq;
 	int64_t last_scan;
@@ -330,15 +332,27 @@ static void drain(ember__core *c)
 		int32_t tid = c->cfg.thread_labels ? r->tid : 0;
 		const uint8_t *lb = ember__sample_labels(&c->sig.buf, r);
 		uint32_t lblen = r->label_len;
-		if (wall) {
+		const uint64_t *pcs = r->pcs;
+		uint32_t depth = r->depth;
+		uint64_t poll_start = r->poll_start;
+		if (wall && (r->flags & EMBER_SAMPLE_REPEAT)) {
+			/* a thread left asleep: its last sleeping sample again (in
+			 * the same pollcatch poll: it has not run since) */
+			if (!ember__wall_replay_find(&c->wreplay, r->tid, r->reserved, r->time_ns, &pcs,
+						     &depth, &lb, &lblen, &poll_start)) {
+				ember__sampbuf_release(&c->sig.buf, r);
+				continue;
+			}
+		} else if (wall) {
 			lblen = wall_labels(&c->sig.buf, r, labels, sizeof(labels));
 			lb = labels;
+			ember__wall_replay_note(&c->wreplay, r->tid, r->reserved, r->time_ns, r->pcs,
+						r->depth, lb, lblen, r->poll_start);
 		}
-		if (!r->poll_start ||
+		if (!poll_start ||
 		    ember__pollres_hold(&c->polls, r->tid, tid, r->flags, r->time_ns, r->weight,
-					r->poll_start, r->pcs, r->depth, lb, lblen) != 0)
-			add_sample(c, tid, r->tid, r->flags, r->time_ns, r->pcs, r->depth, lb, lblen,
-				   r->weight);
+					poll_start, pcs, depth, lb, lblen) != 0)
+			add_sample(c, tid, r->tid, r->flags, r->time_ns, pcs, depth, lb, lblen, r->weight);
 		if (c->sym && !need_refresh)
 			for (uint32_t i = 0; i < r->depth; i++)
 				if (!ember__symbolizer_covers(c->sym, r->pcs[i])) {
@@ -1013,12 +1027,19 @@ EMBER_API int ember_running_stop(ember_agent **out, ember_running *r)
 			   c->polls.long_polls, c->polls.samples_labelled, c->polls.samples_lost_record,
 			   ember__poll_records_dropped());
 	ember__pollres_free(&c->polls);
+	if (c->cfg.wall_ms)
+		ember__log(&c->cfg, EMBER_LOG_INFO,
+			   "wall clock: %" PRIu64 " samples, %" PRIu64 " signals, %" PRIu64
+			   " threads left asleep recorded without a signal, %" PRIu64 " of them lost",
+			   atomic_load(&c->wall_samples), atomic_load(&c->wall_signals),
+			   atomic_load(&c->wreplay.repeated), atomic_load(&c->wreplay.lost));
 	ember__threads_release(&c->threads);
 	ember__sampbuf_destroy(&c->sig.buf);
 	ember__agg_release(&c->cur);
 	ember__agg_release(&c->next);
 	ember__agg_release(&c->wcur);
 	ember__agg_release(&c->wnext);
+	ember__wall_replay_free(&c->wreplay);
 	c->state = STATE_READY;
 	return rc;
 }
@@ -1040,6 +1061,8 @@ static void fill_stats(const ember__core *c, ember_stats *s, int running)
 	s->wall_samples = atomic_load(&c->wall_samples);
 	s->wall_signals = atomic_load(&c->wall_signals);
 	s->wall_max_per_tick = atomic_load(&c->wall_max_per_tick);
+	s->wall_unsignalled = atomic_load(&c->wreplay.repeated);
+	s->wall_repeats_lost = atomic_load(&c->wreplay.lost);
 	if (running) {
 		s->samples += atomic_load(&c->sig.samples);
 		s->samples_dropped_full += atomic_load(&c->sig.dropped_full);

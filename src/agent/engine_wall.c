@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -76,6 +77,34 @@ static int send_wall(ember__wall *w, int32_t tid, int64_t weight_ns)
 	return (int)syscall(SYS_rt_tgsigqueueinfo, w->pid, tid, w->signo, &si);
 }
 
+/*
+ * Records, without a signal, another sample for thread `tid` still asleep
+ * since its sleeping sample `seq`: a stackless EMBER_SAMPLE_REPEAT record
+ * in the ring, after that sample (whose number the handler published only
+ * once it was committed), which the agent resolves to its stack. Counted
+ * as dropped if the ring is full, like a handler's sample.
+ */
+static void record_repeat(ember__sigstate *st, int32_t tid, int64_t weight_ns, uint32_t seq)
+{
+	ember__sample_rec *r = ember__sampbuf_claim(&st->buf);
+	if (!r) {
+		atomic_fetch_add_explicit(&st->dropped_full, 1, memory_order_relaxed);
+		return;
+	}
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	r->depth = 0;
+	r->tid = tid;
+	r->flags = EMBER_SAMPLE_WALL | EMBER_SAMPLE_SLEEPING | EMBER_SAMPLE_REPEAT;
+	r->label_len = 0;
+	r->reserved = seq;
+	r->poll_start = 0;
+	r->weight = (uint64_t)weight_ns;
+	r->time_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	ember__sampbuf_commit(r);
+	atomic_fetch_add_explicit(&st->wall_samples, 1, memory_order_relaxed);
+}
+
 static void *wall_main(void *arg)
 {
 	ember__wall *w = arg;
@@ -98,13 +127,19 @@ static void *wall_main(void *arg)
 		pthread_mutex_unlock(&w->mu);
 		int32_t tids[EMBER__WALL_MAX_PER_TICK];
 		int64_t weights[EMBER__WALL_MAX_PER_TICK];
+		uint32_t repeat[EMBER__WALL_MAX_PER_TICK];
 		size_t nthreads = 0;
-		size_t n = ember__threads_wall_pick(w->threads, now, tids, weights,
-						    EMBER__WALL_MAX_PER_TICK, &nthreads);
+		size_t n = ember__threads_wall_pick(w->threads, now, w->skip_idle, tids, weights,
+						    repeat, EMBER__WALL_MAX_PER_TICK, &nthreads);
 		uint64_t sent = 0;
-		for (size_t i = 0; i < n; i++)
-			if (weights[i] > 0 && send_wall(w, tids[i], weights[i]) == 0)
+		for (size_t i = 0; i < n; i++) {
+			if (weights[i] <= 0)
+				continue;
+			if (repeat[i]) /* counted by the agent as it resolves them */
+				record_repeat(w->threads->sig, tids[i], weights[i], repeat[i]);
+			else if (send_wall(w, tids[i], weights[i]) == 0)
 				sent++;
+		}
 		atomic_fetch_add(&w->signals, sent);
 		atomic_fetch_add(&w->ticks, 1);
 		if (n > atomic_load(&w->max_per_tick))
@@ -128,6 +163,8 @@ int ember__wall_start(ember__wall *w, struct ember__threads *t, int signo, unsig
 	w->signo = signo;
 	w->pid = getpid();
 	w->interval_ns = (int64_t)interval_ms * 1000000;
+	const char *all = getenv("EMBERPROF_WALL_SIGNAL_IDLE");
+	w->skip_idle = !(all && !strcmp(all, "1"));
 	pthread_mutex_init(&w->mu, NULL);
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);

@@ -9,7 +9,9 @@
  * that a full pass over N threads takes the interval - but ticks are never
  * closer than EMBER__WALL_MIN_TICK_NS, so with many threads a pass takes
  * longer and each sample weighs more (its weight is the wall time since
- * its thread's previous sample). The signal is the sampling signal, queued
+ * its thread's previous sample, which the handler measures itself from the
+ * thread's table entry, so a signal lost by merging into another pending
+ * one loses no time). The signal is the sampling signal, queued
  * with rt_tgsigqueueinfo and a value the handler recognizes (handler.h).
  *
  * The timer thread is not the agent thread: the agent thread spends tens
@@ -29,6 +31,23 @@
 #define EMBER__WALL_MAX_PER_TICK 8
 #define EMBER__WALL_MIN_TICK_NS 1000000LL /* at most 8000 wall signals per second */
 
+/*
+ * Threads left asleep. A thread whose last wall sample found it blocked in
+ * a system call, and whose CPU time has since moved by at most
+ * EMBER__WALL_IDLE_CPU_NS, has not run: its stack is the one of that
+ * sample. The timer thread then does not signal it (a signal would wake
+ * it, and make poll(), epoll_wait(), nanosleep() and the like return EINTR
+ * early) but records that sample again, weighing the time since the
+ * thread's previous wall sample, as an EMBER_SAMPLE_REPEAT record in the
+ * ring that the agent resolves (wall_replay.h). The margin covers what the thread runs after the
+ * handler read its CPU time: the return from the signal and the restart
+ * of the call, or the EINTR return and the call made again; it bounds
+ * what a repeated stack can miss at 20 us of CPU, in total, since the
+ * sample it repeats. EMBERPROF_WALL_SIGNAL_IDLE=1 signals every thread
+ * anyway (a diagnostic, and the tests' control).
+ */
+#define EMBER__WALL_IDLE_CPU_NS 20000u
+
 struct ember__threads;
 
 typedef struct ember__wall {
@@ -41,13 +60,15 @@ typedef struct ember__wall {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	int stop;
+	int skip_idle; /* record threads left asleep without a signal (default) */
 	_Atomic uint64_t signals, ticks, max_per_tick;
 } ember__wall;
 
 /*
  * Starts the timer thread sampling the threads of `t` every `interval_ms`
- * with signal `signo`. The thread blocks every signal and excludes itself
- * from `t`. 0 or ember_err.
+ * with signal `signo` (threads left asleep recorded without one unless
+ * EMBERPROF_WALL_SIGNAL_IDLE=1). The thread blocks every signal and
+ * excludes itself from `t`. 0 or ember_err.
  */
 int ember__wall_start(ember__wall *w, struct ember__threads *t, int signo, unsigned interval_ms);
 

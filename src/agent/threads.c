@@ -95,6 +95,9 @@ static int grow_table(ember__threads *t)
 			ember__threadtab_set_bounds(ne, atomic_load(&oe->lo), atomic_load(&oe->hi));
 			atomic_store(&ne->perf_last, atomic_load(&oe->perf_last));
 			atomic_store(&ne->perf_fd1, atomic_load(&oe->perf_fd1));
+			atomic_store(&ne->wall_cpu_ns, atomic_load(&oe->wall_cpu_ns));
+			atomic_store(&ne->wall_seq, atomic_load(&oe->wall_seq));
+			atomic_store(&ne->wall_last_ns, atomic_load(&oe->wall_last_ns));
 		}
 	}
 	atomic_store_explicit(&t->sig->tab, n, memory_order_release);
@@ -265,6 +268,8 @@ static void adopt_thread(ember__threads *t, int32_t tid)
 	ember__thread_ent *e = table_entry(t, tid);
 	if (!e)
 		return;
+	atomic_store_explicit(&e->wall_seq, 0, memory_order_release); /* a reused entry */
+	atomic_store_explicit(&e->wall_last_ns, r->wall_last, memory_order_relaxed);
 	arm_thread(t, r, e);
 	send_probe(t, r);
 }
@@ -275,8 +280,11 @@ static void forget_thread(ember__threads *t, ember__thread_rec *r)
 		timer_delete(r->timer);
 	drop_perf(t, r);
 	ember__thread_ent *e = ember__threadtab_find(t->tab, r->tid);
-	if (e)
+	if (e) {
 		ember__threadtab_set_bounds(e, 0, 0);
+		/* a thread that reuses the id has no sleeping sample to repeat */
+		atomic_store_explicit(&e->wall_seq, 0, memory_order_release);
+	}
 	rec_remove(t, r);
 }
 
@@ -458,9 +466,13 @@ static long kernel_hz(void)
  * which fire on kernel ticks, cannot deliver it - a period shorter than
  * two ticks (above 125 Hz on a 250 Hz kernel). Below that the timers
  * deliver the rate, cost less (they ride the tick instead of adding an
- * interrupt per sample: measured in docs/BENCHMARKS.md, "Engines"), need
- * no descriptor per thread and charge system-call time to its call site
- * whatever perf_event_paranoid says.
+ * interrupt per sample: on the benchmark's KVM guest ~33 us for the
+ * task-clock hrtimer plus ~20 us for the irq_work that sends the signal,
+ * against ~5 us for a timer sample - bench/engine_cost.c, docs/BENCHMARKS.md
+ * "Engines"), need no descriptor per thread and charge system-call time
+ * to its call site whatever perf_event_paranoid says. Above it perf events
+ * are the only way to the asked resolution, so auto takes them despite
+ * that cost; EMBERPROF_ENGINE=timer trades the resolution back.
  */
 static int auto_wants_perf(int64_t period_ns, char *why, size_t whylen)
 {
@@ -638,8 +650,35 @@ void ember__threads_exclude(ember__threads *t, int32_t tid)
 	pthread_mutex_unlock(&t->mu);
 }
 
-size_t ember__threads_wall_pick(ember__threads *t, int64_t now_ns, int32_t *tids,
-				int64_t *weights_ns, size_t max, size_t *nthreads)
+/*
+ * The sequence number of thread `tid`'s last wall sample if it was asleep
+ * then and has not run since - its CPU time (the kernel's, read through
+ * the thread's CPU clock, a system call) has moved by at most
+ * EMBER__WALL_IDLE_CPU_NS since the end of that sample - else 0.
+ */
+static uint32_t still_asleep(ember__threads *t, int32_t tid)
+{
+	ember__thread_ent *e = ember__threadtab_find(t->tab, tid);
+	if (!e)
+		return 0;
+	uint32_t seq = atomic_load_explicit(&e->wall_seq, memory_order_acquire);
+	if (!seq)
+		return 0;
+	uint64_t then = atomic_load_explicit(&e->wall_cpu_ns, memory_order_relaxed);
+	atomic_thread_fence(memory_order_acquire);
+	if (atomic_load_explicit(&e->wall_seq, memory_order_relaxed) != seq)
+		return 0; /* a new sample is being noted: sample again */
+	struct timespec ts;
+	clockid_t clk = (clockid_t)((~(unsigned)tid << 3) | 6u); /* as in arm_thread_timer */
+	if (clock_gettime(clk, &ts) != 0)
+		return 0;
+	uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return now >= then && now - then <= EMBER__WALL_IDLE_CPU_NS ? seq : 0;
+}
+
+size_t ember__threads_wall_pick(ember__threads *t, int64_t now_ns, int skip_idle, int32_t *tids,
+				int64_t *weights_ns, uint32_t *repeat_seq, size_t max,
+				size_t *nthreads)
 {
 	size_t idx[EMBER__WALL_MAX_PER_TICK];
 	if (max > EMBER__WALL_MAX_PER_TICK)
@@ -649,8 +688,18 @@ size_t ember__threads_wall_pick(ember__threads *t, int64_t now_ns, int32_t *tids
 	for (size_t i = 0; i < n; i++) {
 		ember__thread_rec *r = &t->recs[idx[i]];
 		tids[i] = r->tid;
+		/* For a signal, what the handler uses if it cannot find the
+		 * thread's entry (it weighs its own time since the last sample). */
 		weights_ns[i] = now_ns > r->wall_last ? now_ns - r->wall_last : 0;
 		r->wall_last = now_ns;
+		repeat_seq[i] = skip_idle ? still_asleep(t, r->tid) : 0;
+		if (repeat_seq[i]) {
+			/* no handler runs: the repeat takes the time since the
+			 * thread's last wall sample, as a handler would */
+			ember__thread_ent *e = ember__threadtab_find(t->tab, r->tid);
+			int64_t last = e ? atomic_exchange(&e->wall_last_ns, now_ns) : r->wall_last;
+			weights_ns[i] = last > 0 && now_ns > last ? now_ns - last : 0;
+		}
 	}
 	*nthreads = t->nrecs;
 	pthread_mutex_unlock(&t->mu);
@@ -697,9 +746,11 @@ void ember__threads_on_start(void)
 		ember__thread_rec *r = rec_add(t, tid);
 		ember__thread_ent *e = r ? table_entry(t, tid) : NULL;
 		if (r && e) {
+			atomic_store_explicit(&e->wall_seq, 0, memory_order_release);
 			r->seen_gen = t->gen;
 			if (!r->wall_last)
 				r->wall_last = mono_now();
+			atomic_store_explicit(&e->wall_last_ns, r->wall_last, memory_order_relaxed);
 			if (hi) {
 				ember__threadtab_set_bounds(e, lo, hi);
 				r->bounds = BOUNDS_KNOWN;

@@ -94,11 +94,15 @@ void ember__threads_exclude(ember__threads *t, int32_t tid);
  * The wall-clock engine's next batch: up to `max` thread ids, the ones
  * following the last batch in tid order (wrapping around), each with the
  * wall time since its previous visit (or since it was found) in
- * weights_ns. `now_ns` is CLOCK_MONOTONIC; *nthreads gets how many threads
- * are known. Returns the batch size.
+ * weights_ns. With `skip_idle`, repeat_seq[i] is nonzero for a thread
+ * that was asleep at its last wall sample and has not run since: the
+ * number of that sample, to be recorded again rather than the thread
+ * signalled (engine_wall.h); else 0. `now_ns` is CLOCK_MONOTONIC;
+ * *nthreads gets how many threads are known. Returns the batch size.
  */
-size_t ember__threads_wall_pick(ember__threads *t, int64_t now_ns, int32_t *tids,
-				int64_t *weights_ns, size_t max, size_t *nthreads);
+size_t ember__threads_wall_pick(ember__threads *t, int64_t now_ns, int skip_idle, int32_t *tids,
+				int64_t *weights_ns, uint32_t *repeat_seq, size_t max,
+				size_t *nthreads);
 
 /*
  * Agent-thread housekeeping: resolves answered probes; with `scan`, also

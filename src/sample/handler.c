@@ -104,16 +104,58 @@ EMBER_STACK_READ static int in_syscall(void *uc, uintptr_t pc)
 #endif
 }
 
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts); /* vDSO: no system call */
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/*
+ * For the wall-clock thread (engine_wall.h): after a wall sample, whether
+ * this thread was asleep in it and, if so, which sample (`seq`, nonzero)
+ * and the thread's CPU time now, at the end of the handler. While the CPU
+ * time stays there the thread has not run, so its stack is unchanged and
+ * the wall-clock thread records it again instead of waking it.
+ * clock_gettime is async-signal-safe.
+ */
+static void note_wall_state(ember__sigstate *st, int32_t tid, uint32_t seq)
+{
+	ember__threadtab *tab = atomic_load_explicit(&st->tab, memory_order_acquire);
+	ember__thread_ent *e = tab ? ember__threadtab_find(tab, tid) : NULL;
+	if (!e)
+		return;
+	if (seq) {
+		struct timespec ts;
+		if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+			seq = 0;
+		else
+			atomic_store_explicit(&e->wall_cpu_ns,
+					      (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec,
+					      memory_order_relaxed);
+	}
+	atomic_store_explicit(&e->wall_seq, seq, memory_order_release);
+}
+
 /* Claims a slot, unwinds into it and publishes it. `kind` holds the
  * EMBER_SAMPLE_* bits; `weight` is in nanoseconds. */
 static void take_sample(ember__sigstate *st, uint64_t weight, unsigned kind, void *uc)
 {
+	int32_t tid = current_tid();
+	if (kind & EMBER_SAMPLE_WALL) {
+		ember__threadtab *tab = atomic_load_explicit(&st->tab, memory_order_acquire);
+		ember__thread_ent *e = tab ? ember__threadtab_find(tab, tid) : NULL;
+		if (e) { /* the time since the thread's previous wall sample */
+			int64_t now = mono_ns(), last = atomic_exchange(&e->wall_last_ns, now);
+			weight = last > 0 && now > last ? (uint64_t)(now - last) : weight;
+		}
+		note_wall_state(st, tid, 0); /* if no sample is recorded: nothing to repeat */
+	}
 	ember__sample_rec *r = ember__sampbuf_claim(&st->buf);
 	if (!r) {
 		atomic_fetch_add_explicit(&st->dropped_full, 1, memory_order_relaxed);
 		return;
 	}
-	int32_t tid = current_tid();
 	ember__regs regs;
 	ember__regs_from_ucontext(uc, &regs);
 	if (kind & EMBER_SAMPLE_WALL) {
@@ -143,20 +185,22 @@ static void take_sample(ember__sigstate *st, uint64_t weight, unsigned kind, voi
 	r->flags = flags | kind;
 	r->time_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 	r->poll_start = ember__poll_on_sample(tid);
+	uint32_t wall_seq = 0;
+	if (kind & EMBER_SAMPLE_SLEEPING) {
+		wall_seq = atomic_fetch_add_explicit(&st->wall_seq, 1, memory_order_relaxed) + 1;
+		if (!wall_seq) /* wrapped: 0 means none */
+			wall_seq = atomic_fetch_add_explicit(&st->wall_seq, 1, memory_order_relaxed) + 1;
+	}
+	r->reserved = wall_seq;
 	ember__sampbuf_commit(r);
+	if (wall_seq) /* after the commit: a repeat is claimed after this sample */
+		note_wall_state(st, tid, wall_seq);
 	atomic_fetch_add_explicit(kind & EMBER_SAMPLE_WALL ? &st->wall_samples : &st->samples, 1,
 				  memory_order_relaxed);
 	if (flags & EMBER_UNWIND_NO_BOUNDS)
 		atomic_fetch_add_explicit(&st->no_bounds, 1, memory_order_relaxed);
 	else if (flags & EMBER_UNWIND_TRUNCATED)
 		atomic_fetch_add_explicit(&st->truncated, 1, memory_order_relaxed);
-}
-
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts); /* vDSO: no system call */
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 /*

@@ -24,7 +24,9 @@
 /*
  * Wall-clock samples (src/agent/engine_wall.c) are queued signals whose
  * sival_ptr holds EMBER_WALL_TAG in its top 16 bits and, below, the wall
- * time in nanoseconds the sample stands for (< 2^48 ns, 78 hours).
+ * time in nanoseconds since the thread's previous visit (< 2^48 ns, 78
+ * hours): the weight only if the handler cannot find the thread's table
+ * entry, whose wall_last_ns otherwise gives it (threadtab.h).
  */
 #define EMBER_WALL_TAG 0xe3a1ull
 #define EMBER_WALL_SHIFT 48
@@ -35,7 +37,11 @@
 enum {
 	EMBER_SAMPLE_WALL = 1u << 8,     /* wall-clock sample (else CPU) */
 	EMBER_SAMPLE_SLEEPING = 1u << 9, /* wall: interrupted in a system call */
-	EMBER_SAMPLE_RUNNING = 1u << 10  /* wall: interrupted in user code */
+	EMBER_SAMPLE_RUNNING = 1u << 10, /* wall: interrupted in user code */
+	/* wall: recorded by the wall-clock thread without a signal, for a
+	 * thread still asleep since its sample `reserved` (a sequence number):
+	 * no stack of its own, the agent repeats that sample's (wall_replay.h) */
+	EMBER_SAMPLE_REPEAT = 1u << 11
 };
 
 typedef struct ember__sigstate {
@@ -59,6 +65,7 @@ typedef struct ember__sigstate {
 	_Atomic uint64_t labels_truncated;
 	_Atomic uint64_t wall_samples;
 	_Atomic uint64_t perf_stale; /* perf signals for a descriptor no longer ours */
+	_Atomic uint32_t wall_seq;   /* numbers sleeping wall samples (engine_wall.h) */
 } ember__sigstate;
 
 /*

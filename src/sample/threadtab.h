@@ -34,6 +34,19 @@ typedef struct ember__thread_ent {
 	 * handlers running on this thread (reset to 0 with a new descriptor). */
 	_Atomic int32_t perf_fd1;
 	_Atomic uint64_t perf_last;
+	/* wall-clock engine (engine_wall.h): the sequence number of the
+	 * thread's last wall sample if it was asleep (0: running, unknown or
+	 * not recorded), and the thread's CPU time when that sample ended.
+	 * Written by the handler on this thread (wall_cpu_ns first, then
+	 * wall_seq with release), read by the wall-clock thread. */
+	_Atomic uint32_t wall_seq;
+	_Atomic uint64_t wall_cpu_ns;
+	/* CLOCK_MONOTONIC end of the thread's last wall sample (or of its
+	 * adoption): each wall sample, taken by the handler or repeated by the
+	 * timer thread, swaps in its own time and weighs the difference, so
+	 * the samples' weights tile the thread's time even when a signal is
+	 * lost (merged into another pending SIGPROF) or delayed. */
+	_Atomic int64_t wall_last_ns;
 } ember__thread_ent;
 
 typedef struct ember__threadtab {

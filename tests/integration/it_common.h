@@ -241,4 +241,23 @@ static __attribute__((unused)) ember_agent *it_build(it_capture *cap, unsigned h
 	return a;
 }
 
+/* A sample's string label `key`, or NULL. */
+static __attribute__((unused)) const char *it_label(const ember__sample *s, const char *key)
+{
+	for (uint32_t i = 0; i < s->nlabels; i++)
+		if (!strcmp(s->labels[i].key, key))
+			return s->labels[i].str;
+	return NULL;
+}
+
+/* Whether a function whose name contains `needle` is on the sample's stack. */
+static __attribute__((unused)) int it_stack_has(const ember__profile *p, const ember__sample *s,
+						const char *needle)
+{
+	for (uint32_t i = 0; i < s->nlocs; i++)
+		if (strstr(it_loc_func(p, s->locs[i]), needle))
+			return 1;
+	return 0;
+}
+
 #endif

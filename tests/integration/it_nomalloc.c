@@ -69,9 +69,14 @@ int main(void)
 	IT_CHECK(ember_running_stop(&a, run) == 0, "stop: %s", ember_last_error());
 	ember_stats st;
 	ember_agent_stats(a, &st);
-	printf("samples %llu, allocator calls inside the handler %lu\n",
-	       (unsigned long long)st.samples, atomic_load(&in_handler_calls));
+	printf("samples %llu, wall samples %llu (%llu of them without a signal), allocator calls "
+	       "inside the handler %lu\n",
+	       (unsigned long long)st.samples, (unsigned long long)st.wall_samples,
+	       (unsigned long long)st.wall_unsignalled, atomic_load(&in_handler_calls));
 	IT_CHECK(st.samples > 100, "the handler must have run");
+	/* integration.it_nomalloc_wall runs this with EMBERPROF_WALL set */
+	IT_CHECK(!getenv("EMBERPROF_WALL") || st.wall_samples > st.wall_unsignalled + 100,
+		 "the handler must have taken wall samples");
 	IT_CHECK(atomic_load(&in_handler_calls) == 0, "the signal handler called the allocator");
 	it_capture_free(&cap);
 	ember_agent_shutdown(a);

@@ -2,8 +2,9 @@
  * it_wall.c - the wall-clock engine next to the CPU engine:
  *  - two threads that alternately compute and sleep for 5-15 ms at random
  *    (half the time each) show 40-60% of their wall time with
- *    thread_state=sleeping - and within 12 points of the share they
- *    measure themselves, which a loaded machine moves - and their sleeping
+ *    thread_state=sleeping - and within 10 points of the kernel's account
+ *    of their time asleep over the same span (schedstat: neither on a CPU
+ *    nor waiting for one), which a loaded machine moves - and their sleeping
  *    stacks are in the sleep call;
  *  - the CPU profile of the same run holds ~no time in the sleep call;
  *  - the wall profile's total is within 15% of threads x elapsed time;
@@ -14,6 +15,7 @@
 #include "it_common.h"
 
 #include <math.h>
+#include <sched.h>
 #include <stdatomic.h>
 
 #define NWORK 2
@@ -25,6 +27,23 @@ static double now_s(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static _Atomic int32_t worker_tid[NWORK];
+static atomic_int nworkers_started;
+
+/* The kernel's account of a thread (/proc/<pid>/task/<tid>/schedstat):
+ * time on a CPU and time runnable waiting for one, in seconds. */
+static void sched_times(int32_t tid, double *run, double *wait)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/self/task/%d/schedstat", (int)tid);
+	FILE *f = fopen(path, "re");
+	unsigned long long r = 0, w = 0;
+	IT_CHECK(f && fscanf(f, "%llu %llu", &r, &w) == 2, "cannot read %s", path);
+	fclose(f);
+	*run = (double)r / 1e9;
+	*wait = (double)w / 1e9;
 }
 
 static volatile int nap_sink;
@@ -52,6 +71,7 @@ __attribute__((noinline)) static void *half_sleeper(void *arg)
 {
 	it_work *w = arg;
 	pthread_setname_np(pthread_self(), "halfsleep");
+	atomic_store(&worker_tid[atomic_fetch_add(&nworkers_started, 1)], (int32_t)gettid());
 	/* Compute on the wall clock (vDSO, no system call), not CPU time:
 	 * on a loaded machine the thread then still wants the CPU half the
 	 * time, whether or not it gets it. */
@@ -80,22 +100,6 @@ __attribute__((noinline)) static void *half_sleeper(void *arg)
 	return NULL;
 }
 
-static const char *label_of(const ember__sample *s, const char *key)
-{
-	for (uint32_t i = 0; i < s->nlabels; i++)
-		if (!strcmp(s->labels[i].key, key))
-			return s->labels[i].str;
-	return NULL;
-}
-
-static int stack_has(const ember__profile *p, const ember__sample *s, const char *needle)
-{
-	for (uint32_t i = 0; i < s->nlocs; i++)
-		if (strstr(it_loc_func(p, s->locs[i]), needle))
-			return 1;
-	return 0;
-}
-
 
 int main(void)
 {
@@ -118,13 +122,28 @@ int main(void)
 	ember_agent *a;
 	IT_CHECK(ember_builder_build(&a, b) == 0, "build: %s", ember_last_error());
 	ember_running *run;
+	while (atomic_load(&nworkers_started) < NWORK)
+		sched_yield();
+	double run0[NWORK], wait0[NWORK], run1[NWORK], wait1[NWORK];
 	double t0 = now_s();
+	for (int i = 0; i < NWORK; i++)
+		sched_times(worker_tid[i], &run0[i], &wait0[i]);
 	IT_CHECK(ember_agent_start(&run, a) == 0, "start: %s", ember_last_error());
 	sleep_fully(3);
 	ember_stats st;
 	ember_running_stats(run, &st);
 	IT_CHECK(ember_running_stop(&a, run) == 0, "stop: %s", ember_last_error());
 	double elapsed = now_s() - t0;
+	for (int i = 0; i < NWORK; i++)
+		sched_times(worker_tid[i], &run1[i], &wait1[i]);
+	/* The kernel's truth over the profiled span: asleep = neither on a
+	 * CPU nor waiting for one. */
+	double k_run = 0, k_wait = 0;
+	for (int i = 0; i < NWORK; i++) {
+		k_run += run1[i] - run0[i];
+		k_wait += wait1[i] - wait0[i];
+	}
+	double k_sleep = 1 - (k_run + k_wait) / (NWORK * elapsed);
 	atomic_store(&stop_flag, 1);
 	for (int i = 0; i < NWORK; i++)
 		pthread_join(th[i], NULL);
@@ -148,17 +167,17 @@ int main(void)
 		for (uint32_t s = 0; s < p->nsamples; s++) {
 			const ember__sample *sm = &p->samples[s];
 			double v = (double)sm->values[1] / 1e9;
-			const char *name = label_of(sm, "thread_name");
+			const char *name = it_label(sm, "thread_name");
 			int worker = name && !strcmp(name, "halfsleep");
 			if (wall) {
 				wall_total += v;
-				const char *state = label_of(sm, "thread_state");
+				const char *state = it_label(sm, "thread_state");
 				if (!worker)
 					continue;
 				w_work += v;
 				if (state && !strcmp(state, "sleeping")) {
 					w_sleep += v;
-					if (stack_has(p, sm, "half_sleep_nap"))
+					if (it_stack_has(p, sm, "half_sleep_nap"))
 						w_sleep_in_nap += v;
 				} else if (!state) {
 					w_unknown += v;
@@ -170,7 +189,7 @@ int main(void)
 				}
 			} else if (worker) {
 				cpu_work += v;
-				if (stack_has(p, sm, "half_sleep_nap"))
+				if (it_stack_has(p, sm, "half_sleep_nap"))
 					cpu_nap += v;
 			}
 		}
@@ -191,14 +210,23 @@ int main(void)
 	       cpu_work ? 100 * cpu_nap / cpu_work : 0);
 	IT_CHECK(nwall >= 1 && ncpu >= 1, "both profiles are reported");
 	double truth = napped / lived;
-	printf("workers: %.1f%% of their time in the sleep call (measured by themselves)\n",
+	printf("workers: %.1f%% of their time in the sleep call (measured by themselves: it includes "
+	       "the wait for a CPU after it)\n",
 	       100 * truth);
+	printf("workers per the kernel (schedstat): %.1f%% on a CPU, %.1f%% waiting for one, %.1f%% "
+	       "asleep\n",
+	       100 * k_run / (NWORK * elapsed), 100 * k_wait / (NWORK * elapsed), 100 * k_sleep);
 	/* ~50% on an idle machine. Under load a woken thread waits for a CPU
-	 * (runnable: labelled running) and both numbers move together. */
-	IT_CHECK(w_work > 0 && fabs(w_sleep / w_work - truth) <= 0.12,
-		 "the wall profile's sleeping share %.3f is not within 0.12 of the measured %.3f",
-		 w_sleep / w_work, truth);
-	IT_CHECK(truth < 0.35 || (w_sleep / w_work >= 0.40 && w_sleep / w_work <= 0.60),
+	 * (runnable: labelled running), which the threads' own measure counts
+	 * as sleep: at load average 12-15 (an ASan build) the profile read
+	 * 20-30% sleeping for 40-46% by that measure. The kernel's account of
+	 * the same span (schedstat: neither running nor runnable) is what the
+	 * profile's "sleeping" means, whatever the load; the 40-60% band
+	 * applies where the threads did sleep about half. */
+	IT_CHECK(w_work > 0 && fabs(w_sleep / w_work - k_sleep) <= 0.10,
+		 "the wall profile's sleeping share %.3f is not within 0.10 of the kernel's %.3f",
+		 w_sleep / w_work, k_sleep);
+	IT_CHECK(k_sleep < 0.45 || (w_sleep / w_work >= 0.40 && w_sleep / w_work <= 0.60),
 		 "threads asleep half the time must show 40-60%% sleeping");
 	IT_CHECK(w_sleep_in_nap >= 0.9 * w_sleep, "sleeping samples are in the sleep call");
 	IT_CHECK(cpu_work > 0 && cpu_nap / cpu_work < 0.05, "the CPU profile holds ~no sleep");
