@@ -93,6 +93,33 @@ static int cmp_jpoll(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
+/* LongPoll polls by id, the ended view first, then the longest. */
+static int cmp_by_id(const void *a, const void *b)
+{
+	const jpoll *x = a, *y = b;
+	if (x->clock != y->clock)
+		return x->clock < y->clock ? -1 : 1;
+	if (x->clock == CLK_NS && x->id != y->id)
+		return x->id < y->id ? -1 : 1;
+	if (x->open != y->open)
+		return x->open ? 1 : -1;
+	return x->duration_ms > y->duration_ms ? -1 : x->duration_ms < y->duration_ms;
+}
+
+/* One emberprof.LongPoll per poll id: a poll still running when one window
+ * closed appears again, ended, in the next; its ended view holds the
+ * samples of both (and a sample counts once). Returns the new count. */
+static size_t unique_ids(jpoll *polls, size_t n)
+{
+	qsort(polls, n, sizeof(*polls), cmp_by_id);
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (!k || polls[i].clock != CLK_NS || polls[k - 1].clock != CLK_NS ||
+		    polls[k - 1].id != polls[i].id)
+			polls[k++] = polls[i];
+	return k;
+}
+
 /* A chunk's ticks as ns since the epoch (its header's conversion). */
 static int64_t ticks_to_ns(const ember__jfr_chunk_info *ci, int64_t ticks)
 {
@@ -213,8 +240,10 @@ static int collect_polls(ember__longpolls *lp, ember__jfr *j, jpoll **out, size_
 		free(polls);
 		return rc;
 	}
-	if (n)
+	if (n) {
+		n = unique_ids(polls, n);
 		qsort(polls, n, sizeof(*polls), cmp_jpoll);
+	}
 	/* so that a sample looks back only over the polls that can hold it */
 	for (size_t i = 0; i < n; i++)
 		polls[i].max_end = i && polls[i - 1].clock == polls[i].clock &&
