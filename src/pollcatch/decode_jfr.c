@@ -120,11 +120,13 @@ static size_t unique_ids(jpoll *polls, size_t n)
 	return k;
 }
 
-/* A chunk's ticks as ns since the epoch (its header's conversion). */
-static int64_t ticks_to_ns(const ember__jfr_chunk_info *ci, int64_t ticks)
+/* A chunk's ticks as ns since the epoch (its header's conversion), in
+ * 128 bits and clamped, so that no input overflows. ticks_per_second > 0. */
+static int64_t ticks_to_ns(const ember__jfr_chunk_info *ci, __int128 ticks)
 {
-	__int128 d = (__int128)(ticks - ci->start_ticks) * 1000000000 / ci->ticks_per_second;
-	return ci->start_nanos + (int64_t)d;
+	__int128 ns = (ticks - ci->start_ticks) * 1000000000 / ci->ticks_per_second +
+		      ci->start_nanos;
+	return ns > INT64_MAX ? INT64_MAX : ns < INT64_MIN ? INT64_MIN : (int64_t)ns;
 }
 
 /* Room for one more poll. */
@@ -158,7 +160,7 @@ static int long_poll(ember__longpolls *lp, const ember__jfr_event *ev,
 		.clock = CLK_NS,
 		.tid = thread_id(ev->value, "eventThread"),
 		.start = ticks_to_ns(ci, start),
-		.end = ticks_to_ns(ci, start + dur),
+		.end = ticks_to_ns(ci, (__int128)start + dur),
 		.duration_ms = (double)dur * 1e3 / (double)ci->ticks_per_second,
 		.id = (uint64_t)id,
 		.open = ember__jfr_get_int(ev->value, "open") != 0,
