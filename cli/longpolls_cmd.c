@@ -1,8 +1,9 @@
 /*
  * longpolls_cmd.c - `emberprof longpolls [--min MS] [--depth N] FILE...`:
  * the long polls recorded in emberprof's pprof files (samples labelled by
- * pollcatch) or in JFR recordings (async-profiler's tokio.PollcatchV1
- * events), longest first, each with the stacks sampled inside it.
+ * pollcatch) or in JFR recordings (emberprof's emberprof.LongPoll events,
+ * async-profiler's tokio.PollcatchV1 events), longest first, each with the
+ * stacks sampled inside it.
  * The decoding is src/pollcatch/decode.c and decode_jfr.c.
  */
 #include <stdlib.h>
@@ -21,8 +22,9 @@ void ember__cli_longpolls_usage(FILE *out)
 		"\n"
 		"Lists the long polls found in FILEs, longest first, with the stacks sampled in\n"
 		"each. FILEs are pprof profiles written by emberprof (samples labelled by\n"
-		"ember_poll_begin/ember_poll_end) or JFR recordings with tokio.PollcatchV1 events\n"
-		"(async-profiler).\n"
+		"ember_poll_begin/ember_poll_end), JFR recordings written by emberprof\n"
+		"(emberprof.LongPoll events) or JFR recordings with tokio.PollcatchV1 events\n"
+		"(async-profiler). Give one format of a run: the same poll would count twice.\n"
 		"  --min MS     only polls of at least MS milliseconds (default 0: every poll the\n"
 		"               files hold; emberprof labels only polls over its threshold)\n"
 		"  --depth N    frames printed per stack (default %d)\n",

@@ -87,6 +87,9 @@ typedef struct ember__core {
 	 * logged as events per window; events the log had no room for */
 	int want_jfr;
 	_Atomic uint64_t jfr_events_dropped;
+	/* pollcatch's long polls the samples of the current and the next
+	 * window were in (JFR only): emberprof.LongPoll events */
+	ember__pollres_list jpolls, jpolls_next;
 
 	/* DWARF unwind tables (modes auto and dwarf): used by the agent
 	 * thread while running, kept across runs like the symbolizer */
@@ -304,12 +307,17 @@ static void add_sample(ember__core *c, int32_t agg_tid, int32_t tid, uint32_t fl
 	}
 }
 
-/* pollcatch hands back a held sample, with its poll's labels if long. */
-static int add_poll_sample(void *ud, const ember__pollres_sample *s, const uint8_t *labels,
-			   uint32_t label_len)
+/* pollcatch hands back a held sample, with its poll's labels if long;
+ * for JFR, the long poll goes to the list of the sample's window. */
+static int add_poll_sample(void *ud, const ember__pollres_sample *s,
+			   const ember__pollres_long *poll, const uint8_t *labels, uint32_t label_len)
 {
-	add_sample(ud, s->agg_tid, s->tid, s->flags, s->time_ns, s->pcs, s->depth, labels, label_len,
+	ember__core *c = ud;
+	add_sample(c, s->agg_tid, s->tid, s->flags, s->time_ns, s->pcs, s->depth, labels, label_len,
 		   s->weight);
+	if (poll && c->want_jfr &&
+	    ember__pollres_list_note(s->time_ns >= c->win_end ? &c->jpolls_next : &c->jpolls, poll))
+		atomic_fetch_add(&c->jfr_events_dropped, 1);
 	return 0;
 }
 
@@ -547,9 +555,17 @@ static int report_jfr(ember__core *c, ember__profile *const *profiles, int64_t e
 	ember__jfr_event *ev = malloc((n ? n : 1) * sizeof(*ev));
 	size_t nthreads = 0;
 	ember__jfr_thread *threads = jfr_threads(aggs, N, &nthreads);
+	/* pollcatch's long polls (emberprof.LongPoll) */
+	ember__jfr_poll *polls = malloc((c->jpolls.n ? c->jpolls.n : 1) * sizeof(*polls));
+	for (size_t i = 0; polls && i < c->jpolls.n; i++) {
+		const ember__pollres_long *p = &c->jpolls.v[i];
+		polls[i] = (ember__jfr_poll){.start_ns = p->start_ns,
+					     .duration_ns = p->duration_ns > 0 ? p->duration_ns : 0,
+					     .id = p->id, .tid = p->tid, .open = (uint8_t)p->open};
+	}
 	uint8_t *jfr = NULL;
 	size_t len = 0;
-	int rc = ev && threads ? 0 : ember__error_oom("JFR events");
+	int rc = ev && threads && polls ? 0 : ember__error_oom("JFR events");
 	size_t m = 0;
 	for (int k = 0; rc == 0 && k < N; k++)
 		for (size_t i = 0; aggs[k] && profiles[k] && i < aggs[k]->nevents; i++) {
@@ -564,6 +580,7 @@ static int report_jfr(ember__core *c, ember__profile *const *profiles, int64_t e
 		.start_ns = c->win_start, .end_ns = end,
 		.profiles = {profiles[0], profiles[1], profiles[2]},
 		.events = ev, .nevents = m, .threads = threads, .nthreads = nthreads,
+		.polls = polls, .npolls = c->jpolls.n,
 		.wall_interval_ns = (int64_t)c->cfg.wall_ms * 1000000,
 		.max_depth = c->cfg.max_depth,
 	};
@@ -571,6 +588,7 @@ static int report_jfr(ember__core *c, ember__profile *const *profiles, int64_t e
 		rc = ember__jfr_encode(&w, &jfr, &len);
 	free(ev);
 	free(threads);
+	free(polls);
 	if (rc) {
 		ember__log(&c->cfg, EMBER_LOG_ERROR, "window %" PRIu32 " could not be encoded as JFR, %"
 			   PRIu64 " samples lost: %s", c->seq, samples, ember_last_error());
@@ -640,6 +658,9 @@ static int close_window(ember__core *c, int64_t end, int final)
 	ember__agg_release(&c->wcur);
 	c->wcur = c->wnext;
 	ember__agg_init(&c->wnext);
+	ember__pollres_list_free(&c->jpolls);
+	c->jpolls = c->jpolls_next;
+	memset(&c->jpolls_next, 0, sizeof(c->jpolls_next));
 	c->win_start = end;
 	return rc;
 }
@@ -1027,6 +1048,8 @@ EMBER_API int ember_running_stop(ember_agent **out, ember_running *r)
 			   c->polls.long_polls, c->polls.samples_labelled, c->polls.samples_lost_record,
 			   ember__poll_records_dropped());
 	ember__pollres_free(&c->polls);
+	ember__pollres_list_free(&c->jpolls);
+	ember__pollres_list_free(&c->jpolls_next);
 	if (c->cfg.wall_ms)
 		ember__log(&c->cfg, EMBER_LOG_INFO,
 			   "wall clock: %" PRIu64 " samples, %" PRIu64 " signals, %" PRIu64

@@ -60,10 +60,12 @@ enum {
 	T_EXECUTION_SAMPLE = 101,
 	T_WALL_CLOCK_SAMPLE = 118,
 	T_MALLOC = 119,
+	T_LONG_POLL = 150,
 	T_LABEL = 201,
 	T_CATEGORY = 202,
 	T_CONTENT_TYPE = 203,
 	T_TIMESTAMP = 204,
+	T_TIMESPAN = 205,
 	T_DATA_AMOUNT = 206,
 	T_MEMORY_ADDRESS = 207,
 	T_UNSIGNED = 208,
@@ -81,7 +83,7 @@ static const char *const thread_states[] = {"STATE_DEFAULT", "STATE_RUNNABLE", "
 
 /* ---- the metadata, as tables ---- */
 
-enum { F_CPOOL = 1, F_ARRAY = 2, F_TICKS = 4, F_BYTES = 8, F_ADDRESS = 16 };
+enum { F_CPOOL = 1, F_ARRAY = 2, F_TICKS = 4, F_BYTES = 8, F_ADDRESS = 16, F_SPAN = 32 };
 enum { C_PLAIN = 0, C_SIMPLE, C_EVENT, C_ANNOTATION };
 
 typedef struct fdef {
@@ -167,11 +169,20 @@ static const cdef classes[] = {
 	  {"stackTrace", T_STACK_TRACE, F_CPOOL, "Stack Trace"},
 	  {"address", T_LONG, F_ADDRESS, "Address"},
 	  {"size", T_LONG, F_BYTES, "Size"}}},
+	/* pollcatch's long polls (emberprof's own type; no stack: see jfr.h) */
+	{"emberprof.LongPoll", T_LONG_POLL, C_EVENT, "Long Poll", 0, {"emberprof", "Event Loop"},
+	 {START_TIME,
+	  {"duration", T_LONG, F_SPAN, "Duration"},
+	  {"eventThread", T_THREAD, F_CPOOL, "Event Thread"},
+	  {"pollId", T_LONG, 0, "Poll Id"},
+	  {"open", T_BOOLEAN, 0, "Still Running"}}},
 	{"jdk.jfr.Label", T_LABEL, C_ANNOTATION, NULL, 0, {0}, {{"value", T_STRING, 0, NULL}}},
 	{"jdk.jfr.Category", T_CATEGORY, C_ANNOTATION, NULL, 0, {0},
 	 {{"value", T_STRING, F_ARRAY, NULL}}},
 	{"jdk.jfr.ContentType", T_CONTENT_TYPE, C_ANNOTATION, NULL, 0, {0}, {{0}}},
 	{"jdk.jfr.Timestamp", T_TIMESTAMP, C_ANNOTATION, "Timestamp", 1, {0},
+	 {{"value", T_STRING, 0, NULL}}},
+	{"jdk.jfr.Timespan", T_TIMESPAN, C_ANNOTATION, "Timespan", 1, {0},
 	 {{"value", T_STRING, 0, NULL}}},
 	{"jdk.jfr.DataAmount", T_DATA_AMOUNT, C_ANNOTATION, "Data Amount", 1, {0},
 	 {{"value", T_STRING, 0, NULL}}},
@@ -400,6 +411,8 @@ static void field_node(meta *m, mnode *cls, const fdef *f)
 		annotation(m, e, T_LABEL, f->label);
 	if (f->flags & F_TICKS)
 		annotation(m, e, T_TIMESTAMP, "TICKS");
+	if (f->flags & F_SPAN)
+		annotation(m, e, T_TIMESPAN, "TICKS");
 	if (f->flags & F_BYTES) {
 		annotation(m, e, T_UNSIGNED, NULL);
 		annotation(m, e, T_DATA_AMOUNT, "BYTES");
@@ -820,6 +833,24 @@ static void write_event(enc *e, ember__pbuf *b, ember__pbuf *ev, const ember__jf
 	put_event(b, ev);
 }
 
+/* One emberprof.LongPoll event. */
+static void write_poll(enc *e, ember__pbuf *b, ember__pbuf *ev, const ember__jfr_poll *p)
+{
+	ev->len = 0;
+	int inserted;
+	if (!ember__u64map_put(&e->tids, (uint64_t)(uint32_t)p->tid, &inserted))
+		e->oom = 1;
+	put_var(ev, T_LONG_POLL);
+	put_var(ev, (uint64_t)(p->start_ns - e->w->start_ns)); /* may be negative: nine bytes */
+	put_var(ev, (uint64_t)p->duration_ns);
+	put_var(ev, (uint32_t)p->tid);
+	put_var(ev, p->id);
+	put_u8(ev, p->open != 0);
+	if (ev->failed)
+		b->failed = 1;
+	put_event(b, ev);
+}
+
 static int check_window(const ember__jfr_window *w)
 {
 	if (w->nevents && !w->events)
@@ -836,6 +867,12 @@ static int check_window(const ember__jfr_window *w)
 		if (x->tid <= 0)
 			return ember__error(EMBER_ERR_INVALID, "jfr: event %zu has tid %d", i, (int)x->tid);
 	}
+	if (w->npolls && !w->polls)
+		return ember__error(EMBER_ERR_INVALID, "jfr: polls missing");
+	for (size_t i = 0; i < w->npolls; i++)
+		if (w->polls[i].tid <= 0 || w->polls[i].duration_ns < 0)
+			return ember__error(EMBER_ERR_INVALID, "jfr: poll %zu has tid %d, duration %lld ns",
+					    i, (int)w->polls[i].tid, (long long)w->polls[i].duration_ns);
 	for (int k = 0; k < EMBER_JFR_NKINDS; k++) {
 		const ember__profile *p = w->profiles[k];
 		for (uint32_t s = 0; p && s < p->nsamples; s++)
@@ -910,14 +947,18 @@ int ember__jfr_encode(const ember__jfr_window *w, uint8_t **out, size_t *out_len
 	order *ord = NULL;
 	if ((rc = enc_init(&e, w)) != 0)
 		goto done;
-	ord = malloc((w->nevents ? w->nevents : 1) * sizeof(*ord));
+	/* samples and polls by time; ord[].i >= nevents: poll i - nevents */
+	size_t nall = w->nevents + w->npolls;
+	ord = malloc((nall ? nall : 1) * sizeof(*ord));
 	if (!ord) {
 		rc = EMBER_ERR_NOMEM;
 		goto done;
 	}
 	for (size_t i = 0; i < w->nevents; i++)
 		ord[i] = (order){w->events[i].time_ns, i};
-	qsort(ord, w->nevents, sizeof(*ord), cmp_order);
+	for (size_t i = 0; i < w->npolls; i++)
+		ord[w->nevents + i] = (order){w->polls[i].start_ns, w->nevents + i};
+	qsort(ord, nall, sizeof(*ord), cmp_order);
 
 	/* Header, with sizes and offsets patched at the end. */
 	put_bytes(&b, "FLR\0", 4);
@@ -935,8 +976,11 @@ int ember__jfr_encode(const ember__jfr_window *w, uint8_t **out, size_t *out_len
 	size_t meta_at = b.len;
 	if ((rc = write_metadata(&b, &e.arena)) != 0)
 		goto done;
-	for (size_t i = 0; i < w->nevents; i++)
-		write_event(&e, &b, &ev, &w->events[ord[i].i]);
+	for (size_t i = 0; i < nall; i++)
+		if (ord[i].i < w->nevents)
+			write_event(&e, &b, &ev, &w->events[ord[i].i]);
+		else
+			write_poll(&e, &b, &ev, &w->polls[ord[i].i - w->nevents]);
 	size_t cpool_at = b.len;
 	write_cpool(&e, &b, &ev);
 	if (e.oom || b.failed) {

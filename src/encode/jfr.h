@@ -20,6 +20,19 @@
  *                    converters turn into allocation flame graphs; `size`
  *                    is the event's weight in bytes)
  *
+ * and, from the window's `polls` (pollcatch's long polls, see
+ * pollcatch/resolve.h), one event each of emberprof's own type:
+ *
+ *   emberprof.LongPoll {startTime, duration, eventThread, pollId, open}
+ *                    (a poll of at least the threshold on a thread: its
+ *                    busy part starts at startTime and lasts `duration`
+ *                    (@Timespan TICKS); `pollId` is the agent's poll id,
+ *                    the poll_id label of the same poll in pprof; `open`:
+ *                    it had not ended when the window closed, the duration
+ *                    is the time so far. No stack: the samples inside it
+ *                    are the ExecutionSample / WallClockSample events on
+ *                    its thread in [startTime, startTime + duration].)
+ *
  * Stacks become jdk.types.StackTrace {truncated, frames[]} of
  * jdk.types.StackFrame {method, lineNumber, bytecodeIndex, type}, leaf
  * first, one frame per (inlined) function. As async-profiler does for
@@ -68,6 +81,16 @@ typedef struct ember__jfr_event {
 	uint8_t state;    /* EMBER_JFR_STATE_* (CPU and wall) */
 } ember__jfr_event;
 
+/* One long poll (emberprof.LongPoll). Its start may lie before the window
+ * (a poll that began in an earlier one). */
+typedef struct ember__jfr_poll {
+	int64_t start_ns;    /* CLOCK_REALTIME */
+	int64_t duration_ns; /* >= 0 */
+	uint64_t id;         /* the agent's poll id */
+	int32_t tid;         /* > 0 */
+	uint8_t open;        /* 1: still running when the window closed */
+} ember__jfr_poll;
+
 typedef struct ember__jfr_thread {
 	int32_t tid;
 	const char *name; /* NULL: "[tid=N]" */
@@ -81,6 +104,8 @@ typedef struct ember__jfr_window {
 	size_t nevents;
 	const ember__jfr_thread *threads; /* names; a tid not listed gets "[tid=N]" */
 	size_t nthreads;
+	const ember__jfr_poll *polls; /* any order; written among the events by start */
+	size_t npolls;
 	int64_t wall_interval_ns;  /* for profiler.WallClockSample.samples; 0: always 1 */
 	uint32_t max_depth;        /* stacks this deep are marked truncated; 0: never */
 } ember__jfr_window;
@@ -89,7 +114,7 @@ typedef struct ember__jfr_window {
  * Encodes the window. On success *out is a malloc'd buffer of *out_len
  * bytes (the caller frees it). Returns 0, EMBER_ERR_INVALID (with a
  * message) if an event names a kind without a profile, a sample out of
- * range or a tid <= 0, or EMBER_ERR_NOMEM.
+ * range or a tid <= 0 (or a poll a tid <= 0 or a negative duration), or EMBER_ERR_NOMEM.
  */
 int ember__jfr_encode(const ember__jfr_window *w, uint8_t **out, size_t *out_len);
 

@@ -48,6 +48,7 @@ static ember__lp_poll *poll_for(ember__longpolls *lp, uint64_t id)
 	memset(p, 0, sizeof(*p));
 	p->id = id;
 	p->tid = -1;
+	p->duration_ms = -1; /* none yet: the first one seen wins */
 	v = ember__u64map_get(&lp->index, id);
 	*v = lp->n;
 	return p;
@@ -74,13 +75,15 @@ int ember__longpolls_add(ember__longpolls *lp, uint64_t id, int64_t tid, const c
 		p->tid = tid;
 	if (!p->thread && thread && !(p->thread = ember__arena_strdup(&lp->arena, thread)))
 		return ember__error_oom("long polls");
-	if (duration_ms > p->duration_ms || !p->samples) {
+	if (duration_ms > p->duration_ms) {
 		p->duration_ms = duration_ms;
 		p->open = open;
 	} else if (!open && duration_ms == p->duration_ms) {
 		p->open = 0;
 	}
 	p->samples += count;
+	if (!count)
+		return 0; /* the poll only */
 	for (size_t i = 0; i < p->nstacks; i++)
 		if (same_stack(&p->stacks[i], frames, n)) {
 			p->stacks[i].samples += count;

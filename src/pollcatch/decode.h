@@ -1,7 +1,7 @@
 /*
  * decode.h - the long polls recorded in profiles, for `emberprof longpolls`.
  *
- * Two sources:
+ * Three sources:
  *  - pprof written by emberprof (path a): samples labelled poll_id and
  *    poll_duration_ms (poll_open=1: the poll had not ended when its
  *    window closed; the duration is the time so far). The thread comes
@@ -14,10 +14,18 @@
  *    clock=tsc (required, as async-profiler's decoder requires it), and a
  *    jdk.ExecutionSample or profiler.WallClockSample belongs to it when
  *    it is on the same OS thread and strictly inside. Durations use the
- *    chunk header's ticksPerSecond. JFR files whose samples carry
- *    emberprof's poll labels as fields are not produced by any writer yet.
+ *    chunk header's ticksPerSecond.
+ *  - JFR written by emberprof (encode/jfr.h): emberprof.LongPoll events
+ *    {startTime, duration, eventThread, pollId, open}; the poll is
+ *    [startTime, startTime + duration], in ns since the epoch through each
+ *    chunk's header (our chunks count ticks from their own start), and
+ *    the samples on its thread strictly inside belong to it. Its id is
+ *    the agent's (as in pprof); events of one id (open in one window,
+ *    ended in the next) are one poll, the ended event's span winning. A
+ *    LongPoll is listed even without samples.
  *
- * Polls are merged by id across files; their stacks by identical frames.
+ * Polls are merged by id across files (PollcatchV1 polls get ids of their
+ * own, kept apart with bit 63); their stacks by identical frames.
  * Not async-signal-safe; CLI and tests only.
  */
 #ifndef EMBER_POLL_DECODE_H
@@ -61,7 +69,8 @@ void ember__longpolls_free(ember__longpolls *lp);
 /*
  * Adds `count` samples with stack frames[0..n) (leaf first; copied) to the
  * poll `id`, creating it if new. The longest duration seen wins (a poll
- * reported open in one window and ended in the next). 0 or EMBER_ERR_NOMEM.
+ * reported open in one window and ended in the next). count 0 only
+ * records the poll (no stack). 0 or EMBER_ERR_NOMEM.
  */
 int ember__longpolls_add(ember__longpolls *lp, uint64_t id, int64_t tid, const char *thread,
 			 double duration_ms, int open, const char *const *frames, uint32_t n,

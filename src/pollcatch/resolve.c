@@ -178,10 +178,12 @@ static int poll_is_over(const ember__pollres *r, const ember__pollres_sample *s)
 	return v && (int64_t)(*v - s->poll_start) > 0;
 }
 
-/* Releases one sample; its poll is `p` (NULL: not known to be long). */
+/* Releases one sample; its poll is `p` (NULL: not known to be long), whose
+ * busy part started at start_ns (CLOCK_REALTIME) and lasted dur_ms. */
 static int release(ember__pollres *r, const ember__pollres_sample *s, ember__pollres_poll *p,
-		   double dur_ms, int open, ember__pollres_emit_fn emit, void *ud)
+		   int64_t start_ns, double dur_ms, int open, ember__pollres_emit_fn emit, void *ud)
 {
+	ember__pollres_long lp = {0};
 	uint8_t buf[EMBER_POLLRES_LABEL_BYTES];
 	uint32_t n = s->label_len <= sizeof(buf) ? s->label_len : 0;
 	memcpy(buf, ember__pollres_labels(s), n);
@@ -198,8 +200,11 @@ static int release(ember__pollres *r, const ember__pollres_sample *s, ember__pol
 		if (open)
 			n = ember__pollres_put_label(buf, n, sizeof(buf), "poll_open", "1");
 		r->samples_labelled++;
+		lp = (ember__pollres_long){.id = p->id, .start_ns = start_ns,
+					   .duration_ns = (int64_t)(dur_ms * 1e6), .tid = s->tid,
+					   .open = open};
 	}
-	return emit(ud, s, buf, n);
+	return emit(ud, s, p ? &lp : NULL, buf, n);
 }
 
 int ember__pollres_resolve(ember__pollres *r, int64_t flush_before_ns, ember__pollres_emit_fn emit,
@@ -233,11 +238,11 @@ int ember__pollres_resolve(ember__pollres *r, int64_t flush_before_ns, ember__po
 			int64_t busy_from = now_rt - (int64_t)((double)(now - p->rec.start) * 1e9 / tps) +
 					    (int64_t)p->rec.idle_ns;
 			int in_busy = !p->rec.idle_ns || s->time_ns >= busy_from;
-			erc = release(r, s, busy_ns >= threshold_ns && in_busy ? p : NULL, busy_ns / 1e6,
-				      0, emit, ud);
+			erc = release(r, s, busy_ns >= threshold_ns && in_busy ? p : NULL, busy_from,
+				      busy_ns / 1e6, 0, emit, ud);
 		} else if (!p && s->time_ns < flush_before_ns && poll_is_over(r, s)) {
 			/* its poll ended but its record was dropped: no duration */
-			erc = release(r, s, NULL, 0, 0, emit, ud);
+			erc = release(r, s, NULL, 0, 0, 0, emit, ud);
 			r->samples_lost_record++;
 		} else if (s->time_ns < flush_before_ns) {
 			/* Its window closes and the poll has not ended (or its
@@ -247,7 +252,8 @@ int ember__pollres_resolve(ember__pollres *r, int64_t flush_before_ns, ember__po
 				ember__poll_rec open = {.tid = s->tid, .start = s->poll_start};
 				p = add_poll(r, &open);
 			}
-			erc = release(r, s, so_far >= threshold_ns ? p : NULL, so_far / 1e6, 1, emit, ud);
+			erc = release(r, s, so_far >= threshold_ns ? p : NULL, now_rt - (int64_t)so_far,
+				      so_far / 1e6, 1, emit, ud);
 			r->samples_unresolved++;
 		} else {
 			done = 0;
@@ -262,4 +268,36 @@ int ember__pollres_resolve(ember__pollres *r, int64_t flush_before_ns, ember__po
 	r->nheld = k;
 	int prc = prune(r, now, tps);
 	return rc ? rc : prc;
+}
+
+int ember__pollres_list_note(ember__pollres_list *l, const ember__pollres_long *p)
+{
+	if (l->n == l->cap) { /* room first, so that a failure leaves no dead entry */
+		size_t ncap = l->cap ? l->cap * 2 : 16;
+		ember__pollres_long *nv = realloc(l->v, ncap * sizeof(*nv));
+		if (!nv)
+			return EMBER_ERR_NOMEM;
+		l->v = nv;
+		l->cap = ncap;
+	}
+	int inserted;
+	uint64_t *v = ember__u64map_put(&l->index, p->id, &inserted);
+	if (!v)
+		return EMBER_ERR_NOMEM;
+	if (inserted) {
+		l->v[l->n++] = *p;
+		*v = l->n;
+		return 0;
+	}
+	ember__pollres_long *e = &l->v[*v - 1];
+	if (e->open && (!p->open || p->duration_ns > e->duration_ns))
+		*e = *p;
+	return 0;
+}
+
+void ember__pollres_list_free(ember__pollres_list *l)
+{
+	free(l->v);
+	ember__u64map_free(&l->index);
+	memset(l, 0, sizeof(*l));
 }

@@ -13,7 +13,16 @@
  * threshold, unlabelled otherwise. A thread's polls follow one another,
  * so a held sample whose thread has since started a later poll belongs to
  * a poll that ended: if its record never came (the ring was full), it is
- * released unlabelled and counted. Agent thread only.
+ * released unlabelled and counted.
+ *
+ * For JFR, `emit` also gets the long poll itself (ember__pollres_long:
+ * id, thread, start and duration in CLOCK_REALTIME ns), and
+ * ember__pollres_list collects them per window: the agent writes one
+ * emberprof.LongPoll event per long poll its window's samples were in
+ * (encode/jfr.h). The poll clock is converted to CLOCK_REALTIME at the
+ * time of release (now - age / ticks per second), so the error grows with
+ * the poll's age at release (normally one drain period) times the error of
+ * the measured tick rate. Agent thread only.
  */
 #ifndef EMBER_POLL_RESOLVE_H
 #define EMBER_POLL_RESOLVE_H
@@ -64,9 +73,20 @@ typedef struct ember__pollres {
 	uint64_t samples_lost_record; /* their poll ended, its record was dropped */
 } ember__pollres;
 
-/* Receives a released sample and its labels (the held ones plus the poll's). */
+/* A long poll as one released sample saw it. */
+typedef struct ember__pollres_long {
+	uint64_t id;         /* the poll_id label */
+	int64_t start_ns;    /* CLOCK_REALTIME: start of its busy part (ended), of the poll (open) */
+	int64_t duration_ns; /* its busy time; open: the time so far */
+	int32_t tid;
+	int open;            /* had not ended (poll_open=1) */
+} ember__pollres_long;
+
+/* Receives a released sample, its long poll (NULL: none) and its labels
+ * (the held ones plus the poll's). */
 typedef int (*ember__pollres_emit_fn)(void *ud, const ember__pollres_sample *s,
-				      const uint8_t *labels, uint32_t label_len);
+				      const ember__pollres_long *poll, const uint8_t *labels,
+				      uint32_t label_len);
 
 void ember__pollres_init(ember__pollres *r, unsigned threshold_ms);
 /* Frees what is held (samples not yet released are lost: call resolve first). */
@@ -91,5 +111,19 @@ int ember__pollres_resolve(ember__pollres *r, int64_t flush_before_ns, ember__po
  * fits in cap; returns the new length. */
 uint32_t ember__pollres_put_label(uint8_t *buf, uint32_t len, size_t cap, const char *key,
 				  const char *value);
+
+/* The long polls of one window (for its JFR recording), one entry per id. */
+typedef struct ember__pollres_list {
+	ember__pollres_long *v;
+	size_t n, cap;
+	ember__u64map index; /* id -> position + 1 */
+} ember__pollres_list;
+
+/* Adds `p`, or updates the entry with its id: an ended poll's view
+ * replaces an open one's; an open one's grows a still open entry.
+ * 0 or EMBER_ERR_NOMEM. */
+int ember__pollres_list_note(ember__pollres_list *l, const ember__pollres_long *p);
+/* Frees and empties the list (it may be used again). */
+void ember__pollres_list_free(ember__pollres_list *l);
 
 #endif

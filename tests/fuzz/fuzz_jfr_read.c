@@ -3,7 +3,9 @@
  * jfr_read.c) and the long-poll decoder on top of it (src/pollcatch/
  * decode*.c). Seeds: corpus_jfr/ (make_jfr_seeds.py: async-profiler-shaped
  * recordings; jdk_small.jfr: a JDK 17 recording of PollJfr.java with only
- * jdk.ExecutionSample and profiler.UserEvent enabled).
+ * jdk.ExecutionSample and profiler.UserEvent enabled; emberprof_longpoll.jfr:
+ * a window emberprof wrote for tests/pollcatch/uv_slow, with an
+ * emberprof.LongPoll event).
  */
 #include <stddef.h>
 #include <stdint.h>

@@ -8,6 +8,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "emberprof.h"
@@ -45,16 +46,26 @@ __attribute__((noinline, unused)) static double slow_sleep(double ms)
 	return t - t0;
 }
 
-/* Starts an agent writing pprof files into `dir`: 500 Hz, thread labels. */
+/* Starts an agent writing into `dir`: 500 Hz, thread labels; pprof files,
+ * or with SLOW_FORMAT=jfr JFR recordings, SLOW_FORMAT=both both. */
 static ember_running *slow_start_agent(const char *dir)
 {
 	ember_builder *b;
 	ember_agent *a;
 	ember_running *r;
 	ember_reporter rep;
+	const char *fmt = getenv("SLOW_FORMAT");
+	unsigned formats = !fmt || !*fmt || !strcmp(fmt, "pprof") ? EMBER_FORMAT_PPROF
+			   : !strcmp(fmt, "jfr")		   ? EMBER_FORMAT_JFR
+			   : !strcmp(fmt, "both")		   ? EMBER_FORMAT_PPROF | EMBER_FORMAT_JFR
+							   : 0;
+	if (!formats) {
+		fprintf(stderr, "SLOW_FORMAT '%s' is not pprof, jfr or both\n", fmt);
+		exit(2);
+	}
 	if (ember_builder_new(&b, "pollcatch-test") || ember_builder_set_sample_rate(b, 500) ||
 	    ember_builder_set_thread_labels(b, 1) || ember_builder_apply_env(b) ||
-	    ember_reporter_local(&rep, dir) || ember_builder_add_reporter(b, &rep) ||
+	    ember_reporter_local_ex(&rep, dir, formats) || ember_builder_add_reporter(b, &rep) ||
 	    ember_builder_build(&a, b) || ember_agent_start(&r, a)) {
 		fprintf(stderr, "agent: %s\n", ember_last_error());
 		exit(1);

@@ -10,11 +10,12 @@ object whose keys are all optional:
   "counts":  {"event.Type": n, ...}  events per type, checked in both the
              summary table and the printed events (types not named must
              have no events)
-  "events":  [ {...}, ... ]  every event, in file order, each with
+  "events":  [ {...}, ... ]  every event, in the order `jfr print` gives
+             them (by end time: start + duration), each with
              "type", "time_ns" (exact), "tid", "thread" (osName),
              "state", "frames": [[class, method, frame type, line], ...]
              (leaf first) and, where given, "samples", "size", "address",
-             "truncated"
+             "truncated", "duration_ns" (exact), "pollId", "open"
   "window":  [start_ns, end_ns]  every event's time lies in [start, end]
   "tids":    [tid, ...]  every event's thread is one of these
   "methods": {"event.Type": ["name", ...]}  each name is the method of
@@ -66,6 +67,25 @@ def epoch_ns(s):
         frac = int((f + "000000000")[:9])
     dt = datetime.fromisoformat(main + (tz.replace("Z", "+00:00") if tz else "+00:00"))
     return int(dt.astimezone(timezone.utc).timestamp()) * 1000000000 + frac
+
+
+def duration_ns(s):
+    """'PT0.15025S', 'PT1M2.5S', 'PT1H' (the JDK's java.time.Duration) -> ns."""
+    if s is None:
+        return None
+    if not isinstance(s, str) or not s.startswith("PT"):
+        die(1, "unexpected duration %r" % (s,))
+    ns, num = 0, ""
+    for ch in s[2:]:
+        if ch.isdigit() or ch in ".-":
+            num += ch
+            continue
+        whole, _, frac = num.partition(".")
+        sign = -1 if whole.startswith("-") else 1
+        v = abs(int(whole or "0")) * 1000000000 + int((frac + "000000000")[:9])
+        ns += sign * v * {"H": 3600, "M": 60, "S": 1}[ch]
+        num = ""
+    return ns
 
 
 def summary_counts(text):
@@ -152,6 +172,8 @@ def main():
                 "thread": thread.get("osName"), "state": state_of(v), "frames": frames,
                 "truncated": (v.get("stackTrace") or {}).get("truncated"),
                 "samples": v.get("samples"), "size": v.get("size"), "address": v.get("address"),
+                "duration_ns": duration_ns(v.get("duration")), "pollId": v.get("pollId"),
+                "open": v.get("open"),
             }
             for k, want in x.items():
                 if got_e.get(k) != want:

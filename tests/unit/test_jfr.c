@@ -6,7 +6,7 @@
  * type, exact timestamp, thread id and name, state, each frame's class
  * (module), method (demangled name), frame type and line, the wall
  * samples count, the allocation's size and address - with what we put in.
- * Also: the compressed-integer layout the JDK reads, and refusal of bad
+ * Long polls (emberprof.LongPoll) likewise. Also: the compressed-integer layout the JDK reads, and refusal of bad
  * input. Fails loudly when `jfr` is missing.
  */
 #include <stdlib.h>
@@ -249,11 +249,64 @@ static void test_varint_layout(void)
 	free_profiles(&fx);
 }
 
+/* Long polls (emberprof.LongPoll) among the samples, as the JDK reads them:
+ * start (one before the window: negative ticks), duration, thread, id. */
+static void test_long_polls(void)
+{
+	fixture fx;
+	make_profiles(&fx);
+	ember__jfr_event ev[] = {
+		{T0 + 2000000, 10000000, 0, 0, 101, EMBER_JFR_CPU, EMBER_JFR_STATE_RUNNABLE},
+		{T0 + 90000000, 10000000, 0, 1, 101, EMBER_JFR_CPU, EMBER_JFR_STATE_RUNNABLE},
+	};
+	ember__jfr_poll polls[] = {
+		{T0 + 80000000, 150250000, 7, 101, 0},
+		{T0 - 5000000, 12345678, 3, 102, 1},
+	};
+	ember__jfr_thread th[] = {{101, "loop"}};
+	ember__jfr_window w = {
+		.start_ns = T0, .end_ns = T0 + 1000000000,
+		.profiles = {fx.cpu}, .events = ev, .nevents = 2, .threads = th, .nthreads = 1,
+		.polls = polls, .npolls = 2,
+	};
+	uint8_t *out = NULL;
+	size_t len = 0;
+	CHECK_EQ_INT(ember__jfr_encode(&w, &out, &len), 0);
+	char expect[2048];
+	snprintf(expect, sizeof(expect),
+		 "{\"counts\": {\"jdk.ExecutionSample\": 2, \"emberprof.LongPoll\": 2},"
+		 " \"events\": ["
+		 "{\"type\": \"jdk.ExecutionSample\", \"time_ns\": %lld, \"tid\": 101},"
+		 "{\"type\": \"emberprof.LongPoll\", \"time_ns\": %lld, \"tid\": 102,"
+		 " \"thread\": \"[tid=102]\", \"duration_ns\": 12345678, \"pollId\": 3,"
+		 " \"open\": true},"
+		 "{\"type\": \"jdk.ExecutionSample\", \"time_ns\": %lld, \"tid\": 101},"
+		 "{\"type\": \"emberprof.LongPoll\", \"time_ns\": %lld, \"tid\": 101,"
+		 " \"thread\": \"loop\", \"duration_ns\": 150250000, \"pollId\": 7,"
+		 " \"open\": false}"
+		 "]}",
+		 T0 + 2000000, T0 - 5000000, T0 + 90000000, T0 + 80000000);
+	CHECK_EQ_INT(jfr_check(out, len, expect), 0);
+	/* a wrong duration is caught (the JDK prints them in end-time order) */
+	CHECK(jfr_check(out, len, "{\"events\": [{}, {\"duration_ns\": 12345679}, {}, {}]}") != 0);
+	free(out);
+
+	polls[1].tid = 0;
+	CHECK_EQ_INT(ember__jfr_encode(&w, &out, &len), EMBER_ERR_INVALID);
+	CHECK(strstr(ember_last_error(), "poll 1"));
+	polls[1].tid = 102;
+	polls[1].duration_ns = -1;
+	CHECK_EQ_INT(ember__jfr_encode(&w, &out, &len), EMBER_ERR_INVALID);
+	CHECK(out == NULL);
+	free_profiles(&fx);
+}
+
 int main(void)
 {
 	RUN(test_window_read_by_jdk);
 	RUN(test_empty_window);
 	RUN(test_bad_input);
 	RUN(test_varint_layout);
+	RUN(test_long_polls);
 	return CHECK_DONE();
 }

@@ -210,9 +210,12 @@ typedef struct emitted {
 	int n;
 	char id[16][24], dur[16][24], open[16][4];
 	int64_t time[16];
+	int has_poll[16];
+	ember__pollres_long poll[16]; /* the long poll handed with the sample */
 } emitted;
 
-static int collect(void *ud, const ember__pollres_sample *s, const uint8_t *lb, uint32_t len)
+static int collect(void *ud, const ember__pollres_sample *s, const ember__pollres_long *poll,
+		   const uint8_t *lb, uint32_t len)
 {
 	emitted *e = ud;
 	if (e->n >= 16)
@@ -220,6 +223,9 @@ static int collect(void *ud, const ember__pollres_sample *s, const uint8_t *lb, 
 	int k = e->n++;
 	e->id[k][0] = e->dur[k][0] = e->open[k][0] = '\0';
 	e->time[k] = s->time_ns;
+	e->has_poll[k] = poll != NULL;
+	if (poll)
+		e->poll[k] = *poll;
 	for (uint32_t p = 0; p + 2 <= len;) {
 		uint8_t kl = lb[p], vl = lb[p + 1 + kl];
 		const char *key = (const char *)lb + p + 1, *val = (const char *)lb + p + 2 + kl;
@@ -269,6 +275,15 @@ static void test_resolve(void)
 	CHECK_EQ_STR(e.id[0], "1");
 	CHECK(atof(e.dur[0]) >= 14.5); /* the poll lasted at least the 15 ms spun */
 	CHECK_EQ_STR(e.open[0], "");
+	/* the poll itself, for JFR: its id, thread, duration (the label's)
+	 * and a start at its begin (1 ms of slack for the clock conversion) */
+	CHECK(e.has_poll[0]);
+	CHECK_EQ_INT(e.poll[0].id, 1);
+	CHECK_EQ_INT(e.poll[0].tid, 101);
+	CHECK_EQ_INT(e.poll[0].open, 0);
+	CHECK(llabs(e.poll[0].duration_ns - (int64_t)(atof(e.dur[0]) * 1e6)) <= 1000);
+	CHECK(e.poll[0].start_ns <= e.time[0] + 1000000);
+	CHECK(e.poll[0].start_ns + e.poll[0].duration_ns > e.time[0]);
 	hold(&r, 101, s1, rt_ns()); /* late from the ring: the record is kept */
 	CHECK_EQ_INT(ember__pollres_resolve(&r, INT64_MIN, collect, &e), 0);
 	CHECK_EQ_INT(e.n, 2);
@@ -285,6 +300,7 @@ static void test_resolve(void)
 	CHECK_EQ_INT(ember__pollres_resolve(&r, INT64_MIN, collect, &e), 0);
 	CHECK_EQ_INT(e.n, 3);
 	CHECK_EQ_STR(e.id[2], "");
+	CHECK(!e.has_poll[2]);
 
 	/* the waiting part of a poll (ember_poll_end_idle) is not labelled */
 	ember__pollres_free(&r);
@@ -307,6 +323,12 @@ static void test_resolve(void)
 	double d = atof(e.dur[4]);
 	/* wall - idle: at least the 10 ms spun, less than the whole poll */
 	CHECK(d >= 9.5 && d <= wall - (t_busy - t0) + 0.5);
+	/* for JFR the poll starts where its busy part does: after the
+	 * waiting sample (20 ms of waiting; 1 ms of slack), and lasts d */
+	CHECK(!e.has_poll[3] && e.has_poll[4]);
+	CHECK(e.poll[4].start_ns > e.time[3] + 10000000);
+	CHECK(e.poll[4].start_ns <= e.time[4] + 1000000);
+	CHECK(llabs(e.poll[4].duration_ns - (int64_t)(d * 1e6)) <= 1000);
 
 	/* a poll still open when its window closes */
 	ember__pollres_free(&r);
@@ -331,6 +353,33 @@ static void test_resolve(void)
 	CHECK_EQ_STR(e.id[6], open_id); /* once ended: the same id, the final duration */
 	CHECK_EQ_STR(e.open[6], "");
 	CHECK_EQ_INT(r.nheld, 0);
+	CHECK(e.has_poll[5] && e.poll[5].open && e.has_poll[6] && !e.poll[6].open);
+	CHECK_EQ_INT(e.poll[5].id, e.poll[6].id);
+	CHECK(e.poll[6].duration_ns >= e.poll[5].duration_ns);
+
+	/* a window's list of long polls: one entry per id; the ended view
+	 * replaces the open one and is not replaced by it */
+	ember__pollres_list l = {0};
+	ember__pollres_long other = e.poll[0];
+	other.id = 42; /* each resolver above started its ids at 1 */
+	CHECK_EQ_INT(ember__pollres_list_note(&l, &e.poll[5]), 0);
+	CHECK_EQ_INT(ember__pollres_list_note(&l, &other), 0);
+	CHECK_EQ_INT(ember__pollres_list_note(&l, &e.poll[6]), 0);
+	CHECK_EQ_INT(ember__pollres_list_note(&l, &e.poll[5]), 0);
+	CHECK_EQ_INT(l.n, 2);
+	CHECK_EQ_INT(l.v[0].id, e.poll[6].id);
+	CHECK_EQ_INT(l.v[0].open, 0);
+	CHECK_EQ_INT(l.v[0].duration_ns, e.poll[6].duration_ns);
+	CHECK_EQ_INT(l.v[1].id, 42);
+	ember__pollres_long longer = e.poll[5];
+	longer.id = 99;
+	CHECK_EQ_INT(ember__pollres_list_note(&l, &longer), 0);
+	longer.duration_ns += 5;
+	CHECK_EQ_INT(ember__pollres_list_note(&l, &longer), 0); /* an open one grows */
+	CHECK_EQ_INT(l.n, 3);
+	CHECK_EQ_INT(l.v[2].duration_ns, e.poll[5].duration_ns + 5);
+	ember__pollres_list_free(&l);
+	CHECK_EQ_INT(l.n, 0);
 
 	/* a record lost (ring full): once the thread is in a later poll, the
 	 * sample is released unlabelled, not as a poll still running */
