@@ -91,7 +91,12 @@ static const real_fns glibc_fns = {
 
 enum { REAL_NONE = 0, REAL_RESOLVING = 1, REAL_READY = 2 };
 static _Atomic int g_real_state;
-static real_fns g_real; /* valid once g_real_state is REAL_READY */
+/* Valid once g_real_state is REAL_READY; before that, malloc and free
+ * (the only fields the fast paths read without checking the state) are
+ * stubs that resolve first. Filled field by field with atomic stores. */
+static void *first_malloc(size_t n);
+static void first_free(void *p);
+static real_fns g_real = {.malloc = first_malloc, .free = first_free};
 
 /* The bootstrap arena: blocks are [16-byte header: size][data]. */
 #define BOOT_SIZE (128u * 1024u)
@@ -177,7 +182,15 @@ static int resolve(void)
 			r = n;
 		}
 	}
-	g_real = r;
+	__atomic_store_n(&g_real.calloc, r.calloc, __ATOMIC_RELAXED);
+	__atomic_store_n(&g_real.realloc, r.realloc, __ATOMIC_RELAXED);
+	__atomic_store_n(&g_real.memalign, r.memalign, __ATOMIC_RELAXED);
+	__atomic_store_n(&g_real.posix_memalign, r.posix_memalign, __ATOMIC_RELAXED);
+	__atomic_store_n(&g_real.aligned_alloc, r.aligned_alloc, __ATOMIC_RELAXED);
+	__atomic_store_n(&g_real.valloc, r.valloc, __ATOMIC_RELAXED);
+	__atomic_store_n(&g_real.pvalloc, r.pvalloc, __ATOMIC_RELAXED);
+	__atomic_store_n(&g_real.malloc, r.malloc, __ATOMIC_RELAXED);
+	__atomic_store_n(&g_real.free, r.free, __ATOMIC_RELAXED);
 	errno = saved;
 	atomic_store_explicit(&g_real_state, REAL_READY, memory_order_release);
 	return REAL_READY;
@@ -395,31 +408,74 @@ static inline void *account(void *p, size_t n)
 }
 
 /* Forgets p if it was sampled: before the real free or realloc, so the
- * address cannot have been handed out (and sampled) again meanwhile. */
+ * address cannot have been handed out (and sampled) again meanwhile. The
+ * filter answers for almost every unsampled block (livetab.h). */
 static inline void forget(void *p)
 {
-	if (__builtin_expect(atomic_load_explicit(&g_live.count, memory_order_acquire) > 0, 0))
+	if (__builtin_expect(ember__livetab_maybe(&g_live, (uintptr_t)p), 0))
 		ember__livetab_remove(&g_live, (uintptr_t)p);
 }
 
 /* ---- the entry points ---- */
 
-EMBER_HEAP_HOOK_SECTION void *ember__heap_malloc(size_t n)
+/*
+ * The two hot ones, malloc and free, are built to cost the fewest
+ * instructions (docs/BENCHMARKS.md section 7): no frame, no check of the
+ * resolution state, and a tail jump to the real allocator through
+ * g_real, whose malloc and free start as the first_* stubs below and are
+ * replaced by resolve(). malloc counts the requested bytes down BEFORE
+ * the real call, so that its common case is a subtraction, a branch and
+ * the jump; the countdown running out takes malloc_slow, which calls the
+ * real malloc and then slow(). Every frame that remains on a sampled path
+ * (malloc_slow, slow, write_record) has a frame pointer, and the fast
+ * paths only ever jump, so the frame-pointer chain stays intact.
+ */
+#define HOT EMBER_HEAP_HOOK_SECTION __attribute__((optimize("omit-frame-pointer")))
+
+EMBER_HEAP_HOOK_SECTION __attribute__((noinline)) static void *first_malloc(size_t n)
 {
 	const real_fns *r = real();
-	if (__builtin_expect(!r, 0))
+	if (!r)
 		return boot_alloc(n, 16);
-	return account(r->malloc(n), n);
+	return r->malloc(n);
 }
 
-EMBER_HEAP_HOOK_SECTION void ember__heap_free(void *p)
+EMBER_HEAP_HOOK_SECTION __attribute__((noinline)) static void first_free(void *p)
 {
-	if (!p || in_boot(p))
-		return;
-	forget(p);
 	const real_fns *r = real();
 	if (r)
 		r->free(p);
+}
+
+EMBER_HEAP_HOOK_SECTION __attribute__((noinline)) static void *malloc_slow(size_t n)
+{
+	void *(*m)(size_t) = __atomic_load_n(&g_real.malloc, __ATOMIC_RELAXED);
+	return slow(m(n), n);
+}
+
+EMBER_HEAP_HOOK_SECTION __attribute__((noinline)) static void free_sampled(void *p)
+{
+	ember__livetab_remove(&g_live, (uintptr_t)p);
+	void (*f)(void *) = __atomic_load_n(&g_real.free, __ATOMIC_RELAXED);
+	f(p);
+}
+
+HOT void *ember__heap_malloc(size_t n)
+{
+	if (__builtin_expect((tls_left -= (int64_t)n) < 0, 0))
+		return malloc_slow(n);
+	return __atomic_load_n(&g_real.malloc, __ATOMIC_RELAXED)(n);
+}
+
+HOT void ember__heap_free(void *p)
+{
+	/* The bootstrap arena's blocks, in one unsigned compare. NULL goes on
+	 * to the real free (the table never holds it). */
+	if ((uintptr_t)p - (uintptr_t)g_boot < BOOT_SIZE)
+		return;
+	if (__builtin_expect(ember__livetab_maybe(&g_live, (uintptr_t)p), 0))
+		return free_sampled(p);
+	__atomic_load_n(&g_real.free, __ATOMIC_RELAXED)(p);
 }
 
 EMBER_HEAP_HOOK_SECTION void *ember__heap_calloc(size_t n, size_t size)
