@@ -43,6 +43,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -120,8 +121,20 @@ static void *boot_alloc(size_t n, size_t align)
 		end = start + n;
 		if (end > BOOT_SIZE)
 			return NULL;
-	} while (!atomic_compare_exchange_weak_explicit(&g_boot_used, &old, end, memory_order_relaxed,
+	} while (!atomic_compare_exchange_weak_explicit(&g_boot_used, &old, end, memory_order_seq_cst,
 						       memory_order_relaxed));
+	if (atomic_load_explicit(&g_real_state, memory_order_seq_cst) == REAL_READY) {
+		/* Resolution finished meanwhile. The live table pins in its filter
+		 * only the part of this arena used when resolution had finished
+		 * (ember__heap_live_table), so this block comes from the real
+		 * allocator, zeroed as boot blocks are (the reservation is lost).
+		 * Sequentially consistent, as resolve's store: either that table
+		 * sees the reservation, or this load sees READY. */
+		void *q = align <= 16 ? g_real.malloc(n) : g_real.memalign(align, n);
+		if (q)
+			memset(q, 0, n);
+		return q;
+	}
 	memcpy(g_boot + start - 16, &n, sizeof(n));
 	return g_boot + start; /* static storage: already zero */
 }
@@ -192,7 +205,7 @@ static int resolve(void)
 	__atomic_store_n(&g_real.malloc, r.malloc, __ATOMIC_RELAXED);
 	__atomic_store_n(&g_real.free, r.free, __ATOMIC_RELAXED);
 	errno = saved;
-	atomic_store_explicit(&g_real_state, REAL_READY, memory_order_release);
+	atomic_store_explicit(&g_real_state, REAL_READY, memory_order_seq_cst);
 	return REAL_READY;
 }
 
@@ -254,8 +267,23 @@ static void register_atfork(void)
 ember__livetab *ember__heap_live_table(void)
 {
 	pthread_mutex_lock(&g_live_mu);
-	if (!g_live.keys && ember__livetab_init(&g_live, 1u << 16) != 0)
-		g_live.keys = NULL;
+	if (!g_live.keys) {
+		/*
+		 * The filter stands for the bootstrap arena's range check in free()
+		 * (which it skips once the filter exists): pin the pages of every
+		 * bootstrap block. Once resolution is over no new ones are handed
+		 * out (boot_alloc), so wait for that (a few dlsym calls; bounded),
+		 * then pin what is used. If it does not end, pin the whole arena.
+		 */
+		int ready = 0;
+		for (int i = 0; i < 100000 && !(ready = real() != NULL); i++)
+			sched_yield();
+		size_t used = ready ? atomic_load_explicit(&g_boot_used, memory_order_seq_cst)
+				    : BOOT_SIZE;
+		if (ember__livetab_init_pinned(&g_live, 1u << 16, (uintptr_t)g_boot,
+					       (uintptr_t)g_boot + used) != 0)
+			g_live.keys = NULL;
+	}
 	pthread_mutex_unlock(&g_live_mu);
 	return g_live.keys ? &g_live : NULL;
 }
@@ -453,8 +481,12 @@ EMBER_HEAP_HOOK_SECTION __attribute__((noinline)) static void *malloc_slow(size_
 	return slow(m(n), n);
 }
 
-EMBER_HEAP_HOOK_SECTION __attribute__((noinline)) static void free_sampled(void *p)
+/* The filter said "maybe": a bootstrap block (whose pages are pinned in
+ * the filter), a sampled one, or a false positive. */
+EMBER_HEAP_HOOK_SECTION __attribute__((noinline)) static void free_maybe(void *p)
 {
+	if (in_boot(p))
+		return;
 	ember__livetab_remove(&g_live, (uintptr_t)p);
 	void (*f)(void *) = __atomic_load_n(&g_real.free, __ATOMIC_RELAXED);
 	f(p);
@@ -469,12 +501,16 @@ HOT void *ember__heap_malloc(size_t n)
 
 HOT void ember__heap_free(void *p)
 {
-	/* The bootstrap arena's blocks, in one unsigned compare. NULL goes on
-	 * to the real free (the table never holds it). */
-	if ((uintptr_t)p - (uintptr_t)g_boot < BOOT_SIZE)
-		return;
-	if (__builtin_expect(ember__livetab_maybe(&g_live, (uintptr_t)p), 0))
-		return free_sampled(p);
+	_Atomic uint8_t *f = ember__livetab_filter(&g_live);
+	if (f) {
+		/* Allocation profiling has run: one filter byte answers for the
+		 * bootstrap arena and the live table both. */
+		if (__builtin_expect(ember__livetab_filter_maybe(f, (uintptr_t)p), 0))
+			return free_maybe(p);
+	} else if ((uintptr_t)p - (uintptr_t)g_boot < BOOT_SIZE) {
+		return; /* a bootstrap block, in one unsigned compare */
+	}
+	/* NULL too: the real free ignores it. */
 	__atomic_load_n(&g_real.free, __ATOMIC_RELAXED)(p);
 }
 

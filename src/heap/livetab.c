@@ -8,7 +8,7 @@
  * being written is neither empty (nobody else claims it) nor a match.
  * The filter (livetab.h) is counted up before an insert claims a slot
  * (and back down if it finds none), and down after a removal has emptied
- * one: it is never below the number of entries on its pages.
+ * one: it is never below the number of entries in its chunks.
  */
 #include "heap/livetab.h"
 
@@ -21,6 +21,12 @@
 enum { KEY_EMPTY = 0, KEY_BUSY = 1 };
 
 int ember__livetab_init(ember__livetab *t, uint32_t capacity)
+{
+	return ember__livetab_init_pinned(t, capacity, 0, 0);
+}
+
+int ember__livetab_init_pinned(ember__livetab *t, uint32_t capacity, uintptr_t pin_lo,
+			       uintptr_t pin_hi)
 {
 	if (capacity == 0 || capacity > (1u << 28))
 		return EMBER_ERR_INVALID;
@@ -39,9 +45,13 @@ int ember__livetab_init(ember__livetab *t, uint32_t capacity)
 	t->nbuckets = n / EMBER_LIVETAB_BUCKET;
 	atomic_init(&t->count, 0);
 	atomic_init(&t->overflow, 0);
-	/* Last, with release: a free that sees the filter sees the table. */
-	atomic_store_explicit(&t->filter, (_Atomic uint8_t *)((char *)m + keys + vals),
-			      memory_order_release);
+	_Atomic uint8_t *f = (_Atomic uint8_t *)((char *)m + keys + vals);
+	uintptr_t grain = (uintptr_t)1 << EMBER_LIVETAB_FILTER_GRAIN;
+	for (uintptr_t p = pin_lo & ~(grain - 1); p < pin_hi; p += grain)
+		atomic_store_explicit(&f[ember__livetab_filter_slot(p)], UINT8_MAX, memory_order_relaxed);
+	/* Last, with release: a free that sees the filter sees the table and
+	 * the pins. */
+	atomic_store_explicit(&t->filter, f, memory_order_release);
 	return 0;
 }
 

@@ -5,7 +5,7 @@
  * inserts and removals from several threads (each removing what another
  * inserted), and the filter in front of the table: no false negatives,
  * back to zero once everything is removed, a saturated counter that
- * stays a (harmless) false positive.
+ * stays a (harmless) false positive, pinned chunks.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -115,15 +115,34 @@ static void test_filter(void)
 	for (uint64_t i = 0; i < N; i++)
 		CHECK(!ember__livetab_maybe(&t, addr_of(i)));
 
-	/* 300 entries on one page: the counter saturates at 255 and stays. */
-	uintptr_t page = 0x7f1234560000ULL;
-	for (uintptr_t i = 0; i < 300; i++)
-		CHECK(ember__livetab_insert(&t, page + 16 * i, 1, 1) == 0);
-	CHECK(ember__livetab_maybe(&t, page + 8));
-	for (uintptr_t i = 0; i < 300; i++)
-		CHECK(ember__livetab_remove(&t, page + 16 * i) == 1);
-	CHECK(ember__livetab_maybe(&t, page + 8)); /* sticky, never a miss */
+	/* 300 entries in one chunk: the counter saturates at 255 and stays. */
+	uintptr_t chunk = 0x7f1234560000ULL;
+	CHECK(300 * 2 + 2 < (1u << EMBER_LIVETAB_FILTER_GRAIN));
+	for (uintptr_t i = 1; i <= 300; i++)
+		CHECK(ember__livetab_insert(&t, chunk + 2 * i, 1, 1) == 0);
+	CHECK(ember__livetab_maybe(&t, chunk + 1));
+	for (uintptr_t i = 1; i <= 300; i++)
+		CHECK(ember__livetab_remove(&t, chunk + 2 * i) == 1);
+	CHECK(ember__livetab_maybe(&t, chunk + 1)); /* sticky, never a miss */
 	CHECK(!ember__livetab_any(&t));
+	ember__livetab_destroy(&t);
+}
+
+/* Pinned chunks (the hook's bootstrap arena) always pass the filter, also
+ * after a clear and after entries on them come and go. */
+static void test_filter_pinned(void)
+{
+	static unsigned char arena[3 * 4096 + 100];
+	uintptr_t lo = (uintptr_t)arena + 100, hi = (uintptr_t)arena + sizeof(arena);
+	ember__livetab t;
+	CHECK(ember__livetab_init_pinned(&t, 1024, lo, hi) == 0);
+	for (uintptr_t p = lo; p < hi; p += 16)
+		CHECK(ember__livetab_maybe(&t, p));
+	CHECK(ember__livetab_remove(&t, lo) == 0); /* pinned, but not in the table */
+	CHECK(ember__livetab_insert(&t, lo + 64, 8, 1) == 0);
+	CHECK(ember__livetab_remove(&t, lo + 64) == 1);
+	ember__livetab_clear(&t);
+	CHECK(ember__livetab_maybe(&t, lo) && ember__livetab_maybe(&t, hi - 1));
 	ember__livetab_destroy(&t);
 }
 
@@ -189,6 +208,7 @@ int main(void)
 	RUN(test_insert_remove);
 	RUN(test_overflow_counted);
 	RUN(test_filter);
+	RUN(test_filter_pinned);
 	RUN(test_threads_cross_free);
 	return CHECK_DONE();
 }
