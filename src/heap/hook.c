@@ -458,7 +458,11 @@ static inline void forget(void *p)
  * (malloc_slow, slow, write_record) has a frame pointer, and the fast
  * paths only ever jump, so the frame-pointer chain stays intact.
  */
+#if defined(__clang__)
+#define HOT EMBER_HEAP_HOOK_SECTION
+#else
 #define HOT EMBER_HEAP_HOOK_SECTION __attribute__((optimize("omit-frame-pointer")))
+#endif
 
 EMBER_HEAP_HOOK_SECTION __attribute__((noinline)) static void *first_malloc(size_t n)
 {
@@ -478,7 +482,10 @@ EMBER_HEAP_HOOK_SECTION __attribute__((noinline)) static void first_free(void *p
 EMBER_HEAP_HOOK_SECTION __attribute__((noinline)) static void *malloc_slow(size_t n)
 {
 	void *(*m)(size_t) = __atomic_load_n(&g_real.malloc, __ATOMIC_RELAXED);
-	return slow(m(n), n);
+	void *p = m(n);
+	if (in_boot(p))
+		return p; /* first_malloc during the lookup: never sampled */
+	return slow(p, n);
 }
 
 /* The filter said "maybe": a bootstrap block (whose pages are pinned in
