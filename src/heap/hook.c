@@ -43,6 +43,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -91,7 +92,12 @@ static const real_fns glibc_fns = {
 
 enum { REAL_NONE = 0, REAL_RESOLVING = 1, REAL_READY = 2 };
 static _Atomic int g_real_state;
-static real_fns g_real; /* valid once g_real_state is REAL_READY */
+/* Valid once g_real_state is REAL_READY; before that, malloc and free
+ * (the only fields the fast paths read without checking the state) are
+ * stubs that resolve first. Filled field by field with atomic stores. */
+static void *first_malloc(size_t n);
+static void first_free(void *p);
+static real_fns g_real = {.malloc = first_malloc, .free = first_free};
 
 /* The bootstrap arena: blocks are [16-byte header: size][data]. */
 #define BOOT_SIZE (128u * 1024u)
@@ -115,8 +121,20 @@ static void *boot_alloc(size_t n, size_t align)
 		end = start + n;
 		if (end > BOOT_SIZE)
 			return NULL;
-	} while (!atomic_compare_exchange_weak_explicit(&g_boot_used, &old, end, memory_order_relaxed,
+	} while (!atomic_compare_exchange_weak_explicit(&g_boot_used, &old, end, memory_order_seq_cst,
 						       memory_order_relaxed));
+	if (atomic_load_explicit(&g_real_state, memory_order_seq_cst) == REAL_READY) {
+		/* Resolution finished meanwhile. The live table pins in its filter
+		 * only the part of this arena used when resolution had finished
+		 * (ember__heap_live_table), so this block comes from the real
+		 * allocator, zeroed as boot blocks are (the reservation is lost).
+		 * Sequentially consistent, as resolve's store: either that table
+		 * sees the reservation, or this load sees READY. */
+		void *q = align <= 16 ? g_real.malloc(n) : g_real.memalign(align, n);
+		if (q)
+			memset(q, 0, n);
+		return q;
+	}
 	memcpy(g_boot + start - 16, &n, sizeof(n));
 	return g_boot + start; /* static storage: already zero */
 }
@@ -177,9 +195,17 @@ static int resolve(void)
 			r = n;
 		}
 	}
-	g_real = r;
+	__atomic_store_n(&g_real.calloc, r.calloc, __ATOMIC_RELAXED);
+	__atomic_store_n(&g_real.realloc, r.realloc, __ATOMIC_RELAXED);
+	__atomic_store_n(&g_real.memalign, r.memalign, __ATOMIC_RELAXED);
+	__atomic_store_n(&g_real.posix_memalign, r.posix_memalign, __ATOMIC_RELAXED);
+	__atomic_store_n(&g_real.aligned_alloc, r.aligned_alloc, __ATOMIC_RELAXED);
+	__atomic_store_n(&g_real.valloc, r.valloc, __ATOMIC_RELAXED);
+	__atomic_store_n(&g_real.pvalloc, r.pvalloc, __ATOMIC_RELAXED);
+	__atomic_store_n(&g_real.malloc, r.malloc, __ATOMIC_RELAXED);
+	__atomic_store_n(&g_real.free, r.free, __ATOMIC_RELAXED);
 	errno = saved;
-	atomic_store_explicit(&g_real_state, REAL_READY, memory_order_release);
+	atomic_store_explicit(&g_real_state, REAL_READY, memory_order_seq_cst);
 	return REAL_READY;
 }
 
@@ -241,8 +267,23 @@ static void register_atfork(void)
 ember__livetab *ember__heap_live_table(void)
 {
 	pthread_mutex_lock(&g_live_mu);
-	if (!g_live.keys && ember__livetab_init(&g_live, 1u << 16) != 0)
-		g_live.keys = NULL;
+	if (!g_live.keys) {
+		/*
+		 * The filter stands for the bootstrap arena's range check in free()
+		 * (which it skips once the filter exists): pin the pages of every
+		 * bootstrap block. Once resolution is over no new ones are handed
+		 * out (boot_alloc), so wait for that (a few dlsym calls; bounded),
+		 * then pin what is used. If it does not end, pin the whole arena.
+		 */
+		int ready = 0;
+		for (int i = 0; i < 100000 && !(ready = real() != NULL); i++)
+			sched_yield();
+		size_t used = ready ? atomic_load_explicit(&g_boot_used, memory_order_seq_cst)
+				    : BOOT_SIZE;
+		if (ember__livetab_init_pinned(&g_live, 1u << 16, (uintptr_t)g_boot,
+					       (uintptr_t)g_boot + used) != 0)
+			g_live.keys = NULL;
+	}
 	pthread_mutex_unlock(&g_live_mu);
 	return g_live.keys ? &g_live : NULL;
 }
@@ -395,31 +436,89 @@ static inline void *account(void *p, size_t n)
 }
 
 /* Forgets p if it was sampled: before the real free or realloc, so the
- * address cannot have been handed out (and sampled) again meanwhile. */
+ * address cannot have been handed out (and sampled) again meanwhile. The
+ * filter answers for almost every unsampled block (livetab.h). */
 static inline void forget(void *p)
 {
-	if (__builtin_expect(atomic_load_explicit(&g_live.count, memory_order_acquire) > 0, 0))
+	if (__builtin_expect(ember__livetab_maybe(&g_live, (uintptr_t)p), 0))
 		ember__livetab_remove(&g_live, (uintptr_t)p);
 }
 
 /* ---- the entry points ---- */
 
-EMBER_HEAP_HOOK_SECTION void *ember__heap_malloc(size_t n)
+/*
+ * The two hot ones, malloc and free, are built to cost the fewest
+ * instructions (docs/BENCHMARKS.md section 7): no frame, no check of the
+ * resolution state, and a tail jump to the real allocator through
+ * g_real, whose malloc and free start as the first_* stubs below and are
+ * replaced by resolve(). malloc counts the requested bytes down BEFORE
+ * the real call, so that its common case is a subtraction, a branch and
+ * the jump; the countdown running out takes malloc_slow, which calls the
+ * real malloc and then slow(). Every frame that remains on a sampled path
+ * (malloc_slow, slow, write_record) has a frame pointer, and the fast
+ * paths only ever jump, so the frame-pointer chain stays intact.
+ */
+#if defined(__clang__)
+#define HOT EMBER_HEAP_HOOK_SECTION
+#else
+#define HOT EMBER_HEAP_HOOK_SECTION __attribute__((optimize("omit-frame-pointer")))
+#endif
+
+EMBER_HEAP_HOOK_SECTION __attribute__((noinline)) static void *first_malloc(size_t n)
 {
 	const real_fns *r = real();
-	if (__builtin_expect(!r, 0))
+	if (!r)
 		return boot_alloc(n, 16);
-	return account(r->malloc(n), n);
+	return r->malloc(n);
 }
 
-EMBER_HEAP_HOOK_SECTION void ember__heap_free(void *p)
+EMBER_HEAP_HOOK_SECTION __attribute__((noinline)) static void first_free(void *p)
 {
-	if (!p || in_boot(p))
-		return;
-	forget(p);
 	const real_fns *r = real();
 	if (r)
 		r->free(p);
+}
+
+EMBER_HEAP_HOOK_SECTION __attribute__((noinline)) static void *malloc_slow(size_t n)
+{
+	void *(*m)(size_t) = __atomic_load_n(&g_real.malloc, __ATOMIC_RELAXED);
+	void *p = m(n);
+	if (in_boot(p))
+		return p; /* first_malloc during the lookup: never sampled */
+	return slow(p, n);
+}
+
+/* The filter said "maybe": a bootstrap block (whose pages are pinned in
+ * the filter), a sampled one, or a false positive. */
+EMBER_HEAP_HOOK_SECTION __attribute__((noinline)) static void free_maybe(void *p)
+{
+	if (in_boot(p))
+		return;
+	ember__livetab_remove(&g_live, (uintptr_t)p);
+	void (*f)(void *) = __atomic_load_n(&g_real.free, __ATOMIC_RELAXED);
+	f(p);
+}
+
+HOT void *ember__heap_malloc(size_t n)
+{
+	if (__builtin_expect((tls_left -= (int64_t)n) < 0, 0))
+		return malloc_slow(n);
+	return __atomic_load_n(&g_real.malloc, __ATOMIC_RELAXED)(n);
+}
+
+HOT void ember__heap_free(void *p)
+{
+	_Atomic uint8_t *f = ember__livetab_filter(&g_live);
+	if (f) {
+		/* Allocation profiling has run: one filter byte answers for the
+		 * bootstrap arena and the live table both. */
+		if (__builtin_expect(ember__livetab_filter_maybe(f, (uintptr_t)p), 0))
+			return free_maybe(p);
+	} else if ((uintptr_t)p - (uintptr_t)g_boot < BOOT_SIZE) {
+		return; /* a bootstrap block, in one unsigned compare */
+	}
+	/* NULL too: the real free ignores it. */
+	__atomic_load_n(&g_real.free, __ATOMIC_RELAXED)(p);
 }
 
 EMBER_HEAP_HOOK_SECTION void *ember__heap_calloc(size_t n, size_t size)

@@ -11,10 +11,12 @@
  * Constraints of everything here (the hook runs inside the application's
  * allocator calls, at any time, on any thread, possibly inside the dynamic
  * loader or a signal handler that allocates): no allocation, no lock, no
- * stdio, no errno change beyond the real allocator's. The unsampled path
- * is the real allocator call plus one thread-local subtraction and
- * compare; free() adds one shared counter read and, only while something
- * sampled is live, a lookup in the live table (two cache lines).
+ * stdio, no errno change beyond the real allocator's. The unsampled
+ * malloc is one thread-local subtraction and compare and a jump to the
+ * real allocator; free() adds a range check (the bootstrap arena) and one
+ * byte of the live table's filter, and looks the pointer up in the table
+ * (two cache lines) only when that byte says a sampled block may be on
+ * its page (livetab.h).
  */
 #ifndef EMBER_HEAP_HOOK_H
 #define EMBER_HEAP_HOOK_H

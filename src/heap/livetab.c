@@ -6,6 +6,9 @@
  * its value, then publishes the key with a release store. Remove and scan
  * load keys with acquire, so a published key's value is visible. A slot
  * being written is neither empty (nobody else claims it) nor a match.
+ * The filter (livetab.h) is counted up before an insert claims a slot
+ * (and back down if it finds none), and down after a removal has emptied
+ * one: it is never below the number of entries in its chunks.
  */
 #include "heap/livetab.h"
 
@@ -19,13 +22,20 @@ enum { KEY_EMPTY = 0, KEY_BUSY = 1 };
 
 int ember__livetab_init(ember__livetab *t, uint32_t capacity)
 {
+	return ember__livetab_init_pinned(t, capacity, 0, 0);
+}
+
+int ember__livetab_init_pinned(ember__livetab *t, uint32_t capacity, uintptr_t pin_lo,
+			       uintptr_t pin_hi)
+{
 	if (capacity == 0 || capacity > (1u << 28))
 		return EMBER_ERR_INVALID;
 	uint32_t n = 64;
 	while (n < capacity)
 		n <<= 1;
 	size_t keys = (size_t)n * sizeof(uintptr_t);
-	size_t size = keys + (size_t)n * sizeof(ember__live_val);
+	size_t vals = (size_t)n * sizeof(ember__live_val);
+	size_t size = keys + vals + EMBER_LIVETAB_FILTER_SLOTS;
 	void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (m == MAP_FAILED)
 		return EMBER_ERR_NOMEM;
@@ -35,15 +45,37 @@ int ember__livetab_init(ember__livetab *t, uint32_t capacity)
 	t->nbuckets = n / EMBER_LIVETAB_BUCKET;
 	atomic_init(&t->count, 0);
 	atomic_init(&t->overflow, 0);
+	_Atomic uint8_t *f = (_Atomic uint8_t *)((char *)m + keys + vals);
+	uintptr_t grain = (uintptr_t)1 << EMBER_LIVETAB_FILTER_GRAIN;
+	for (uintptr_t p = pin_lo & ~(grain - 1); p < pin_hi; p += grain)
+		atomic_store_explicit(&f[ember__livetab_filter_slot(p)], UINT8_MAX, memory_order_relaxed);
+	/* Last, with release: a free that sees the filter sees the table and
+	 * the pins. */
+	atomic_store_explicit(&t->filter, f, memory_order_release);
 	return 0;
 }
 
 void ember__livetab_destroy(ember__livetab *t)
 {
+	atomic_store_explicit(&t->filter, NULL, memory_order_relaxed);
 	if (t->keys)
 		munmap((void *)t->keys, t->map_size);
 	t->keys = NULL;
 	t->vals = NULL;
+}
+
+/* Adds d (+1 or -1) to p's filter counter; 255 is sticky, and a counter
+ * never goes below 0. */
+static void filter_add(ember__livetab *t, uintptr_t p, int d)
+{
+	_Atomic uint8_t *c =
+		&atomic_load_explicit(&t->filter, memory_order_relaxed)[ember__livetab_filter_slot(p)];
+	uint8_t v = atomic_load_explicit(c, memory_order_relaxed);
+	do {
+		if (v == UINT8_MAX || (d < 0 && v == 0))
+			return;
+	} while (!atomic_compare_exchange_weak_explicit(c, &v, (uint8_t)(v + d), memory_order_relaxed,
+							 memory_order_relaxed));
 }
 
 /* The two candidate buckets of p (may be the same). */
@@ -95,8 +127,10 @@ int ember__livetab_insert(ember__livetab *t, uintptr_t p, uint64_t size, uint64_
 		b0 = b1;
 		b1 = x;
 	}
+	filter_add(t, p, +1);
 	if (try_bucket(t, b0, p, size, hash) == 0 || (b1 != b0 && try_bucket(t, b1, p, size, hash) == 0))
 		return 0;
+	filter_add(t, p, -1);
 	atomic_fetch_add_explicit(&t->overflow, 1, memory_order_relaxed);
 	return -1;
 }
@@ -111,6 +145,7 @@ static int remove_in(ember__livetab *t, uint32_t b, uintptr_t p)
 		if (atomic_compare_exchange_strong_explicit(&t->keys[i], &k, KEY_EMPTY,
 							    memory_order_relaxed, memory_order_relaxed)) {
 			atomic_fetch_sub_explicit(&t->count, 1, memory_order_relaxed);
+			filter_add(t, p, -1);
 			return 1;
 		}
 	}
@@ -151,7 +186,9 @@ void ember__livetab_clear(ember__livetab *t)
 		uintptr_t k = atomic_load_explicit(&t->keys[i], memory_order_relaxed);
 		if (k > KEY_BUSY &&
 		    atomic_compare_exchange_strong_explicit(&t->keys[i], &k, KEY_EMPTY,
-							    memory_order_relaxed, memory_order_relaxed))
+							    memory_order_relaxed, memory_order_relaxed)) {
 			atomic_fetch_sub_explicit(&t->count, 1, memory_order_relaxed);
+			filter_add(t, k, -1);
+		}
 	}
 }

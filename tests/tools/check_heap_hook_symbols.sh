@@ -16,13 +16,15 @@ allowed=(
   __start_ember_hook_text __stop_ember_hook_text # the hook's own code range
   clock_gettime               # vDSO; the sample's timestamp and the PRNG seed
   getpid gettid               # plain system calls
-  memcpy memmove              # plain memory
+  memcpy memmove memset       # plain memory
   sysconf                     # valloc's page size (reads the auxiliary vector)
   dlsym                       # once, on the first call, to find the next allocator;
                               # what it allocates comes from the static arena
   pthread_once pthread_atfork # agent side only: registering the fork handler at attach
   pthread_mutex_lock pthread_mutex_unlock # agent side only: mapping the live table once
   mmap munmap                 # agent side only: the live table's memory
+  sched_yield                 # agent side only: waiting out the allocator lookup before
+                              # mapping the live table (bounded)
   expm1                       # agent side only: ember__heap_unsample
 )
 objs=()
