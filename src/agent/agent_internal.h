@@ -83,6 +83,9 @@ int ember__parse_wall(const char *s, unsigned *out_ms);
  * mean such as 512k, 1m, 4096 (bytes; 1 takes every allocation). */
 int ember__parse_alloc(const char *s, uint64_t *out);
 /* A byte size: 4096, 512k, 512KiB, 1m, 1MiB, 1g (binary units), 1..1 GiB. */
+/* A decimal number at the start of `s` (digits first, no sign): its
+ * value, and in *unit what follows it. 0 or EMBER_ERR_INVALID (overflow). */
+int ember__parse_number(const char *s, unsigned long long *value, const char **unit);
 int ember__parse_bytes(const char *s, uint64_t *out);
 #define EMBER__ALLOC_MAX_MEAN (1ull << 30)
 

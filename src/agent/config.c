@@ -48,7 +48,7 @@ void ember__config_release(ember__config *c, int destroy_reporters)
 
 /* ---- parsers ---- */
 
-int ember__parse_bytes(const char *s, uint64_t *out)
+int ember__parse_number(const char *s, unsigned long long *value, const char **unit)
 {
 	if (!s || !isdigit((unsigned char)*s))
 		return EMBER_ERR_INVALID;
@@ -56,6 +56,17 @@ int ember__parse_bytes(const char *s, uint64_t *out)
 	char *end;
 	unsigned long long v = strtoull(s, &end, 10);
 	if (errno)
+		return EMBER_ERR_INVALID;
+	*value = v;
+	*unit = end;
+	return 0;
+}
+
+int ember__parse_bytes(const char *s, uint64_t *out)
+{
+	unsigned long long v;
+	const char *end;
+	if (ember__parse_number(s, &v, &end))
 		return EMBER_ERR_INVALID;
 	static const struct {
 		const char *suffix;

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/agent_internal.h"
 #include "asprof/asprof_hooks.h"
 #include "emberprof.h"
 #include "util/error.h"
@@ -216,12 +217,9 @@ int ember__asprof_check_native_mem(const char *s)
 
 int ember__asprof_parse_ns(const char *s, uint64_t *out)
 {
-	if (!s || !isdigit((unsigned char)*s))
-		return EMBER_ERR_INVALID;
-	errno = 0;
-	char *end;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno)
+	unsigned long long v;
+	const char *end;
+	if (ember__parse_number(s, &v, &end))
 		return EMBER_ERR_INVALID;
 	uint64_t mul;
 	if (!*end || !strcmp(end, "ns"))

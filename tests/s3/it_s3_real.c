@@ -18,22 +18,7 @@ static int64_t report_start_ms;
 
 static void report_window(ember_reporter *r, const uint8_t *jfr, size_t len, uint32_t seq)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	int64_t now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-	ember_report rep;
-	memset(&rep, 0, sizeof(rep));
-	rep.app_name = "s3test";
-	rep.profile_type = "jfr";
-	rep.format = EMBER_FORMAT_JFR;
-	rep.jfr = jfr;
-	rep.jfr_len = len;
-	rep.interval_ms = 1000;
-	rep.start_ns = now - 1000000000;
-	rep.end_ns = now;
-	rep.seq = seq;
-	report_start_ms = rep.start_ns / 1000000;
-	ST_CHECK(r->report(r->userdata, &rep) == 0, "report: %s", ember_last_error());
+	report_start_ms = st_report(r, jfr, len, seq, 0) / 1000000;
 }
 
 /* One window that the front must refuse; returns after the reporter gave up. */

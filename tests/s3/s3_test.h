@@ -208,9 +208,10 @@ static __attribute__((unused)) void st_bind(ember_reporter *r)
 	ST_CHECK(r->bind(r->userdata, &info) == 0, "bind: %s", ember_last_error());
 }
 
-/* Hands one JFR window to the reporter as the agent does. */
-static __attribute__((unused)) void st_report(ember_reporter *r, const uint8_t *jfr, size_t len,
-					      uint32_t seq, int final)
+/* Hands one JFR window to the reporter as the agent does; returns the
+ * window's start, ns since the epoch. */
+static __attribute__((unused)) int64_t st_report(ember_reporter *r, const uint8_t *jfr, size_t len,
+						 uint32_t seq, int final)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
@@ -228,6 +229,7 @@ static __attribute__((unused)) void st_report(ember_reporter *r, const uint8_t *
 	rep.seq = seq;
 	rep.final = final;
 	ST_CHECK(r->report(r->userdata, &rep) == 0, "report: %s", ember_last_error());
+	return rep.start_ns;
 }
 
 static __attribute__((unused)) ember_stats st_stats(ember_reporter *r)
