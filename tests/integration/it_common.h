@@ -86,6 +86,7 @@ __attribute__((noinline, unused)) static double stage_two(int n)
 typedef struct it_work {
 	double cpu_seconds; /* of this thread */
 	double sink;
+	double used;        /* set by worker_main: the CPU it used */
 } it_work;
 
 /* Read through a volatile so that GCC cannot specialise the hot functions
@@ -96,7 +97,7 @@ static volatile int it_iterations = 20000;
 __attribute__((noinline, unused)) static void *worker_main(void *arg)
 {
 	it_work *w = arg;
-	double end = it_thread_cpu() + w->cpu_seconds;
+	double start = it_thread_cpu(), end = start + w->cpu_seconds;
 	/* Three hot_a calls and one hot_b call per round, hot_b at a random
 	 * place: a fixed order can alias with the kernel tick that drives
 	 * CPU-time timers and skew the measured split. */
@@ -113,6 +114,7 @@ __attribute__((noinline, unused)) static void *worker_main(void *arg)
 				w->sink += stage_one(it_iterations);
 		}
 	}
+	w->used = it_thread_cpu() - start;
 	return NULL;
 }
 

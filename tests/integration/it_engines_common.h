@@ -15,6 +15,9 @@ typedef struct it_engine_run {
 	int rc;                /* ember_agent_start's result */
 	char err[512];         /* its message */
 	double cpu_s;          /* process CPU (getrusage) over the run */
+	double app_cpu_s;      /* CPU of the workers (their thread clocks): what a
+				  CPU profile must account for; the rest of
+				  cpu_s is the agent's own threads */
 	double sampled_s;      /* sum of cpu/nanoseconds in the profiles */
 	uint64_t samples;      /* sum of samples/count */
 	ember_stats st;
@@ -60,8 +63,10 @@ static __attribute__((unused)) it_engine_run it_engine_run_one(ember_engine engi
 		w[i] = (it_work){.cpu_seconds = cpu_each};
 		pthread_create(&th[i], NULL, worker_main, &w[i]);
 	}
-	for (int i = 0; i < nthreads; i++)
+	for (int i = 0; i < nthreads; i++) {
 		pthread_join(th[i], NULL);
+		res.app_cpu_s += w[i].used;
+	}
 	int rc = ember_running_stop(&a, run);
 	res.cpu_s = it_process_cpu() - cpu0;
 	IT_CHECK(rc == 0, "stop: %s", ember_last_error());
