@@ -155,11 +155,19 @@ static void test_fork(void)
 		if (pid == 0) {
 			/* The child: must run normally, create threads, even exec. */
 			burn(0.02);
+#ifndef __SANITIZE_ADDRESS__
+			/* Not under ASan: GCC 12's ASan runtime does not lock its
+			 * allocator around fork(), so a child whose parent had a
+			 * thread inside free() at the fork (the agent thread,
+			 * draining) spins forever on the quarantine lock at its
+			 * first free() - the new thread's. Seen in CI; glibc's
+			 * malloc locks its arenas around fork() and is safe. */
 			pthread_t t;
 			it_work w = {.cpu_seconds = 0.01};
 			if (pthread_create(&t, NULL, worker_main, &w) != 0)
 				_exit(3);
 			pthread_join(t, NULL);
+#endif
 			if (round % 2)
 				execl("/bin/true", "true", (char *)NULL);
 			_exit(0);
