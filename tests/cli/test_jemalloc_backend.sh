@@ -81,8 +81,10 @@ done
 
 # Short windows: alloc_* are per window, so summed over every window
 # (pprof merges the files) each site's alloc_space is what it allocated.
+# The fixture pauses 400 ms halfway, so its allocations span windows
+# however fast it runs.
 rm -rf "$T/win"
-EMBERPROF_INTERVAL=100ms EMBERPROF_OUTPUT_DIR=$T/win EMBERPROF_ALLOC=on \
+EMBER_JM_PAUSE_MS=400 EMBERPROF_INTERVAL=100ms EMBERPROF_OUTPUT_DIR=$T/win EMBERPROF_ALLOC=on \
 	EMBERPROF_ALLOC_BACKEND=jemalloc MALLOC_CONF=prof:true,lg_prof_sample:10,prof_accum:true \
 	LD_PRELOAD="$lib $je" "$fixture" "$T/win.heap" >win.out 2>win.err; rc=$?
 check_exit "100ms windows: fixture" 0 $rc
