@@ -37,7 +37,14 @@
 #     bash bench/heap.sh BUILD_DIR [ROUNDS]      (ROUNDS default 7)
 #     bash bench/heap.sh --summary FILE.tsv       (the summary of an earlier run)
 #
+# Then, when the library interposes malloc, the precise part: the
+# paired-blocks program (bench/heap_paired.c) under libemberprof.so with
+# allocation profiling off and on, for the workload as above and with every
+# allocated byte written (TOUCH); its hooked/raw ratio is the hook's cost
+# measured inside one process, where run-to-run noise cancels.
+#
 # EMBER_BENCH_HEAP_ARGS: workload arguments (default "4 8000000 4096").
+# EMBER_BENCH_PAIRED_ARGS: paired-blocks arguments (default "4 300 20000").
 # Rows go to BUILD_DIR/bench-results/heap.tsv, the output to heap.txt.
 set -euo pipefail
 
@@ -165,3 +172,26 @@ done
 
 summary "$tsv" "${names[*]}" | tee -a "$results/heap.txt"
 echo "ember: $ember_state" | tee -a "$results/heap.txt"
+
+paired=$build/bench/ember_bench_heap_paired
+pargs=${EMBER_BENCH_PAIRED_ARGS:-4 300 20000}
+if [ "$ember_state" != "${ember_state#measured}" ] && [ -x "$paired" ]; then
+	echo "
+Paired blocks (one process; hooked/raw = emberprof's hook and sampler over glibc's malloc called directly):" |
+		tee -a "$results/heap.txt"
+	for touch in 0 1; do
+		for alloc in off on; do
+			mkdir -p "$tmp/prof-paired"
+			# shellcheck disable=SC2086 # args are a word list
+			out=$(env LD_PRELOAD="$lib" EMBERPROF_OUTPUT_DIR="$tmp/prof-paired" EMBERPROF_ALLOC=$alloc \
+				"$paired" $pargs 4096 $touch) || { echo "heap.sh: paired run failed: $out" >&2; exit 1; }
+			printf '%s\n' "$out" | awk -v a="$alloc" -v t="$touch" '
+				/^mode raw/ { raw = $6 }
+				/^ratio control/ { ctl = $10 }
+				/^ratio hooked/ { med = $4; sums = $10 }
+				/^estimate/ { est = $6 " .. " $8 }
+				END { printf "  EMBERPROF_ALLOC=%-3s touch=%s  raw %s ns/pair  hooked/raw median %s sums %s  control/raw sums %s  with agent threads %s\n", a, t, raw, med, sums, ctl, est }' |
+				tee -a "$results/heap.txt"
+		done
+	done
+fi

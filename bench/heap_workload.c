@@ -9,39 +9,29 @@
  * stderr gets the process's CPU time (getrusage, all threads) measured at
  * the end of main; bench/heap.sh measures the whole process from outside.
  *
- *     ember_bench_heap_workload [THREADS [OPS [LIVE]]]   (default 4 4000000 4096)
+ *     ember_bench_heap_workload [THREADS [OPS [LIVE [TOUCH]]]]
+ *         (default 4 4000000 4096 0; TOUCH 1 writes every allocated byte)
  */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/resource.h>
 
+#include "heap_common.h"
+
 static long ops = 4000000, live = 4096;
+static int touch; /* 1: write every allocated byte, not just two */
 
+/* One per thread, each on its own cache lines: the threads must not share
+ * a line they write (they did: four jobs in one line, written at every
+ * operation). */
 typedef struct job {
-	uint64_t seed, sum;
+	_Alignas(64) uint64_t seed;
+	uint64_t sum;
+	char pad[48];
 } job;
-
-static uint64_t next(uint64_t *s)
-{
-	uint64_t x = *s;
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	return *s = x;
-}
-
-static size_t pick_size(uint64_t r)
-{
-	unsigned bucket = (unsigned)(r % 100);
-	r /= 100;
-	if (bucket < 70)
-		return 16 + r % 113;
-	if (bucket < 95)
-		return 128 + r % 897;
-	return 1024 + r % 15361;
-}
 
 static void *worker(void *arg)
 {
@@ -49,22 +39,30 @@ static void *worker(void *arg)
 	unsigned char **slot = calloc((size_t)live, sizeof(*slot));
 	if (!slot)
 		abort();
+	/* Locals, not j->: the stores through p may alias anything, which
+	 * would keep them in memory. */
+	uint64_t seed = j->seed, sum = 0;
 	for (long i = 0; i < ops; i++) {
-		uint64_t r = next(&j->seed);
+		uint64_t r = heap_bench_next(&seed);
 		size_t k = (size_t)(r % (uint64_t)live);
 		free(slot[k]);
-		size_t n = pick_size(next(&j->seed));
+		size_t n = heap_bench_size(heap_bench_next(&seed));
 		unsigned char *p = malloc(n);
 		if (!p)
 			abort();
+		if (touch) {
+			memset(p, (int)(i & 0x7f), n);
+			sum += p[n / 2];
+		}
 		p[0] = (unsigned char)i;
 		p[n - 1] = (unsigned char)n;
 		slot[k] = p;
-		j->sum += n + p[0];
+		sum += n + p[0];
 	}
 	for (long k = 0; k < live; k++)
 		free(slot[k]);
 	free(slot);
+	j->sum = sum;
 	return NULL;
 }
 
@@ -75,8 +73,10 @@ int main(int argc, char **argv)
 		ops = atol(argv[2]);
 	if (argc > 3)
 		live = atol(argv[3]);
+	if (argc > 4)
+		touch = atoi(argv[4]) != 0;
 	if (threads < 1 || threads > 64 || ops < 1 || live < 1) {
-		fprintf(stderr, "usage: %s [THREADS [OPS [LIVE]]]\n", argv[0]);
+		fprintf(stderr, "usage: %s [THREADS [OPS [LIVE [TOUCH]]]]\n", argv[0]);
 		return 2;
 	}
 	pthread_t tid[64];
