@@ -20,14 +20,22 @@
 
 #define EMBER_HEAP_EXPORT __attribute__((visibility("default"))) EMBER_HEAP_HOOK_SECTION
 
-EMBER_HEAP_EXPORT void *malloc(size_t n)
+/* The hot two: their fast paths written out here (hook.h), no jump to a
+ * second function. Without frame pointers: they only ever jump. */
+#if defined(__clang__)
+#define EMBER_HEAP_HOT EMBER_HEAP_EXPORT
+#else
+#define EMBER_HEAP_HOT EMBER_HEAP_EXPORT __attribute__((optimize("omit-frame-pointer")))
+#endif
+
+EMBER_HEAP_HOT void *malloc(size_t n)
 {
-	return ember__heap_malloc(n);
+	return ember__heap_malloc_fast(n);
 }
 
-EMBER_HEAP_EXPORT void free(void *p)
+EMBER_HEAP_HOT void free(void *p)
 {
-	ember__heap_free(p);
+	ember__heap_free_fast(p);
 }
 
 EMBER_HEAP_EXPORT void *calloc(size_t n, size_t size)

@@ -21,11 +21,11 @@
  * and allocation profiling then has nothing to see (the agent logs it).
  *
  * Sampling. Each thread counts down the bytes to its next sample
- * (tls_left). The unsampled path subtracts and compares; a result below
+ * (ember__heap_left). The unsampled path subtracts and compares; a result below
  * zero takes the slow path, which (profiling on) records the allocation and
  * draws the next exponential countdown (sampler.h), or (profiling off, an
- * internal thread, a re-entrant call) sets the countdown to 16 KiB, so an
- * idle hook looks at the global state once per 16 KiB allocated per
+ * internal thread, a re-entrant call) sets the countdown to 256 KiB, so an
+ * idle hook looks at the global state once per 256 KiB allocated per
  * thread (a few nanoseconds each time).
  * A new agent run bumps an epoch, and each thread's first check after it
  * draws a fresh countdown as if the Poisson process started there.
@@ -58,7 +58,7 @@
 /* How often an idle hook looks at the global state: a new run starts
  * sampling within this many bytes of a thread's allocation, and this is
  * the only delay before its first sample can come. */
-#define OFF_QUANTUM (INT64_C(16) << 10)
+#define OFF_QUANTUM (INT64_C(256) << 10)
 
 /* ---- the real allocator ---- */
 
@@ -93,11 +93,16 @@ static const real_fns glibc_fns = {
 enum { REAL_NONE = 0, REAL_RESOLVING = 1, REAL_READY = 2 };
 static _Atomic int g_real_state;
 /* Valid once g_real_state is REAL_READY; before that, malloc and free
- * (the only fields the fast paths read without checking the state) are
- * stubs that resolve first. Filled field by field with atomic stores. */
+ * are stubs that resolve first. Filled field by field with atomic
+ * stores. The fast paths (hook.h) read malloc and free, without checking
+ * the state, from their copy in ember__heap_next_fns. */
 static void *first_malloc(size_t n);
 static void first_free(void *p);
 static real_fns g_real = {.malloc = first_malloc, .free = first_free};
+ember__heap_next ember__heap_next_fns = {.malloc = first_malloc, .free = first_free};
+
+/* The live table's filter (hook.h, livetab.h). */
+_Atomic uint8_t ember__heap_filter[EMBER_LIVETAB_FILTER_SLOTS];
 
 /* The bootstrap arena: blocks are [16-byte header: size][data]. */
 #define BOOT_SIZE (128u * 1024u)
@@ -136,6 +141,9 @@ static void *boot_alloc(size_t n, size_t align)
 		return q;
 	}
 	memcpy(g_boot + start - 16, &n, sizeof(n));
+	/* Its filter byte stuck at "maybe" before anyone has the block: free()
+	 * then takes free_maybe, which knows the arena. */
+	ember__livetab_filter_pin(ember__heap_filter, (uintptr_t)(g_boot + start));
 	return g_boot + start; /* static storage: already zero */
 }
 
@@ -204,6 +212,8 @@ static int resolve(void)
 	__atomic_store_n(&g_real.pvalloc, r.pvalloc, __ATOMIC_RELAXED);
 	__atomic_store_n(&g_real.malloc, r.malloc, __ATOMIC_RELAXED);
 	__atomic_store_n(&g_real.free, r.free, __ATOMIC_RELAXED);
+	__atomic_store_n(&ember__heap_next_fns.malloc, r.malloc, __ATOMIC_RELAXED);
+	__atomic_store_n(&ember__heap_next_fns.free, r.free, __ATOMIC_RELAXED);
 	errno = saved;
 	atomic_store_explicit(&g_real_state, REAL_READY, memory_order_seq_cst);
 	return REAL_READY;
@@ -224,7 +234,7 @@ void *ember__heap_real_malloc(void)
 
 /* ---- thread-local state ---- */
 
-static __thread int64_t tls_left TLS;     /* bytes until the next check */
+__thread int64_t ember__heap_left TLS;  /* bytes until the next check (hook.h) */
 static __thread uint32_t tls_epoch TLS;   /* the run this thread's countdown belongs to */
 static __thread uint64_t tls_rng TLS;
 static __thread int32_t tls_tid TLS;
@@ -267,23 +277,10 @@ static void register_atfork(void)
 ember__livetab *ember__heap_live_table(void)
 {
 	pthread_mutex_lock(&g_live_mu);
-	if (!g_live.keys) {
-		/*
-		 * The filter stands for the bootstrap arena's range check in free()
-		 * (which it skips once the filter exists): pin the pages of every
-		 * bootstrap block. Once resolution is over no new ones are handed
-		 * out (boot_alloc), so wait for that (a few dlsym calls; bounded),
-		 * then pin what is used. If it does not end, pin the whole arena.
-		 */
-		int ready = 0;
-		for (int i = 0; i < 100000 && !(ready = real() != NULL); i++)
-			sched_yield();
-		size_t used = ready ? atomic_load_explicit(&g_boot_used, memory_order_seq_cst)
-				    : BOOT_SIZE;
-		if (ember__livetab_init_pinned(&g_live, 1u << 16, (uintptr_t)g_boot,
-					       (uintptr_t)g_boot + used) != 0)
-			g_live.keys = NULL;
-	}
+	/* The filter is ember__heap_filter, which free() reads from the start
+	 * (bootstrap blocks are stuck in it already). */
+	if (!g_live.keys && ember__livetab_init_filter(&g_live, 1u << 16, ember__heap_filter) != 0)
+		g_live.keys = NULL;
 	pthread_mutex_unlock(&g_live_mu);
 	return g_live.keys ? &g_live : NULL;
 }
@@ -387,7 +384,7 @@ static uint64_t seed(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	uint64_t s = ember__hash64((uint64_t)(uintptr_t)&tls_left ^
+	uint64_t s = ember__hash64((uint64_t)(uintptr_t)&ember__heap_left ^
 				   ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)ts.tv_sec);
 	return s ? s : 0x9e3779b97f4a7c15ULL;
 }
@@ -395,7 +392,7 @@ static uint64_t seed(void)
 /* The countdown ran out: decide, maybe record, set the next countdown. */
 EMBER_HEAP_HOOK_SECTION __attribute__((noinline)) static void *slow(void *p, size_t n)
 {
-	tls_left = OFF_QUANTUM;
+	ember__heap_left = OFF_QUANTUM;
 	if (!p || tls_internal || tls_busy ||
 	    !atomic_load_explicit(&g_hook, memory_order_relaxed))
 		return p;
@@ -413,12 +410,12 @@ EMBER_HEAP_HOOK_SECTION __attribute__((noinline)) static void *slow(void *p, siz
 			tls_epoch = ep;
 			int64_t c = ember__heap_draw(&tls_rng, h->mean);
 			if (c >= (int64_t)n) {
-				tls_left = c - (int64_t)n;
+				ember__heap_left = c - (int64_t)n;
 				take = 0;
 			}
 		}
 		if (take) {
-			tls_left = ember__heap_draw(&tls_rng, h->mean);
+			ember__heap_left = ember__heap_draw(&tls_rng, h->mean);
 			write_record(st, h, p, n);
 		}
 	}
@@ -430,7 +427,7 @@ EMBER_HEAP_HOOK_SECTION __attribute__((noinline)) static void *slow(void *p, siz
 
 static inline void *account(void *p, size_t n)
 {
-	if (__builtin_expect((tls_left -= (int64_t)n) >= 0, 1))
+	if (__builtin_expect((ember__heap_left -= (int64_t)n) >= 0, 1))
 		return p;
 	return slow(p, n);
 }
@@ -440,7 +437,8 @@ static inline void *account(void *p, size_t n)
  * filter answers for almost every unsampled block (livetab.h). */
 static inline void forget(void *p)
 {
-	if (__builtin_expect(ember__livetab_maybe(&g_live, (uintptr_t)p), 0))
+	if (__builtin_expect(ember__livetab_filter_maybe(ember__heap_filter, (uintptr_t)p), 0) &&
+	    ember__livetab_filter(&g_live))
 		ember__livetab_remove(&g_live, (uintptr_t)p);
 }
 
@@ -448,22 +446,19 @@ static inline void forget(void *p)
 
 /*
  * The two hot ones, malloc and free, are built to cost the fewest
- * instructions (docs/BENCHMARKS.md section 7): no frame, no check of the
- * resolution state, and a tail jump to the real allocator through
- * g_real, whose malloc and free start as the first_* stubs below and are
- * replaced by resolve(). malloc counts the requested bytes down BEFORE
- * the real call, so that its common case is a subtraction, a branch and
- * the jump; the countdown running out takes malloc_slow, which calls the
- * real malloc and then slow(). Every frame that remains on a sampled path
- * (malloc_slow, slow, write_record) has a frame pointer, and the fast
- * paths only ever jump, so the frame-pointer chain stays intact.
+ * instructions (docs/BENCHMARKS.md section 7): their fast paths
+ * (ember__heap_malloc_fast and _free_fast in hook.h) are written out in
+ * the exported functions, with no frame, no check of the resolution
+ * state, and a tail jump to the real allocator through
+ * ember__heap_next_fns, whose malloc and free start as the first_* stubs
+ * below and are replaced by resolve(). malloc counts the requested bytes
+ * down BEFORE the real call, so that its common case is a subtraction, a
+ * branch and the jump; the countdown running out takes
+ * ember__heap_malloc_slow, which calls the real malloc and then slow().
+ * Every frame that remains on a sampled path (malloc_slow, slow,
+ * write_record) has a frame pointer, and the fast paths only ever jump,
+ * so the frame-pointer chain stays intact.
  */
-#if defined(__clang__)
-#define HOT EMBER_HEAP_HOOK_SECTION
-#else
-#define HOT EMBER_HEAP_HOOK_SECTION __attribute__((optimize("omit-frame-pointer")))
-#endif
-
 EMBER_HEAP_HOOK_SECTION __attribute__((noinline)) static void *first_malloc(size_t n)
 {
 	const real_fns *r = real();
@@ -479,46 +474,25 @@ EMBER_HEAP_HOOK_SECTION __attribute__((noinline)) static void first_free(void *p
 		r->free(p);
 }
 
-EMBER_HEAP_HOOK_SECTION __attribute__((noinline)) static void *malloc_slow(size_t n)
+EMBER_HEAP_HOOK_SECTION __attribute__((noinline)) void *ember__heap_malloc_slow(size_t n)
 {
-	void *(*m)(size_t) = __atomic_load_n(&g_real.malloc, __ATOMIC_RELAXED);
+	void *(*m)(size_t) = __atomic_load_n(&ember__heap_next_fns.malloc, __ATOMIC_RELAXED);
 	void *p = m(n);
 	if (in_boot(p))
 		return p; /* first_malloc during the lookup: never sampled */
 	return slow(p, n);
 }
 
-/* The filter said "maybe": a bootstrap block (whose pages are pinned in
- * the filter), a sampled one, or a false positive. */
-EMBER_HEAP_HOOK_SECTION __attribute__((noinline)) static void free_maybe(void *p)
+/* The filter said "maybe": a bootstrap block (its byte is stuck), a
+ * sampled one, or a false positive. */
+EMBER_HEAP_HOOK_SECTION __attribute__((noinline)) void ember__heap_free_maybe(void *p)
 {
 	if (in_boot(p))
 		return;
-	ember__livetab_remove(&g_live, (uintptr_t)p);
-	void (*f)(void *) = __atomic_load_n(&g_real.free, __ATOMIC_RELAXED);
+	if (ember__livetab_filter(&g_live))
+		ember__livetab_remove(&g_live, (uintptr_t)p);
+	void (*f)(void *) = __atomic_load_n(&ember__heap_next_fns.free, __ATOMIC_RELAXED);
 	f(p);
-}
-
-HOT void *ember__heap_malloc(size_t n)
-{
-	if (__builtin_expect((tls_left -= (int64_t)n) < 0, 0))
-		return malloc_slow(n);
-	return __atomic_load_n(&g_real.malloc, __ATOMIC_RELAXED)(n);
-}
-
-HOT void ember__heap_free(void *p)
-{
-	_Atomic uint8_t *f = ember__livetab_filter(&g_live);
-	if (f) {
-		/* Allocation profiling has run: one filter byte answers for the
-		 * bootstrap arena and the live table both. */
-		if (__builtin_expect(ember__livetab_filter_maybe(f, (uintptr_t)p), 0))
-			return free_maybe(p);
-	} else if ((uintptr_t)p - (uintptr_t)g_boot < BOOT_SIZE) {
-		return; /* a bootstrap block, in one unsigned compare */
-	}
-	/* NULL too: the real free ignores it. */
-	__atomic_load_n(&g_real.free, __ATOMIC_RELAXED)(p);
 }
 
 EMBER_HEAP_HOOK_SECTION void *ember__heap_calloc(size_t n, size_t size)

@@ -13,10 +13,10 @@
  * loader or a signal handler that allocates): no allocation, no lock, no
  * stdio, no errno change beyond the real allocator's. The unsampled
  * malloc is one thread-local subtraction and compare and a jump to the
- * real allocator; free() adds a range check (the bootstrap arena) and one
- * byte of the live table's filter, and looks the pointer up in the table
- * (two cache lines) only when that byte says a sampled block may be on
- * its page (livetab.h).
+ * real allocator; free() reads one byte of the live table's filter, and
+ * looks the pointer up in the table (two cache lines) only when that byte
+ * says a sampled (or bootstrap) block may be in its 1 KiB chunk
+ * (livetab.h).
  */
 #ifndef EMBER_HEAP_HOOK_H
 #define EMBER_HEAP_HOOK_H
@@ -53,7 +53,7 @@ typedef struct ember__heap_hook {
 
 /*
  * Publishes `h`: threads start sampling at their next allocation check
- * (within 16 KiB of allocation). The live table must be empty. -1 if a
+ * (within 256 KiB of allocation). The live table must be empty. -1 if a
  * hook is attached already. Agent side.
  */
 int ember__heap_hook_attach(ember__heap_hook *h);
@@ -79,9 +79,8 @@ void ember__heap_set_internal(int on);
  * that follows us in the symbol search order; see hook.c), for logs. */
 void *ember__heap_real_malloc(void);
 
-/* The functions the exported names forward to. */
-void *ember__heap_malloc(size_t n);
-void ember__heap_free(void *p);
+/* The functions the exported names forward to (malloc and free are
+ * ember__heap_malloc_fast and ember__heap_free_fast, below). */
 void *ember__heap_calloc(size_t n, size_t size);
 void *ember__heap_realloc(void *p, size_t n);
 void *ember__heap_reallocarray(void *p, size_t n, size_t size);
@@ -101,5 +100,52 @@ void *ember__heap_malloc_entry(void);
 /* The code of the hook: frames whose PC lies inside are not the
  * application's and are cut from sampled stacks. */
 #define EMBER_HEAP_HOOK_SECTION __attribute__((section("ember_hook_text")))
+
+/*
+ * ---- The two hot paths, inlined into the exported malloc and free ----
+ *
+ * Written out in the exported functions themselves (exports.h), so that a
+ * call costs no jump beyond the tail jump to the real allocator
+ * (docs/BENCHMARKS.md section 7 measured each extra jump). Everything they
+ * reach is hook.c's, declared hidden so that the shared library reaches
+ * it without the GOT.
+ */
+#define EMBER_HEAP_HIDDEN __attribute__((visibility("hidden")))
+
+/* Where the real allocator's malloc and free are: hook.c's stubs until the
+ * first call has resolved them (hook.c, resolve()). */
+typedef struct ember__heap_next {
+	void *(*malloc)(size_t);
+	void (*free)(void *);
+} ember__heap_next;
+extern EMBER_HEAP_HIDDEN ember__heap_next ember__heap_next_fns;
+/* Bytes this thread may still allocate before its next sampling check. */
+extern EMBER_HEAP_HIDDEN __thread int64_t ember__heap_left
+	__attribute__((tls_model("initial-exec")));
+/* The live table's filter (livetab.h), static so that free() needs no
+ * check that it exists: all zero until something is sampled, except the
+ * bytes of the bootstrap arena's blocks, stuck at 255. */
+extern EMBER_HEAP_HIDDEN _Atomic uint8_t ember__heap_filter[EMBER_LIVETAB_FILTER_SLOTS];
+EMBER_HEAP_HIDDEN void *ember__heap_malloc_slow(size_t n);
+EMBER_HEAP_HIDDEN void ember__heap_free_maybe(void *p);
+
+/* The unsampled malloc: count the request down, jump to the real one.
+ * Async-signal-safe as far as the real allocator is. */
+static inline __attribute__((always_inline)) void *ember__heap_malloc_fast(size_t n)
+{
+	if (__builtin_expect((ember__heap_left -= (int64_t)n) < 0, 0))
+		return ember__heap_malloc_slow(n);
+	return __atomic_load_n(&ember__heap_next_fns.malloc, __ATOMIC_RELAXED)(n);
+}
+
+/* free: one filter byte says whether p may be a sampled (or bootstrap)
+ * block; almost never, and then the real free. NULL goes to the real
+ * free, which ignores it. */
+static inline __attribute__((always_inline)) void ember__heap_free_fast(void *p)
+{
+	if (__builtin_expect(ember__livetab_filter_maybe(ember__heap_filter, (uintptr_t)p), 0))
+		return ember__heap_free_maybe(p);
+	__atomic_load_n(&ember__heap_next_fns.free, __ATOMIC_RELAXED)(p);
+}
 
 #endif

@@ -25,8 +25,8 @@ int ember__livetab_init(ember__livetab *t, uint32_t capacity)
 	return ember__livetab_init_pinned(t, capacity, 0, 0);
 }
 
-int ember__livetab_init_pinned(ember__livetab *t, uint32_t capacity, uintptr_t pin_lo,
-			       uintptr_t pin_hi)
+static int init(ember__livetab *t, uint32_t capacity, _Atomic uint8_t *filter, uintptr_t pin_lo,
+		uintptr_t pin_hi)
 {
 	if (capacity == 0 || capacity > (1u << 28))
 		return EMBER_ERR_INVALID;
@@ -35,7 +35,7 @@ int ember__livetab_init_pinned(ember__livetab *t, uint32_t capacity, uintptr_t p
 		n <<= 1;
 	size_t keys = (size_t)n * sizeof(uintptr_t);
 	size_t vals = (size_t)n * sizeof(ember__live_val);
-	size_t size = keys + vals + EMBER_LIVETAB_FILTER_SLOTS;
+	size_t size = keys + vals + (filter ? 0 : EMBER_LIVETAB_FILTER_SLOTS);
 	void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (m == MAP_FAILED)
 		return EMBER_ERR_NOMEM;
@@ -45,14 +45,25 @@ int ember__livetab_init_pinned(ember__livetab *t, uint32_t capacity, uintptr_t p
 	t->nbuckets = n / EMBER_LIVETAB_BUCKET;
 	atomic_init(&t->count, 0);
 	atomic_init(&t->overflow, 0);
-	_Atomic uint8_t *f = (_Atomic uint8_t *)((char *)m + keys + vals);
+	_Atomic uint8_t *f = filter ? filter : (_Atomic uint8_t *)((char *)m + keys + vals);
 	uintptr_t grain = (uintptr_t)1 << EMBER_LIVETAB_FILTER_GRAIN;
 	for (uintptr_t p = pin_lo & ~(grain - 1); p < pin_hi; p += grain)
-		atomic_store_explicit(&f[ember__livetab_filter_slot(p)], UINT8_MAX, memory_order_relaxed);
+		ember__livetab_filter_pin(f, p);
 	/* Last, with release: a free that sees the filter sees the table and
 	 * the pins. */
 	atomic_store_explicit(&t->filter, f, memory_order_release);
 	return 0;
+}
+
+int ember__livetab_init_pinned(ember__livetab *t, uint32_t capacity, uintptr_t pin_lo,
+			       uintptr_t pin_hi)
+{
+	return init(t, capacity, NULL, pin_lo, pin_hi);
+}
+
+int ember__livetab_init_filter(ember__livetab *t, uint32_t capacity, _Atomic uint8_t *filter)
+{
+	return filter ? init(t, capacity, filter, 0, 0) : EMBER_ERR_INVALID;
 }
 
 void ember__livetab_destroy(ember__livetab *t)

@@ -70,6 +70,12 @@ int ember__livetab_init(ember__livetab *t, uint32_t capacity);
  * own once the filter is there (pin_lo == pin_hi: none). */
 int ember__livetab_init_pinned(ember__livetab *t, uint32_t capacity, uintptr_t pin_lo,
 			       uintptr_t pin_hi);
+/* The same with a filter the caller owns (EMBER_LIVETAB_FILTER_SLOTS
+ * bytes, zero or pinned at 255 with ember__livetab_filter_pin, living at
+ * least as long as the table and untouched by destroy): the malloc hook's
+ * is static, so that free() reads it without checking that a table
+ * exists. */
+int ember__livetab_init_filter(ember__livetab *t, uint32_t capacity, _Atomic uint8_t *filter);
 void ember__livetab_destroy(ember__livetab *t);
 
 /* Records p. 0, or -1 when both of its buckets are full (counted). */
@@ -94,6 +100,13 @@ static inline uint32_t ember__livetab_filter_slot(uintptr_t p)
 	uint64_t shift = ((chunk >> EMBER_LIVETAB_FILTER_BITS) * 0x9e3779b97f4a7c15ULL) >>
 			 (64 - EMBER_LIVETAB_FILTER_BITS);
 	return (uint32_t)((chunk + shift) & (EMBER_LIVETAB_FILTER_SLOTS - 1));
+}
+
+/* Sticks the counter of p's chunk in filter f at "maybe", for good.
+ * Async-signal-safe. */
+static inline void ember__livetab_filter_pin(_Atomic uint8_t *f, uintptr_t p)
+{
+	atomic_store_explicit(&f[ember__livetab_filter_slot(p)], UINT8_MAX, memory_order_seq_cst);
 }
 
 /* The filter of an initialised table, NULL before (acquire: a filter
