@@ -196,9 +196,7 @@ void ember__heapprof_drain(ember__heapprof *hp, int64_t win_end)
 		uint64_t h = ember__heap_stack_hash(r->pcs, r->depth);
 		if (!ember__memagg_find(&hp->dict, h))
 			ember__memagg_add(&hp->dict, r->pcs, r->depth, zero);
-		uint64_t addr;
-		memcpy(&addr, ember__sample_labels(&hp->hook.buf, r), sizeof(addr));
-		ember__heap_event e = {r->time_ns, r->tid, -1, r->weight, addr, f * (double)r->weight, h};
+		ember__heap_event e = {r->time_ns, r->tid, -1, r->weight, r->addr, f * (double)r->weight, h};
 		if (hp->want_events && later)
 			push_event(&hp->ev_next, &hp->nev_next, &hp->cap_next, &e, &hp->events_cut);
 		else if (hp->want_events)

@@ -24,8 +24,8 @@
  * (ember__heap_left). The unsampled path subtracts and compares; a result below
  * zero takes the slow path, which (profiling on) records the allocation and
  * draws the next exponential countdown (sampler.h), or (profiling off, an
- * internal thread, a re-entrant call) sets the countdown to 256 KiB, so an
- * idle hook looks at the global state once per 256 KiB allocated per
+ * internal thread, a re-entrant call) sets the countdown to 64 KiB, so an
+ * idle hook looks at the global state once per 64 KiB allocated per
  * thread (a few nanoseconds each time).
  * A new agent run bumps an epoch, and each thread's first check after it
  * draws a fresh countdown as if the Poisson process started there.
@@ -43,7 +43,6 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
-#include <sched.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -58,7 +57,7 @@
 /* How often an idle hook looks at the global state: a new run starts
  * sampling within this many bytes of a thread's allocation, and this is
  * the only delay before its first sample can come. */
-#define OFF_QUANTUM (INT64_C(256) << 10)
+#define OFF_QUANTUM (INT64_C(64) << 10)
 
 /* ---- the real allocator ---- */
 
@@ -329,8 +328,11 @@ static int in_hook(uint64_t pc)
 #error "the allocation hook captures registers for x86-64 only"
 #endif
 
+/* Writes the record of p. `from`: the registers of malloc's caller (the
+ * return address - 1 as pc), where the unwind starts; NULL: it starts
+ * here, and the hook's own frames are cut. */
 EMBER_HEAP_HOOK_SECTION __attribute__((noinline)) static void
-write_record(ember__sigstate *st, ember__heap_hook *h, void *p, size_t n)
+write_record(ember__sigstate *st, ember__heap_hook *h, void *p, size_t n, const ember__regs *from)
 {
 	ember__sample_rec *r = ember__sampbuf_claim(&h->buf);
 	if (!r) {
@@ -345,7 +347,10 @@ write_record(ember__sigstate *st, ember__heap_hook *h, void *p, size_t n)
 			bounds = (ember__stack_bounds){0, (uintptr_t)__libc_stack_end};
 	}
 	ember__regs regs;
-	CURRENT_REGS(regs);
+	if (from)
+		regs = *from;
+	else
+		CURRENT_REGS(regs);
 	unsigned flags = 0;
 	const ember__unwind_snapshot *snap =
 		st->unwind_mode == EMBER_UNWIND_MODE_FP
@@ -361,7 +366,7 @@ write_record(ember__sigstate *st, ember__heap_hook *h, void *p, size_t n)
 	d -= skip;
 	if (skip && d > 0)
 		memmove(r->pcs, r->pcs + skip, (size_t)d * sizeof(r->pcs[0]));
-	if (d > 0 && r->pcs[0])
+	if (!from && d > 0 && r->pcs[0])
 		r->pcs[0] -= 1; /* a return address: name the call instruction */
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
@@ -369,8 +374,7 @@ write_record(ember__sigstate *st, ember__heap_hook *h, void *p, size_t n)
 	r->tid = tid;
 	r->flags = flags | EMBER_HEAP_REC_ALLOC;
 	r->label_len = 0;
-	uintptr_t addr = (uintptr_t)p; /* heap records keep the block's address there */
-	memcpy(ember__sample_labels(&h->buf, r), &addr, sizeof(addr));
+	r->addr = (uintptr_t)p;
 	r->weight = n;
 	r->time_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 	uint64_t hash = ember__heap_stack_hash(r->pcs, r->depth);
@@ -389,8 +393,10 @@ static uint64_t seed(void)
 	return s ? s : 0x9e3779b97f4a7c15ULL;
 }
 
-/* The countdown ran out: decide, maybe record, set the next countdown. */
-EMBER_HEAP_HOOK_SECTION __attribute__((noinline)) static void *slow(void *p, size_t n)
+/* The countdown ran out: decide, maybe record, set the next countdown.
+ * `from`: as write_record's. */
+EMBER_HEAP_HOOK_SECTION __attribute__((noinline)) static void *slow(void *p, size_t n,
+								     const ember__regs *from)
 {
 	ember__heap_left = OFF_QUANTUM;
 	if (!p || tls_internal || tls_busy ||
@@ -415,8 +421,11 @@ EMBER_HEAP_HOOK_SECTION __attribute__((noinline)) static void *slow(void *p, siz
 			}
 		}
 		if (take) {
+			/* The table's lines for p travel while we unwind. */
+			if (h->live)
+				ember__livetab_prefetch(h->live, (uintptr_t)p);
 			ember__heap_left = ember__heap_draw(&tls_rng, h->mean);
-			write_record(st, h, p, n);
+			write_record(st, h, p, n, from);
 		}
 	}
 	ember__sigpath_leave();
@@ -429,7 +438,7 @@ static inline void *account(void *p, size_t n)
 {
 	if (__builtin_expect((ember__heap_left -= (int64_t)n) >= 0, 1))
 		return p;
-	return slow(p, n);
+	return slow(p, n, NULL);
 }
 
 /* Forgets p if it was sampled: before the real free or realloc, so the
@@ -480,7 +489,20 @@ EMBER_HEAP_HOOK_SECTION __attribute__((noinline)) void *ember__heap_malloc_slow(
 	void *p = m(n);
 	if (in_boot(p))
 		return p; /* first_malloc during the lookup: never sampled */
-	return slow(p, n);
+	/*
+	 * malloc jumped here: this frame's return address is the
+	 * application's call, and the caller's frame starts above it. The
+	 * unwind starts there rather than walking this hook's own frames
+	 * (half the frames of a short stack, each a table lookup in cold
+	 * memory). Should malloc ever have called instead (the return
+	 * address inside the hook), the unwind starts in write_record.
+	 */
+	uintptr_t *fr = __builtin_frame_address(0);
+	uintptr_t ret = (uintptr_t)__builtin_return_address(0);
+	if (in_hook(ret))
+		return slow(p, n, NULL);
+	ember__regs from = {.pc = ret - 1, .sp = (uintptr_t)(fr + 2), .fp = fr[0]};
+	return slow(p, n, &from);
 }
 
 /* The filter said "maybe": a bootstrap block (its byte is stuck), a

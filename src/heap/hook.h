@@ -38,8 +38,7 @@ enum { EMBER_HEAP_REC_ALLOC = 1u << 12 };
  * weight is the requested size in bytes, its pcs the allocating stack
  * (leaf first; the leaf is the return address into malloc's caller minus
  * one, so it is an exact address inside the call instruction), and the
- * block's address is in the first 8 bytes of its label area
- * (ember__sample_labels; label_len stays 0).
+ * block's address is in its addr field (label_len stays 0).
  */
 typedef struct ember__heap_hook {
 	ember__sampbuf buf;
@@ -53,7 +52,7 @@ typedef struct ember__heap_hook {
 
 /*
  * Publishes `h`: threads start sampling at their next allocation check
- * (within 256 KiB of allocation). The live table must be empty. -1 if a
+ * (within 64 KiB of allocation). The live table must be empty. -1 if a
  * hook is attached already. Agent side.
  */
 int ember__heap_hook_attach(ember__heap_hook *h);

@@ -25,6 +25,36 @@ int ember__livetab_init(ember__livetab *t, uint32_t capacity)
 	return ember__livetab_init_pinned(t, capacity, 0, 0);
 }
 
+/*
+ * Maps *size bytes, zeroed. A table of a megabyte or more gets a 2 MiB
+ * aligned mapping (its size rounded up, *size updated) marked for
+ * transparent huge pages: a sampled malloc touches a random bucket of it,
+ * and with 4 KiB pages each such touch was a TLB miss too (a nested page
+ * walk under virtualization). Where THP is off, madvise fails harmlessly.
+ */
+#define HUGE ((size_t)2 << 20)
+static void *map_table(size_t *size)
+{
+	int prot = PROT_READ | PROT_WRITE, flags = MAP_PRIVATE | MAP_ANONYMOUS;
+	if (*size < HUGE / 2) {
+		void *m = mmap(NULL, *size, prot, flags, -1, 0);
+		return m == MAP_FAILED ? NULL : m;
+	}
+	size_t want = (*size + HUGE - 1) & ~(HUGE - 1);
+	char *m = mmap(NULL, want + HUGE, prot, flags, -1, 0);
+	if (m == MAP_FAILED)
+		return NULL;
+	char *a = (char *)(((uintptr_t)m + HUGE - 1) & ~(uintptr_t)(HUGE - 1));
+	if (a > m)
+		munmap(m, (size_t)(a - m));
+	size_t tail = (size_t)(m + want + HUGE - (a + want));
+	if (tail)
+		munmap(a + want, tail);
+	(void)madvise(a, want, MADV_HUGEPAGE);
+	*size = want;
+	return a;
+}
+
 static int init(ember__livetab *t, uint32_t capacity, _Atomic uint8_t *filter, uintptr_t pin_lo,
 		uintptr_t pin_hi)
 {
@@ -36,8 +66,8 @@ static int init(ember__livetab *t, uint32_t capacity, _Atomic uint8_t *filter, u
 	size_t keys = (size_t)n * sizeof(uintptr_t);
 	size_t vals = (size_t)n * sizeof(ember__live_val);
 	size_t size = keys + vals + (filter ? 0 : EMBER_LIVETAB_FILTER_SLOTS);
-	void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (m == MAP_FAILED)
+	void *m = map_table(&size);
+	if (!m)
 		return EMBER_ERR_NOMEM;
 	t->keys = m;
 	t->vals = (ember__live_val *)((char *)m + keys);
@@ -95,6 +125,20 @@ static void buckets(const ember__livetab *t, uintptr_t p, uint32_t *b0, uint32_t
 	uint64_t h = ember__hash64((uint64_t)p);
 	*b0 = (uint32_t)h & (t->nbuckets - 1);
 	*b1 = (uint32_t)(h >> 32) & (t->nbuckets - 1);
+}
+
+void ember__livetab_prefetch(const ember__livetab *t, uintptr_t p)
+{
+	if (!t->keys)
+		return;
+	uint32_t b[2];
+	buckets(t, p, &b[0], &b[1]);
+	for (int i = 0; i < 2; i++) {
+		size_t base = (size_t)b[i] * EMBER_LIVETAB_BUCKET;
+		__builtin_prefetch((const void *)&t->keys[base], 1, 3);
+		__builtin_prefetch(&t->vals[base], 1, 3);
+		__builtin_prefetch(&t->vals[base + EMBER_LIVETAB_BUCKET - 1], 1, 3);
+	}
 }
 
 static int empties(const ember__livetab *t, uint32_t b)

@@ -86,6 +86,11 @@ int ember__livetab_insert(ember__livetab *t, uintptr_t p, uint64_t size, uint64_
  * calls it only when ember__livetab_maybe(t, p). */
 int ember__livetab_remove(ember__livetab *t, uintptr_t p);
 
+/* Starts loading the cache lines an insert or removal of p will touch
+ * (both buckets' keys and values), so that they arrive while the caller
+ * does other work. Async-signal-safe; reads nothing itself. */
+void ember__livetab_prefetch(const ember__livetab *t, uintptr_t p);
+
 /* Whether anything is live. */
 static inline int ember__livetab_any(ember__livetab *t)
 {

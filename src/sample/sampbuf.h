@@ -24,7 +24,15 @@ typedef struct ember__sample_rec {
 	uint32_t reserved;
 	uint64_t weight; /* nanoseconds this sample stands for (CPU or wall time) */
 	int64_t time_ns; /* CLOCK_REALTIME */
-	uint64_t poll_start; /* pollcatch: poll clock at the start of the thread's poll, 0: none */
+	union {
+		/* CPU and wall samples: pollcatch's poll clock at the start of
+		 * the thread's poll, 0: none */
+		uint64_t poll_start;
+		/* allocation samples (src/heap/): the block's address, here in
+		 * the record's first cache line, which the claim has just
+		 * touched (the label area after pcs[] is a cold line) */
+		uint64_t addr;
+	};
 	uint64_t pcs[];  /* leaf first */
 } ember__sample_rec;
 

@@ -22,9 +22,7 @@ allowed=(
                               # what it allocates comes from the static arena
   pthread_once pthread_atfork # agent side only: registering the fork handler at attach
   pthread_mutex_lock pthread_mutex_unlock # agent side only: mapping the live table once
-  mmap munmap                 # agent side only: the live table's memory
-  sched_yield                 # agent side only: waiting out the allocator lookup before
-                              # mapping the live table (bounded)
+  mmap munmap madvise         # agent side only: the live table's memory (huge pages)
   expm1                       # agent side only: ember__heap_unsample
 )
 objs=()
