@@ -36,12 +36,15 @@
 #
 #     bash bench/heap.sh BUILD_DIR [ROUNDS]      (ROUNDS default 7)
 #     bash bench/heap.sh --summary FILE.tsv       (the summary of an earlier run)
+#     bash bench/heap.sh --paired BUILD_DIR       (only the paired-blocks runs below)
 #
 # Then, when the library interposes malloc, the precise part: the
 # paired-blocks program (bench/heap_paired.c) under libemberprof.so with
-# allocation profiling off and on, for the workload as above and with every
-# allocated byte written (TOUCH); its hooked/raw ratio is the hook's cost
-# measured inside one process, where run-to-run noise cancels.
+# allocation profiling off and on, and under a no-op interposer
+# (bench/noop_malloc.c: the floor of any malloc interposition), for the
+# workload as above and with every allocated byte written (TOUCH); its
+# hooked/raw ratio is the hook's cost measured inside one process, where
+# run-to-run noise cancels.
 #
 # EMBER_BENCH_HEAP_ARGS: workload arguments (default "4 8000000 4096").
 # EMBER_BENCH_PAIRED_ARGS: paired-blocks arguments (default "4 300 20000").
@@ -90,6 +93,13 @@ if [ "${1:-}" = --summary ]; then
 	exit 0
 fi
 
+paired_only=0
+if [ "${1:-}" = --paired ]; then
+	# Only the paired-blocks runs: bash bench/heap.sh --paired BUILD_DIR
+	paired_only=1
+	shift
+fi
+
 if [ $# -lt 1 ]; then
 	echo "usage: bash bench/heap.sh BUILD_DIR [ROUNDS]" >&2
 	exit 2
@@ -107,6 +117,48 @@ workload=$build/bench/ember_bench_heap_workload
 lib=$build/libemberprof.so
 [ -x "$workload" ] || { echo "heap.sh: $workload missing; cmake --build $build --target bench_programs" >&2; exit 1; }
 [ -x /usr/bin/time ] || { echo "heap.sh: /usr/bin/time missing (apt-get install time)" >&2; exit 1; }
+
+# The paired-blocks runs (see the top). Output also to $results/heap.txt.
+paired_runs() {
+paired=$build/bench/ember_bench_heap_paired
+pargs=${EMBER_BENCH_PAIRED_ARGS:-4 300 20000}
+if [ -x "$paired" ] && nm -D --defined-only "$lib" 2>/dev/null | grep -qw malloc; then
+	echo "
+Paired blocks (one process; hooked/raw = emberprof's hook and sampler over glibc's malloc called directly):" |
+		tee -a "$results/heap.txt"
+	noop=$build/bench/libember_bench_noop_malloc.so
+	for touch in 0 1; do
+		for alloc in noop off on; do
+			mkdir -p "$tmp/prof-paired"
+			if [ "$alloc" = noop ]; then
+				# The floor: malloc and free that only jump to glibc's.
+				[ -e "$noop" ] || continue
+				pre=$noop
+			else
+				pre=$lib
+			fi
+			# shellcheck disable=SC2086 # args are a word list
+			out=$(env LD_PRELOAD="$pre" EMBERPROF_OUTPUT_DIR="$tmp/prof-paired" EMBERPROF_ALLOC=$alloc \
+				"$paired" $pargs 4096 $touch) || { echo "heap.sh: paired run failed: $out" >&2; exit 1; }
+			printf '%s\n' "$out" | awk -v a="$alloc" -v t="$touch" '
+				/^mode raw/ { raw = $6 }
+				/^ratio control/ { ctl = $12 }
+				/^ratio hooked/ { med = $5; sums = $12 }
+				/^estimate/ { est = $6 " .. " $8 }
+				END { printf "  %-22s touch=%s  raw %s ns/pair  hooked/raw median %s sums %s  control/raw sums %s  with agent threads %s\n", (a == "noop" ? "no-op interposer" : "EMBERPROF_ALLOC=" a), t, raw, med, sums, ctl, est }' |
+				tee -a "$results/heap.txt"
+		done
+	done
+fi
+}
+
+if [ "$paired_only" = 1 ]; then
+	tmp=$(mktemp -d)
+	trap 'rm -rf "$tmp"' EXIT
+	: >"$results/heap.txt"
+	paired_runs
+	exit 0
+fi
 
 # Configuration name -> environment (env(1) arguments).
 names=(base control)
@@ -173,25 +225,4 @@ done
 summary "$tsv" "${names[*]}" | tee -a "$results/heap.txt"
 echo "ember: $ember_state" | tee -a "$results/heap.txt"
 
-paired=$build/bench/ember_bench_heap_paired
-pargs=${EMBER_BENCH_PAIRED_ARGS:-4 300 20000}
-if [ "$ember_state" != "${ember_state#measured}" ] && [ -x "$paired" ]; then
-	echo "
-Paired blocks (one process; hooked/raw = emberprof's hook and sampler over glibc's malloc called directly):" |
-		tee -a "$results/heap.txt"
-	for touch in 0 1; do
-		for alloc in off on; do
-			mkdir -p "$tmp/prof-paired"
-			# shellcheck disable=SC2086 # args are a word list
-			out=$(env LD_PRELOAD="$lib" EMBERPROF_OUTPUT_DIR="$tmp/prof-paired" EMBERPROF_ALLOC=$alloc \
-				"$paired" $pargs 4096 $touch) || { echo "heap.sh: paired run failed: $out" >&2; exit 1; }
-			printf '%s\n' "$out" | awk -v a="$alloc" -v t="$touch" '
-				/^mode raw/ { raw = $6 }
-				/^ratio control/ { ctl = $10 }
-				/^ratio hooked/ { med = $4; sums = $10 }
-				/^estimate/ { est = $6 " .. " $8 }
-				END { printf "  EMBERPROF_ALLOC=%-3s touch=%s  raw %s ns/pair  hooked/raw median %s sums %s  control/raw sums %s  with agent threads %s\n", a, t, raw, med, sums, ctl, est }' |
-				tee -a "$results/heap.txt"
-		done
-	done
-fi
+paired_runs

@@ -104,8 +104,9 @@ ember__heap_next ember__heap_next_fns = {.malloc = first_malloc, .free = first_f
 _Atomic uint8_t ember__heap_filter[EMBER_LIVETAB_FILTER_SLOTS];
 
 /* The bootstrap arena: blocks are [16-byte header: size][data]. */
-#define BOOT_SIZE (128u * 1024u)
-static unsigned char g_boot[BOOT_SIZE] __attribute__((aligned(64)));
+#define BOOT_SIZE EMBER_HEAP_BOOT_SIZE
+unsigned char ember__heap_boot[BOOT_SIZE] __attribute__((aligned(64)));
+#define g_boot ember__heap_boot
 static _Atomic size_t g_boot_used;
 
 static int in_boot(const void *p)
@@ -254,7 +255,8 @@ void ember__heap_set_internal(int on)
 
 static _Atomic(ember__heap_hook *) g_hook;
 static _Atomic uint32_t g_epoch;
-static ember__livetab g_live;
+ember__livetab ember__heap_live; /* hook.h: free() reads its count */
+#define g_live ember__heap_live
 static pthread_mutex_t g_live_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
 

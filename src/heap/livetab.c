@@ -160,10 +160,14 @@ static int try_bucket(ember__livetab *t, uint32_t b, uintptr_t p, uint64_t size,
 		if (!atomic_compare_exchange_strong_explicit(&t->keys[i], &k, KEY_BUSY,
 							     memory_order_acquire, memory_order_relaxed))
 			continue;
+		/* Counted before the key is published, as the filter: a removal
+		 * (which needs the published key) never takes the count below
+		 * the entries live, and the malloc hook's free() relies on a
+		 * count above zero while any is. */
+		atomic_fetch_add_explicit(&t->count, 1, memory_order_relaxed);
 		t->vals[i].size = size;
 		t->vals[i].hash = hash;
 		atomic_store_explicit(&t->keys[i], p, memory_order_release);
-		atomic_fetch_add_explicit(&t->count, 1, memory_order_release);
 		return 0;
 	}
 	return -1;
