@@ -291,6 +291,9 @@ int ember__heap_hook_attach(ember__heap_hook *h)
 	pthread_once(&g_atfork_once, register_atfork);
 	ember__heap_hook *expect = NULL;
 	atomic_fetch_add_explicit(&g_epoch, 1, memory_order_relaxed);
+	/* From now on malloc counts (a thread that never did starts at 0 and
+	 * checks at its next call). */
+	__atomic_store_n(&ember__heap_next_fns.armed, 1, __ATOMIC_RELEASE);
 	return atomic_compare_exchange_strong_explicit(&g_hook, &expect, h, memory_order_acq_rel,
 						       memory_order_relaxed) ? 0 : -1;
 }

@@ -116,6 +116,10 @@ void *ember__heap_malloc_entry(void);
 typedef struct ember__heap_next {
 	void *(*malloc)(size_t);
 	void (*free)(void *);
+	/* 0 until allocation profiling first attaches in this process: until
+	 * then malloc does not even count (beside the pointers it loads
+	 * anyway, so no extra cache line). Never cleared. */
+	int armed;
 } ember__heap_next;
 extern EMBER_HEAP_HIDDEN ember__heap_next ember__heap_next_fns;
 /* Bytes this thread may still allocate before its next sampling check. */
@@ -134,11 +138,13 @@ extern EMBER_HEAP_HIDDEN unsigned char ember__heap_boot[EMBER_HEAP_BOOT_SIZE];
 EMBER_HEAP_HIDDEN void *ember__heap_malloc_slow(size_t n);
 EMBER_HEAP_HIDDEN void ember__heap_free_maybe(void *p);
 
-/* The unsampled malloc: count the request down, jump to the real one.
- * Async-signal-safe as far as the real allocator is. */
+/* The unsampled malloc: count the request down (once allocation
+ * profiling has ever been on), jump to the real one. Async-signal-safe
+ * as far as the real allocator is. */
 static inline __attribute__((always_inline)) void *ember__heap_malloc_fast(size_t n)
 {
-	if (__builtin_expect((ember__heap_left -= (int64_t)n) < 0, 0))
+	if (__atomic_load_n(&ember__heap_next_fns.armed, __ATOMIC_RELAXED) &&
+	    __builtin_expect((ember__heap_left -= (int64_t)n) < 0, 0))
 		return ember__heap_malloc_slow(n);
 	return __atomic_load_n(&ember__heap_next_fns.malloc, __ATOMIC_RELAXED)(n);
 }
