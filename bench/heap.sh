@@ -40,8 +40,9 @@
 #
 # Then, when the library interposes malloc, the precise part: the
 # paired-blocks program (bench/heap_paired.c) under libemberprof.so with
-# allocation profiling off and on, and under a no-op interposer
-# (bench/noop_malloc.c: the floor of any malloc interposition), for the
+# allocation profiling off and on, under a no-op interposer
+# (bench/noop_malloc.c: the floor of any malloc interposition), and
+# jemalloc with its sampler switched per thread (MODE jeprof), for the
 # workload as above and with every allocated byte written (TOUCH); its
 # hooked/raw ratio is the hook's cost measured inside one process, where
 # run-to-run noise cancels.
@@ -128,24 +129,29 @@ Paired blocks (one process; hooked/raw = emberprof's hook and sampler over glibc
 		tee -a "$results/heap.txt"
 	noop=$build/bench/libember_bench_noop_malloc.so
 	for touch in 0 1; do
-		for alloc in noop off on; do
+		for alloc in noop off on jeprof; do
 			mkdir -p "$tmp/prof-paired"
+			mode=glibc extra=""
 			if [ "$alloc" = noop ]; then
 				# The floor: malloc and free that only jump to glibc's.
 				[ -e "$noop" ] || continue
 				pre=$noop
+			elif [ "$alloc" = jeprof ]; then
+				# jemalloc's sampler, switched per thread: hooked/raw is its cost.
+				[ -e "$je" ] || continue
+				pre=$je mode=jeprof extra="MALLOC_CONF=prof:true,lg_prof_sample:19"
 			else
 				pre=$lib
 			fi
 			# shellcheck disable=SC2086 # args are a word list
-			out=$(env LD_PRELOAD="$pre" EMBERPROF_OUTPUT_DIR="$tmp/prof-paired" EMBERPROF_ALLOC=$alloc \
-				"$paired" $pargs 4096 $touch) || { echo "heap.sh: paired run failed: $out" >&2; exit 1; }
+			out=$(env LD_PRELOAD="$pre" EMBERPROF_OUTPUT_DIR="$tmp/prof-paired" EMBERPROF_ALLOC=$alloc $extra \
+				"$paired" $pargs 4096 $touch $mode) || { echo "heap.sh: paired run failed: $out" >&2; exit 1; }
 			printf '%s\n' "$out" | awk -v a="$alloc" -v t="$touch" '
 				/^mode raw/ { raw = $6 }
 				/^ratio control/ { ctl = $12 }
 				/^ratio hooked/ { med = $5; sums = $12 }
 				/^estimate/ { est = $6 " .. " $8 }
-				END { printf "  %-22s touch=%s  raw %s ns/pair  hooked/raw median %s sums %s  control/raw sums %s  with agent threads %s\n", (a == "noop" ? "no-op interposer" : "EMBERPROF_ALLOC=" a), t, raw, med, sums, ctl, est }' |
+				END { printf "  %-22s touch=%s  raw %s ns/pair  hooked/raw median %s sums %s  control/raw sums %s  with agent threads %s\n", (a == "noop" ? "no-op interposer" : a == "jeprof" ? "jemalloc prof on/off" : "EMBERPROF_ALLOC=" a), t, raw, med, sums, ctl, est }' |
 				tee -a "$results/heap.txt"
 		done
 	done

@@ -31,12 +31,20 @@
  * workers'. Each mode's checksum is printed too: all three must match
  * (the same allocations were made). A benchmark: it judges nothing.
  *
- *     ember_bench_heap_paired [THREADS [BLOCKS [OPS [LIVE [TOUCH]]]]]
- *         (default 4 300 20000 4096 0)
+ *     ember_bench_heap_paired [THREADS [BLOCKS [OPS [LIVE [TOUCH [MODE]]]]]]
+ *         (default 4 300 20000 4096 0 glibc)
  *
  * TOUCH 1 writes every allocated byte (memset) instead of the first and
  * last only: a program that does something with its memory, where
  * malloc and free take a smaller share of the time.
+ *
+ * MODE jeprof measures jemalloc's own sampler the same way: under
+ * LD_PRELOAD=libjemalloc.so.2 MALLOC_CONF=prof:true,lg_prof_sample:19,
+ * all three modes call malloc and free (jemalloc's), and each block
+ * switches the thread's sampling (mallctl thread.prof.active) off for raw
+ * and control, on for hooked. That is the cost of its sampled path and
+ * of freeing sampled objects; what prof:true costs in jemalloc's fast
+ * path either way is not in it.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -125,6 +133,24 @@ __attribute__((noinline)) static void block_hooked(mode_state *m)
 	BLOCK_BODY(malloc, free)
 }
 
+/* jemalloc mode: both paths are jemalloc's malloc and free, with its
+ * sampler switched off (raw, control) or on (hooked) for the calling
+ * thread. */
+static int (*je_mallctl)(const char *, void *, size_t *, void *, size_t);
+
+static void je_thread_prof(int on)
+{
+	_Bool v = on != 0;
+	if (je_mallctl("thread.prof.active", NULL, NULL, &v, sizeof(v)) != 0)
+		abort();
+}
+
+__attribute__((noinline)) static void block_je(mode_state *m, int prof)
+{
+	je_thread_prof(prof);
+	BLOCK_BODY(malloc, free)
+}
+
 static void *worker(void *arg)
 {
 	job *j = arg;
@@ -142,7 +168,9 @@ static void *worker(void *arg)
 			 * follows the same one. */
 			int md = (int)((b + (b & 1 ? NMODES - s : s)) % NMODES);
 			double t0 = thread_ns();
-			if (md == HOOKED)
+			if (je_mallctl)
+				block_je(&j->m[md], md == HOOKED);
+			else if (md == HOOKED)
 				block_hooked(&j->m[md]);
 			else
 				block_raw(&j->m[md]);
@@ -151,9 +179,12 @@ static void *worker(void *arg)
 	}
 	j->cpu_total = thread_ns() - t_start;
 	for (long k = 0; k < live; k++) {
-		__libc_free(j->m[RAW].slot[k]);
-		__libc_free(j->m[CONTROL].slot[k]);
-		free(j->m[HOOKED].slot[k]);
+		for (int md = 0; md < NMODES; md++) {
+			if (md == HOOKED || je_mallctl)
+				free(j->m[md].slot[k]);
+			else
+				__libc_free(j->m[md].slot[k]);
+		}
 	}
 	for (int md = 0; md < NMODES; md++)
 		__libc_free(j->m[md].slot);
@@ -207,8 +238,25 @@ int main(int argc, char **argv)
 		live = atol(argv[4]);
 	if (argc > 5)
 		touch = atoi(argv[5]) != 0;
+	if (argc > 6 && !strcmp(argv[6], "jeprof")) {
+		/* jemalloc preloaded with MALLOC_CONF=prof:true,...: its sampler,
+		 * per thread, is what "hooked" switches on. */
+		je_mallctl = (int (*)(const char *, void *, size_t *, void *, size_t))dlsym(
+			RTLD_DEFAULT, "mallctl");
+		_Bool prof = 0;
+		size_t len = sizeof(prof);
+		if (!je_mallctl || je_mallctl("opt.prof", &prof, &len, NULL, 0) != 0 || !prof) {
+			fprintf(stderr, "jeprof: needs jemalloc preloaded with MALLOC_CONF=prof:true\n");
+			return 2;
+		}
+		printf("jemalloc mode: raw and control with thread.prof.active off, hooked on\n");
+	} else if (argc > 6 && strcmp(argv[6], "glibc")) {
+		fprintf(stderr, "MODE is glibc or jeprof\n");
+		return 2;
+	}
 	if (threads < 1 || threads > 64 || blocks < 10 || ops < 1 || live < 1) {
-		fprintf(stderr, "usage: %s [THREADS [BLOCKS>=10 [OPS [LIVE [TOUCH]]]]]\n", argv[0]);
+		fprintf(stderr, "usage: %s [THREADS [BLOCKS>=10 [OPS [LIVE [TOUCH [MODE]]]]]]\n",
+			argv[0]);
 		return 2;
 	}
 	warmup = blocks / 20 > 2 ? blocks / 20 : 2;
