@@ -16,6 +16,7 @@
 
 #include "heap/hook.h"
 #include "heap/sampler.h"
+#include "heap/tsclock.h"
 #include "util/error.h"
 
 #define RING_SLOTS 2048u
@@ -38,6 +39,8 @@ struct ember__heapprof {
 	/* totals of finished runs (the hook's counters restart each run) */
 	ember__heap_stats tot;
 	uint64_t live_unknown;
+	ember__tsclock clock; /* the records' TSC times (tsclock.h) */
+	int tsc_on;
 };
 
 #define EVENTS_MAX 100000u
@@ -104,6 +107,11 @@ int ember__heapprof_start(ember__heapprof **hpp, const ember__config *cfg, int w
 		return ember__error(EMBER_ERR_BUSY, "allocation hook already in use");
 	}
 	hp->attached = 1;
+	/* Records carry clock_gettime times until the TSC's rate is known
+	 * (the first drain 10 ms on), then ticks. */
+	ember__heap_set_tsc(0);
+	hp->tsc_on = 0;
+	ember__tsclock_start(&hp->clock);
 	void *entry = ember__heap_malloc_entry();
 	if (!entry)
 		ember__log(cfg, EMBER_LOG_WARN, "allocation profiling: this build does not interpose "
@@ -126,6 +134,7 @@ void ember__heapprof_detach(ember__heapprof *hp)
 {
 	if (hp && hp->attached) {
 		ember__heap_hook_detach();
+		ember__heap_set_tsc(0);
 		hp->attached = 0;
 	}
 }
@@ -187,8 +196,18 @@ void ember__heapprof_drain(ember__heapprof *hp, int64_t win_end)
 		return;
 	ember__sample_rec *r;
 	static const double zero[EMBER_MEM_NVALUES];
+	/* A fresh anchor for converting TSC times; once the rate is known,
+	 * the hook may switch to them. */
+	int tsc_ok = ember__tsclock_update(&hp->clock);
+	if (tsc_ok != hp->tsc_on && hp->attached) {
+		ember__heap_set_tsc(tsc_ok); /* off again: the counter misbehaved */
+		hp->tsc_on = tsc_ok;
+	}
 	while ((r = ember__sampbuf_peek(&hp->hook.buf))) {
-		int later = r->time_ns >= win_end;
+		int64_t t = r->time_ns;
+		if (r->flags & EMBER_HEAP_REC_TSC)
+			t = ember__tsclock_realtime(&hp->clock, (uint64_t)r->time_ns);
+		int later = t >= win_end;
 		double f = ember__heap_unsample(r->weight, hp->mean);
 		double v[EMBER_MEM_NVALUES] = {f, f * (double)r->weight, 0, 0};
 		ember__memagg_add(later ? &hp->next : &hp->cur, r->pcs, r->depth, v);
@@ -196,7 +215,7 @@ void ember__heapprof_drain(ember__heapprof *hp, int64_t win_end)
 		uint64_t h = ember__heap_stack_hash(r->pcs, r->depth);
 		if (!ember__memagg_find(&hp->dict, h))
 			ember__memagg_add(&hp->dict, r->pcs, r->depth, zero);
-		ember__heap_event e = {r->time_ns, r->tid, -1, r->weight, r->addr, f * (double)r->weight, h};
+		ember__heap_event e = {t, r->tid, -1, r->weight, r->addr, f * (double)r->weight, h};
 		if (hp->want_events && later)
 			push_event(&hp->ev_next, &hp->nev_next, &hp->cap_next, &e, &hp->events_cut);
 		else if (hp->want_events)

@@ -46,6 +46,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <x86intrin.h>
 
 #include "heap/sampler.h"
 #include "sample/handler.h"
@@ -255,6 +256,7 @@ void ember__heap_set_internal(int on)
 
 static _Atomic(ember__heap_hook *) g_hook;
 static _Atomic uint32_t g_epoch;
+static _Atomic int g_tsc; /* ember__heap_set_tsc */
 ember__livetab ember__heap_live; /* hook.h: free() reads its count */
 #define g_live ember__heap_live
 static pthread_mutex_t g_live_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -296,6 +298,11 @@ int ember__heap_hook_attach(ember__heap_hook *h)
 	__atomic_store_n(&ember__heap_next_fns.armed, 1, __ATOMIC_RELEASE);
 	return atomic_compare_exchange_strong_explicit(&g_hook, &expect, h, memory_order_acq_rel,
 						       memory_order_relaxed) ? 0 : -1;
+}
+
+void ember__heap_set_tsc(int on)
+{
+	atomic_store_explicit(&g_tsc, on ? 1 : 0, memory_order_relaxed);
 }
 
 void ember__heap_hook_detach(void)
@@ -373,15 +380,21 @@ write_record(ember__sigstate *st, ember__heap_hook *h, void *p, size_t n, const 
 		memmove(r->pcs, r->pcs + skip, (size_t)d * sizeof(r->pcs[0]));
 	if (!from && d > 0 && r->pcs[0])
 		r->pcs[0] -= 1; /* a return address: name the call instruction */
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
+	if (atomic_load_explicit(&g_tsc, memory_order_relaxed)) {
+		/* A register instead of the vDSO's cold page (tsclock.h). */
+		r->time_ns = (int64_t)__rdtsc();
+		flags |= EMBER_HEAP_REC_TSC;
+	} else {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		r->time_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	}
 	r->depth = (uint32_t)d;
 	r->tid = tid;
 	r->flags = flags | EMBER_HEAP_REC_ALLOC;
 	r->label_len = 0;
 	r->addr = (uintptr_t)p;
 	r->weight = n;
-	r->time_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 	uint64_t hash = ember__heap_stack_hash(r->pcs, r->depth);
 	ember__sampbuf_commit(r);
 	atomic_fetch_add_explicit(&h->sampled, 1, memory_order_relaxed);

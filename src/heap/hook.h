@@ -29,8 +29,9 @@
 #include "sample/sampbuf.h"
 
 /* Flags of a sampled allocation's ring record (ember__sample_rec.flags,
- * next to the EMBER_UNWIND_* bits). */
-enum { EMBER_HEAP_REC_ALLOC = 1u << 12 };
+ * next to the EMBER_UNWIND_* bits). REC_TSC: time_ns holds the CPU's
+ * time-stamp counter, for the agent to convert (tsclock.h). */
+enum { EMBER_HEAP_REC_ALLOC = 1u << 12, EMBER_HEAP_REC_TSC = 1u << 13 };
 
 /*
  * What the sampled path writes to: owned by the agent (src/heap/heapprof.c),
@@ -62,6 +63,11 @@ int ember__heap_hook_attach(ember__heap_hook *h);
  * this, no thread writes to it any more.
  */
 void ember__heap_hook_detach(void);
+
+/* Whether sampled records carry TSC ticks instead of CLOCK_REALTIME
+ * nanoseconds: on once the agent knows their rate (tsclock.h), off at
+ * detach. Agent side. */
+void ember__heap_set_tsc(int on);
 
 /* The process-wide live table, mapped on first use (agent thread) and
  * never unmapped: free() may consult it at any time. NULL if mapping
