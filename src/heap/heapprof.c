@@ -314,11 +314,12 @@ void ember__heapprof_events(const ember__heapprof *hp, const ember__heap_event *
 static void add_hook_totals(ember__heapprof *hp)
 {
 	ember__heap_hook *h = &hp->hook;
-	hp->tot.sampled += atomic_load(&h->sampled);
+	/* Records written: every successful claim of the ring moved its head. */
+	hp->tot.sampled += atomic_load(&h->buf.head);
 	hp->tot.dropped_full += atomic_load(&h->dropped_full);
 	hp->tot.no_bounds += atomic_load(&h->no_bounds);
 	hp->tot.live_overflow += atomic_load(&h->live_overflow);
-	atomic_store(&h->sampled, 0);
+	atomic_store(&h->buf.head, 0);
 	atomic_store(&h->dropped_full, 0);
 	atomic_store(&h->no_bounds, 0);
 	atomic_store(&h->live_overflow, 0);
@@ -355,7 +356,7 @@ void ember__heapprof_stats(const ember__heapprof *hp, ember__heap_stats *out)
 		return;
 	*out = hp->tot;
 	const ember__heap_hook *h = &hp->hook;
-	out->sampled += atomic_load(&h->sampled);
+	out->sampled += atomic_load(&h->buf.head);
 	out->dropped_full += atomic_load(&h->dropped_full);
 	out->no_bounds += atomic_load(&h->no_bounds);
 	out->live_overflow += atomic_load(&h->live_overflow);

@@ -241,6 +241,10 @@ static __thread uint64_t tls_rng TLS;
 static __thread int32_t tls_tid TLS;
 static __thread uint8_t tls_internal TLS; /* emberprof's own thread: never sampled */
 static __thread uint8_t tls_busy TLS;     /* inside the sampled path */
+/* This thread's stack bounds as the thread table gave them (a thread
+ * keeps its stack for life): the table's lookup is a cold cache line per
+ * sample. 0/0: not known yet. */
+static __thread uintptr_t tls_stack_lo TLS, tls_stack_hi TLS;
 
 int ember__heap_internal(void)
 {
@@ -269,7 +273,7 @@ static void atfork_child(void)
 {
 	atomic_store_explicit(&g_hook, NULL, memory_order_relaxed);
 	tls_tid = 0;
-	tls_busy = 0;
+	tls_busy = 0; /* the stack bounds stay: the child runs on the same stack */
 }
 
 static void register_atfork(void)
@@ -352,11 +356,15 @@ write_record(ember__sigstate *st, ember__heap_hook *h, void *p, size_t n, const 
 		return;
 	}
 	int32_t tid = current_tid();
-	ember__stack_bounds bounds = {0, 0};
-	ember__threadtab *tab = atomic_load_explicit(&st->tab, memory_order_acquire);
-	if (!tab || !ember__threadtab_bounds(tab, tid, &bounds)) {
-		if (tid == getpid() && __libc_stack_end) /* the main thread, not yet probed */
+	ember__stack_bounds bounds = {tls_stack_lo, tls_stack_hi};
+	if (!bounds.hi) {
+		ember__threadtab *tab = atomic_load_explicit(&st->tab, memory_order_acquire);
+		if (tab && ember__threadtab_bounds(tab, tid, &bounds) && bounds.hi) {
+			tls_stack_lo = bounds.lo;
+			tls_stack_hi = bounds.hi;
+		} else if (tid == getpid() && __libc_stack_end) { /* the main thread, not yet probed */
 			bounds = (ember__stack_bounds){0, (uintptr_t)__libc_stack_end};
+		}
 	}
 	ember__regs regs;
 	if (from)
@@ -397,7 +405,6 @@ write_record(ember__sigstate *st, ember__heap_hook *h, void *p, size_t n, const 
 	r->weight = n;
 	uint64_t hash = ember__heap_stack_hash(r->pcs, r->depth);
 	ember__sampbuf_commit(r);
-	atomic_fetch_add_explicit(&h->sampled, 1, memory_order_relaxed);
 	if (h->live && ember__livetab_insert(h->live, (uintptr_t)p, n, hash) != 0)
 		atomic_fetch_add_explicit(&h->live_overflow, 1, memory_order_relaxed);
 }

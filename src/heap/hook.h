@@ -45,7 +45,7 @@ typedef struct ember__heap_hook {
 	ember__sampbuf buf;
 	ember__livetab *live;
 	uint64_t mean; /* bytes between samples, on average */
-	_Atomic uint64_t sampled;      /* records written */
+	/* records written: buf.head (each successful claim moves it) */
 	_Atomic uint64_t dropped_full; /* sampled, but the ring was full: not recorded */
 	_Atomic uint64_t no_bounds;    /* leaf only: the thread's stack bounds unknown */
 	_Atomic uint64_t live_overflow;/* recorded, but the live table had no room */
