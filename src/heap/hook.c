@@ -71,61 +71,53 @@ extern void *__libc_valloc(size_t);
 extern void *__libc_pvalloc(size_t);
 extern void *__libc_stack_end;
 
-typedef struct real_fns {
-	void *(*malloc)(size_t);
-	void (*free)(void *);
-	void *(*calloc)(size_t, size_t);
-	void *(*realloc)(void *, size_t);
-	void *(*memalign)(size_t, size_t);
-	int (*posix_memalign)(void **, size_t, size_t);
-	void *(*aligned_alloc)(size_t, size_t);
-	void *(*valloc)(size_t);
-	void *(*pvalloc)(size_t);
-} real_fns;
-
 static int glibc_posix_memalign(void **out, size_t align, size_t n);
 
-static const real_fns glibc_fns = {
-	__libc_malloc, __libc_free,	 __libc_calloc, __libc_realloc, __libc_memalign,
-	glibc_posix_memalign, __libc_memalign, __libc_valloc, __libc_pvalloc,
+static const ember__heap_next glibc_fns = {
+	.malloc = __libc_malloc,
+	.free = __libc_free,
+	.calloc = __libc_calloc,
+	.realloc = __libc_realloc,
+	.memalign = __libc_memalign,
+	.posix_memalign = glibc_posix_memalign,
+	.aligned_alloc = __libc_memalign,
+	.valloc = __libc_valloc,
+	.pvalloc = __libc_pvalloc,
 };
 
 enum { REAL_NONE = 0, REAL_RESOLVING = 1, REAL_READY = 2 };
 static _Atomic int g_real_state;
-/* Valid once g_real_state is REAL_READY; before that, malloc and free
- * are stubs that resolve first. Filled field by field with atomic
- * stores. The fast paths (hook.h) read malloc and free, without checking
- * the state, from their copy in ember__heap_next_fns. */
+/* The real allocator (hook.h): valid once g_real_state is REAL_READY;
+ * before that, malloc and free (the fields the fast paths read without
+ * checking the state) are stubs that resolve first. Filled field by field
+ * with atomic stores. */
 static void *first_malloc(size_t n);
 static void first_free(void *p);
-static real_fns g_real = {.malloc = first_malloc, .free = first_free};
 ember__heap_next ember__heap_next_fns = {.malloc = first_malloc, .free = first_free};
 
 /* The live table's filter (hook.h, livetab.h). */
 _Atomic uint8_t ember__heap_filter[EMBER_LIVETAB_FILTER_SLOTS];
 
 /* The bootstrap arena: blocks are [16-byte header: size][data]. */
-#define BOOT_SIZE EMBER_HEAP_BOOT_SIZE
-unsigned char ember__heap_boot[BOOT_SIZE] __attribute__((aligned(64)));
-#define g_boot ember__heap_boot
+unsigned char ember__heap_boot[EMBER_HEAP_BOOT_SIZE] __attribute__((aligned(64)));
 static _Atomic size_t g_boot_used;
 
 static int in_boot(const void *p)
 {
-	return (const unsigned char *)p >= g_boot && (const unsigned char *)p < g_boot + BOOT_SIZE;
+	return (const unsigned char *)p >= ember__heap_boot && (const unsigned char *)p < ember__heap_boot + EMBER_HEAP_BOOT_SIZE;
 }
 
 static void *boot_alloc(size_t n, size_t align)
 {
 	if (align < 16)
 		align = 16;
-	if (n > BOOT_SIZE || (align & (align - 1)))
+	if (n > EMBER_HEAP_BOOT_SIZE || (align & (align - 1)))
 		return NULL;
 	size_t old = atomic_load_explicit(&g_boot_used, memory_order_relaxed), start, end;
 	do {
 		start = (old + 16 + align - 1) & ~(align - 1);
 		end = start + n;
-		if (end > BOOT_SIZE)
+		if (end > EMBER_HEAP_BOOT_SIZE)
 			return NULL;
 	} while (!atomic_compare_exchange_weak_explicit(&g_boot_used, &old, end, memory_order_seq_cst,
 						       memory_order_relaxed));
@@ -136,16 +128,17 @@ static void *boot_alloc(size_t n, size_t align)
 		 * allocator, zeroed as boot blocks are (the reservation is lost).
 		 * Sequentially consistent, as resolve's store: either that table
 		 * sees the reservation, or this load sees READY. */
-		void *q = align <= 16 ? g_real.malloc(n) : g_real.memalign(align, n);
+		void *q = align <= 16 ? ember__heap_next_fns.malloc(n)
+				      : ember__heap_next_fns.memalign(align, n);
 		if (q)
 			memset(q, 0, n);
 		return q;
 	}
-	memcpy(g_boot + start - 16, &n, sizeof(n));
+	memcpy(ember__heap_boot + start - 16, &n, sizeof(n));
 	/* Its filter byte stuck at "maybe" before anyone has the block: free()
 	 * then takes free_maybe, which knows the arena. */
-	ember__livetab_filter_pin(ember__heap_filter, (uintptr_t)(g_boot + start));
-	return g_boot + start; /* static storage: already zero */
+	ember__livetab_filter_pin(ember__heap_filter, (uintptr_t)(ember__heap_boot + start));
+	return ember__heap_boot + start; /* static storage: already zero */
 }
 
 static size_t boot_size(const void *p)
@@ -183,19 +176,19 @@ static int resolve(void)
 						     memory_order_acq_rel, memory_order_acquire))
 		return st;
 	int saved = errno;
-	real_fns r = glibc_fns;
+	ember__heap_next r = glibc_fns;
 	void *next = dlsym(RTLD_NEXT, "malloc");
 	if (next && next != (void *)__libc_malloc) {
-		real_fns n = {
-			NEXT(void *(*)(size_t), "malloc"),
-			NEXT(void (*)(void *), "free"),
-			NEXT(void *(*)(size_t, size_t), "calloc"),
-			NEXT(void *(*)(void *, size_t), "realloc"),
-			NEXT(void *(*)(size_t, size_t), "memalign"),
-			NEXT(int (*)(void **, size_t, size_t), "posix_memalign"),
-			NEXT(void *(*)(size_t, size_t), "aligned_alloc"),
-			NEXT(void *(*)(size_t), "valloc"),
-			NEXT(void *(*)(size_t), "pvalloc"),
+		ember__heap_next n = {
+			.malloc = NEXT(void *(*)(size_t), "malloc"),
+			.free = NEXT(void (*)(void *), "free"),
+			.calloc = NEXT(void *(*)(size_t, size_t), "calloc"),
+			.realloc = NEXT(void *(*)(void *, size_t), "realloc"),
+			.memalign = NEXT(void *(*)(size_t, size_t), "memalign"),
+			.posix_memalign = NEXT(int (*)(void **, size_t, size_t), "posix_memalign"),
+			.aligned_alloc = NEXT(void *(*)(size_t, size_t), "aligned_alloc"),
+			.valloc = NEXT(void *(*)(size_t), "valloc"),
+			.pvalloc = NEXT(void *(*)(size_t), "pvalloc"),
 		};
 		/* The four every allocator has; the rest fall back on memalign. */
 		if (n.malloc && n.free && n.calloc && n.realloc && n.memalign) {
@@ -204,15 +197,13 @@ static int resolve(void)
 			r = n;
 		}
 	}
-	__atomic_store_n(&g_real.calloc, r.calloc, __ATOMIC_RELAXED);
-	__atomic_store_n(&g_real.realloc, r.realloc, __ATOMIC_RELAXED);
-	__atomic_store_n(&g_real.memalign, r.memalign, __ATOMIC_RELAXED);
-	__atomic_store_n(&g_real.posix_memalign, r.posix_memalign, __ATOMIC_RELAXED);
-	__atomic_store_n(&g_real.aligned_alloc, r.aligned_alloc, __ATOMIC_RELAXED);
-	__atomic_store_n(&g_real.valloc, r.valloc, __ATOMIC_RELAXED);
-	__atomic_store_n(&g_real.pvalloc, r.pvalloc, __ATOMIC_RELAXED);
-	__atomic_store_n(&g_real.malloc, r.malloc, __ATOMIC_RELAXED);
-	__atomic_store_n(&g_real.free, r.free, __ATOMIC_RELAXED);
+	__atomic_store_n(&ember__heap_next_fns.calloc, r.calloc, __ATOMIC_RELAXED);
+	__atomic_store_n(&ember__heap_next_fns.realloc, r.realloc, __ATOMIC_RELAXED);
+	__atomic_store_n(&ember__heap_next_fns.memalign, r.memalign, __ATOMIC_RELAXED);
+	__atomic_store_n(&ember__heap_next_fns.posix_memalign, r.posix_memalign, __ATOMIC_RELAXED);
+	__atomic_store_n(&ember__heap_next_fns.aligned_alloc, r.aligned_alloc, __ATOMIC_RELAXED);
+	__atomic_store_n(&ember__heap_next_fns.valloc, r.valloc, __ATOMIC_RELAXED);
+	__atomic_store_n(&ember__heap_next_fns.pvalloc, r.pvalloc, __ATOMIC_RELAXED);
 	__atomic_store_n(&ember__heap_next_fns.malloc, r.malloc, __ATOMIC_RELAXED);
 	__atomic_store_n(&ember__heap_next_fns.free, r.free, __ATOMIC_RELAXED);
 	errno = saved;
@@ -220,16 +211,16 @@ static int resolve(void)
 	return REAL_READY;
 }
 
-static inline const real_fns *real(void)
+static inline const ember__heap_next *real(void)
 {
 	if (__builtin_expect(atomic_load_explicit(&g_real_state, memory_order_acquire) == REAL_READY, 1))
-		return &g_real;
-	return resolve() == REAL_READY ? &g_real : NULL;
+		return &ember__heap_next_fns;
+	return resolve() == REAL_READY ? &ember__heap_next_fns : NULL;
 }
 
 void *ember__heap_real_malloc(void)
 {
-	const real_fns *r = real();
+	const ember__heap_next *r = real();
 	return r ? (void *)r->malloc : NULL;
 }
 
@@ -262,7 +253,6 @@ static _Atomic(ember__heap_hook *) g_hook;
 static _Atomic uint32_t g_epoch;
 static _Atomic int g_tsc; /* ember__heap_set_tsc */
 ember__livetab ember__heap_live; /* hook.h: free() reads its count */
-#define g_live ember__heap_live
 static pthread_mutex_t g_live_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
 
@@ -286,10 +276,10 @@ ember__livetab *ember__heap_live_table(void)
 	pthread_mutex_lock(&g_live_mu);
 	/* The filter is ember__heap_filter, which free() reads from the start
 	 * (bootstrap blocks are stuck in it already). */
-	if (!g_live.keys && ember__livetab_init_filter(&g_live, 1u << 16, ember__heap_filter) != 0)
-		g_live.keys = NULL;
+	if (!ember__heap_live.keys && ember__livetab_init_filter(&ember__heap_live, 1u << 16, ember__heap_filter) != 0)
+		ember__heap_live.keys = NULL;
 	pthread_mutex_unlock(&g_live_mu);
-	return g_live.keys ? &g_live : NULL;
+	return ember__heap_live.keys ? &ember__heap_live : NULL;
 }
 
 int ember__heap_hook_attach(ember__heap_hook *h)
@@ -472,8 +462,8 @@ static inline void *account(void *p, size_t n)
 static inline void forget(void *p)
 {
 	if (__builtin_expect(ember__livetab_filter_maybe(ember__heap_filter, (uintptr_t)p), 0) &&
-	    ember__livetab_filter(&g_live))
-		ember__livetab_remove(&g_live, (uintptr_t)p);
+	    ember__livetab_filter(&ember__heap_live))
+		ember__livetab_remove(&ember__heap_live, (uintptr_t)p);
 }
 
 /* ---- the entry points ---- */
@@ -495,7 +485,7 @@ static inline void forget(void *p)
  */
 EMBER_HEAP_HOOK_SECTION __attribute__((noinline)) static void *first_malloc(size_t n)
 {
-	const real_fns *r = real();
+	const ember__heap_next *r = real();
 	if (!r)
 		return boot_alloc(n, 16);
 	return r->malloc(n);
@@ -503,7 +493,7 @@ EMBER_HEAP_HOOK_SECTION __attribute__((noinline)) static void *first_malloc(size
 
 EMBER_HEAP_HOOK_SECTION __attribute__((noinline)) static void first_free(void *p)
 {
-	const real_fns *r = real();
+	const ember__heap_next *r = real();
 	if (r)
 		r->free(p);
 }
@@ -536,15 +526,15 @@ EMBER_HEAP_HOOK_SECTION __attribute__((noinline)) void ember__heap_free_maybe(vo
 {
 	if (in_boot(p))
 		return;
-	if (ember__livetab_filter(&g_live))
-		ember__livetab_remove(&g_live, (uintptr_t)p);
+	if (ember__livetab_filter(&ember__heap_live))
+		ember__livetab_remove(&ember__heap_live, (uintptr_t)p);
 	void (*f)(void *) = __atomic_load_n(&ember__heap_next_fns.free, __ATOMIC_RELAXED);
 	f(p);
 }
 
 EMBER_HEAP_HOOK_SECTION void *ember__heap_calloc(size_t n, size_t size)
 {
-	const real_fns *r = real();
+	const ember__heap_next *r = real();
 	size_t total;
 	if (__builtin_mul_overflow(n, size, &total))
 		total = SIZE_MAX;
@@ -555,7 +545,7 @@ EMBER_HEAP_HOOK_SECTION void *ember__heap_calloc(size_t n, size_t size)
 
 EMBER_HEAP_HOOK_SECTION void *ember__heap_realloc(void *p, size_t n)
 {
-	const real_fns *r = real();
+	const ember__heap_next *r = real();
 	if (p && in_boot(p)) {
 		/* A bootstrap block: move it to the real allocator. */
 		void *q = r ? r->malloc(n) : boot_alloc(n, 16);
@@ -587,7 +577,7 @@ EMBER_HEAP_HOOK_SECTION void *ember__heap_reallocarray(void *p, size_t n, size_t
 
 EMBER_HEAP_HOOK_SECTION int ember__heap_posix_memalign(void **out, size_t align, size_t n)
 {
-	const real_fns *r = real();
+	const ember__heap_next *r = real();
 	if (__builtin_expect(!r, 0)) {
 		void *q = boot_alloc(n, align);
 		if (!q)
@@ -614,7 +604,7 @@ EMBER_HEAP_HOOK_SECTION int ember__heap_posix_memalign(void **out, size_t align,
 
 EMBER_HEAP_HOOK_SECTION void *ember__heap_aligned_alloc(size_t align, size_t n)
 {
-	const real_fns *r = real();
+	const ember__heap_next *r = real();
 	if (__builtin_expect(!r, 0))
 		return boot_alloc(n, align);
 	return account(r->aligned_alloc(align, n), n);
@@ -622,7 +612,7 @@ EMBER_HEAP_HOOK_SECTION void *ember__heap_aligned_alloc(size_t align, size_t n)
 
 EMBER_HEAP_HOOK_SECTION void *ember__heap_memalign(size_t align, size_t n)
 {
-	const real_fns *r = real();
+	const ember__heap_next *r = real();
 	if (__builtin_expect(!r, 0))
 		return boot_alloc(n, align);
 	return account(r->memalign(align, n), n);
@@ -630,7 +620,7 @@ EMBER_HEAP_HOOK_SECTION void *ember__heap_memalign(size_t align, size_t n)
 
 EMBER_HEAP_HOOK_SECTION void *ember__heap_valloc(size_t n)
 {
-	const real_fns *r = real();
+	const ember__heap_next *r = real();
 	if (__builtin_expect(!r, 0))
 		return boot_alloc(n, 4096);
 	if (r->valloc)
@@ -640,7 +630,7 @@ EMBER_HEAP_HOOK_SECTION void *ember__heap_valloc(size_t n)
 
 EMBER_HEAP_HOOK_SECTION void *ember__heap_pvalloc(size_t n)
 {
-	const real_fns *r = real();
+	const ember__heap_next *r = real();
 	size_t page = 4096;
 	size_t rounded = (n + page - 1) & ~(page - 1);
 	if (rounded == 0)

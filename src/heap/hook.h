@@ -12,11 +12,12 @@
  * allocator calls, at any time, on any thread, possibly inside the dynamic
  * loader or a signal handler that allocates): no allocation, no lock, no
  * stdio, no errno change beyond the real allocator's. The unsampled
- * malloc is one thread-local subtraction and compare and a jump to the
- * real allocator; free() reads one byte of the live table's filter, and
- * looks the pointer up in the table (two cache lines) only when that byte
- * says a sampled (or bootstrap) block may be in its 1 KiB chunk
- * (livetab.h).
+ * malloc is a flag test, one thread-local subtraction and compare and a
+ * jump to the real allocator; free() reads one byte of the live table's
+ * filter (while anything sampled is live), and looks the pointer up in
+ * the table (two cache lines) only when that byte says a sampled (or
+ * bootstrap) block may be in its 1 KiB chunk (livetab.h). See the fast
+ * paths at the end of this file.
  */
 #ifndef EMBER_HEAP_HOOK_H
 #define EMBER_HEAP_HOOK_H
@@ -117,15 +118,23 @@ void *ember__heap_malloc_entry(void);
  */
 #define EMBER_HEAP_HIDDEN __attribute__((visibility("hidden")))
 
-/* Where the real allocator's malloc and free are: hook.c's stubs until the
- * first call has resolved them (hook.c, resolve()). */
+/* The real allocator (the next one in the symbol search order, hook.c's
+ * resolve()). malloc and free are hook.c's stubs until the first call has
+ * resolved them; the fast paths read those two and `armed`, which share
+ * the first cache line. */
 typedef struct ember__heap_next {
 	void *(*malloc)(size_t);
 	void (*free)(void *);
 	/* 0 until allocation profiling first attaches in this process: until
-	 * then malloc does not even count (beside the pointers it loads
-	 * anyway, so no extra cache line). Never cleared. */
+	 * then malloc does not even count. Never cleared. */
 	int armed;
+	void *(*calloc)(size_t, size_t);
+	void *(*realloc)(void *, size_t);
+	void *(*memalign)(size_t, size_t);
+	int (*posix_memalign)(void **, size_t, size_t);
+	void *(*aligned_alloc)(size_t, size_t);
+	void *(*valloc)(size_t);
+	void *(*pvalloc)(size_t);
 } ember__heap_next;
 extern EMBER_HEAP_HIDDEN ember__heap_next ember__heap_next_fns;
 /* Bytes this thread may still allocate before its next sampling check. */

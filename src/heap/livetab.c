@@ -20,11 +20,6 @@
 
 enum { KEY_EMPTY = 0, KEY_BUSY = 1 };
 
-int ember__livetab_init(ember__livetab *t, uint32_t capacity)
-{
-	return ember__livetab_init_pinned(t, capacity, 0, 0);
-}
-
 /*
  * Maps *size bytes, zeroed. A table of a megabyte or more gets a 2 MiB
  * aligned mapping (its size rounded up, *size updated) marked for
@@ -55,8 +50,7 @@ static void *map_table(size_t *size)
 	return a;
 }
 
-static int init(ember__livetab *t, uint32_t capacity, _Atomic uint8_t *filter, uintptr_t pin_lo,
-		uintptr_t pin_hi)
+static int init(ember__livetab *t, uint32_t capacity, _Atomic uint8_t *filter)
 {
 	if (capacity == 0 || capacity > (1u << 28))
 		return EMBER_ERR_INVALID;
@@ -76,24 +70,19 @@ static int init(ember__livetab *t, uint32_t capacity, _Atomic uint8_t *filter, u
 	atomic_init(&t->count, 0);
 	atomic_init(&t->overflow, 0);
 	_Atomic uint8_t *f = filter ? filter : (_Atomic uint8_t *)((char *)m + keys + vals);
-	uintptr_t grain = (uintptr_t)1 << EMBER_LIVETAB_FILTER_GRAIN;
-	for (uintptr_t p = pin_lo & ~(grain - 1); p < pin_hi; p += grain)
-		ember__livetab_filter_pin(f, p);
-	/* Last, with release: a free that sees the filter sees the table and
-	 * the pins. */
+	/* Last, with release: a free that sees the filter sees the table. */
 	atomic_store_explicit(&t->filter, f, memory_order_release);
 	return 0;
 }
 
-int ember__livetab_init_pinned(ember__livetab *t, uint32_t capacity, uintptr_t pin_lo,
-			       uintptr_t pin_hi)
+int ember__livetab_init(ember__livetab *t, uint32_t capacity)
 {
-	return init(t, capacity, NULL, pin_lo, pin_hi);
+	return init(t, capacity, NULL);
 }
 
 int ember__livetab_init_filter(ember__livetab *t, uint32_t capacity, _Atomic uint8_t *filter)
 {
-	return filter ? init(t, capacity, filter, 0, 0) : EMBER_ERR_INVALID;
+	return filter ? init(t, capacity, filter) : EMBER_ERR_INVALID;
 }
 
 void ember__livetab_destroy(ember__livetab *t)

@@ -64,12 +64,6 @@ typedef struct ember__livetab {
 /* Maps a table with room for `capacity` entries (rounded up to a power of
  * two, at least 64). 0 or EMBER_ERR_NOMEM / EMBER_ERR_INVALID. */
 int ember__livetab_init(ember__livetab *t, uint32_t capacity);
-/* The same, with the filter counters of the chunks of [pin_lo, pin_hi)
- * stuck at "maybe" before the filter is published: the malloc hook pins
- * its bootstrap arena, so that its free() needs no range check of its
- * own once the filter is there (pin_lo == pin_hi: none). */
-int ember__livetab_init_pinned(ember__livetab *t, uint32_t capacity, uintptr_t pin_lo,
-			       uintptr_t pin_hi);
 /* The same with a filter the caller owns (EMBER_LIVETAB_FILTER_SLOTS
  * bytes, zero or pinned at 255 with ember__livetab_filter_pin, living at
  * least as long as the table and untouched by destroy): the malloc hook's
@@ -115,7 +109,7 @@ static inline void ember__livetab_filter_pin(_Atomic uint8_t *f, uintptr_t p)
 }
 
 /* The filter of an initialised table, NULL before (acquire: a filter
- * seen means the table and its pins are seen). */
+ * seen means the table is seen). */
 static inline _Atomic uint8_t *ember__livetab_filter(ember__livetab *t)
 {
 	return atomic_load_explicit(&t->filter, memory_order_acquire);
