@@ -46,13 +46,13 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <x86intrin.h>
 
 #include "heap/sampler.h"
 #include "sample/handler.h"
 #include "sample/threadtab.h"
 #include "unwind/unwind.h"
 #include "util/hashmap.h"
+#include "util/ticks.h"
 
 #define TLS __attribute__((tls_model("initial-exec")))
 /* How often an idle hook looks at the global state: a new run starts
@@ -380,7 +380,7 @@ write_record(ember__sigstate *st, ember__heap_hook *h, void *p, size_t n, const 
 		r->pcs[0] -= 1; /* a return address: name the call instruction */
 	if (atomic_load_explicit(&g_tsc, memory_order_relaxed)) {
 		/* A register instead of the vDSO's cold page (tsclock.h). */
-		r->time_ns = (int64_t)__rdtsc();
+		r->time_ns = (int64_t)ember__ticks_now();
 		flags |= EMBER_HEAP_REC_TSC;
 	} else {
 		struct timespec ts;

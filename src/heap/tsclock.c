@@ -8,21 +8,8 @@
 #include <string.h>
 #include <time.h>
 
-#if defined(__x86_64__)
-#include <x86intrin.h>
-#endif
-
 /* Conversions are trusted over this much of the baseline. */
 #define MIN_BASELINE_NS INT64_C(10000000)
-
-uint64_t ember__tsclock_ticks(void)
-{
-#if defined(__x86_64__)
-	return __rdtsc();
-#else
-	return 0;
-#endif
-}
 
 static int has_word(const char *line, size_t len, const char *w)
 {
@@ -50,23 +37,6 @@ int ember__tsclock_constant(const char *cpuinfo)
 	return 0;
 }
 
-static int64_t now_ns(clockid_t id)
-{
-	struct timespec ts;
-	clock_gettime(id, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-/* A clock reading and the ticks at the same moment (the middle of two
- * reads around it). */
-static uint64_t pair(clockid_t id, int64_t *ns)
-{
-	uint64_t a = ember__tsclock_ticks();
-	*ns = now_ns(id);
-	uint64_t b = ember__tsclock_ticks();
-	return a + (b - a) / 2;
-}
-
 void ember__tsclock_start(ember__tsclock *c)
 {
 	memset(c, 0, sizeof(*c));
@@ -84,7 +54,7 @@ void ember__tsclock_start(ember__tsclock *c)
 	}
 #endif
 	if (c->usable)
-		c->tsc0 = pair(CLOCK_MONOTONIC, &c->mono0);
+		ember__ticks_pair(CLOCK_MONOTONIC, &c->tsc0, &c->mono0);
 }
 
 int ember__tsclock_update(ember__tsclock *c)
@@ -92,7 +62,8 @@ int ember__tsclock_update(ember__tsclock *c)
 	if (!c->usable)
 		return 0;
 	int64_t mono;
-	uint64_t t = pair(CLOCK_MONOTONIC, &mono);
+	uint64_t t;
+	ember__ticks_pair(CLOCK_MONOTONIC, &t, &mono);
 	if (mono - c->mono0 >= MIN_BASELINE_NS && t > c->tsc0) {
 		double r = (double)(mono - c->mono0) / (double)(t - c->tsc0);
 		/* 10 MHz .. 100 GHz: anything else is not a working counter. */
@@ -101,7 +72,7 @@ int ember__tsclock_update(ember__tsclock *c)
 		else
 			c->usable = 0;
 	}
-	c->tsc1 = pair(CLOCK_REALTIME, &c->real1);
+	ember__ticks_pair(CLOCK_REALTIME, &c->tsc1, &c->real1);
 	return c->usable && c->ns_per_tick > 0;
 }
 

@@ -6,7 +6,8 @@
  * belongs to, the JFR event's time). clock_gettime costs ~700 cycles
  * there: a sample comes once per ~80 µs per thread on a malloc-bound
  * program, so the vDSO's data page is never cached (docs/BENCHMARKS.md
- * section 7). rdtsc reads a register. So the hook records raw ticks
+ * section 7). rdtsc (ember__ticks_now, util/ticks.h) reads a register.
+ * So the hook records raw ticks
  * (EMBER_HEAP_REC_TSC) once the agent knows their rate, and the agent
  * converts them when it drains the ring.
  *
@@ -23,6 +24,8 @@
 #define EMBER_HEAP_TSCLOCK_H
 
 #include <stdint.h>
+
+#include "util/ticks.h"
 
 typedef struct ember__tsclock {
 	int usable;          /* the TSC ticks at a constant rate */
@@ -48,8 +51,5 @@ int ember__tsclock_update(ember__tsclock *c);
 /* CLOCK_REALTIME nanoseconds of a tick count taken near the last anchor
  * (before or after it). Only when ember__tsclock_update returned 1. */
 int64_t ember__tsclock_realtime(const ember__tsclock *c, uint64_t tsc);
-
-/* The counter, as the hook reads it. */
-uint64_t ember__tsclock_ticks(void);
 
 #endif

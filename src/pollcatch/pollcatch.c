@@ -149,30 +149,6 @@ __attribute__((noinline, cold)) static void asprof_emit(uint64_t start, uint64_t
 static double g_ticks_per_sec;
 static pthread_once_t g_rate_once = PTHREAD_ONCE_INIT;
 
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-/* A (ticks, ns) pair read as close together as we can: the tightest of a
- * few tries, so a preemption between the two reads does not skew it. */
-static void clock_pair(uint64_t *ticks, int64_t *ns)
-{
-	int64_t best = INT64_MAX;
-	for (int i = 0; i < 8; i++) {
-		uint64_t t0 = ember__poll_now();
-		int64_t n = mono_ns();
-		uint64_t t1 = ember__poll_now();
-		if ((int64_t)(t1 - t0) < best) {
-			best = (int64_t)(t1 - t0);
-			*ticks = t0 + (t1 - t0) / 2;
-			*ns = n;
-		}
-	}
-}
-
 static void measure_rate(void)
 {
 #if defined(__aarch64__)
@@ -188,11 +164,11 @@ static void measure_rate(void)
 #endif
 	uint64_t t0, t1;
 	int64_t n0, n1;
-	clock_pair(&t0, &n0);
+	ember__ticks_pair(CLOCK_MONOTONIC, &t0, &n0);
 	struct timespec d = {0, 20000000};
 	while (nanosleep(&d, &d) != 0)
 		;
-	clock_pair(&t1, &n1);
+	ember__ticks_pair(CLOCK_MONOTONIC, &t1, &n1);
 	g_ticks_per_sec = n1 > n0 ? (double)(t1 - t0) * 1e9 / (double)(n1 - n0) : 1e9;
 }
 

@@ -25,23 +25,12 @@
 #include <stdint.h>
 #include <time.h>
 
-/* The poll clock: the TSC (x86-64 rdtsc), the virtual counter (aarch64
- * cntvct_el0), else CLOCK_MONOTONIC in ns. Async-signal-safe. */
+#include "util/ticks.h"
+
+/* The poll clock: the cycle counter (util/ticks.h). Async-signal-safe. */
 static inline uint64_t ember__poll_now(void)
 {
-#if defined(__x86_64__)
-	uint32_t lo, hi;
-	__asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
-	return ((uint64_t)hi << 32) | lo;
-#elif defined(__aarch64__)
-	uint64_t v;
-	__asm__ __volatile__("mrs %0, cntvct_el0" : "=r"(v));
-	return v;
-#else
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-#endif
+	return ember__ticks_now();
 }
 
 /*
