@@ -11,7 +11,9 @@
  * initial instructions every FDE starts from. An FDE holds its address
  * range and the instructions that change the rules as the address
  * advances. We run those instructions and keep, per row, only the CFA
- * rule, the return-address rule and the frame-pointer rule.
+ * rule, the return-address rule, the frame-pointer rule and the rule of
+ * the aux register (arch.h: rbx, which ld.so's trampolines compute their
+ * CFA from).
  *
  * Every read goes through a cursor bounded by the entry it belongs to; a
  * failed read marks the cursor bad and the FDE is dropped and counted.
@@ -41,7 +43,7 @@ typedef struct cfstate {
 	uint8_t plt_thr;
 	uint64_t cfa_reg;
 	int64_t cfa_off;
-	rule fp, ra;
+	rule fp, ra, aux;
 } cfstate;
 
 #define STATE_STACK 16
@@ -160,8 +162,11 @@ static ember__cfi_row make_row(uint64_t loc, const cfstate *st, int signal)
 	unsigned kind = EMBER_CFI_UNKNOWN, flags = 0;
 	int64_t u;
 	if (st->cfa_how == CFA_REG && units(st->cfa_off, INT16_MIN, INT16_MAX, &u) &&
-	    (st->cfa_reg == EMBER_DWARF_REG_SP || st->cfa_reg == EMBER_DWARF_REG_FP)) {
-		kind = st->cfa_reg == EMBER_DWARF_REG_SP ? EMBER_CFI_SP : EMBER_CFI_FP;
+	    (st->cfa_reg == EMBER_DWARF_REG_SP || st->cfa_reg == EMBER_DWARF_REG_FP ||
+	     st->cfa_reg == EMBER_DWARF_REG_AUX)) {
+		kind = st->cfa_reg == EMBER_DWARF_REG_SP   ? EMBER_CFI_SP
+		       : st->cfa_reg == EMBER_DWARF_REG_FP ? EMBER_CFI_FP
+							   : EMBER_CFI_AUX;
 		row.cfa = (int16_t)u;
 	} else if (st->cfa_how == CFA_PLT && units(st->cfa_off, INT16_MIN, INT16_MAX, &u) &&
 		   st->fp.how == RULE_SAME) {
@@ -173,17 +178,26 @@ static ember__cfi_row make_row(uint64_t loc, const cfstate *st, int signal)
 		flags |= EMBER_CFI_F_RA_UNDEF;
 	else if (st->ra.how != RULE_OFFSET || st->ra.off != EMBER_CFI_RA_OFF)
 		kind = EMBER_CFI_UNKNOWN;
-	if (kind == EMBER_CFI_SP || kind == EMBER_CFI_FP) {
+	if (kind == EMBER_CFI_SP || kind == EMBER_CFI_FP || kind == EMBER_CFI_AUX) {
 		if (st->fp.how == RULE_OFFSET && st->fp.off != 0 && units(st->fp.off, INT8_MIN, INT8_MAX, &u))
 			row.fp = (int8_t)u;
 		else if (st->fp.how != RULE_SAME)
 			flags |= EMBER_CFI_F_FP_LOST;
 	}
+	/* Where the caller's aux register is. Under the frame-pointer rule
+	 * the CFA is a guess, so a saved aux counts as lost there. */
+	unsigned aux = EMBER_CFI_AUX_LOST;
+	if (st->aux.how == RULE_SAME)
+		aux = 0;
+	else if (kind != EMBER_CFI_UNKNOWN && st->aux.how == RULE_OFFSET &&
+		 units(st->aux.off, -(int64_t)EMBER_CFI_AUX_LOST, -2, &u))
+		aux = (unsigned)(-u - 1);
 	if (kind == EMBER_CFI_UNKNOWN) {
 		row.cfa = 0;
 		row.fp = 0;
 		flags &= EMBER_CFI_F_RA_UNDEF;
 	}
+	flags |= aux << EMBER_CFI_AUX_SHIFT;
 	row.kind = (uint8_t)(kind | flags);
 	return row;
 }
@@ -242,11 +256,25 @@ static int plt_expression(const uint8_t *p, size_t n, int64_t *base, uint8_t *th
 
 static void set_rule(cfstate *st, const cie *c, uint64_t reg, uint8_t how, int64_t off)
 {
-	rule *r = reg == EMBER_DWARF_REG_FP ? &st->fp : reg == c->ra_reg ? &st->ra : NULL;
+	rule *r = reg == EMBER_DWARF_REG_FP    ? &st->fp
+		  : reg == c->ra_reg           ? &st->ra
+		  : reg == EMBER_DWARF_REG_AUX ? &st->aux
+					       : NULL;
 	if (r) {
 		r->how = how;
 		r->off = off;
 	}
+}
+
+/* DW_CFA_restore: reg's rule as the CIE's initial instructions left it. */
+static void restore_rule(cfstate *st, const cfstate *init, const cie *c, uint64_t reg)
+{
+	if (reg == EMBER_DWARF_REG_FP)
+		st->fp = init->fp;
+	else if (reg == c->ra_reg)
+		st->ra = init->ra;
+	else if (reg == EMBER_DWARF_REG_AUX)
+		st->aux = init->aux;
 }
 
 /* Factored offset: v * daf, wrapping (garbage gives a value no row accepts). */
@@ -284,10 +312,7 @@ static int run_program(ember__cfi_builder *b, rd *r, const cie *c, const ptr_ctx
 			if (!init)
 				return PROG_BAD;
 			reg = op & 0x3f;
-			if (reg == EMBER_DWARF_REG_FP)
-				st->fp = init->fp;
-			else if (reg == c->ra_reg)
-				st->ra = init->ra;
+			restore_rule(st, init, c, reg);
 			break;
 		default:
 			switch (op) {
@@ -314,10 +339,7 @@ static int run_program(ember__cfi_builder *b, rd *r, const cie *c, const ptr_ctx
 				reg = rd_uleb(r);
 				if (!init)
 					return PROG_BAD;
-				if (reg == EMBER_DWARF_REG_FP)
-					st->fp = init->fp;
-				else if (reg == c->ra_reg)
-					st->ra = init->ra;
+				restore_rule(st, init, c, reg);
 				break;
 			case 0x07: set_rule(st, c, rd_uleb(r), RULE_UNDEF, 0); break;
 			case 0x08: set_rule(st, c, rd_uleb(r), RULE_SAME, 0); break;
@@ -558,6 +580,7 @@ static int parse_cie(ember__cfi_builder *b, const uint8_t *d, size_t len, size_t
 	/* The initial instructions. */
 	memset(&c->init, 0, sizeof(c->init));
 	c->init.fp.how = RULE_SAME;
+	c->init.aux.how = RULE_SAME; /* callee-saved: the ABI's default */
 	c->init.ra.how = RULE_NONE;
 	rd ins = {d, r.pos, e.next, 0};
 	ptr_ctx none = {vaddr, 0, 0};

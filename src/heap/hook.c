@@ -361,6 +361,7 @@ write_record(ember__sigstate *st, ember__heap_hook *h, void *p, size_t n, const 
 		regs = *from;
 	else
 		CURRENT_REGS(regs);
+	regs.aux = 0; /* unknown here: a frame whose CFA needs it ends the walk */
 	unsigned flags = 0;
 	const ember__unwind_snapshot *snap =
 		st->unwind_mode == EMBER_UNWIND_MODE_FP

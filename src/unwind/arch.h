@@ -22,6 +22,12 @@
 #define EMBER_DWARF_REG_FP 6  /* rbp */
 #define EMBER_DWARF_REG_SP 7  /* rsp */
 #define EMBER_DWARF_REG_RA 16 /* the return address column */
+/*
+ * rbx: the CFA base of ld.so's lazy-binding trampolines
+ * (_dl_runtime_resolve_*), which realign the stack after `push %rbx;
+ * mov %rsp, %rbx`. The unwinder tracks it through the frames between.
+ */
+#define EMBER_DWARF_REG_AUX 3
 
 /*
  * Compiled rows (unwind.h) keep stack offsets in units of a stack slot,

@@ -16,6 +16,7 @@ void ember__regs_from_ucontext(const void *ucontext, ember__regs *out)
 	out->pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
 	out->sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
 	out->fp = (uintptr_t)uc->uc_mcontext.gregs[REG_RBP];
+	out->aux = (uintptr_t)uc->uc_mcontext.gregs[REG_RBX];
 }
 
 /*

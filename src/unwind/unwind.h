@@ -34,9 +34,14 @@
 #define EMBER_STACK_READ
 #endif
 
-/* The registers an unwinder needs, taken from the signal's ucontext. */
+/*
+ * The registers an unwinder needs, taken from the signal's ucontext. aux
+ * is the one other register some hand-written code computes its CFA from
+ * (arch.h: EMBER_DWARF_REG_AUX); 0 means its value is unknown, and a frame
+ * whose CFA needs it then ends the walk as truncated.
+ */
 typedef struct ember__regs {
-	uintptr_t pc, sp, fp;
+	uintptr_t pc, sp, fp, aux;
 } ember__regs;
 
 /*
@@ -71,8 +76,9 @@ enum {
  * sorted by pc; a gap between functions is a row of kind EMBER_CFI_NONE.
  * Offsets are kept in units of EMBER_CFI_UNIT bytes (arch.h: the stack
  * slot size) and the return address is always at CFA + EMBER_CFI_RA_OFF;
- * CFI that needs anything else becomes an EMBER_CFI_UNKNOWN row. 8 bytes;
- * see src/cfi/cfi.h for how rows are built.
+ * CFI that needs anything else becomes an EMBER_CFI_UNKNOWN row. The top
+ * bits of kind say where the caller's aux register is (EMBER_CFI_AUX_*).
+ * 8 bytes; see src/cfi/cfi.h for how rows are built.
  */
 typedef struct ember__cfi_row {
 	uint32_t pc;
@@ -91,10 +97,23 @@ enum {
 	EMBER_CFI_PLT = 3,     /* CFA = sp + cfa units + ((pc & 15) >= fp ? 1 unit : 0) */
 	EMBER_CFI_SIGNAL = 4,  /* sigreturn trampoline: registers in the ucontext at sp */
 	EMBER_CFI_UNKNOWN = 5, /* a rule we do not keep: use the frame-pointer rule */
-	EMBER_CFI_KIND_MASK = 0x0f,
-	EMBER_CFI_F_RA_UNDEF = 0x10, /* return address undefined: the thread's outermost frame */
-	EMBER_CFI_F_FP_LOST = 0x20   /* the caller's fp cannot be recovered */
+	EMBER_CFI_AUX = 6,     /* CFA = aux + cfa units (ld.so's lazy-binding trampolines) */
+	EMBER_CFI_KIND_MASK = 0x07,
+	EMBER_CFI_F_RA_UNDEF = 0x08, /* return address undefined: the thread's outermost frame */
+	EMBER_CFI_F_FP_LOST = 0x10,  /* the caller's fp cannot be recovered */
+	/*
+	 * Bits 5-7: where the caller's aux register is. 0: unchanged (this
+	 * frame did not save it); 1-6: saved at CFA - (code + 1) units, the
+	 * slots of the pushes that follow the return address (c-16 .. c-56
+	 * on x86-64, where ~99.9 % of glibc's saves are); 7: not recoverable.
+	 */
+	EMBER_CFI_AUX_SHIFT = 5,
+	EMBER_CFI_AUX_MASK = 0xe0,
+	EMBER_CFI_AUX_LOST = 7
 };
+
+/* The aux-save code of a row (see EMBER_CFI_AUX_SHIFT). */
+#define EMBER_CFI_AUX_CODE(kind) (((unsigned)(kind) & EMBER_CFI_AUX_MASK) >> EMBER_CFI_AUX_SHIFT)
 
 /*
  * A module's rows and the index that narrows a lookup: index[i] is the row

@@ -5,9 +5,10 @@
  *
  * For each frame: find the module holding the PC (the previous frame's,
  * or a binary search) and the row covering it (the module's index, then a
- * binary search over a few rows), compute the frame's CFA from sp or fp,
- * read the return address and the saved frame pointer at CFA-relative
- * offsets, and continue in the caller with pc = return address, sp = CFA.
+ * binary search over a few rows), compute the frame's CFA from sp, fp or
+ * aux (rbx, for ld.so's trampolines), read the return address and the
+ * saved fp and aux at CFA-relative offsets, and continue in the caller
+ * with pc = return address, sp = CFA.
  * The leaf's PC is looked up as is; a caller's at return address - 1,
  * inside its call instruction. Special rows: PLT stubs (CFA from the
  * stub's offset), signal trampolines (the interrupted registers come from
@@ -158,6 +159,12 @@ int ember__unwind_dwarf(const ember__unwind_snapshot *snap, int strict, const em
 	}
 	const uintptr_t hi = bounds->hi;
 	uintptr_t pc = regs->pc, sp = regs->sp, fp = regs->fp;
+	/* The frame's aux: in the stack slot aux_at, or (aux_at == 0) the
+	 * value aux, 0 if unknown. Most frames save it and almost none need
+	 * it, so only where it lies is tracked; it is read when a frame's CFA
+	 * needs it, from a slot of a frame below, which lies in
+	 * [regs->sp, hi) and cannot have changed since. */
+	uintptr_t aux = regs->aux, aux_at = 0;
 	int exact = 1; /* pc is where the frame was interrupted, not a return address */
 	const ember__unwind_module *last = NULL;
 
@@ -184,6 +191,8 @@ int ember__unwind_dwarf(const ember__unwind_snapshot *snap, int strict, const em
 			pc = in.pc;
 			sp = in.sp;
 			fp = in.fp;
+			aux = in.aux;
+			aux_at = 0;
 			exact = 1;
 			continue;
 		}
@@ -193,6 +202,15 @@ int ember__unwind_dwarf(const ember__unwind_snapshot *snap, int strict, const em
 			break;
 		case EMBER_CFI_FP:
 			cfa = fp + (uintptr_t)((intptr_t)row->cfa * EMBER_CFI_UNIT);
+			fp_off = (intptr_t)row->fp * EMBER_CFI_UNIT;
+			break;
+		case EMBER_CFI_AUX:
+			if (aux_at && !read_word(aux_at, regs->sp, hi, &aux))
+				goto truncated;
+			aux_at = 0;
+			if (aux == 0)
+				goto truncated; /* its value was lost in a frame below */
+			cfa = aux + (uintptr_t)((intptr_t)row->cfa * EMBER_CFI_UNIT);
 			fp_off = (intptr_t)row->fp * EMBER_CFI_UNIT;
 			break;
 		case EMBER_CFI_PLT:
@@ -205,7 +223,9 @@ int ember__unwind_dwarf(const ember__unwind_snapshot *snap, int strict, const em
 				goto truncated;
 			if (fp == 0)
 				return n; /* frame-pointer convention: the outermost frame */
-			/* no CFI here: try the frame-pointer rule */
+			/* no CFI here: try the frame-pointer rule, which says
+			 * nothing of aux */
+			aux = aux_at = 0;
 			__attribute__((fallthrough));
 		default: /* EMBER_CFI_UNKNOWN */
 			cfa = fp + EMBER_FP_RULE_CFA_OFF;
@@ -229,6 +249,15 @@ int ember__unwind_dwarf(const ember__unwind_snapshot *snap, int strict, const em
 		}
 		if (row && (row->kind & EMBER_CFI_F_FP_LOST) && fp_off == 0)
 			nfp = FP_INVALID;
+		unsigned aux_code = row ? EMBER_CFI_AUX_CODE(row->kind) : 0;
+		if (aux_code == EMBER_CFI_AUX_LOST) {
+			aux = aux_at = 0;
+		} else if (aux_code != 0) {
+			/* As for fp: a slot below sp was popped already. */
+			uintptr_t at = cfa - (uintptr_t)(aux_code + 1) * EMBER_CFI_UNIT;
+			if (at >= sp)
+				aux_at = at;
+		}
 		if (ra == 0)
 			return n; /* a zero return address ends a chain by convention */
 		if (n == max)

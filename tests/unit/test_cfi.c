@@ -219,7 +219,7 @@ static void test_state_and_rules(void)
 		0x41, 0x05, 0x10, 0x01, /* @8: offset_extended RA at cfa-8 again */
 		0x41, 0x12, 0x07, 0x7c, /* @9: def_cfa_sf rsp, -4*-8 = 32 */
 		0x41, 0x13, 0x7d,       /* @10: def_cfa_offset_sf 24 */
-		0x41, 0x0c, 0x03, 0x08, /* @11: CFA rbx+8: unknown */
+		0x41, 0x0c, 0x0c, 0x08, /* @11: CFA r12+8: unknown */
 	};
 	buf s = {.n = 0};
 	size_t c = eh_cie(&s, "zR", PCREL_S4);
@@ -242,6 +242,66 @@ static void test_state_and_rules(void)
 		CHECK(row_is(&t->rows[10], 0x200a, EMBER_CFI_SP | EMBER_CFI_F_FP_LOST, 24, 0));
 		CHECK(row_is(&t->rows[11], 0x200b, EMBER_CFI_UNKNOWN, 0, 0));
 		CHECK(row_is(&t->rows[12], 0x2020, EMBER_CFI_NONE, 0, 0));
+	}
+	ember__cfi_table_free(t);
+}
+
+#define AUXC(code) ((unsigned)(code) << EMBER_CFI_AUX_SHIFT)
+
+/*
+ * The aux register (rbx): ld.so's _dl_runtime_resolve_xsavec, whose CFA
+ * moves to rbx after it realigns the stack, and where a caller's rbx is
+ * saved in every kind of row.
+ */
+static void test_aux_rules(void)
+{
+	static const uint8_t resolve[] = {
+		0x0e, 0x18, /* @0: CFA sp+24 (the PLT pushed two words) */
+		0x41,       /* advance 1: push %rbx */
+		0x0e, 0x20, /*     CFA sp+32 */
+		0x83, 0x04, /*     rbx at cfa-32 */
+		0x43,       /* @4: mov %rsp,%rbx */
+		0x0d, 0x03, /*     CFA rbx+32 */
+		0x50,       /* @0x14: mov %rbx,%rsp */
+		0x0d, 0x07, /*     CFA rsp+32 */
+		0x44,       /* @0x18: pop %rbx */
+		0xc3,       /*     restore rbx */
+		0x0e, 0x18, /*     CFA sp+24 */
+	};
+	static const uint8_t saves[] = {
+		0x41, 0x0e, 0x10, 0x83, 0x02,       /* @1: CFA sp+16, rbx at cfa-16: code 1 */
+		0x41, 0x0e, 0x40, 0x83, 0x07,       /* @2: CFA sp+64, rbx at cfa-56: code 6 */
+		0x41, 0x0e, 0x48, 0x83, 0x08,       /* @3: CFA sp+72, rbx at cfa-64: lost */
+		0x41, 0x0e, 0x50, 0x09, 0x03, 0x0c, /* @4: CFA sp+80, rbx in r12: lost */
+		0x41, 0x08, 0x03,                   /* @5: same_value rbx */
+		0x41, 0x0c, 0x0c, 0x08,             /* @6: CFA r12+8: unknown, rbx unchanged */
+		0x41, 0x83, 0x02,                   /* @7: unknown, rbx saved: lost */
+	};
+	buf s = {.n = 0};
+	size_t c = eh_cie(&s, "zR", PCREL_S4);
+	eh_fde(&s, c, PCREL_S4, VADDR, 0x3000, 0x20, resolve, sizeof(resolve));
+	eh_fde(&s, c, PCREL_S4, VADDR, 0x3100, 0x10, saves, sizeof(saves));
+	u32(&s, 0);
+	ember__cfi_table *t = parse_eh(&s);
+	CHECK_EQ_INT(t->stats.bad_fdes, 0);
+	CHECK_EQ_INT(t->nrows, 15);
+	if (t->nrows == 15) {
+		const unsigned lost = AUXC(EMBER_CFI_AUX_LOST);
+		CHECK(row_is(&t->rows[0], 0x3000, EMBER_CFI_SP, 24, 0));
+		CHECK(row_is(&t->rows[1], 0x3001, EMBER_CFI_SP | AUXC(3), 32, 0));
+		CHECK(row_is(&t->rows[2], 0x3004, EMBER_CFI_AUX | AUXC(3), 32, 0));
+		CHECK(row_is(&t->rows[3], 0x3014, EMBER_CFI_SP | AUXC(3), 32, 0));
+		CHECK(row_is(&t->rows[4], 0x3018, EMBER_CFI_SP, 24, 0));
+		CHECK(row_is(&t->rows[5], 0x3020, EMBER_CFI_NONE, 0, 0));
+		CHECK(row_is(&t->rows[6], 0x3100, EMBER_CFI_SP, 8, 0));
+		CHECK(row_is(&t->rows[7], 0x3101, EMBER_CFI_SP | AUXC(1), 16, 0));
+		CHECK(row_is(&t->rows[8], 0x3102, EMBER_CFI_SP | AUXC(6), 64, 0));
+		CHECK(row_is(&t->rows[9], 0x3103, EMBER_CFI_SP | lost, 72, 0));
+		CHECK(row_is(&t->rows[10], 0x3104, EMBER_CFI_SP | lost, 80, 0));
+		CHECK(row_is(&t->rows[11], 0x3105, EMBER_CFI_SP, 80, 0));
+		CHECK(row_is(&t->rows[12], 0x3106, EMBER_CFI_UNKNOWN, 0, 0));
+		CHECK(row_is(&t->rows[13], 0x3107, EMBER_CFI_UNKNOWN | lost, 0, 0));
+		CHECK(row_is(&t->rows[14], 0x3110, EMBER_CFI_NONE, 0, 0));
 	}
 	ember__cfi_table_free(t);
 }
@@ -795,6 +855,26 @@ static void test_real_others(void)
 		CHECK_EQ_INT(t->stats.bad_fdes, 0);
 		ember__cfi_table_free(t);
 	}
+	/* ld.so: its lazy-binding trampolines (_dl_runtime_resolve_*) compute
+	 * their CFA from rbx, which every other glibc function saves where an
+	 * aux code can say. */
+	const char *ldso = "/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2";
+	if (access(ldso, R_OK) == 0) {
+		ember__cfi_table *t = NULL;
+		ember__cfi_module_info info;
+		CHECK_EQ_INT(ember__cfi_build_file(ldso, &t, &info), 0);
+		unsigned aux = 0, unknown = 0, lost = 0;
+		for (uint32_t i = 0; t && i < t->nrows; i++) {
+			unsigned k = t->rows[i].kind & EMBER_CFI_KIND_MASK;
+			aux += k == EMBER_CFI_AUX;
+			unknown += k == EMBER_CFI_UNKNOWN;
+			lost += EMBER_CFI_AUX_CODE(t->rows[i].kind) == EMBER_CFI_AUX_LOST;
+		}
+		printf("  %s: %u rows, %u with CFA = rbx + n, %u unknown, %u with rbx lost\n", ldso,
+		       t ? t->nrows : 0, aux, unknown, lost);
+		CHECK(aux >= 3);
+		ember__cfi_table_free(t);
+	}
 	/* The vDSO, from memory. */
 	uintptr_t vdso = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
 	if (vdso) {
@@ -821,6 +901,7 @@ int main(void)
 	RUN(test_basic_rows);
 	RUN(test_state_and_rules);
 	RUN(test_row_limits);
+	RUN(test_aux_rules);
 	RUN(test_plt_and_signal);
 	RUN(test_merge_and_gaps);
 	RUN(test_sparse_index);

@@ -26,6 +26,7 @@
 
 #include "agent/unwind_tables.h"
 #include "check.h"
+#include "ifunc.h"
 #include "emberprof.h"
 #include "unwind/arch.h"
 #include "unwind/unwind.h"
@@ -353,6 +354,61 @@ static void test_signal_frame(void)
 	free(s);
 }
 
+/*
+ * The aux register (rbx): F (0x100, CFA sp+24) saved its caller's rbx at
+ * CFA-16; its caller T (0x200) is a lazy-binding trampoline whose CFA is
+ * rbx+32, with its own caller's rbx at CFA-32; G (0x300) is the thread's
+ * start. T's rbx comes from F's save slot, not from the register.
+ */
+static void test_aux_cfa(void)
+{
+	ember__cfi_row rows[] = {
+		{0x100, 3, 0, EMBER_CFI_SP | (1u << EMBER_CFI_AUX_SHIFT)},
+		{0x200, 4, 0, EMBER_CFI_AUX | (3u << EMBER_CFI_AUX_SHIFT)},
+		{0x300, 1, 0, EMBER_CFI_SP | EMBER_CFI_F_RA_UNDEF},
+	};
+	ember__unwind_snapshot *s = make_snap(rows, 3);
+	ember__stack_bounds b = bounds_all();
+	memset(stack, 0xab, sizeof(stack));
+	stack[2] = A(0x210);                /* F's return address (CFA &stack[3]) */
+	stack[1] = (uintptr_t)&stack[40];   /* F saved T's rbx */
+	stack[43] = A(0x310);               /* T: CFA = rbx + 32 = &stack[44] */
+	stack[40] = 0x7777;                 /* T saved G's rbx at CFA-32 */
+	ember__regs r = {.pc = A(0x110), .sp = (uintptr_t)&stack[0], .fp = 0, .aux = 0x4242};
+	uint64_t pcs[8];
+	unsigned flags = 0;
+	CHECK_EQ_INT(ember__unwind_dwarf(s, 1, &r, &b, pcs, 8, &flags), 3);
+	CHECK_EQ_INT(pcs[1], A(0x210));
+	CHECK_EQ_INT(pcs[2], A(0x310));
+	CHECK_EQ_INT(flags, 0);
+	/* F did not save rbx: T's is still in the register. */
+	rows[0].kind = EMBER_CFI_SP;
+	r.aux = (uintptr_t)&stack[40];
+	flags = 0;
+	CHECK_EQ_INT(ember__unwind_dwarf(s, 1, &r, &b, pcs, 8, &flags), 3);
+	CHECK_EQ_INT(pcs[2], A(0x310));
+	CHECK_EQ_INT(flags, 0);
+	/* ... but its value is unknown (an unwind that starts outside a
+	 * signal): T's frame ends the walk, truncated. */
+	r.aux = 0;
+	flags = 0;
+	CHECK_EQ_INT(ember__unwind_dwarf(s, 1, &r, &b, pcs, 8, &flags), 2);
+	CHECK(flags & EMBER_UNWIND_TRUNCATED);
+	/* F lost it (saved where no code can say). */
+	rows[0].kind = EMBER_CFI_SP | (EMBER_CFI_AUX_LOST << EMBER_CFI_AUX_SHIFT);
+	r.aux = (uintptr_t)&stack[40];
+	flags = 0;
+	CHECK_EQ_INT(ember__unwind_dwarf(s, 1, &r, &b, pcs, 8, &flags), 2);
+	CHECK(flags & EMBER_UNWIND_TRUNCATED);
+	/* A saved rbx that points below the frame: the CFA would not move up. */
+	rows[0].kind = EMBER_CFI_SP | (1u << EMBER_CFI_AUX_SHIFT);
+	stack[1] = (uintptr_t)&stack[0] - 8 * sizeof(uintptr_t); /* CFA = &stack[-4] */
+	flags = 0;
+	CHECK_EQ_INT(ember__unwind_dwarf(s, 1, &r, &b, pcs, 8, &flags), 2);
+	CHECK(flags & EMBER_UNWIND_TRUNCATED);
+	free(s);
+}
+
 /* ---- real code, real tables ---- */
 
 #define LEVELS 6
@@ -363,25 +419,76 @@ static unsigned got_flags;
 static const ember__unwind_snapshot *g_snap;
 static ember__stack_bounds g_bounds;
 
-__attribute__((noinline)) static void unwind_here(void)
+/* Unwinds from here into pcs (128 entries); returns the frame count. */
+__attribute__((noinline)) static int unwind_here(uint64_t *pcs, unsigned *flags)
 {
 	ucontext_t uc;
 	getcontext(&uc);
 	ember__regs r;
 	ember__regs_from_ucontext(&uc, &r);
-	got_flags = 0;
-	got_n = ember__unwind_dwarf(g_snap, 1, &r, &g_bounds, got, 128, &got_flags);
+	*flags = 0;
+	int n = ember__unwind_dwarf(g_snap, 1, &r, &g_bounds, pcs, 128, flags);
 	__asm__ volatile("" ::: "memory");
+	return n;
 }
 
 __attribute__((noinline)) static void level(int n)
 {
 	expect_ra[n] = (uintptr_t)__builtin_return_address(0);
 	if (n == 0)
-		unwind_here();
+		got_n = unwind_here(got, &got_flags);
 	else
 		level(n - 1);
 	__asm__ volatile("" ::: "memory"); /* no tail call: keep the frame */
+}
+
+/*
+ * Lazy binding: the first call to the IFUNC fixture goes through the PLT
+ * into _dl_runtime_resolve_* (CFA = rbx + n after it realigns the stack),
+ * _dl_fixup and the resolver, which calls in_resolver. The unwind from
+ * there must pass the trampoline and reach _start.
+ */
+static uint64_t lazy_pcs[128];
+static int lazy_n = -1;
+static unsigned lazy_flags;
+static uintptr_t lazy_expect;
+
+static void in_resolver(void)
+{
+	lazy_n = unwind_here(lazy_pcs, &lazy_flags);
+}
+
+__attribute__((noinline)) static int call_through_plt(void)
+{
+	lazy_expect = (uintptr_t)__builtin_return_address(0);
+	int v = ember_fixture_ifunc_add1(41);
+	__asm__ volatile("" ::: "memory");
+	return v;
+}
+
+static void check_lazy_binding(void)
+{
+	ember_fixture_ifunc_hook = in_resolver;
+	CHECK_EQ_INT(call_through_plt(), 42);
+	ember_fixture_ifunc_hook = NULL;
+	if (lazy_n < 0) {
+		/* The resolver ran before main: binding is not lazy here. */
+		CHECK(getenv("LD_BIND_NOW") != NULL);
+		printf("  lazy binding: LD_BIND_NOW is set, not checked\n");
+		return;
+	}
+	int in_ldso = 0, found = 0;
+	for (int i = 0; i < lazy_n; i++) {
+		Dl_info di;
+		if (dladdr((void *)(uintptr_t)(lazy_pcs[i] - 1), &di) && di.dli_fname &&
+		    strstr(di.dli_fname, "ld-linux"))
+			in_ldso++;
+		found |= lazy_pcs[i] == lazy_expect;
+	}
+	printf("  lazy binding: %d frames (%d in ld.so), flags %u\n", lazy_n, in_ldso, lazy_flags);
+	CHECK(in_ldso >= 2); /* _dl_fixup and the trampoline at least */
+	CHECK(found);        /* past the trampoline: call_through_plt's caller */
+	CHECK_EQ_INT(lazy_flags, 0);
 }
 
 static void test_real_stack(void)
@@ -417,6 +524,7 @@ static void test_real_stack(void)
 		CHECK_EQ_INT(got[i + 2], expect_ra[i]);
 	CHECK_EQ_INT(got_flags, 0); /* complete: ends at _start's undefined RA */
 	printf("  real stack: %d frames, flags %u\n", got_n, got_flags);
+	check_lazy_binding();
 
 	/* A library loaded later gets a table; unloaded, its table retires. */
 	static const char *const libs[] = {"libtinfo.so.6", "libcap.so.2", "libacl.so.1",
@@ -476,6 +584,7 @@ int main(void)
 	RUN(test_fallbacks);
 	RUN(test_plt);
 	RUN(test_signal_frame);
+	RUN(test_aux_cfa);
 	RUN(test_real_stack);
 	RUN(test_config);
 	return CHECK_DONE();
