@@ -85,13 +85,17 @@ int ember__cli_find_program(const char *cmd, char **out_path);
 int ember__cli_check_executable(const char *path);
 
 /*
- * Finds libemberprof.so: $EMBERPROF_LIB if set, else next to this
+ * Finds the library to preload: $EMBERPROF_LIB if set, else next to this
  * executable, else in ../lib relative to it, else in the install libdir.
- * On success *out is a malloc'd absolute path (the caller frees).
- * Returns 0, EMBER_EXIT_USAGE if EMBERPROF_LIB names an unusable file, or
- * EMBER_EXIT_INTERNAL if the library cannot be found; message set.
+ * alloc_hook: 1 if the program needs emberprof's malloc (allocation
+ * profiling with the emberprof backend): libemberprof.so; 0: preferably
+ * libemberprof_noalloc.so, which leaves malloc alone, else libemberprof.so
+ * found in the same places. On success *out is a malloc'd absolute path
+ * (the caller frees). Returns 0, EMBER_EXIT_USAGE if EMBERPROF_LIB names
+ * an unusable file, or EMBER_EXIT_INTERNAL if the library cannot be
+ * found; message set.
  */
-int ember__cli_find_library(char **out);
+int ember__cli_find_library(int alloc_hook, char **out);
 
 /*
  * Returns a malloc'd new value for LD_PRELOAD with `lib` added first

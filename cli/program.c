@@ -204,7 +204,39 @@ static int finish_library(const char *found, char **out)
 	return 0;
 }
 
-int ember__cli_find_library(char **out)
+/* Looks for the library file `name` in the places ember__cli_find_library
+ * lists; 1 and *out set if found (or on an error, which it reports). */
+static int find_named(const char *name, char **out, int *rc)
+{
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n > 0) {
+		exe[n] = '\0';
+		char *slash = strrchr(exe, '/');
+		if (slash)
+			*slash = '\0';
+		static const char *const rel[] = { "/", "/../lib/" };
+		for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+			char cand[PATH_MAX + 64];
+			snprintf(cand, sizeof(cand), "%s%s%s", exe, rel[i], name);
+			if (usable_library(cand)) {
+				*rc = finish_library(cand, out);
+				return 1;
+			}
+		}
+	}
+#ifdef EMBER_INSTALL_LIBDIR
+	char cand[sizeof(EMBER_INSTALL_LIBDIR) + 64];
+	snprintf(cand, sizeof(cand), "%s/%s", EMBER_INSTALL_LIBDIR, name);
+	if (usable_library(cand)) {
+		*rc = finish_library(cand, out);
+		return 1;
+	}
+#endif
+	return 0;
+}
+
+int ember__cli_find_library(int alloc_hook, char **out)
 {
 	*out = NULL;
 	const char *env = getenv("EMBERPROF_LIB");
@@ -214,27 +246,11 @@ int ember__cli_find_library(char **out)
 					    "EMBERPROF_LIB=\"%s\" is not a readable file", env);
 		return finish_library(env, out);
 	}
-
-	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n > 0) {
-		exe[n] = '\0';
-		char *slash = strrchr(exe, '/');
-		if (slash)
-			*slash = '\0';
-		static const char *const rel[] = { "/" EMBER_PRELOAD_LIBNAME,
-						   "/../lib/" EMBER_PRELOAD_LIBNAME };
-		for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
-			char cand[PATH_MAX + 64];
-			snprintf(cand, sizeof(cand), "%s%s", exe, rel[i]);
-			if (usable_library(cand))
-				return finish_library(cand, out);
-		}
-	}
-#ifdef EMBER_INSTALL_LIBDIR
-	if (usable_library(EMBER_INSTALL_LIBDIR "/" EMBER_PRELOAD_LIBNAME))
-		return finish_library(EMBER_INSTALL_LIBDIR "/" EMBER_PRELOAD_LIBNAME, out);
-#endif
+	int rc = 0;
+	if (!alloc_hook && find_named(EMBER_PRELOAD_NOALLOC_LIBNAME, out, &rc))
+		return rc;
+	if (find_named(EMBER_PRELOAD_LIBNAME, out, &rc))
+		return rc;
 	return ember__error(EMBER_EXIT_INTERNAL,
 			    "cannot find " EMBER_PRELOAD_LIBNAME " next to the emberprof executable "
 			    "or in ../lib; set EMBERPROF_LIB to its path");

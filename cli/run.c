@@ -2,7 +2,9 @@
  * run.c - `emberprof run [options] -- CMD [ARGS...]`.
  *
  * The command turns its options into EMBERPROF_* environment variables,
- * puts libemberprof.so at the front of LD_PRELOAD and runs CMD, whose
+ * puts libemberprof.so (libemberprof_noalloc.so, without malloc & co,
+ * unless allocation profiling needs emberprof's malloc) at the front of
+ * LD_PRELOAD and runs CMD, whose
  * preloaded agent (src/preload/preload.c) then writes one pprof file per
  * window into the output directory. Afterwards it prints the top functions
  * of the profiles this run wrote, on stderr, and exits with CMD's status.
@@ -224,7 +226,8 @@ void ember__cli_run_usage(FILE *out)
 		"  -h, --help               this help\n"
 		"\n"
 		"Options override the same EMBERPROF_* variables inherited from the environment.\n"
-		"EMBERPROF_LIB overrides where libemberprof.so is looked for.\n"
+		"EMBERPROF_LIB overrides which library is preloaded (libemberprof.so with\n"
+		"--alloc, else libemberprof_noalloc.so).\n"
 		"Exit codes of emberprof itself: 2 bad usage or configuration, 125 internal\n"
 		"failure, 126 CMD cannot be profiled or executed, 127 CMD not found.\n");
 }
@@ -507,8 +510,12 @@ static void report_invalid(const run_opts *o, const char *msg)
 	ember__cli_error("run: %s", msg);
 }
 
-/* Applies the whole environment to a throw-away builder. 0 or exit code. */
-static int validate_environment(const run_opts *o)
+/*
+ * Applies the whole environment to a throw-away builder. 0 or exit code.
+ * *alloc_hook: whether the program needs emberprof's malloc (allocation
+ * profiling on, with a backend that may be emberprof's own).
+ */
+static int validate_environment(const run_opts *o, int *alloc_hook)
 {
 	ember_builder *b = NULL;
 	const char *autostart = getenv(EMBER_ENV_AUTOSTART);
@@ -528,6 +535,7 @@ static int validate_environment(const run_opts *o)
 		snprintf(msg, sizeof(msg), "%s", ember_last_error());
 		report_invalid(o, msg);
 	}
+	*alloc_hook = b->cfg.alloc_mean != 0 && b->cfg.alloc_backend != EMBER_ALLOC_BACKEND_JEMALLOC;
 	ember_builder_free(b);
 	if (rc == EMBER_ERR_NOMEM)
 		return EMBER_EXIT_INTERNAL;
@@ -730,13 +738,14 @@ int ember__cli_run(int argc, char **argv)
 	code = EMBER_EXIT_USAGE;
 	if (export_options(&o, cmd) < 0)
 		goto out;
-	if ((code = validate_environment(&o)) != 0)
+	int alloc_hook = 0;
+	if ((code = validate_environment(&o, &alloc_hook)) != 0)
 		goto out;
 	warn_unknown_variables();
 
 	/* 2. The program and the library. */
 	if ((code = ember__cli_find_program(cmd, &path)) != 0 ||
-	    (code = ember__cli_find_library(&lib)) != 0) {
+	    (code = ember__cli_find_library(alloc_hook, &lib)) != 0) {
 		ember__cli_error("%s", ember_last_error());
 		goto out;
 	}

@@ -114,8 +114,9 @@ int ember__heapprof_start(ember__heapprof **hpp, const ember__config *cfg, int w
 	ember__tsclock_start(&hp->clock);
 	void *entry = ember__heap_malloc_entry();
 	if (!entry)
-		ember__log(cfg, EMBER_LOG_WARN, "allocation profiling: this build does not interpose "
-			   "malloc (sanitizer build); memory profiles will hold only other sources");
+		ember__log(cfg, EMBER_LOG_WARN, "allocation profiling: this library does not interpose "
+			   "malloc (libemberprof_noalloc.so, or a sanitizer build); memory profiles "
+			   "will hold only other sources");
 	else if (dlsym(RTLD_DEFAULT, "malloc") != entry)
 		ember__log(cfg, EMBER_LOG_WARN, "allocation profiling: malloc is not emberprof's here "
 			   "(another allocator comes first, or emberprof was dlopen'ed); memory "

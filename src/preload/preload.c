@@ -11,6 +11,12 @@
  * once to stderr as "emberprof: <message>" and the program runs on
  * unprofiled. Nothing is ever written to stdout.
  *
+ * A process can hold two copies of the agent: `emberprof run` preloads
+ * libemberprof_noalloc.so (the library without malloc & co) when
+ * allocation profiling is off, and the program may link libemberprof.so.
+ * Only the copy that comes first in the symbol search order, the one the
+ * program's ember_* calls reach, starts an agent.
+ *
  * Unless EMBERPROF_FOLLOW_CHILDREN=1, the library removes itself from
  * LD_PRELOAD in the process's own environment, so programs it execs run
  * unprofiled. (A fork without exec keeps running our code but not our
@@ -42,19 +48,24 @@ static void preload_complain(const char *what, const char *msg)
 		fprintf(stderr, "emberprof: %s\n", what);
 }
 
-/* Is the LD_PRELOAD entry [entry, entry+len) this library? */
+/* Is the file name [base, base+n) libname, with or without a version suffix? */
+static int is_libname(const char *base, size_t n, const char *libname)
+{
+	size_t nlib = strlen(libname);
+	/* libemberprof.so, libemberprof.so.0, libemberprof.so.0.1.0 */
+	return n >= nlib && memcmp(base, libname, nlib) == 0 && (n == nlib || base[nlib] == '.');
+}
+
+/* Is the LD_PRELOAD entry [entry, entry+len) this library (either variant)? */
 static int is_our_library(const char *entry, size_t len, const char *self)
 {
-	static const char libname[] = EMBER_PRELOAD_LIBNAME;
-	const size_t nlib = sizeof(libname) - 1;
 	const char *base = entry;
 	for (size_t i = 0; i < len; i++)
 		if (entry[i] == '/')
 			base = entry + i + 1;
 	size_t nbase = len - (size_t)(base - entry);
-	/* libemberprof.so, libemberprof.so.0, libemberprof.so.0.1.0 */
-	if (nbase >= nlib && memcmp(base, libname, nlib) == 0 &&
-	    (nbase == nlib || base[nlib] == '.'))
+	if (is_libname(base, nbase, EMBER_PRELOAD_LIBNAME) ||
+	    is_libname(base, nbase, EMBER_PRELOAD_NOALLOC_LIBNAME))
 		return 1;
 	return self && strlen(self) == len && memcmp(self, entry, len) == 0;
 }
@@ -176,11 +187,24 @@ static int env_flag(const char *name, int *out)
 	return -1;
 }
 
+/* Is this copy of emberprof the first in the symbol search order? */
+static int is_first_copy(void)
+{
+	Dl_info api, self;
+	void *sym = dlsym(RTLD_DEFAULT, "ember_builder_new");
+	if (!sym || !dladdr(sym, &api) || !dladdr((void *)is_first_copy, &self))
+		return 1; /* cannot tell: behave as the only copy */
+	return api.dli_fbase == self.dli_fbase;
+}
+
 __attribute__((constructor)) static void preload_init(void)
 {
 	int saved_errno = errno;
 	const char *dir = getenv(EMBER_ENV_OUTPUT_DIR);
 	int autostart = 0, follow = 0;
+
+	if (!is_first_copy())
+		goto out; /* the other copy is the program's agent */
 
 	if (env_flag(EMBER_ENV_AUTOSTART, &autostart) < 0)
 		goto out;

@@ -16,5 +16,8 @@
 
 /* The file name (without version suffix) of the preloadable library. */
 #define EMBER_PRELOAD_LIBNAME "libemberprof.so"
+/* The same library without malloc & co (no allocation hook): what the CLI
+ * preloads when allocation profiling is off. */
+#define EMBER_PRELOAD_NOALLOC_LIBNAME "libemberprof_noalloc.so"
 
 #endif
