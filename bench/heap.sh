@@ -40,7 +40,8 @@
 #
 # Then, when the library interposes malloc, the precise part: the
 # paired-blocks program (bench/heap_paired.c) under libemberprof.so with
-# allocation profiling off and on, under a no-op interposer
+# allocation profiling off and on, under libemberprof_noalloc.so (what
+# `emberprof run` preloads for CPU-only profiles), under a no-op interposer
 # (bench/noop_malloc.c: the floor of any malloc interposition), and
 # jemalloc with its sampler switched per thread (MODE jeprof), for the
 # workload as above and with every allocated byte written (TOUCH); its
@@ -129,10 +130,14 @@ Paired blocks (one process; hooked/raw = emberprof's hook and sampler over glibc
 		tee -a "$results/heap.txt"
 	noop=$build/bench/libember_bench_noop_malloc.so
 	for touch in 0 1; do
-		for alloc in noop off on jeprof; do
+		for alloc in noop noalloc off on jeprof; do
 			mkdir -p "$tmp/prof-paired"
-			mode=glibc extra=""
-			if [ "$alloc" = noop ]; then
+			mode=glibc extra="" aval=$alloc
+			if [ "$alloc" = noalloc ]; then
+				# What `emberprof run` preloads for CPU-only profiles.
+				pre=$build/libemberprof_noalloc.so aval=off
+				[ -e "$pre" ] || continue
+			elif [ "$alloc" = noop ]; then
 				# The floor: malloc and free that only jump to glibc's.
 				[ -e "$noop" ] || continue
 				pre=$noop
@@ -144,14 +149,14 @@ Paired blocks (one process; hooked/raw = emberprof's hook and sampler over glibc
 				pre=$lib
 			fi
 			# shellcheck disable=SC2086 # args are a word list
-			out=$(env LD_PRELOAD="$pre" EMBERPROF_OUTPUT_DIR="$tmp/prof-paired" EMBERPROF_ALLOC=$alloc $extra \
+			out=$(env LD_PRELOAD="$pre" EMBERPROF_OUTPUT_DIR="$tmp/prof-paired" EMBERPROF_ALLOC=$aval $extra \
 				"$paired" $pargs 4096 $touch $mode) || { echo "heap.sh: paired run failed: $out" >&2; exit 1; }
 			printf '%s\n' "$out" | awk -v a="$alloc" -v t="$touch" '
 				/^mode raw/ { raw = $6 }
 				/^ratio control/ { ctl = $12 }
 				/^ratio hooked/ { med = $5; sums = $12 }
 				/^estimate/ { est = $6 " .. " $8 }
-				END { printf "  %-22s touch=%s  raw %s ns/pair  hooked/raw median %s sums %s  control/raw sums %s  with agent threads %s\n", (a == "noop" ? "no-op interposer" : a == "jeprof" ? "jemalloc prof on/off" : "EMBERPROF_ALLOC=" a), t, raw, med, sums, ctl, est }' |
+				END { printf "  %-22s touch=%s  raw %s ns/pair  hooked/raw median %s sums %s  control/raw sums %s  with agent threads %s\n", (a == "noop" ? "no-op interposer" : a == "noalloc" ? "libemberprof_noalloc" : a == "jeprof" ? "jemalloc prof on/off" : "EMBERPROF_ALLOC=" a), t, raw, med, sums, ctl, est }' |
 				tee -a "$results/heap.txt"
 		done
 	done
