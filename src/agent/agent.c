@@ -9,7 +9,8 @@
  * Thread ownership:
  *  - application threads: call the API; run the signal handler
  *    (src/sample/) and the pthread_create hook (thread_hook.c);
- *  - the agent thread ("emberprof"): drains the sample ring every 50 ms,
+ *  - the agent thread ("emberprof"): drains the sample rings every 50 ms
+ *    (down to 1 ms while the allocation ring fills fast),
  *    scans for threads, and at each window boundary symbolizes, encodes
  *    and calls the reporters. It blocks every signal, so sampling signals
  *    never interrupt it;
@@ -42,7 +43,9 @@
 #include "symbols/symbolizer.h"
 #include "util/error.h"
 
-#define DRAIN_NS 50000000LL /* how often the ring is drained */
+/* How often the rings are drained: every 50 ms, more often while the
+ * allocation ring fills fast (ember__heap_drain_interval). */
+#define DRAIN_NS EMBER_HEAP_DRAIN_MAX_NS
 
 enum { STATE_READY = 0, STATE_RUNNING = 1 };
 
@@ -74,6 +77,7 @@ typedef struct ember__core {
 	int64_t win_start, win_end;
 	uint32_t seq;
 	int64_t last_scan;
+	int64_t drain_ns; /* the agent thread's wait between drains */
 
 	/* totals over all runs (the sig counters restart with each start) */
 	_Atomic uint64_t samples, dropped_full, truncated, no_bounds, foreign, labels_truncated;
@@ -329,7 +333,8 @@ static void resolve_polls(ember__core *c, int64_t flush_before)
 		ember__log(&c->cfg, EMBER_LOG_WARN, "pollcatch: out of memory, long polls may be missed");
 }
 
-/* Moves every published sample from the ring into the window aggregates. */
+/* Moves every published sample from the rings into the window
+ * aggregates, and sets the wait before the next drain. */
 static void drain(ember__core *c)
 {
 	int need_refresh = 0;
@@ -369,7 +374,8 @@ static void drain(ember__core *c)
 				}
 		ember__sampbuf_release(&c->sig.buf, r);
 	}
-	ember__heapprof_drain(c->heap, c->win_end);
+	uint32_t heap_n = ember__heapprof_drain(c->heap, c->win_end);
+	c->drain_ns = ember__heapprof_next_drain(c->heap, c->drain_ns, heap_n);
 	resolve_polls(c, INT64_MIN);
 	/* Code we have not seen mapped (a library dlopen'ed since): learn its
 	 * module now, while it is surely still loaded. */
@@ -778,8 +784,8 @@ static void *agent_main(void *arg)
 	while (!c->stop_req) {
 		int64_t rt = now_ns(CLOCK_REALTIME);
 		int64_t wait = c->win_end - rt;
-		if (wait > DRAIN_NS)
-			wait = DRAIN_NS;
+		if (wait > c->drain_ns)
+			wait = c->drain_ns;
 		if (wait > scan_every)
 			wait = scan_every;
 		if (wait > 0) {
@@ -901,6 +907,7 @@ EMBER_API int ember_agent_start(ember_running **out, ember_agent *a)
 	c->stop_req = 0;
 	c->start_rc = 1;
 	c->last_scan = now_ns(CLOCK_MONOTONIC);
+	c->drain_ns = DRAIN_NS;
 
 	pthread_attr_t attr;
 	pthread_attr_init(&attr);

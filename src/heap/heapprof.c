@@ -191,10 +191,31 @@ static void prune_dict(ember__heapprof *hp)
 	hp->dict = fresh;
 }
 
-void ember__heapprof_drain(ember__heapprof *hp, int64_t win_end)
+int64_t ember__heap_drain_interval(int64_t cur_ns, uint32_t drained, uint32_t slots)
+{
+	if (drained > slots / 2)
+		return EMBER_HEAP_DRAIN_MIN_NS; /* it may have filled: at once */
+	if (drained > slots / 4)
+		cur_ns /= 2;
+	else if (drained < slots / 16)
+		cur_ns *= 2;
+	if (cur_ns < EMBER_HEAP_DRAIN_MIN_NS)
+		return EMBER_HEAP_DRAIN_MIN_NS;
+	return cur_ns > EMBER_HEAP_DRAIN_MAX_NS ? EMBER_HEAP_DRAIN_MAX_NS : cur_ns;
+}
+
+int64_t ember__heapprof_next_drain(const ember__heapprof *hp, int64_t cur_ns, uint32_t drained)
 {
 	if (!hp || !hp->ring_mapped)
-		return;
+		return EMBER_HEAP_DRAIN_MAX_NS;
+	return ember__heap_drain_interval(cur_ns, drained, RING_SLOTS);
+}
+
+uint32_t ember__heapprof_drain(ember__heapprof *hp, int64_t win_end)
+{
+	uint32_t n = 0;
+	if (!hp || !hp->ring_mapped)
+		return 0;
 	ember__sample_rec *r;
 	static const double zero[EMBER_MEM_NVALUES];
 	/* A fresh anchor for converting TSC times; once the rate is known,
@@ -222,7 +243,9 @@ void ember__heapprof_drain(ember__heapprof *hp, int64_t win_end)
 		else if (hp->want_events)
 			push_event(&hp->ev_cur, &hp->nev_cur, &hp->cap_cur, &e, &hp->events_cut);
 		ember__sampbuf_release(&hp->hook.buf, r);
+		n++;
 	}
+	return n;
 }
 
 typedef struct live_ctx {

@@ -93,8 +93,26 @@ int ember__heapprof_add_source(ember__heapprof **hp, const ember__heap_source *s
 void ember__heapprof_detach(ember__heapprof *hp);
 
 /* Moves the ring's records into the window sums: records at or after
- * win_end go to the next window. NULL ok. */
-void ember__heapprof_drain(ember__heapprof *hp, int64_t win_end);
+ * win_end go to the next window. Returns how many it moved. NULL ok. */
+uint32_t ember__heapprof_drain(ember__heapprof *hp, int64_t win_end);
+
+/*
+ * The agent's wait before the next drain, from the last wait cur_ns and
+ * the records the drain after it found (`drained`) in a ring of `slots`:
+ * EMBER_HEAP_DRAIN_MIN_NS at once if it was over half full, halved (down
+ * to that) if over a quarter full, so that a burst of samples (many
+ * threads allocating at the default mean, or a small mean) is drained
+ * before the ring fills and drops them; doubled back, up to
+ * EMBER_HEAP_DRAIN_MAX_NS, once drains find it under a sixteenth full.
+ * A pure function.
+ */
+#define EMBER_HEAP_DRAIN_MIN_NS 1000000LL
+#define EMBER_HEAP_DRAIN_MAX_NS 50000000LL
+int64_t ember__heap_drain_interval(int64_t cur_ns, uint32_t drained, uint32_t slots);
+
+/* The next drain interval for hp after a drain that moved `drained`
+ * records (EMBER_HEAP_DRAIN_MAX_NS without a ring). NULL ok. */
+int64_t ember__heapprof_next_drain(const ember__heapprof *hp, int64_t cur_ns, uint32_t drained);
 
 /*
  * Closes the window [start_ns, end_ns): the live table and the sources

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 
 #include "agent/agent_internal.h"
+#include "heap/heapprof.h"
 #include "check.h"
 #include "heap/sampler.h"
 
@@ -137,6 +138,42 @@ static void test_parse(void)
 	CHECK(ember__parse_bytes("", &v) != 0);
 }
 
+/* The agent drains faster while the allocation ring fills, and slows
+ * down again once it is quiet. */
+static void test_drain_interval(void)
+{
+	const uint32_t slots = 2048;
+	int64_t t = EMBER_HEAP_DRAIN_MAX_NS;
+	/* Over a quarter full: halved each time, down to the floor. */
+	int64_t seen[8];
+	for (int i = 0; i < 8; i++)
+		seen[i] = t = ember__heap_drain_interval(t, slots / 4 + 1, slots);
+	CHECK_EQ_INT(seen[0], EMBER_HEAP_DRAIN_MAX_NS / 2);
+	CHECK_EQ_INT(seen[1], EMBER_HEAP_DRAIN_MAX_NS / 4);
+	CHECK_EQ_INT(seen[2], EMBER_HEAP_DRAIN_MAX_NS / 8);
+	for (int i = 3; i < 8; i++)
+		CHECK(seen[i] < seen[i - 1] || seen[i] == EMBER_HEAP_DRAIN_MIN_NS);
+	CHECK_EQ_INT(seen[7], EMBER_HEAP_DRAIN_MIN_NS);
+	/* Over half full (it may have filled): the floor at once. */
+	CHECK_EQ_INT(ember__heap_drain_interval(EMBER_HEAP_DRAIN_MAX_NS, slots / 2 + 1, slots),
+		     EMBER_HEAP_DRAIN_MIN_NS);
+	CHECK_EQ_INT(ember__heap_drain_interval(EMBER_HEAP_DRAIN_MAX_NS, slots, slots),
+		     EMBER_HEAP_DRAIN_MIN_NS);
+	/* Between a sixteenth and a quarter: kept. */
+	CHECK_EQ_INT(ember__heap_drain_interval(12500000, slots / 4, slots), 12500000);
+	CHECK_EQ_INT(ember__heap_drain_interval(12500000, slots / 16, slots), 12500000);
+	/* Quiet again: doubled back up to the ceiling. */
+	t = EMBER_HEAP_DRAIN_MIN_NS;
+	for (int i = 0; i < 8; i++)
+		t = ember__heap_drain_interval(t, slots / 16 - 1, slots);
+	CHECK_EQ_INT(t, EMBER_HEAP_DRAIN_MAX_NS);
+	CHECK_EQ_INT(ember__heap_drain_interval(EMBER_HEAP_DRAIN_MIN_NS, 0, slots),
+		     2 * EMBER_HEAP_DRAIN_MIN_NS);
+	/* No allocation ring: the agent's usual interval. */
+	CHECK_EQ_INT(ember__heapprof_next_drain(NULL, EMBER_HEAP_DRAIN_MIN_NS, 5000),
+		     EMBER_HEAP_DRAIN_MAX_NS);
+}
+
 static void test_builder_and_env(void)
 {
 	ember_builder *b = NULL;
@@ -170,6 +207,7 @@ int main(void)
 	RUN(test_unsample_factor);
 	RUN(test_stack_hash);
 	RUN(test_parse);
+	RUN(test_drain_interval);
 	RUN(test_builder_and_env);
 	return CHECK_DONE();
 }
