@@ -48,7 +48,15 @@ int ember__cli_top(int argc, char **argv);
 void ember__cli_top_usage(FILE *out);
 
 /*
- * Reads every file in paths[0..npaths), accumulates the sample value named
+ * Reads a profile file: pprof (gzip'd or not), or a JFR recording
+ * (src/encode/jfr_profile.h), told apart by its first bytes. *out is the
+ * caller's. 0 or a negative ember_err with a message.
+ */
+struct ember__profile;
+int ember__cli_read_profile(const char *path, struct ember__profile **out);
+
+/*
+ * Reads every file in paths[0..npaths) (pprof or JFR), accumulates the sample value named
  * by `index_spec` (a 0-based number or a sample type name such as "cpu";
  * NULL means the profile's default sample type, else its last) and prints
  * the top `n` rows to `out`. With `skip_bad`, unreadable files are

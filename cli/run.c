@@ -574,23 +574,31 @@ static int export_ld_preload(const char *lib)
 
 /* ---- after the run ---- */
 
-enum { PROFILE_CPU, PROFILE_WALL, PROFILE_MEMORY };
+enum { PROFILE_CPU = 1, PROFILE_WALL = 2, PROFILE_MEMORY = 4 };
 
-/* What a profile file holds: wall-clock time (its second value is wall),
- * allocations (its first is alloc_objects), else CPU time. */
-static int profile_kind(const char *path)
+/* Has profile p a sample type named t? */
+static int has_type(const ember__profile *p, const char *t)
+{
+	for (uint32_t i = 0; i < p->nvalues; i++)
+		if (p->sample_type[i].type && !strcmp(p->sample_type[i].type, t))
+			return 1;
+	return 0;
+}
+
+/* What a profile file holds (PROFILE_* bits), by its sample types: our
+ * pprof files hold one kind each (samples + cpu, samples + wall, or
+ * alloc_objects, alloc_space, ...), a JFR recording up to three (cpu, wall,
+ * alloc_space). Anything else counts as CPU. */
+static int profile_kinds(const char *path)
 {
 	ember__profile *p = NULL;
-	if (ember__pprof_read_file(path, &p) < 0)
+	if (ember__cli_read_profile(path, &p) < 0)
 		return PROFILE_CPU; /* the table reports the error */
-	int kind = p->nvalues >= 2 && p->sample_type[1].type && !strcmp(p->sample_type[1].type, "wall")
-			   ? PROFILE_WALL
-		   : p->nvalues >= 1 && p->sample_type[0].type &&
-				   !strcmp(p->sample_type[0].type, "alloc_objects")
-			   ? PROFILE_MEMORY
-			   : PROFILE_CPU;
+	int kinds = (has_type(p, "wall") ? PROFILE_WALL : 0) |
+		    (has_type(p, "alloc_space") ? PROFILE_MEMORY : 0) |
+		    (has_type(p, "cpu") ? PROFILE_CPU : 0);
 	ember__profile_free(p);
-	return kind;
+	return kinds ? kinds : PROFILE_CPU;
 }
 
 /* Prints the CPU table and, if the run wrote wall-clock profiles, theirs. */
@@ -608,12 +616,12 @@ static void print_tables(const run_opts *o, char **paths, size_t n)
 		return;
 	}
 	for (size_t i = 0; i < n; i++) {
-		int kind = profile_kind(paths[i]);
-		if (kind == PROFILE_WALL)
+		int kinds = profile_kinds(paths[i]);
+		if (kinds & PROFILE_WALL)
 			wall[nw++] = paths[i];
-		else if (kind == PROFILE_MEMORY)
+		if (kinds & PROFILE_MEMORY)
 			mem[nm++] = paths[i];
-		else
+		if (kinds & PROFILE_CPU)
 			cpu[nc++] = paths[i];
 	}
 	fputc('\n', stderr);
@@ -634,48 +642,66 @@ static void print_tables(const run_opts *o, char **paths, size_t n)
 	free(mem);
 }
 
-/* How many JFR recordings in dir are not in `before`; -1 on error (printed). */
-static long new_recordings(const char *dir, const ember__cli_names *before)
+/*
+ * The files with `suffix` in dir that are not in `before`, as malloc'd
+ * "dir/name" paths in a malloc'd array (*paths, *n; the caller frees
+ * both). 0, or -1 on error (printed).
+ */
+static int new_files(const char *dir, const char *suffix, const ember__cli_names *before,
+		     char ***paths, size_t *n)
 {
 	ember__cli_names after = { 0 };
-	long n = 0;
-	if (ember__cli_list_files(dir, EMBER_LOCAL_JFR_SUFFIX, &after) < 0) {
+	*paths = NULL;
+	*n = 0;
+	if (ember__cli_list_files(dir, suffix, &after) < 0) {
 		ember__cli_error("%s", ember_last_error());
 		return -1;
 	}
-	for (size_t i = 0; i < after.n; i++)
-		n += !ember__cli_names_has(before, after.v[i]);
+	char **v = calloc(after.n ? after.n : 1, sizeof(*v));
+	size_t k = 0;
+	for (size_t i = 0; v && i < after.n; i++) {
+		if (ember__cli_names_has(before, after.v[i]))
+			continue;
+		size_t len = strlen(dir) + strlen(after.v[i]) + 2;
+		if (!(v[k] = malloc(len)))
+			break;
+		snprintf(v[k++], len, "%s/%s", dir, after.v[i]);
+	}
 	ember__cli_names_free(&after);
-	return n;
+	if (!v) {
+		ember__cli_error("out of memory");
+		return -1;
+	}
+	*paths = v;
+	*n = k;
+	return 0;
+}
+
+static void free_paths(char **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
 }
 
 /* Prints where the profiles went and the table of those this run wrote. */
 static void summarize(const run_opts *o, const char *dir, const ember__cli_names *before,
 		      const ember__cli_names *jfr_before, int killed_by)
 {
-	ember__cli_names after = { 0 };
-	long njfr = new_recordings(dir, jfr_before);
-	if (njfr > 0)
-		fprintf(stderr, "emberprof: %ld JFR recording%s written to %s\n", njfr,
+	char **jfr = NULL, **paths = NULL;
+	size_t njfr = 0, n = 0;
+	if (new_files(dir, EMBER_LOCAL_JFR_SUFFIX, jfr_before, &jfr, &njfr) == 0 && njfr > 0)
+		fprintf(stderr, "emberprof: %zu JFR recording%s written to %s\n", njfr,
 			njfr == 1 ? "" : "s", dir);
-	if (ember__cli_list_profiles(dir, &after) < 0) {
-		ember__cli_error("%s", ember_last_error());
+	if (new_files(dir, EMBER_LOCAL_SUFFIX, before, &paths, &n) < 0) {
+		free_paths(jfr, njfr);
 		return;
 	}
-	char **paths = calloc(after.n ? after.n : 1, sizeof(*paths));
-	size_t n = 0;
-	for (size_t i = 0; paths && i < after.n; i++) {
-		if (ember__cli_names_has(before, after.v[i]))
-			continue;
-		size_t len = strlen(dir) + strlen(after.v[i]) + 2;
-		if (!(paths[n] = malloc(len)))
-			break;
-		snprintf(paths[n++], len, "%s/%s", dir, after.v[i]);
-	}
-	if (!paths) {
-		ember__cli_error("out of memory");
-	} else if (n == 0 && njfr > 0) {
-		/* JFR only: nothing for the pprof table */
+	if (n == 0 && njfr > 0) {
+		/* JFR only (--format jfr, or async-profiler): the tables from
+		 * the recordings */
+		if (!o->quiet)
+			print_tables(o, jfr, njfr);
 	} else if (n == 0) {
 		ember__cli_error("no profiles were written to %s%s", dir,
 				 killed_by ? " (a program killed by a signal cannot write its last "
@@ -687,10 +713,8 @@ static void summarize(const run_opts *o, const char *dir, const ember__cli_names
 		if (!o->quiet)
 			print_tables(o, paths, n);
 	}
-	for (size_t i = 0; i < n; i++)
-		free(paths[i]);
-	free(paths);
-	ember__cli_names_free(&after);
+	free_paths(paths, n);
+	free_paths(jfr, njfr);
 }
 
 /* Runs CMD and summarizes; returns the exit code. */

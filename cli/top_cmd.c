@@ -1,8 +1,9 @@
 /*
  * top_cmd.c - `emberprof top [--n N] [--sample-index I|NAME] FILE...`:
  * the top-functions table of one or more pprof files (ours, Go's, or
- * anything profile.proto, gzip'd or not), and the same table printed at
- * the end of `emberprof run`.
+ * anything profile.proto, gzip'd or not) or JFR recordings (ours or
+ * async-profiler's), and the same table printed at the end of `emberprof
+ * run`.
  *
  * The table itself is src/report/top.c; this file reads the files, picks
  * the sample value to rank by in each of them, and handles errors.
@@ -12,6 +13,7 @@
 
 #include "cli.h"
 #include "emberprof.h"
+#include "encode/jfr_profile.h"
 #include "encode/pprof.h"
 #include "report/top.h"
 #include "util/error.h"
@@ -23,7 +25,8 @@ void ember__cli_top_usage(FILE *out)
 	fprintf(out,
 		"usage: emberprof top [--n N] [--sample-index I|NAME] FILE...\n"
 		"\n"
-		"Prints the functions with the most samples in the pprof FILEs (summed).\n"
+		"Prints the functions with the most samples in the FILEs (summed): pprof\n"
+		"profiles, or JFR recordings (sample types cpu, wall, alloc_space).\n"
 		"  --n N, -n N             rows to print (default %d)\n"
 		"  --sample-index I|NAME   the sample value to rank by: a 0-based index or a\n"
 		"                          sample type such as cpu or samples (default: the\n"
@@ -70,11 +73,25 @@ static int resolve_index(const ember__profile *p, const char *spec, const char *
 			    spec, have);
 }
 
+int ember__cli_read_profile(const char *path, ember__profile **out)
+{
+	uint8_t head[4];
+	size_t n = 0;
+	FILE *f = fopen(path, "rb");
+	if (f) {
+		n = fread(head, 1, sizeof(head), f);
+		fclose(f);
+	}
+	if (ember__jfr_magic(head, n))
+		return ember__jfr_read_profile_file(path, out);
+	return ember__pprof_read_file(path, out); /* and its errors, if unreadable */
+}
+
 /* Reads one file into the table. */
 static int add_file(ember__top *t, const char *path, const char *spec)
 {
 	ember__profile *p = NULL;
-	int rc = ember__pprof_read_file(path, &p);
+	int rc = ember__cli_read_profile(path, &p);
 	if (rc < 0) {
 		char why[EMBER_ERROR_MAX];
 		snprintf(why, sizeof(why), "%s", ember_last_error());

@@ -32,6 +32,7 @@
 #include "emberprof.h"
 #include "encode/protobuf.h"
 #include "util/error.h"
+#include "util/fileio.h"
 
 /* ---- gunzip ---- */
 
@@ -856,53 +857,17 @@ int ember__pprof_read_file(const char *path, ember__profile **out)
 	if (!path || !out)
 		return ember__error(EMBER_ERR_INVALID, "pprof: NULL argument");
 	*out = NULL;
-	FILE *fp = fopen(path, "rb");
-	if (!fp)
-		return ember__error_errno(EMBER_ERR_IO, errno, "cannot open %s", path);
-	struct stat st;
-	if (fstat(fileno(fp), &st) == 0 && S_ISREG(st.st_mode) &&
-	    (uint64_t)st.st_size > EMBER_PPROF_MAX_RAW) {
-		fclose(fp);
-		return ember__error(EMBER_ERR_FORMAT, "%s: larger than %zu bytes", path,
-				    EMBER_PPROF_MAX_RAW);
-	}
-	size_t cap = 65536, len = 0;
-	uint8_t *buf = malloc(cap);
-	int err = 0;
-	if (!buf)
-		err = ember__error_oom("pprof file buffer");
-	while (!err) {
-		if (len == cap) {
-			uint8_t *nb = realloc(buf, cap * 2);
-			if (!nb) {
-				err = ember__error_oom("pprof file buffer");
-				break;
-			}
-			buf = nb;
-			cap *= 2;
-		}
-		size_t n = fread(buf + len, 1, cap - len, fp);
-		len += n;
-		if (len > EMBER_PPROF_MAX_RAW) {
-			err = ember__error(EMBER_ERR_FORMAT, "%s: larger than %zu bytes", path,
-					   EMBER_PPROF_MAX_RAW);
-			break;
-		}
-		if (n == 0) {
-			if (ferror(fp))
-				err = ember__error_errno(EMBER_ERR_IO, errno, "cannot read %s", path);
-			break;
-		}
-	}
-	fclose(fp);
-	if (!err) {
-		err = ember__pprof_read(buf, len, out);
-		if (err == EMBER_ERR_FORMAT) {
-			/* Name the file in front of the decoder's message. */
-			char msg[EMBER_ERROR_MAX];
-			snprintf(msg, sizeof(msg), "%s", ember_last_error());
-			ember__error(err, "%s: %s", path, msg);
-		}
+	uint8_t *buf;
+	size_t len;
+	int err = ember__read_file(path, EMBER_PPROF_MAX_RAW, &buf, &len);
+	if (err)
+		return err;
+	err = ember__pprof_read(buf, len, out);
+	if (err == EMBER_ERR_FORMAT) {
+		/* Name the file in front of the decoder's message. */
+		char msg[EMBER_ERROR_MAX];
+		snprintf(msg, sizeof(msg), "%s", ember_last_error());
+		ember__error(err, "%s: %s", path, msg);
 	}
 	free(buf);
 	return err;

@@ -7,8 +7,17 @@
 #define EMBER_FILEIO_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* Writes all n bytes, retrying short writes and EINTR. 0, or -1 with errno. */
 int ember__write_all(int fd, const void *buf, size_t n);
+
+/*
+ * Reads the whole file at path into *out (malloc'd, caller frees) of *len
+ * bytes. Files over max bytes are refused. 0, or EMBER_ERR_IO (cannot
+ * open or read), EMBER_ERR_FORMAT (too large) or EMBER_ERR_NOMEM, with a
+ * message naming the file.
+ */
+int ember__read_file(const char *path, size_t max, uint8_t **out, size_t *len);
 
 #endif

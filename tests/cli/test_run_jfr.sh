@@ -1,5 +1,6 @@
 # test_run_jfr.sh - `emberprof run --format`: jfr writes one JFR recording
-# per window and no pprof file, which the JDK's `jfr` tool reads (through
+# per window and no pprof file, and prints the top table from it (as
+# `emberprof top` does for a recording); the JDK's `jfr` tool reads it (through
 # tests/tools/jfr_check.py: CPU events whose stacks hold the demo's
 # functions, each frame Native or C++); both writes both; a bad value is
 # refused naming the option, as is a bad EMBERPROF_OUTPUT_FORMAT.
@@ -19,7 +20,19 @@ if [ "$n" -ge 1 ] && [ "$p" -eq 0 ]; then ok "$n .jfr, no .pb.gz"; else fail "ex
 cat >expect.json <<'X'
 {"frame_types": ["Native", "C++"], "methods": {"jdk.ExecutionSample": ["hot_a", "hot_b", "worker_main"]}}
 X
+# The summary's table comes from the recording: the demo's 3:1 split.
+check_grep "table from the JFR recording" err "Total cpu"
+check_grep "table from the JFR recording" err "hot_a"
+check_grep "table from the JFR recording" err "hot_b"
 f=$(ls -S prof/*.jfr | head -1)
+# `emberprof top` reads JFR too, by content (not by name).
+cp "$f" recording.bin
+"$EMBERPROF" top -n 5 recording.bin >top.out 2>&1
+check_exit "top on a JFR recording" 0 $?
+check_grep "top on a JFR recording" top.out "hot_a"
+"$EMBERPROF" top --sample-index wall recording.bin >top.out 2>&1
+check_exit "top --sample-index wall on a recording without wall samples" 1 $?
+check_grep "top names the missing type" top.out "wall"
 if python3 "$EMBER_TEST_SRCDIR/tests/tools/jfr_check.py" "$f" expect.json >check.out 2>&1; then
 	ok "the JDK's jfr tool reads $f"
 else

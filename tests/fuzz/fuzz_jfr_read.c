@@ -1,7 +1,8 @@
 /*
  * fuzz_jfr_read.c - libFuzzer target for the JFR reader (src/encode/
- * jfr_read.c) and the long-poll decoder on top of it (src/pollcatch/
- * decode*.c). Seeds: corpus_jfr/ (make_jfr_seeds.py: async-profiler-shaped
+ * jfr_read.c) and what reads through it: the long-poll decoder
+ * (src/pollcatch/decode*.c) and the conversion to a profile for `emberprof
+ * top` (src/encode/jfr_profile.c). Seeds: corpus_jfr/ (make_jfr_seeds.py: async-profiler-shaped
  * recordings; jdk_small.jfr: a JDK 17 recording of PollJfr.java with only
  * jdk.ExecutionSample and profiler.UserEvent enabled; emberprof_longpoll.jfr:
  * a window emberprof wrote for tests/pollcatch/uv_slow, with an
@@ -10,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "encode/jfr_profile.h"
 #include "encode/jfr_read.h"
 #include "pollcatch/decode.h"
 
@@ -30,6 +32,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				sink += ember__jfr_get_int(&fr->u.items[0], "lineNumber");
 		}
 		ember__jfr_free(j);
+	}
+	ember__profile *p = NULL;
+	if (ember__jfr_to_profile(data, size, &p) == 0) {
+		sink += p->nsamples;
+		ember__profile_free(p);
 	}
 	ember__longpolls lp;
 	ember__longpolls_init(&lp);

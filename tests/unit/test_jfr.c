@@ -15,6 +15,7 @@
 #include "check.h"
 #include "emberprof.h"
 #include "encode/jfr.h"
+#include "encode/jfr_profile.h"
 
 #define T0 1764515000123456789LL /* window start, ns since the epoch */
 
@@ -123,10 +124,10 @@ static int jfr_check(const uint8_t *jfr, size_t len, const char *expect_json)
 	return rc;
 }
 
-static void test_window_read_by_jdk(void)
+/* Encodes the fixture's window: 3 CPU, 2 wall-clock (3 + 1 samples) and
+ * 1 allocation (4096 bytes) events. */
+static int encode_window(fixture *fx, uint8_t **out, size_t *len)
 {
-	fixture fx;
-	make_profiles(&fx);
 	/* Out of time order on purpose: the file is sorted. */
 	ember__jfr_event ev[] = {
 		{T0 + 3000, 20000000, 0, 1, 102, EMBER_JFR_CPU, EMBER_JFR_STATE_RUNNABLE},
@@ -139,13 +140,20 @@ static void test_window_read_by_jdk(void)
 	ember__jfr_thread th[] = {{101, "worker-a"}, {102, "worker-b"}};
 	ember__jfr_window w = {
 		.start_ns = T0, .end_ns = T0 + 10000000000LL,
-		.profiles = {fx.cpu, fx.wall, fx.mem},
+		.profiles = {fx->cpu, fx->wall, fx->mem},
 		.events = ev, .nevents = 6, .threads = th, .nthreads = 2,
 		.wall_interval_ns = 50000000, .max_depth = 3,
 	};
+	return ember__jfr_encode(&w, out, len);
+}
+
+static void test_window_read_by_jdk(void)
+{
+	fixture fx;
+	make_profiles(&fx);
 	uint8_t *out = NULL;
 	size_t len = 0;
-	CHECK_EQ_INT(ember__jfr_encode(&w, &out, &len), 0);
+	CHECK_EQ_INT(encode_window(&fx, &out, &len), 0);
 	CHECK(len > 68);
 	CHECK(out && !memcmp(out, "FLR\0\0\2\0\0", 8));
 	/* chunk size in the header is the file's size */
@@ -188,6 +196,94 @@ static void test_window_read_by_jdk(void)
 	CHECK(jfr_check(out, len, "{\"counts\": {\"jdk.ExecutionSample\": 4}}") != 0);
 	free(out);
 	free_profiles(&fx);
+}
+
+/* The function and module names of sample s's frames, leaf first,
+ * as "module:function:line ..." */
+static void frames_of(const ember__profile *p, const ember__sample *s, char *buf, size_t cap)
+{
+	size_t n = 0;
+	buf[0] = '\0';
+	for (uint32_t i = 0; i < s->nlocs && n < cap; i++) {
+		const ember__location *l = &p->locations[s->locs[i] - 1];
+		const char *mod = l->mapping ? p->mappings[l->mapping - 1].file : "";
+		n += (size_t)snprintf(buf + n, cap - n, "%s%s:%s:%lld", i ? " " : "", mod,
+				      p->functions[l->lines[0].function - 1].name,
+				      (long long)l->lines[0].line);
+	}
+}
+
+/* Back from JFR to the profile model (what `emberprof top` reads). */
+static void test_to_profile(void)
+{
+	fixture fx;
+	make_profiles(&fx);
+	uint8_t *out = NULL;
+	size_t len = 0;
+	CHECK_EQ_INT(encode_window(&fx, &out, &len), 0);
+	CHECK(ember__jfr_magic(out, len));
+	ember__profile *p = NULL;
+	CHECK_EQ_INT(ember__jfr_to_profile(out, len, &p), 0);
+	if (!p) {
+		free(out);
+		free_profiles(&fx);
+		return;
+	}
+	/* Value types in order of appearance; the default is cpu. */
+	CHECK_EQ_INT(p->nvalues, 3);
+	CHECK(p->default_sample_type && !strcmp(p->default_sample_type, "cpu"));
+	int64_t total[3] = {0, 0, 0};
+	const char *names[3] = {"cpu", "wall", "alloc_space"};
+	int idx[3] = {-1, -1, -1};
+	for (uint32_t v = 0; v < p->nvalues; v++)
+		for (int k = 0; k < 3; k++)
+			if (!strcmp(p->sample_type[v].type, names[k]))
+				idx[k] = (int)v;
+	CHECK(idx[0] >= 0 && idx[1] >= 0 && idx[2] >= 0);
+	CHECK(!strcmp(p->sample_type[idx[2]].unit, "bytes"));
+	char fr[512], cpu_leafs[1024] = "";
+	for (uint32_t i = 0; i < p->nsamples; i++) {
+		for (int k = 0; k < 3; k++)
+			if (idx[k] >= 0)
+				total[k] += p->samples[i].values[idx[k]];
+		frames_of(p, &p->samples[i], fr, sizeof(fr));
+		if (idx[2] >= 0 && p->samples[i].values[idx[2]])
+			CHECK(!strcmp(fr, "server:make_buffer:5"));
+		if (idx[0] >= 0 && p->samples[i].values[idx[0]]) {
+			strncat(cpu_leafs, fr, sizeof(cpu_leafs) - strlen(cpu_leafs) - 2);
+			strcat(cpu_leafs, "|");
+		}
+	}
+	CHECK_EQ_INT(total[0], 3);    /* three CPU events */
+	CHECK_EQ_INT(total[1], 4);    /* wall: samples 3 + 1 */
+	CHECK_EQ_INT(total[2], 4096); /* the allocation's size */
+	/* Stacks leaf first, inlined frames as frames, module = mapping file,
+	 * unsymbolized frames by address. */
+	CHECK(strstr(cpu_leafs, "server:inlined_helper:7 server:hot_loop:19 server:main:42|"));
+	CHECK(strstr(cpu_leafs,
+		     "libwidget.so.3:0x6678:0 libwidget.so.3:ns::Widget::run():0 server:main:42|"));
+	/* Interned: main in server is one function and one location. */
+	int mains = 0;
+	for (uint32_t i = 0; i < p->nfunctions; i++)
+		mains += !strcmp(p->functions[i].name, "main");
+	CHECK_EQ_INT(mains, 1);
+	ember__profile_free(p);
+
+	/* Bad input: never a crash, a format error naming the problem. */
+	CHECK_EQ_INT(ember__jfr_to_profile((const uint8_t *)"PK\3\4", 4, &p), EMBER_ERR_FORMAT);
+	CHECK(p == NULL && strstr(ember_last_error(), "not a JFR"));
+	for (size_t cut = 4; cut < len; cut += len / 7 + 1)
+		if (ember__jfr_to_profile(out, cut, &p) == 0)
+			ember__profile_free(p); /* a prefix may still be a valid recording */
+	free(out);
+	free_profiles(&fx);
+
+	/* A recording without samples of a known type. */
+	ember__jfr_window w = {.start_ns = T0, .end_ns = T0 + 5};
+	CHECK_EQ_INT(ember__jfr_encode(&w, &out, &len), 0);
+	CHECK_EQ_INT(ember__jfr_to_profile(out, len, &p), EMBER_ERR_FORMAT);
+	CHECK(strstr(ember_last_error(), "jdk.ExecutionSample"));
+	free(out);
 }
 
 static void test_empty_window(void)
@@ -304,6 +400,7 @@ static void test_long_polls(void)
 int main(void)
 {
 	RUN(test_window_read_by_jdk);
+	RUN(test_to_profile);
 	RUN(test_empty_window);
 	RUN(test_bad_input);
 	RUN(test_varint_layout);
