@@ -15,7 +15,6 @@
 #include "emberprof.h"
 #include "encode/jfr_read.h"
 #include "util/error.h"
-#include "util/fileio.h"
 #include "util/hashmap.h"
 
 #define MAX_FILE ((size_t)1 << 30)
@@ -282,13 +281,16 @@ int ember__jfr_to_profile(const uint8_t *data, size_t len, ember__profile **out)
 	if (!c.p)
 		rc = ember__error_oom("profile");
 	ember__jfr_event ev;
-	int64_t first = INT64_MAX, last = INT64_MIN;
 	while (rc == 0 && (rc = ember__jfr_next_event(j, &ev)) == 1) {
 		rc = 0;
 		int kind = kind_of(ev.type);
 		if (kind >= 0)
 			rc = add_event(&c, kind, ev.value);
-		const ember__jfr_chunk_info *ci = ember__jfr_chunk(j, ev.chunk);
+	}
+	/* The profile spans the recording's chunks. */
+	int64_t first = INT64_MAX, last = INT64_MIN;
+	for (size_t i = 0; i < ember__jfr_nchunks(j); i++) {
+		const ember__jfr_chunk_info *ci = ember__jfr_chunk(j, i);
 		if (ci && ci->start_nanos < first)
 			first = ci->start_nanos;
 		if (ci && ci->start_nanos + ci->duration_nanos > last)
@@ -323,18 +325,5 @@ int ember__jfr_to_profile(const uint8_t *data, size_t len, ember__profile **out)
 
 int ember__jfr_read_profile_file(const char *path, ember__profile **out)
 {
-	*out = NULL;
-	uint8_t *buf;
-	size_t len;
-	int rc = ember__read_file(path, MAX_FILE, &buf, &len);
-	if (rc)
-		return rc;
-	rc = ember__jfr_to_profile(buf, len, out);
-	if (rc == EMBER_ERR_FORMAT) {
-		char msg[EMBER_ERROR_MAX];
-		snprintf(msg, sizeof(msg), "%s", ember_last_error());
-		ember__error(rc, "%s: %s", path, msg);
-	}
-	free(buf);
-	return rc;
+	return ember__profile_read_file(path, MAX_FILE, ember__jfr_to_profile, out);
 }

@@ -19,20 +19,17 @@
  */
 #include "encode/pprof.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <zlib.h>
 
 #include "emberprof.h"
 #include "encode/protobuf.h"
 #include "util/error.h"
-#include "util/fileio.h"
 
 /* ---- gunzip ---- */
 
@@ -856,19 +853,5 @@ int ember__pprof_read_file(const char *path, ember__profile **out)
 {
 	if (!path || !out)
 		return ember__error(EMBER_ERR_INVALID, "pprof: NULL argument");
-	*out = NULL;
-	uint8_t *buf;
-	size_t len;
-	int err = ember__read_file(path, EMBER_PPROF_MAX_RAW, &buf, &len);
-	if (err)
-		return err;
-	err = ember__pprof_read(buf, len, out);
-	if (err == EMBER_ERR_FORMAT) {
-		/* Name the file in front of the decoder's message. */
-		char msg[EMBER_ERROR_MAX];
-		snprintf(msg, sizeof(msg), "%s", ember_last_error());
-		ember__error(err, "%s: %s", path, msg);
-	}
-	free(buf);
-	return err;
+	return ember__profile_read_file(path, EMBER_PPROF_MAX_RAW, ember__pprof_read, out);
 }

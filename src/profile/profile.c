@@ -5,8 +5,13 @@
  */
 #include "profile/profile.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "emberprof.h"
+#include "util/error.h"
+#include "util/fileio.h"
 
 ember__profile *ember__profile_new(void)
 {
@@ -73,4 +78,24 @@ uint32_t ember__profile_add_location(ember__profile *p, const ember__location *l
 uint32_t ember__profile_add_sample(ember__profile *p, const ember__sample *s)
 {
 	APPEND(p, samples, nsamples, cap_samples, s);
+}
+
+int ember__profile_read_file(const char *path, size_t max, ember__profile_decoder decode,
+			     ember__profile **out)
+{
+	*out = NULL;
+	uint8_t *buf;
+	size_t len;
+	int err = ember__read_file(path, max, &buf, &len);
+	if (err)
+		return err;
+	err = decode(buf, len, out);
+	if (err == EMBER_ERR_FORMAT) {
+		/* Name the file in front of the decoder's message. */
+		char msg[EMBER_ERROR_MAX];
+		snprintf(msg, sizeof(msg), "%s", ember_last_error());
+		ember__error(err, "%s: %s", path, msg);
+	}
+	free(buf);
+	return err;
 }

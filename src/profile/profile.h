@@ -104,4 +104,14 @@ uint32_t ember__profile_add_function(ember__profile *p, const ember__function *f
 uint32_t ember__profile_add_location(ember__profile *p, const ember__location *l);
 uint32_t ember__profile_add_sample(ember__profile *p, const ember__sample *s);
 
+/*
+ * Reads the file at path (at most max bytes) and decodes it with decode
+ * (ember__pprof_read, ember__jfr_to_profile), naming the file in front of
+ * a format error's message. *out as decode gives it. 0, EMBER_ERR_IO, or
+ * what reading or decode returns.
+ */
+typedef int (*ember__profile_decoder)(const uint8_t *data, size_t len, ember__profile **out);
+int ember__profile_read_file(const char *path, size_t max, ember__profile_decoder decode,
+			     ember__profile **out);
+
 #endif
