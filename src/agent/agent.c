@@ -39,6 +39,7 @@
 #include "heap/heapprof.h"
 #include "heap/jemalloc.h"
 #include "pollcatch/resolve.h"
+#include "sample/sigvirt.h"
 #include "sample/labels.h"
 #include "symbols/symbolizer.h"
 #include "util/error.h"
@@ -709,7 +710,7 @@ static void *agent_main(void *arg)
 	ember__core *c = arg;
 	sigset_t all;
 	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	ember__sigmask_kernel(SIG_BLOCK, &all, NULL);
 	pthread_setname_np(pthread_self(), "emberprof");
 	/* On jemalloc with profiling, the agent's own allocations stay out of
 	 * the program's heap profile. */

@@ -15,6 +15,7 @@
 #include "agent/threads.h"
 #include "emberprof.h"
 #include "sample/handler.h"
+#include "sample/sigvirt.h"
 #include "util/error.h"
 
 static int32_t tid_at(const void *base, size_t stride, size_t i)
@@ -110,7 +111,7 @@ static void *wall_main(void *arg)
 	ember__wall *w = arg;
 	sigset_t all;
 	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	ember__sigmask_kernel(SIG_BLOCK, &all, NULL);
 	pthread_setname_np(pthread_self(), "emberprof-wall");
 	ember__threads_exclude(w->threads, (int32_t)gettid());
 
@@ -128,17 +129,22 @@ static void *wall_main(void *arg)
 		int32_t tids[EMBER__WALL_MAX_PER_TICK];
 		int64_t weights[EMBER__WALL_MAX_PER_TICK];
 		uint32_t repeat[EMBER__WALL_MAX_PER_TICK];
-		size_t nthreads = 0;
-		size_t n = ember__threads_wall_pick(w->threads, now, w->skip_idle, tids, weights,
-						    repeat, EMBER__WALL_MAX_PER_TICK, &nthreads);
+		size_t nthreads = 0, n = 0;
 		uint64_t sent = 0;
-		for (size_t i = 0; i < n; i++) {
-			if (weights[i] <= 0)
-				continue;
-			if (repeat[i]) /* counted by the agent as it resolves them */
-				record_repeat(w->threads->sig, tids[i], weights[i], repeat[i]);
-			else if (send_wall(w, tids[i], weights[i]) == 0)
-				sent++;
+		/* No signal while the process execs (threads.h): the batch is
+		 * picked and sent inside the gate. */
+		if (ember__threads_gate_enter(w->threads)) {
+			n = ember__threads_wall_pick(w->threads, now, w->skip_idle, tids, weights,
+						     repeat, EMBER__WALL_MAX_PER_TICK, &nthreads);
+			for (size_t i = 0; i < n; i++) {
+				if (weights[i] <= 0)
+					continue;
+				if (repeat[i]) /* counted by the agent as it resolves them */
+					record_repeat(w->threads->sig, tids[i], weights[i], repeat[i]);
+				else if (send_wall(w, tids[i], weights[i]) == 0)
+					sent++;
+			}
+			ember__threads_gate_leave(w->threads);
 		}
 		atomic_fetch_add(&w->signals, sent);
 		atomic_fetch_add(&w->ticks, 1);

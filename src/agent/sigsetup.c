@@ -12,15 +12,37 @@
 #include <time.h>
 
 #include "emberprof.h"
+#include "sample/sigvirt.h"
 #include "util/error.h"
+
+/* glibc's sigaction under its other name: emberprof's own libc wrappers
+ * (src/preload/signal_wrap.c) export `sigaction`, and the agent must reach
+ * the kernel's disposition, not the program's virtual one. */
+extern int __sigaction(int, const struct sigaction *, struct sigaction *);
+
+void ember__sigpath_our_action(struct sigaction *sa)
+{
+	memset(sa, 0, sizeof(*sa));
+	sa->sa_sigaction = ember__sigpath_handler;
+	/* SA_ONSTACK: threads with an alternate signal stack (every Go thread
+	 * of a cgo program, whose goroutine stacks are small) take samples
+	 * there, and a program handler we call for its own signal runs on the
+	 * stack it asked for. */
+	sa->sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
+	sigemptyset(&sa->sa_mask);
+}
 
 int ember__sigpath_install(ember__sigstate *st, int signo, struct sigaction *old)
 {
-	if (sigaction(signo, NULL, old) != 0)
+	if (__sigaction(signo, NULL, old) != 0)
 		return ember__error_errno(EMBER_ERR_SYS, errno, "sigaction(%d)", signo);
 	int custom = (old->sa_flags & SA_SIGINFO) ? old->sa_sigaction != NULL
 						   : (old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN);
-	if (custom && !((old->sa_flags & SA_SIGINFO) && old->sa_sigaction == ember__sigpath_handler))
+	/* With the libc wrappers in effect the program's handler is kept and
+	 * called for the program's own signals (sigvirt.h); without them the
+	 * program could not tell our signals from its own: refuse. */
+	if (custom && !((old->sa_flags & SA_SIGINFO) && old->sa_sigaction == ember__sigpath_handler) &&
+	    !ember__sigwrap_in_effect())
 		return ember__error(EMBER_ERR_BUSY,
 				    "signal %d (%s) already has a handler at %p installed by the "
 				    "application; emberprof will not replace it. Pick a free signal "
@@ -31,12 +53,12 @@ int ember__sigpath_install(ember__sigstate *st, int signo, struct sigaction *old
 	if (ember__sigpath_attach(st) != 0)
 		return ember__error(EMBER_ERR_BUSY, "another emberprof agent is already running in this process");
 	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = ember__sigpath_handler;
-	sa.sa_flags = SA_SIGINFO | SA_RESTART;
-	sigemptyset(&sa.sa_mask);
-	if (sigaction(signo, &sa, NULL) != 0) {
+	ember__sigpath_our_action(&sa);
+	ember__sigvirt_own(signo, old);
+	if (__sigaction(signo, &sa, NULL) != 0) {
 		int e = errno;
+		struct sigaction ignored;
+		ember__sigvirt_release(&ignored);
 		ember__sigpath_detach();
 		return ember__error_errno(EMBER_ERR_SYS, e, "sigaction(%d)", signo);
 	}
@@ -56,6 +78,9 @@ int ember__sigpath_quiesce(void)
 
 void ember__sigpath_uninstall(int signo, const struct sigaction *old)
 {
+	(void)old; /* the program's disposition now is the one to restore */
+	struct sigaction app;
+	ember__sigvirt_release(&app);
 	ember__sigpath_detach();
 	/* Setting SIG_IGN discards signals already pending for every thread,
 	 * so restoring SIG_DFL next cannot let a late SIGPROF kill the process. */
@@ -63,8 +88,8 @@ void ember__sigpath_uninstall(int signo, const struct sigaction *old)
 	memset(&ign, 0, sizeof(ign));
 	ign.sa_handler = SIG_IGN;
 	sigemptyset(&ign.sa_mask);
-	sigaction(signo, &ign, NULL);
-	sigaction(signo, old, NULL);
+	__sigaction(signo, &ign, NULL);
+	__sigaction(signo, &app, NULL);
 	ember__sigpath_quiesce();
 }
 

@@ -26,6 +26,7 @@
 #include "agent/threads.h"
 #include "emberprof.h"
 #include "heap/hook.h"
+#include "sample/sigvirt.h"
 
 typedef int (*pthread_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 
@@ -66,6 +67,7 @@ struct trampoline {
 	void *(*fn)(void *);
 	void *arg;
 	int internal; /* an emberprof thread: its allocations are never profiled */
+	int sig_blocked; /* the creator virtually blocks the sampling signal (sigvirt.h) */
 };
 
 /* emberprof's own threads (agent, uploads, wall clock) start here. */
@@ -86,7 +88,7 @@ int ember__real_pthread_create(pthread_t *th, const pthread_attr_t *attr,
 	struct trampoline *tr = malloc(sizeof(*tr));
 	if (!tr)
 		return EAGAIN;
-	*tr = (struct trampoline){fn, arg, 1};
+	*tr = (struct trampoline){fn, arg, 1, 0};
 	int rc = f(th, attr, internal_thread_start, tr);
 	if (rc != 0)
 		free(tr);
@@ -98,6 +100,7 @@ static void *ember_thread_start(void *p)
 	struct trampoline tr = *(struct trampoline *)p;
 	free(p);
 	ember__heap_set_internal(tr.internal);
+	ember__sigvirt_set_blocked(tr.sig_blocked); /* inherited, as a real mask is */
 	pthread_once(&key_once, make_key);
 	pthread_setspecific(exit_key, (void *)1);
 	ember__threads_on_start();
@@ -117,6 +120,7 @@ int ember__hooked_pthread_create(pthread_t *th, const pthread_attr_t *attr,
 	tr->arg = arg;
 	/* A thread an emberprof thread creates (libcurl's resolver) is ours too. */
 	tr->internal = ember__heap_internal();
+	tr->sig_blocked = ember__sigvirt_blocked();
 	int rc = real(th, attr, ember_thread_start, tr);
 	if (rc != 0)
 		free(tr);

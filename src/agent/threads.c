@@ -21,6 +21,7 @@
 #include "agent/engine_wall.h"
 #include "agent/sigsetup.h"
 #include "emberprof.h"
+#include "sample/sigvirt.h"
 #include "symbols/procmaps.h"
 #include "util/error.h"
 
@@ -141,6 +142,7 @@ static int arm_thread_timer(ember__threads *t, ember__thread_rec *r)
 	sev.sigev_notify = SIGEV_THREAD_ID;
 	sev.sigev_signo = t->signo;
 	sev._sigev_un._tid = r->tid;
+	sev.sigev_value.sival_ptr = (void *)EMBER_TIMER_VALUE; /* ours, not the program's */
 	/* The CPU-time clock of any thread of ours: MAKE_THREAD_CPUCLOCK(tid,
 	 * CPUCLOCK_SCHED) in the kernel's encoding. */
 	clockid_t clk = (clockid_t)((~(unsigned)r->tid << 3) | 6u);
@@ -220,6 +222,10 @@ static void arm_thread(ember__threads *t, ember__thread_rec *r, ember__thread_en
 	t->threads_seen++;
 	if (t->process_timer)
 		return;
+	if (t->suspended) { /* armed when the exec fails */
+		r->parked = 1;
+		return;
+	}
 	int rc = t->perf ? arm_thread_perf(t, r, e) : arm_thread_timer(t, r);
 	if (rc)
 		note_timer_failure(t, r->tid, -rc);
@@ -243,6 +249,10 @@ static void drop_perf(ember__threads *t, ember__thread_rec *r)
 
 static void send_probe(ember__threads *t, ember__thread_rec *r)
 {
+	if (t->suspended) { /* sent by the next poll if the exec fails */
+		r->bounds = BOUNDS_PROBED;
+		return;
+	}
 	siginfo_t si;
 	memset(&si, 0, sizeof(si));
 	si.si_signo = t->signo;
@@ -378,7 +388,7 @@ void ember__threads_poll(ember__threads *t, int scan)
 	pthread_mutex_lock(&t->mu);
 	/* After stop, a scan would adopt every thread again: new timers and
 	 * probes whose signals could land after the disposition is restored. */
-	if (t->stopped) {
+	if (t->stopped || t->suspended) {
 		pthread_mutex_unlock(&t->mu);
 		return;
 	}
@@ -410,6 +420,24 @@ static int probes_pending(ember__threads *t)
 }
 
 /* ---- lifecycle ---- */
+
+static int arm_process_timer(ember__threads *t)
+{
+	struct itimerval it;
+	it.it_interval.tv_sec = t->period_ns / 1000000000;
+	it.it_interval.tv_usec = (t->period_ns % 1000000000) / 1000;
+	if (it.it_interval.tv_sec == 0 && it.it_interval.tv_usec == 0)
+		it.it_interval.tv_usec = 1;
+	it.it_value = it.it_interval;
+	return setitimer(ITIMER_PROF, &it, NULL);
+}
+
+static void disarm_process_timer(void)
+{
+	struct itimerval off;
+	memset(&off, 0, sizeof(off));
+	setitimer(ITIMER_PROF, &off, NULL);
+}
 
 static void atfork_prepare(void)
 {
@@ -534,6 +562,7 @@ int ember__threads_start(ember__threads *t, ember__sigstate *sig, int signo, int
 {
 	memset(t, 0, sizeof(*t));
 	pthread_mutex_init(&t->mu, NULL);
+	pthread_mutex_init(&t->gate, NULL);
 	t->sig = sig;
 	t->signo = signo;
 	t->period_ns = period_ns;
@@ -574,13 +603,7 @@ int ember__threads_start(ember__threads *t, ember__sigstate *sig, int signo, int
 				    t->perf ? "perf events" : "CPU timers", t->first_error);
 	}
 	if (t->process_timer) {
-		struct itimerval it;
-		it.it_interval.tv_sec = period_ns / 1000000000;
-		it.it_interval.tv_usec = (period_ns % 1000000000) / 1000;
-		if (it.it_interval.tv_sec == 0 && it.it_interval.tv_usec == 0)
-			it.it_interval.tv_usec = 1;
-		it.it_value = it.it_interval;
-		if (setitimer(ITIMER_PROF, &it, NULL) != 0) {
+		if (arm_process_timer(t) != 0) {
 			int e = errno;
 			ember__threads_stop(t);
 			return ember__error_errno(EMBER_ERR_SYS, e, "setitimer(ITIMER_PROF)");
@@ -601,11 +624,8 @@ void ember__threads_stop(ember__threads *t)
 {
 	if (atomic_load(&g_threads) == t)
 		atomic_store(&g_threads, NULL);
-	if (t->process_timer) {
-		struct itimerval off;
-		memset(&off, 0, sizeof(off));
-		setitimer(ITIMER_PROF, &off, NULL);
-	}
+	if (t->process_timer)
+		disarm_process_timer();
 	pthread_mutex_lock(&t->mu);
 	t->stopped = 1;
 	int own = t->pid == getpid();
@@ -715,11 +735,123 @@ void ember__threads_release(ember__threads *t)
 	t->tab = NULL;
 	free(t->recs);
 	t->recs = NULL;
+	pthread_mutex_destroy(&t->gate);
 	if (t->tasks)
 		closedir(t->tasks);
 	t->tasks = NULL;
 	t->nrecs = t->caprecs = 0;
 	pthread_mutex_destroy(&t->mu);
+}
+
+/* ---- exec ---- */
+
+/* pthread_mutex_lock with a bounded wait (~200 ms): an exec from a signal
+ * handler that interrupted the holder must not hang. */
+static int lock_bounded(pthread_mutex_t *m)
+{
+	for (int i = 0; i < 200; i++) {
+		if (pthread_mutex_trylock(m) == 0)
+			return 1;
+		struct timespec d = {0, 1000000};
+		nanosleep(&d, NULL);
+	}
+	return 0;
+}
+
+enum { EXEC_SUSPENDED = 1, EXEC_GATE = 2, EXEC_SIG_SHIFT = 8 };
+
+int ember__threads_exec_begin(void)
+{
+	ember__threads *t = atomic_load(&g_threads);
+	/* A vfork child shares our memory but not our timers: touch nothing. */
+	if (!t || t->pid != (pid_t)syscall(SYS_getpid))
+		return 0;
+	int gate = lock_bounded(&t->gate);
+	if (!lock_bounded(&t->mu)) {
+		if (gate)
+			pthread_mutex_unlock(&t->gate);
+		return 0;
+	}
+	if (t->stopped || t->suspended) {
+		pthread_mutex_unlock(&t->mu);
+		if (gate)
+			pthread_mutex_unlock(&t->gate);
+		return 0;
+	}
+	t->suspended = 1;
+	if (t->process_timer)
+		disarm_process_timer();
+	int any_perf = 0;
+	for (size_t i = 0; i < t->nrecs; i++) {
+		ember__thread_rec *r = &t->recs[i];
+		if (r->has_timer) {
+			timer_delete(r->timer);
+			r->has_timer = 0;
+			r->parked = 1;
+		}
+		if (r->perf_fd1) {
+			ember__thread_ent *e = ember__threadtab_find(t->tab, r->tid);
+			if (e)
+				atomic_store_explicit(&e->perf_fd1, 0, memory_order_seq_cst);
+			ember__perf_disable(r->perf_fd1 - 1);
+			any_perf = 1;
+			r->parked = 1;
+		}
+	}
+	/* As at stop: no handler may still use a descriptor we close, and the
+	 * close waits for the kernel's pending signal work. */
+	if (any_perf)
+		ember__sigpath_quiesce();
+	for (size_t i = 0; i < t->nrecs; i++)
+		if (t->recs[i].perf_fd1) {
+			close(t->recs[i].perf_fd1 - 1);
+			t->recs[i].perf_fd1 = 0;
+		}
+	pthread_mutex_unlock(&t->mu);
+	int sig = ember__sigvirt_exec_prepare();
+	return EXEC_SUSPENDED | (gate ? EXEC_GATE : 0) | (sig << EXEC_SIG_SHIFT);
+}
+
+void ember__threads_exec_end(int state)
+{
+	ember__threads *t = atomic_load(&g_threads);
+	if (!(state & EXEC_SUSPENDED) || !t)
+		return;
+	struct sigaction ours;
+	ember__sigpath_our_action(&ours);
+	ember__sigvirt_exec_undo(state >> EXEC_SIG_SHIFT, &ours);
+	pthread_mutex_lock(&t->mu);
+	t->suspended = 0;
+	for (size_t i = 0; i < t->nrecs; i++) {
+		ember__thread_rec *r = &t->recs[i];
+		if (!r->parked)
+			continue;
+		r->parked = 0;
+		ember__thread_ent *e = ember__threadtab_find(t->tab, r->tid);
+		int rc = t->perf ? (e ? arm_thread_perf(t, r, e) : -ENOENT) : arm_thread_timer(t, r);
+		if (rc)
+			note_timer_failure(t, r->tid, -rc);
+	}
+	if (t->process_timer && arm_process_timer(t) != 0)
+		note_timer_failure(t, 0, errno);
+	pthread_mutex_unlock(&t->mu);
+	if (state & EXEC_GATE)
+		pthread_mutex_unlock(&t->gate);
+}
+
+int ember__threads_gate_enter(ember__threads *t)
+{
+	pthread_mutex_lock(&t->gate);
+	if (t->suspended) {
+		pthread_mutex_unlock(&t->gate);
+		return 0;
+	}
+	return 1;
+}
+
+void ember__threads_gate_leave(ember__threads *t)
+{
+	pthread_mutex_unlock(&t->gate);
 }
 
 /* ---- hook side: a new thread registers itself ---- */

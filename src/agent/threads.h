@@ -36,6 +36,7 @@ typedef struct ember__thread_rec {
 	timer_t timer;
 	int perf_fd1;      /* perf event descriptor + 1; 0: none */
 	int armed;         /* counted in threads_seen, engine armed (or tried) */
+	int parked;        /* engine left unarmed while an exec is under way */
 	int64_t wall_last; /* CLOCK_MONOTONIC of its last wall-clock sample (or adoption) */
 	int bounds; /* BOUNDS_* in threads.c */
 	unsigned probe_tries;
@@ -65,6 +66,12 @@ typedef struct ember__threads {
 	uint64_t gen;
 	int hook_active;
 	int stopped; /* set by ember__threads_stop: no timer, probe or scan after it */
+	/* An exec is under way (ember__threads_exec_begin): every engine is
+	 * disarmed and no signal of ours may be sent until it fails. `gate` is
+	 * held by the wall-clock thread while it picks and signals threads, and
+	 * by the exec'ing thread from the suspension until the exec fails. */
+	_Atomic int suspended;
+	pthread_mutex_t gate;
 	/* counters */
 	uint64_t threads_seen, timer_failures, probe_failures, table_full, perf_events;
 	char first_error[256]; /* first timer failure, for the log */
@@ -122,6 +129,25 @@ int ember__threads_hooked(const ember__threads *t);
  */
 void ember__threads_stop(ember__threads *t);
 void ember__threads_release(ember__threads *t);
+
+/*
+ * exec of this process (src/preload/signal_wrap.c calls these around the
+ * real exec): begin disarms every thread's timer or perf event and the
+ * process timer, stops the wall-clock engine's signals, waits until no
+ * handler runs, and sets the calling thread's signal state to the
+ * program's (sigvirt.h), so that no sampling signal can be pending or
+ * armed when the new program starts with the default disposition. end,
+ * called only when the exec failed, re-arms everything. A vfork or fork
+ * child (another pid) is left alone. Locks are taken with bounded waits,
+ * so an exec from a signal handler cannot hang. Returns a state for end.
+ */
+int ember__threads_exec_begin(void);
+void ember__threads_exec_end(int state);
+
+/* The wall-clock thread's batch: 0 (nothing to send) while an exec is
+ * under way; else the gate is held until ember__threads_gate_leave(). */
+int ember__threads_gate_enter(ember__threads *t);
+void ember__threads_gate_leave(ember__threads *t);
 
 /* Called by thread_hook.c in a new thread / at its exit. */
 void ember__threads_on_start(void);

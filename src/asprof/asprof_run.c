@@ -27,6 +27,7 @@
 
 #include "agent/threads.h"
 #include "asprof/asprof.h"
+#include "sample/sigvirt.h"
 #include "util/error.h"
 
 /* A recording larger than this is not read into memory (counted, logged). */
@@ -250,7 +251,7 @@ static void *run_main(void *arg)
 	ember__asprof_run *r = arg;
 	sigset_t all;
 	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	ember__sigmask_kernel(SIG_BLOCK, &all, NULL);
 	pthread_setname_np(pthread_self(), "emberprof");
 
 	int rc = ember__asprof_load(r->cfg->asprof.library, &r->api);

@@ -22,6 +22,7 @@
 #include "emberprof.h"
 #include "sample/labels.h"
 #include "sample/polltls.h"
+#include "sample/sigvirt.h"
 #include "unwind/unwind.h"
 
 static _Atomic(ember__sigstate *) g_state;
@@ -241,8 +242,8 @@ static void perf_sample(ember__sigstate *st, int fd, void *uc)
 
 void ember__sigpath_handler(int sig, siginfo_t *si, void *uc)
 {
-	(void)sig;
 	int saved_errno = errno;
+	int foreign = 0;
 	ember__sig_depth++;
 	/* seq_cst: pairs with the agent's store of a new unwind snapshot and
 	 * its fence before reading the count (unwind_tables.c). */
@@ -251,10 +252,16 @@ void ember__sigpath_handler(int sig, siginfo_t *si, void *uc)
 	if (!st)
 		goto out;
 	if (si->si_code == SI_TIMER) {
-		/* POSIX timer: overruns are expirations merged into this signal. */
-		int ov = si->si_overrun;
-		uint64_t periods = 1u + (uint64_t)(ov < 0 ? 0 : ov > 100000 ? 100000 : ov);
-		take_sample(st, periods * (uint64_t)st->period_ns, 0, uc);
+		/* A POSIX timer: ours carry EMBER_TIMER_VALUE (threads.c); the
+		 * program's own timers may use this signal too. Overruns are
+		 * expirations merged into this signal. */
+		if ((uintptr_t)si->si_value.sival_ptr == EMBER_TIMER_VALUE) {
+			int ov = si->si_overrun;
+			uint64_t periods = 1u + (uint64_t)(ov < 0 ? 0 : ov > 100000 ? 100000 : ov);
+			take_sample(st, periods * (uint64_t)st->period_ns, 0, uc);
+		} else {
+			foreign = 1;
+		}
 	} else if (si->si_code == SI_KERNEL && st->accept_itimer) {
 		take_sample(st, (uint64_t)st->period_ns, 0, uc); /* setitimer(ITIMER_PROF) */
 	} else if (si->si_code >= POLL_IN && si->si_code <= POLL_HUP && st->accept_perf) {
@@ -266,15 +273,21 @@ void ember__sigpath_handler(int sig, siginfo_t *si, void *uc)
 		else if ((v >> EMBER_WALL_SHIFT) == EMBER_WALL_TAG)
 			take_sample(st, v & ((1ull << EMBER_WALL_SHIFT) - 1), EMBER_SAMPLE_WALL, uc);
 		else
-			atomic_fetch_add_explicit(&st->foreign, 1, memory_order_relaxed);
+			foreign = 1;
 	} else {
-		/* kill(), another process, or a timer that is not ours. */
-		atomic_fetch_add_explicit(&st->foreign, 1, memory_order_relaxed);
+		/* kill(), raise(), another process, the program's own itimer. */
+		foreign = 1;
 	}
+	if (foreign)
+		atomic_fetch_add_explicit(&st->foreign, 1, memory_order_relaxed);
 out:
 	atomic_fetch_sub_explicit(&g_inflight, 1, memory_order_release);
 	ember__sig_depth--;
 	errno = saved_errno;
+	/* The program's own signal goes where it asked (sigvirt.h), after we
+	 * let go of everything: its handler may run long or siglongjmp. */
+	if (foreign)
+		ember__sigvirt_foreign(sig, si, uc);
 }
 
 int ember__sigpath_attach(ember__sigstate *st)

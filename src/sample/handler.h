@@ -21,6 +21,10 @@
 /* sigqueue() value asking a thread to report its sp and pthread_self(). */
 #define EMBER_PROBE_MAGIC 0x656d6272 /* "embr" */
 
+/* sigev_value of emberprof's CPU timers ("embt"): a timer signal without
+ * it is the program's own (sigvirt.h). */
+#define EMBER_TIMER_VALUE ((uintptr_t)0x656d6274u << 16)
+
 /*
  * Wall-clock samples (src/agent/engine_wall.c) are queued signals whose
  * sival_ptr holds EMBER_WALL_TAG in its top 16 bits and, below, the wall

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "agent/threads.h"
+#include "sample/sigvirt.h"
 #include "upload/spool.h"
 #include "util/error.h"
 
@@ -393,13 +394,13 @@ int ember__pipeline_start(ember__pipeline *p, const ember__upload_log *log)
 	 * so that it is not profiled itself. */
 	sigset_t all, old;
 	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
+	ember__sigmask_kernel(SIG_BLOCK, &all, &old);
 	pthread_attr_t attr;
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, 1u << 20);
 	int rc = ember__real_pthread_create(&p->thread, &attr, uploader_main, p);
 	pthread_attr_destroy(&attr);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	ember__sigmask_kernel(SIG_SETMASK, &old, NULL);
 	if (rc == 0)
 		p->started = 1;
 	pthread_mutex_unlock(&p->mu);

@@ -1,0 +1,11 @@
+/*
+ * sigwrap_none.c - the static library (emberprof_internal) has no libc
+ * wrappers: programs linking it keep calling libc's sigaction,
+ * pthread_sigmask and exec directly (see src/preload/signal_wrap.c).
+ */
+#include "agent/sigsetup.h"
+
+int ember__sigwrap_in_effect(void)
+{
+	return 0;
+}

@@ -1,0 +1,322 @@
+/*
+ * signal_wrap.c - libemberprof.so's wrappers of the libc calls through
+ * which a program could notice the sampling signal: sigaction, signal,
+ * sigprocmask, pthread_sigmask and the exec family.
+ *
+ * Where libemberprof.so comes first in the symbol search order (LD_PRELOAD
+ * by `emberprof run`, or linked into the program) these are the program's
+ * calls:
+ *  - on the sampling signal, sigaction/signal and the masks act on the
+ *    program's virtual view (src/sample/sigvirt.h): its handler is kept
+ *    and called for its own signals, never for ours, and a thread that
+ *    blocks the signal is still sampled while its own deliveries wait;
+ *  - exec first disarms every sampling source and makes sure no sampling
+ *    signal is pending (ember__threads_exec_begin), so the new program,
+ *    which starts with the default disposition, never receives one; if
+ *    the exec fails sampling resumes.
+ * Every other signal, and every call while no agent samples, goes straight
+ * to libc. emberprof's own threads (agent, uploads, wall clock) bypass the
+ * virtual view: they really block every signal.
+ *
+ * The exported names carry glibc's symbol versions (src/emberprof.map):
+ * a program's versioned reference binds only to a definition of the same
+ * version. pthread_sigmask has two, as in glibc (2.2.5 from libpthread,
+ * 2.32 in libc).
+ *
+ * sigaction, signal, sigprocmask and pthread_sigmask are async-signal-safe
+ * here as in libc (programs call them from handlers). The exec wrappers are
+ * as safe as ember__threads_exec_begin: bounded waits, no allocation.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <unistd.h>
+
+#include "agent/sigsetup.h"
+#include "agent/threads.h"
+#include "heap/hook.h"
+#include "sample/sigvirt.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+extern int __sigaction(int, const struct sigaction *, struct sigaction *);
+
+typedef int (*mask_fn)(int, const sigset_t *, sigset_t *);
+typedef sighandler_t (*signal_fn)(int, sighandler_t);
+typedef int (*execve_fn)(const char *, char *const[], char *const[]);
+typedef int (*execv_fn)(const char *, char *const[]);
+typedef int (*fexecve_fn)(int, char *const[], char *const[]);
+typedef int (*execveat_fn)(int, const char *, char *const[], char *const[], int);
+
+static struct {
+	_Atomic(mask_fn) pthread_sigmask, sigprocmask;
+	_Atomic(signal_fn) signal, bsd_signal, sysv_signal;
+	_Atomic(execve_fn) execve, execvpe;
+	_Atomic(execv_fn) execv, execvp;
+	_Atomic(fexecve_fn) fexecve;
+	_Atomic(execveat_fn) execveat;
+} real;
+
+/* glibc's own definition, after this library in the search order. */
+static void *next(const char *name)
+{
+	return dlsym(RTLD_NEXT, name);
+}
+
+#define REAL(field, type)                                                                    \
+	({                                                                                   \
+		type f_ = atomic_load_explicit(&real.field, memory_order_acquire);          \
+		if (!f_) {                                                                   \
+			f_ = (type)next(#field);                                             \
+			atomic_store_explicit(&real.field, f_, memory_order_release);       \
+		}                                                                            \
+		f_;                                                                          \
+	})
+
+/* Resolved before main, so that no later call (from a signal handler, a
+ * vfork child) has to run dlsym. */
+__attribute__((constructor(101))) static void resolve_all(void)
+{
+	(void)REAL(pthread_sigmask, mask_fn);
+	(void)REAL(sigprocmask, mask_fn);
+	(void)REAL(signal, signal_fn);
+	(void)REAL(bsd_signal, signal_fn);
+	(void)REAL(sysv_signal, signal_fn);
+	(void)REAL(execve, execve_fn);
+	(void)REAL(execvpe, execve_fn);
+	(void)REAL(execv, execv_fn);
+	(void)REAL(execvp, execv_fn);
+	(void)REAL(fexecve, fexecve_fn);
+	(void)REAL(execveat, execveat_fn);
+}
+
+/* Is the definition the program's calls to `name` reach this library's? */
+static int ours(const char *name)
+{
+	Dl_info sym, self;
+	void *p = dlsym(RTLD_DEFAULT, name);
+	return p && dladdr(p, &sym) && dladdr((void *)resolve_all, &self) &&
+	       sym.dli_fbase == self.dli_fbase;
+}
+
+int ember__sigwrap_in_effect(void)
+{
+	return ours("sigaction") && ours("pthread_sigmask") && ours("sigprocmask") &&
+	       ours("execve");
+}
+
+/* ---- dispositions ---- */
+
+EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	if (ember__sigvirt_action(sig, act, old))
+		return 0;
+	return __sigaction(sig, act, old);
+}
+
+static sighandler_t virtual_signal(int sig, sighandler_t h, int flags)
+{
+	struct sigaction sa, old;
+	sa.sa_handler = h;
+	sigemptyset(&sa.sa_mask);
+	if (!(flags & SA_NODEFER))
+		sigaddset(&sa.sa_mask, sig);
+	sa.sa_flags = flags;
+	ember__sigvirt_action(sig, &sa, &old);
+	return (old.sa_flags & SA_SIGINFO) ? (sighandler_t)(void *)old.sa_sigaction : old.sa_handler;
+}
+
+EXPORT sighandler_t signal(int sig, sighandler_t h)
+{
+	if (sig > 0 && sig == ember__sigvirt_signo())
+		return virtual_signal(sig, h, SA_RESTART); /* BSD semantics, as glibc's */
+	signal_fn f = REAL(signal, signal_fn);
+	return f ? f(sig, h) : SIG_ERR;
+}
+
+sighandler_t bsd_signal(int sig, sighandler_t h); /* not declared by every glibc */
+
+EXPORT sighandler_t bsd_signal(int sig, sighandler_t h)
+{
+	if (sig > 0 && sig == ember__sigvirt_signo())
+		return virtual_signal(sig, h, SA_RESTART);
+	signal_fn f = REAL(bsd_signal, signal_fn);
+	return f ? f(sig, h) : SIG_ERR;
+}
+
+EXPORT sighandler_t sysv_signal(int sig, sighandler_t h)
+{
+	if (sig > 0 && sig == ember__sigvirt_signo())
+		return virtual_signal(sig, h, SA_RESETHAND | SA_NODEFER);
+	signal_fn f = REAL(sysv_signal, signal_fn);
+	return f ? f(sig, h) : SIG_ERR;
+}
+
+/* ---- masks ---- */
+
+static int virtual_mask(mask_fn f, int how, const sigset_t *set, sigset_t *old)
+{
+	int sig = ember__sigvirt_signo();
+	if (!f)
+		return EINVAL;
+	if (!sig || ember__heap_internal())
+		return f(how, set, old);
+	int was = ember__sigvirt_blocked(), want = was;
+	sigset_t copy;
+	const sigset_t *pass = set;
+	if (set) {
+		copy = *set; /* `old` may be the same object */
+		int has = sigismember(&copy, sig) == 1;
+		switch (how) {
+		case SIG_BLOCK:
+			want = was || has;
+			break;
+		case SIG_UNBLOCK:
+			want = was && !has;
+			break;
+		case SIG_SETMASK:
+			want = has;
+			break;
+		default:
+			return f(how, set, old); /* libc reports the error */
+		}
+		sigdelset(&copy, sig);
+		pass = &copy;
+	}
+	int rc = f(how, pass, old);
+	if (rc != 0)
+		return rc;
+	if (old && was)
+		sigaddset(old, sig);
+	if (set)
+		ember__sigvirt_set_blocked(want);
+	return 0;
+}
+
+EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old)
+{
+	return virtual_mask(REAL(sigprocmask, mask_fn), how, set, old);
+}
+
+int ember__pthread_sigmask_v232(int how, const sigset_t *set, sigset_t *old);
+int ember__pthread_sigmask_v225(int how, const sigset_t *set, sigset_t *old);
+
+EXPORT int ember__pthread_sigmask_v232(int how, const sigset_t *set, sigset_t *old)
+{
+	return virtual_mask(REAL(pthread_sigmask, mask_fn), how, set, old);
+}
+
+EXPORT int ember__pthread_sigmask_v225(int how, const sigset_t *set, sigset_t *old)
+{
+	return virtual_mask(REAL(pthread_sigmask, mask_fn), how, set, old);
+}
+
+__asm__(".symver ember__pthread_sigmask_v232, pthread_sigmask@@GLIBC_2.32");
+__asm__(".symver ember__pthread_sigmask_v225, pthread_sigmask@GLIBC_2.2.5");
+
+/* ---- exec ---- */
+
+#define AROUND_EXEC(call)                                                                    \
+	do {                                                                                 \
+		int state_ = ember__threads_exec_begin();                                    \
+		int rc_ = (call);                                                            \
+		int errno_ = errno;                                                          \
+		ember__threads_exec_end(state_);                                             \
+		errno = errno_;                                                              \
+		return rc_;                                                                  \
+	} while (0)
+
+#define NO_REAL(f)                                                                           \
+	do {                                                                                 \
+		if (!(f)) {                                                                  \
+			errno = ENOSYS;                                                      \
+			return -1;                                                           \
+		}                                                                            \
+	} while (0)
+
+EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+	execve_fn f = REAL(execve, execve_fn);
+	NO_REAL(f);
+	AROUND_EXEC(f(path, argv, envp));
+}
+
+EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+	execve_fn f = REAL(execvpe, execve_fn);
+	NO_REAL(f);
+	AROUND_EXEC(f(file, argv, envp));
+}
+
+EXPORT int execv(const char *path, char *const argv[])
+{
+	execv_fn f = REAL(execv, execv_fn);
+	NO_REAL(f);
+	AROUND_EXEC(f(path, argv));
+}
+
+EXPORT int execvp(const char *file, char *const argv[])
+{
+	execv_fn f = REAL(execvp, execv_fn);
+	NO_REAL(f);
+	AROUND_EXEC(f(file, argv));
+}
+
+EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
+{
+	fexecve_fn f = REAL(fexecve, fexecve_fn);
+	NO_REAL(f);
+	AROUND_EXEC(f(fd, argv, envp));
+}
+
+EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[], int flags)
+{
+	execveat_fn f = REAL(execveat, execveat_fn);
+	NO_REAL(f);
+	AROUND_EXEC(f(dirfd, path, argv, envp, flags));
+}
+
+/* The list forms gather their arguments and call the vector forms above. */
+static size_t count_args(va_list ap)
+{
+	size_t n = 1; /* arg0 */
+	while (va_arg(ap, char *))
+		n++;
+	return n;
+}
+
+#define GATHER_ARGS(argv, arg0, last)                                                        \
+	va_list ap_;                                                                         \
+	va_start(ap_, last);                                                                 \
+	size_t n_ = count_args(ap_);                                                         \
+	va_end(ap_);                                                                         \
+	char *argv[n_ + 1];                                                                  \
+	argv[0] = (char *)(arg0);                                                            \
+	va_start(ap_, last);                                                                 \
+	for (size_t i_ = 1; i_ <= n_; i_++)                                                  \
+		argv[i_] = va_arg(ap_, char *);                                              \
+	argv[n_] = NULL
+
+EXPORT int execl(const char *path, const char *arg, ...)
+{
+	GATHER_ARGS(argv, arg, arg);
+	va_end(ap_);
+	return execv(path, argv);
+}
+
+EXPORT int execlp(const char *file, const char *arg, ...)
+{
+	GATHER_ARGS(argv, arg, arg);
+	va_end(ap_);
+	return execvp(file, argv);
+}
+
+EXPORT int execle(const char *path, const char *arg, ...)
+{
+	GATHER_ARGS(argv, arg, arg);
+	char *const *envp = va_arg(ap_, char *const *); /* after the NULL */
+	va_end(ap_);
+	return execve(path, argv, envp);
+}

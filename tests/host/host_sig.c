@@ -1,0 +1,174 @@
+/*
+ * host_sig.c - small programs that use SIGPROF, signal masks and exec the
+ * way real programs do (GNU sort's cleanup handler, a program's own
+ * ITIMER_PROF profiler, liblzma's workers started with every signal
+ * blocked, exec wrappers). tests/host/test_host_signals.sh runs each
+ * under `emberprof run` and without it: the program must not be able to
+ * tell the difference. One mode per run: host_sig MODE [ARG].
+ * Exit 0 when the program saw what it would see without a profiler.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+static double cpu_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static double thread_cpu_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static volatile unsigned long sink;
+
+__attribute__((noinline)) static void burn_cpu(double seconds)
+{
+	double end = thread_cpu_s() + seconds;
+	while (thread_cpu_s() < end)
+		for (int i = 0; i < 10000; i++)
+			sink += (unsigned long)i * 2654435761u;
+}
+
+/* GNU sort: a cleanup handler for SIGPROF (among others) that removes its
+ * temporary files and dies by the same signal. */
+static void cleanup_and_die(int sig)
+{
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static volatile sig_atomic_t ticks;
+static void count_tick(int sig)
+{
+	(void)sig;
+	ticks++;
+}
+
+static void *burner(void *arg)
+{
+	burn_cpu(*(double *)arg);
+	return NULL;
+}
+
+static int usage(void)
+{
+	fprintf(stderr, "usage: host_sig own-handler|own-itimer|block-all|raise-dfl|raise-ign|"
+			"mask-defer|query|exec-chain [ARG]\n");
+	return 2;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2)
+		return usage();
+	const char *mode = argv[1];
+	double secs = argc > 2 ? atof(argv[2]) : 1.0;
+
+	if (!strcmp(mode, "own-handler")) {
+		struct sigaction sa;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = cleanup_and_die;
+		sigaction(SIGPROF, &sa, NULL);
+		burn_cpu(secs);
+		printf("cpu=%.3f\n", cpu_s());
+		return 0;
+	}
+	if (!strcmp(mode, "own-itimer")) {
+		/* A program's own profiler: 100 Hz of ITIMER_PROF, counted. */
+		signal(SIGPROF, count_tick);
+		struct itimerval it = {{0, 10000}, {0, 10000}};
+		setitimer(ITIMER_PROF, &it, NULL);
+		burn_cpu(secs);
+		struct itimerval off;
+		memset(&off, 0, sizeof(off));
+		setitimer(ITIMER_PROF, &off, NULL);
+		printf("ticks=%d cpu=%.3f\n", (int)ticks, cpu_s());
+		return 0;
+	}
+	if (!strcmp(mode, "block-all")) {
+		/* liblzma: workers start with every signal blocked. */
+		sigset_t all, old;
+		sigfillset(&all);
+		pthread_sigmask(SIG_BLOCK, &all, &old);
+		pthread_t th[2];
+		for (int i = 0; i < 2; i++)
+			pthread_create(&th[i], NULL, burner, &secs);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		for (int i = 0; i < 2; i++)
+			pthread_join(th[i], NULL);
+		printf("cpu=%.3f\n", cpu_s());
+		return 0;
+	}
+	if (!strcmp(mode, "raise-dfl")) {
+		burn_cpu(0.2);
+		raise(SIGPROF); /* default action: the process ends by SIGPROF */
+		return 0;
+	}
+	if (!strcmp(mode, "raise-ign")) {
+		signal(SIGPROF, SIG_IGN);
+		burn_cpu(0.2);
+		raise(SIGPROF);
+		struct sigaction now;
+		sigaction(SIGPROF, NULL, &now);
+		return now.sa_handler == SIG_IGN ? 0 : 1;
+	}
+	if (!strcmp(mode, "mask-defer")) {
+		/* The program's own signal waits while it blocks it; the mask
+		 * it reads back says blocked; unblocking delivers it once. */
+		signal(SIGPROF, count_tick);
+		sigset_t s, cur;
+		sigemptyset(&s);
+		sigaddset(&s, SIGPROF);
+		sigprocmask(SIG_BLOCK, &s, NULL);
+		raise(SIGPROF);
+		burn_cpu(0.3);
+		int early = ticks;
+		sigprocmask(SIG_BLOCK, NULL, &cur);
+		int shown = sigismember(&cur, SIGPROF);
+		pthread_sigmask(SIG_UNBLOCK, &s, NULL);
+		int after = ticks;
+		printf("early=%d shown_blocked=%d after=%d\n", early, shown, after);
+		return early == 0 && shown == 1 && after == 1 ? 0 : 1;
+	}
+	if (!strcmp(mode, "query")) {
+		/* What a program sees of SIGPROF at start without a profiler. */
+		struct sigaction now;
+		sigaction(SIGPROF, NULL, &now);
+		sigset_t cur;
+		pthread_sigmask(SIG_BLOCK, NULL, &cur);
+		int dfl = !(now.sa_flags & SA_SIGINFO) && now.sa_handler == SIG_DFL;
+		printf("dfl=%d blocked=%d\n", dfl, sigismember(&cur, SIGPROF));
+		return dfl && !sigismember(&cur, SIGPROF) ? 0 : 1;
+	}
+	if (!strcmp(mode, "exec-chain")) {
+		/* exec itself N times, burning a little CPU in each image. */
+		int n = argc > 2 ? atoi(argv[2]) : 0;
+		burn_cpu(0.004);
+		if (n <= 0) {
+			printf("chain done\n");
+			return 0;
+		}
+		char next[16];
+		snprintf(next, sizeof(next), "%d", n - 1);
+		if (n % 2)
+			execl("/proc/self/exe", argv[0], "exec-chain", next, (char *)NULL);
+		else
+			execv("/proc/self/exe", (char *[]){argv[0], "exec-chain", next, NULL});
+		perror("exec");
+		return 3;
+	}
+	return usage();
+}

@@ -1,0 +1,112 @@
+# test_host_signals.sh - the program's own use of the sampling signal
+# (SIGPROF), of signal masks and of exec is unchanged under `emberprof run`
+# (issue 13): each case runs without and with emberprof, in both CPU
+# engines, and must end the same way.
+. "$(dirname "$0")/../cli/lib.sh"
+: "${EMBER_HOST_SIG:?EMBER_HOST_SIG must name tests/host/host_sig}"
+H=$EMBER_HOST_SIG
+
+# total_cpu DIR : the CPU seconds in DIR's profiles (emberprof top), or "".
+total_cpu() {
+	"$EMBERPROF" top "$1"/*.pb.gz 2>/dev/null | sed -n 's/^Total cpu: \([0-9.]*\)s.*/\1/p'
+}
+
+# at_least WHAT VALUE MIN
+at_least() {
+	if [ -n "$2" ] && awk -v v="$2" -v m="$3" 'BEGIN { exit !(v >= m) }'; then
+		ok "$1: $2 >= $3"
+	else
+		fail "$1: ${2:-nothing}, expected >= $3"
+	fi
+}
+
+for engine in perf timer; do
+	E="$EMBERPROF run -q --engine $engine"
+	if ! $E -o probe -- /bin/true 2>probe.err; then
+		if [ "$engine" = perf ]; then echo "perf events refused here; timer engine only"; continue; fi
+	fi
+
+	# GNU sort's cleanup handler for SIGPROF re-raises with SIG_DFL:
+	# emberprof's samples must never reach it.
+	rm -rf p1
+	$E -o p1 -- "$H" own-handler 1 >out 2>err
+	check_exit "$engine: program with its own SIGPROF handler" 0 $?
+	at_least "$engine: its CPU is still profiled" "$(total_cpu p1)" 0.6
+
+	# A program's own ITIMER_PROF profiler counts only its own ticks.
+	"$H" own-itimer 1.5 >plain.out
+	rm -rf p2
+	$E -o p2 -- "$H" own-itimer 1.5 >prof.out 2>err
+	check_exit "$engine: own ITIMER_PROF profiler" 0 $?
+	plain=$(sed -n 's/^ticks=\([0-9]*\).*/\1/p' plain.out)
+	prof=$(sed -n 's/^ticks=\([0-9]*\).*/\1/p' prof.out)
+	if [ -n "$plain" ] && [ -n "$prof" ] &&
+		awk -v a="$plain" -v b="$prof" 'BEGIN { exit !(b >= 0.8 * a && b <= 1.2 * a) }'; then
+		ok "$engine: its tick count is its own ($prof profiled, $plain plain)"
+	else
+		fail "$engine: its tick count changed: ${prof:-?} profiled, ${plain:-?} plain"
+	fi
+	at_least "$engine: emberprof still samples beside it" "$(total_cpu p2)" 0.9
+
+	# Workers started with every signal blocked (liblzma) are profiled.
+	rm -rf p3
+	$E -o p3 -- "$H" block-all 1 >out 2>err
+	check_exit "$engine: threads that block every signal" 0 $?
+	at_least "$engine: their CPU is in the profile (of ~2 s)" "$(total_cpu p3)" 1.6
+
+	# Without a handler, SIGPROF still kills the program (128 + 27), as
+	# it does unprofiled; SIG_IGN still ignores it.
+	"$H" raise-dfl >/dev/null 2>&1
+	plain=$?
+	$E -o p4 -- "$H" raise-dfl >out 2>err
+	check_exit "$engine: raise(SIGPROF) with SIG_DFL ends it as unprofiled" $plain $?
+	$E -o p5 -- "$H" raise-ign >out 2>err
+	check_exit "$engine: raise(SIGPROF) with SIG_IGN" 0 $?
+
+	# Its own SIGPROF waits while it blocks it; it sees its own mask.
+	$E -o p6 -- "$H" mask-defer >out 2>err
+	check_exit "$engine: own signal deferred by its mask ($(cat out))" 0 $?
+	$E -o p7 -- "$H" query >out 2>err
+	check_exit "$engine: sees SIG_DFL, unblocked at start ($(cat out))" 0 $?
+
+	# exec at 1 kHz, with the wall clock's signals too, in a chain of 30
+	# images each profiled (-f): no sampling signal may reach a new image
+	# before its agent installs the handler.
+	rm -rf p8
+	$E -f --rate 1000 --wall=5ms -o p8 -- "$H" exec-chain 30 >out 2>err
+	rc=$?
+	check_exit "$engine: exec chain at 1 kHz" 0 $rc
+	check_grep "$engine: exec chain ran to its end" out "chain done"
+done
+
+# The real programs the issue named. GNU sort installs its SIGPROF cleanup
+# handler: it was killed by the first sample.
+seq 1500000 >numbers
+sort -r numbers | cksum >plain.sum
+"$EMBERPROF" run -q -o s1 -- sort -r numbers 2>err | cksum >prof.sum
+check_exit "sort -r" 0 $?
+if cmp -s plain.sum prof.sum; then ok "sort -r: same output"; else fail "sort -r: output differs"; fi
+if grep -v 'profiles\{0,1\} written to' err | grep -q .; then fail "sort -r: emberprof said more than where the profiles went:"; cat err >&2; else ok "sort -r: nothing else on stderr"; fi
+
+# xz -T2 starts its workers with every signal blocked: their CPU must be
+# in the profile (it was 1 % of it).
+if command -v xz >/dev/null 2>&1; then
+	head -c 6000000 /dev/urandom | od -An -tx1 >big
+	xz -0 -T2 -c big | cksum >plain.sum
+	"$EMBERPROF" run -q -f -o x1 -- sh -c 'xz -0 -T2 -c big; echo "cpu $(cut -d" " -f14-17 /proc/$$/stat)" >&2' 2>xz.err | cksum >prof.sum
+	if cmp -s plain.sum prof.sum; then ok "xz -T2: same output"; else fail "xz -T2: output differs"; fi
+	# the children's user+system ticks, as the shell saw them reaped
+	ticks=$(sed -n 's/^cpu [0-9]* [0-9]* \([0-9]*\) \([0-9]*\).*/\1 \2/p' xz.err | awk '{ print $1 + $2 }')
+	hz=$(getconf CLK_TCK)
+	used=$(awk -v t="${ticks:-0}" -v hz="$hz" 'BEGIN { printf "%.2f", t / hz }')
+	prof=$(total_cpu x1)
+	if [ -n "$prof" ] && awk -v p="$prof" -v u="$used" 'BEGIN { exit !(u > 0.2 && p >= 0.8 * u) }'; then
+		ok "xz -T2: ${prof}s of ${used}s CPU profiled"
+	else
+		fail "xz -T2: ${prof:-no}s of ${used}s CPU profiled"
+	fi
+else
+	echo "xz not installed: xz -T2 case skipped"
+fi
+
+done_tests
