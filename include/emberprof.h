@@ -224,7 +224,8 @@ typedef struct ember_stats {
 	uint64_t samples_truncated;   /**< stack cut short (depth, bounds, bad frame) */
 	uint64_t samples_no_bounds;   /**< leaf only: thread stack bounds not yet known */
 	uint64_t labels_truncated;    /**< samples whose labels did not all fit */
-	uint64_t signals_foreign;     /**< signals not from our timers (ignored) */
+	uint64_t signals_foreign;     /**< signals on the sampling signal that were not ours
+					   (the program's own: see signals_forwarded) */
 	uint64_t threads_seen;        /**< threads given a timer */
 	uint64_t timer_failures;      /**< timer_create/settime failures */
 	uint64_t windows_reported;    /**< windows handed to all reporters */
@@ -252,6 +253,12 @@ typedef struct ember_stats {
 	/* The async-profiler backend (since 0.2). */
 	uint64_t asprof_errors;       /**< async-profiler commands refused and recordings
 					   lost (each logged with the reason) */
+	/* Threads out of the sampler's reach (since 0.2). */
+	uint64_t cpu_unsampled_ns;    /**< CPU time of threads that really blocked the
+					   sampling signal, not sampled (each such thread
+					   is logged); measured at each thread scan */
+	uint64_t signals_forwarded;   /**< the program's own signals on the sampling
+					   signal, given to its handler or default action */
 } ember_stats;
 
 /* ---- version and errors ---- */

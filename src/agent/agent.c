@@ -83,6 +83,7 @@ typedef struct ember__core {
 	/* totals over all runs (the sig counters restart with each start) */
 	_Atomic uint64_t samples, dropped_full, truncated, no_bounds, foreign, labels_truncated;
 	_Atomic uint64_t threads_seen, timer_failures, windows, report_failures;
+	_Atomic uint64_t cpu_unsampled_ns; /* threads that really block the signal */
 	_Atomic uint64_t perf_events, wall_samples, wall_signals, wall_max_per_tick;
 
 	/* pollcatch: samples taken in a poll wait here until the poll ends */
@@ -705,6 +706,32 @@ static void start_alloc_profiling(ember__core *c)
 	}
 }
 
+/*
+ * Threads that really block the sampling signal cannot be sampled (the
+ * program's blocking through emberprof's wrappers is virtual and does not
+ * count: sigvirt.h); their CPU time is measured instead. Says so, once per
+ * thread, and at its end (or, with `at_stop`, for every such thread still
+ * alive) how much CPU time went unsampled.
+ */
+static void log_blocked_threads(ember__core *c, int at_stop)
+{
+	ember__blocked_note notes[8];
+	size_t n = ember__threads_take_blocked(&c->threads, notes, 8, at_stop);
+	for (size_t i = 0; i < n; i++) {
+		if (!notes[i].gone)
+			ember__log(&c->cfg, EMBER_LOG_WARN,
+				   "thread %d '%s' blocks the sampling signal %d (%s): its CPU time "
+				   "cannot be sampled and is counted instead",
+				   (int)notes[i].tid, notes[i].comm, c->cfg.signo,
+				   strsignal(c->cfg.signo));
+		else
+			ember__log(&c->cfg, EMBER_LOG_WARN,
+				   "thread %d '%s' blocks the sampling signal: %.2f s of CPU not sampled",
+				   (int)notes[i].tid, notes[i].comm,
+				   (double)notes[i].unsampled_ns / 1e9);
+	}
+}
+
 static void *agent_main(void *arg)
 {
 	ember__core *c = arg;
@@ -802,6 +829,8 @@ static void *agent_main(void *arg)
 		if (scan)
 			c->last_scan = mono;
 		ember__threads_poll(&c->threads, scan);
+		if (scan)
+			log_blocked_threads(c, 0);
 		drain(c);
 		/* Libraries loaded or unloaded since the last look get or lose
 		 * their tables now, before a sample lands in them. */
@@ -831,6 +860,7 @@ static void add_sig_totals(ember__core *c)
 	atomic_fetch_add(&c->labels_truncated, atomic_load(&c->sig.labels_truncated));
 	atomic_fetch_add(&c->threads_seen, c->threads.threads_seen);
 	atomic_fetch_add(&c->timer_failures, c->threads.timer_failures);
+	atomic_fetch_add(&c->cpu_unsampled_ns, c->threads.unsampled_cpu_ns);
 	atomic_fetch_add(&c->perf_events, c->threads.perf_events);
 	atomic_fetch_add(&c->wall_samples, atomic_load(&c->sig.wall_samples));
 	atomic_fetch_add(&c->wall_signals, atomic_load(&c->wall.signals));
@@ -1023,7 +1053,11 @@ EMBER_API int ember_running_stop(ember_agent **out, ember_running *r)
 	}
 	if (c->asprof)
 		return asprof_agent_stop(c);
-	/* No new signals, then none pending or running, then the last drain. */
+	/* A last scan measures the CPU time of threads that block the signal
+	 * up to now. Then no new signals, none pending or running, the last
+	 * drain. */
+	ember__threads_poll(&c->threads, 1);
+	log_blocked_threads(c, 1);
 	ember__wall_stop(&c->wall);
 	ember__threads_stop(&c->threads);
 	ember__heapprof_detach(c->heap); /* the uninstall's quiesce waits for the hook too */
@@ -1117,6 +1151,10 @@ static void fill_stats(const ember__core *c, ember_stats *s, int running)
 	s->alloc_dropped = h.dropped_full;
 	s->alloc_live_overflow = h.live_overflow;
 	s->asprof_errors = atomic_load(&c->asprof_errors);
+	s->cpu_unsampled_ns = atomic_load(&c->cpu_unsampled_ns);
+	if (running)
+		s->cpu_unsampled_ns += c->threads.unsampled_cpu_ns;
+	s->signals_forwarded = s->signals_foreign;
 	if (running && c->asprof)
 		s->asprof_errors += ember__asprof_run_errors(c->asprof);
 	add_reporter_stats(c, s);

@@ -32,6 +32,9 @@ enum { BOUNDS_UNKNOWN = 0, BOUNDS_PROBED = 1, BOUNDS_KNOWN = 2, BOUNDS_FAILED = 
  * why this one pointer has to be global. */
 static _Atomic(ember__threads *) g_threads;
 
+static void add_note(ember__threads *t, const ember__thread_rec *r, int gone);
+static uint64_t thread_cpu_ns(int32_t tid);
+
 /* ---- records ---- */
 
 static size_t rec_lower_bound(const ember__threads *t, int32_t tid)
@@ -286,6 +289,14 @@ static void adopt_thread(ember__threads *t, int32_t tid)
 
 static void forget_thread(ember__threads *t, ember__thread_rec *r)
 {
+	/* On the exiting thread itself (exit hook) its clock still reads. */
+	uint64_t now = r->blocks_signal ? thread_cpu_ns(r->tid) : 0;
+	if (r->blocked_cpu_at && now > r->blocked_cpu_at) {
+		r->unsampled_ns += now - r->blocked_cpu_at;
+		t->unsampled_cpu_ns += now - r->blocked_cpu_at;
+	}
+	if (r->unsampled_ns)
+		add_note(t, r, 1);
 	if (r->has_timer)
 		timer_delete(r->timer);
 	drop_perf(t, r);
@@ -357,6 +368,97 @@ static DIR *open_tasks(void)
 	return d;
 }
 
+static void add_note(ember__threads *t, const ember__thread_rec *r, int gone)
+{
+	if (t->nnotes >= sizeof(t->notes) / sizeof(t->notes[0]))
+		return; /* the totals still count it */
+	ember__blocked_note *n = &t->notes[t->nnotes++];
+	n->tid = r->tid;
+	n->gone = gone;
+	memcpy(n->comm, r->comm, sizeof(n->comm));
+	n->unsampled_ns = r->unsampled_ns;
+}
+
+static uint64_t thread_cpu_ns(int32_t tid)
+{
+	struct timespec ts;
+	clockid_t clk = (clockid_t)((~(unsigned)tid << 3) | 6u); /* as in arm_thread_timer */
+	if (clock_gettime(clk, &ts) != 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Whether thread `tid` really blocks signal `signo` (its SigBlk line in
+ * /proc): 1, 0, or -1 if it cannot be read (the thread is gone). */
+static int task_blocks(int32_t tid, int signo)
+{
+	char path[48], buf[2048];
+	snprintf(path, sizeof(path), "/proc/self/task/%d/status", (int)tid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	const char *p = strstr(buf, "\nSigBlk:");
+	if (!p)
+		return -1;
+	unsigned long long mask = strtoull(p + 8, NULL, 16);
+	return signo >= 1 && signo <= 64 && ((mask >> (signo - 1)) & 1) ? 1 : 0;
+}
+
+/*
+ * A thread that really blocks the sampling signal is never sampled: its
+ * CPU time from one scan to the next is counted instead, and the agent
+ * warns about it. (Through emberprof's wrappers a program's blocking is
+ * virtual and the thread stays sampled: src/sample/sigvirt.h.)
+ */
+static void check_blocked(ember__threads *t, ember__thread_rec *r)
+{
+	if (t->process_timer)
+		return; /* SIGPROF from ITIMER_PROF goes to any thread that takes it */
+	int b = task_blocks(r->tid, t->signo);
+	if (b < 0)
+		return;
+	uint64_t now = b ? thread_cpu_ns(r->tid) : 0;
+	if (r->blocks_signal && r->blocked_cpu_at && now > r->blocked_cpu_at) {
+		r->unsampled_ns += now - r->blocked_cpu_at;
+		t->unsampled_cpu_ns += now - r->blocked_cpu_at;
+	}
+	if (b && !r->comm[0]) { /* first time: tell the agent */
+		char path[48];
+		snprintf(path, sizeof(path), "/proc/self/task/%d/comm", (int)r->tid);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		ssize_t n = fd >= 0 ? read(fd, r->comm, sizeof(r->comm) - 1) : -1;
+		if (fd >= 0)
+			close(fd);
+		r->comm[n > 0 ? n : 0] = '\0';
+		r->comm[strcspn(r->comm, "\n")] = '\0';
+		if (!r->comm[0])
+			snprintf(r->comm, sizeof(r->comm), "?");
+		add_note(t, r, 0);
+	}
+	r->blocks_signal = b;
+	r->blocked_cpu_at = now;
+}
+
+size_t ember__threads_take_blocked(ember__threads *t, ember__blocked_note *out, size_t max,
+				   int live)
+{
+	pthread_mutex_lock(&t->mu);
+	if (live)
+		for (size_t i = 0; i < t->nrecs; i++)
+			if (t->recs[i].unsampled_ns)
+				add_note(t, &t->recs[i], 1);
+	size_t n = t->nnotes < max ? t->nnotes : max;
+	memcpy(out, t->notes, n * sizeof(*out));
+	t->nnotes = 0;
+	pthread_mutex_unlock(&t->mu);
+	return n;
+}
+
 static void scan_tasks(ember__threads *t)
 {
 	/* One directory stream for the registry's life, rewound per scan:
@@ -381,6 +483,8 @@ static void scan_tasks(ember__threads *t)
 	for (size_t i = t->nrecs; i-- > 0;)
 		if (t->recs[i].seen_gen != t->gen)
 			forget_thread(t, &t->recs[i]);
+	for (size_t i = 0; i < t->nrecs; i++)
+		check_blocked(t, &t->recs[i]);
 }
 
 void ember__threads_poll(ember__threads *t, int scan)

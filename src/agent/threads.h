@@ -37,11 +37,25 @@ typedef struct ember__thread_rec {
 	int perf_fd1;      /* perf event descriptor + 1; 0: none */
 	int armed;         /* counted in threads_seen, engine armed (or tried) */
 	int parked;        /* engine left unarmed while an exec is under way */
+	/* The thread really blocks the sampling signal (seen in its SigBlk at
+	 * a scan): its CPU time since then is not sampled, and is counted. */
+	int blocks_signal;
+	char comm[16];           /* its name when first seen blocking */
+	uint64_t blocked_cpu_at; /* its CPU clock at the last scan, while blocking */
+	uint64_t unsampled_ns;   /* CPU time it used while blocking */
 	int64_t wall_last; /* CLOCK_MONOTONIC of its last wall-clock sample (or adoption) */
 	int bounds; /* BOUNDS_* in threads.c */
 	unsigned probe_tries;
 	uint64_t seen_gen;
 } ember__thread_rec;
+
+/* A thread that really blocks the sampling signal (threads.c). */
+typedef struct ember__blocked_note {
+	int32_t tid;
+	int gone;          /* 0: just found blocking; 1: exited */
+	char comm[16];
+	uint64_t unsampled_ns; /* with gone: its CPU time not sampled */
+} ember__blocked_note;
 
 typedef struct ember__threads {
 	pthread_mutex_t mu;
@@ -74,6 +88,14 @@ typedef struct ember__threads {
 	pthread_mutex_t gate;
 	/* counters */
 	uint64_t threads_seen, timer_failures, probe_failures, table_full, perf_events;
+	/* CPU time of threads that really block the sampling signal (through
+	 * a path emberprof's wrappers do not see: raw system calls, or masks
+	 * set before the agent started), measured at each scan */
+	uint64_t unsampled_cpu_ns;
+	/* For the agent's log (ember__threads_take_blocked): threads found
+	 * blocking, and blocking threads gone with CPU time unsampled. */
+	ember__blocked_note notes[8];
+	unsigned nnotes;
 	char first_error[256]; /* first timer failure, for the log */
 } ember__threads;
 
@@ -116,6 +138,15 @@ size_t ember__threads_wall_pick(ember__threads *t, int64_t now_ns, int skip_idle
  * re-reads /proc/self/task to arm new threads and forget dead ones.
  */
 void ember__threads_poll(ember__threads *t, int scan);
+
+/*
+ * What happened to threads that really block the sampling signal since
+ * the last call (found blocking; gone with CPU time unsampled): up to
+ * `max` notes; returns how many. With `live`, also a "gone" note for each
+ * live thread with unsampled CPU time (at stop). Agent thread.
+ */
+size_t ember__threads_take_blocked(ember__threads *t, ember__blocked_note *out, size_t max,
+				   int live);
 
 /* Whether threads created later register themselves (hook in effect). */
 int ember__threads_hooked(const ember__threads *t);

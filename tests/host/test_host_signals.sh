@@ -79,6 +79,15 @@ for engine in perf timer; do
 	check_grep "$engine: exec chain ran to its end" out "chain done"
 done
 
+# A thread that blocks the signal behind libc's back (a raw system call)
+# cannot be sampled: its CPU time is measured and the user is told, from
+# the scan that finds it (within a second) to its exit.
+"$EMBERPROF" run -q -o rb -- "$H" raw-block 2 >out 2>err
+check_exit "raw-blocked thread" 0 $?
+check_grep "raw-blocked thread: warned" err "blocks the sampling signal"
+lost=$(sed -n "s/.*blocks the sampling signal: \([0-9.]*\) s of CPU not sampled.*/\1/p" err)
+at_least "raw-blocked thread: unsampled CPU reported (of 2 s)" "$lost" 0.9
+
 # The real programs the issue named. GNU sort installs its SIGPROF cleanup
 # handler: it was killed by the first sample.
 seq 1500000 >numbers

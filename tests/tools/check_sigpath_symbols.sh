@@ -12,6 +12,11 @@ allowed=(
   pthread_self       # reads the thread pointer; answers the bounds probe
   mmap munmap        # only in sampbuf/threadtab init and free, on the agent thread
   read               # POSIX async-signal-safe; the perf engine reads its event's count
+  __sigaction        # glibc's sigaction (POSIX async-signal-safe), past our own wrapper:
+                     # a program's own signal with SIG_DFL takes its default action (sigvirt.c)
+  sigemptyset sigaddset  # POSIX async-signal-safe bit operations on a local sigset_t
+  syscall            # the bare system-call wrapper: tgkill, rt_sigprocmask and
+                     # rt_tgsigqueueinfo for the program's own signals (sigvirt.c)
 )
 # CTest passes $<TARGET_OBJECTS:...> as one ';'-separated argument: split it.
 objs=()
