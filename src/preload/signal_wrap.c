@@ -23,6 +23,9 @@
  * version. pthread_sigmask has two, as in glibc (2.2.5 from libpthread,
  * 2.32 in libc).
  *
+ * sigwait, sigwaitinfo and sigtimedwait on the sampling signal return the
+ * program's own signals and never ours.
+ *
  * sigaction, signal, sigprocmask and pthread_sigmask are async-signal-safe
  * here as in libc (programs call them from handlers). The exec wrappers are
  * as safe as ember__threads_exec_begin: bounded waits, no allocation.
@@ -32,6 +35,8 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdint.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent/sigsetup.h"
@@ -49,6 +54,7 @@ typedef int (*execve_fn)(const char *, char *const[], char *const[]);
 typedef int (*execv_fn)(const char *, char *const[]);
 typedef int (*fexecve_fn)(int, char *const[], char *const[]);
 typedef int (*execveat_fn)(int, const char *, char *const[], char *const[], int);
+typedef int (*sigtimedwait_fn)(const sigset_t *, siginfo_t *, const struct timespec *);
 
 static struct {
 	_Atomic(mask_fn) pthread_sigmask, sigprocmask;
@@ -57,6 +63,7 @@ static struct {
 	_Atomic(execv_fn) execv, execvp;
 	_Atomic(fexecve_fn) fexecve;
 	_Atomic(execveat_fn) execveat;
+	_Atomic(sigtimedwait_fn) sigtimedwait;
 } real;
 
 /* glibc's own definition, after this library in the search order. */
@@ -90,6 +97,7 @@ __attribute__((constructor(101))) static void resolve_all(void)
 	(void)REAL(execvp, execv_fn);
 	(void)REAL(fexecve, fexecve_fn);
 	(void)REAL(execveat, execveat_fn);
+	(void)REAL(sigtimedwait, sigtimedwait_fn);
 }
 
 /* Is the definition the program's calls to `name` reach this library's? */
@@ -215,6 +223,95 @@ EXPORT int ember__pthread_sigmask_v225(int how, const sigset_t *set, sigset_t *o
 
 __asm__(".symver ember__pthread_sigmask_v232, pthread_sigmask@@GLIBC_2.32");
 __asm__(".symver ember__pthread_sigmask_v225, pthread_sigmask@GLIBC_2.2.5");
+
+/* ---- synchronous waits ---- */
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/*
+ * A wait for signals that include the sampling signal. The kernel would
+ * dequeue our sampling signals for the program, and the program's own
+ * goes to our handler (the signal is not really blocked), which keeps it
+ * for the thread: the wait leaves the sampling signal out of the kernel's
+ * set, returns the kept one, and resumes (with the time left) when only a
+ * sampling signal of ours interrupted it.
+ */
+static int virtual_wait_loop(sigtimedwait_fn f, int sig, const sigset_t *rest, siginfo_t *info,
+			     const int64_t *end_ns);
+
+static int virtual_wait(const sigset_t *set, siginfo_t *info, const struct timespec *timeout)
+{
+	sigtimedwait_fn f = REAL(sigtimedwait, sigtimedwait_fn);
+	int sig = ember__sigvirt_signo();
+	if (!f) {
+		errno = ENOSYS;
+		return -1;
+	}
+	if (!sig || !set || sigismember(set, sig) != 1 || ember__heap_internal())
+		return f(set, info, timeout);
+	sigset_t rest = *set;
+	sigdelset(&rest, sig);
+	int64_t end = timeout ? mono_ns() + timeout->tv_sec * 1000000000LL + timeout->tv_nsec : 0;
+	ember__sigvirt_set_waiter(1);
+	int rc = virtual_wait_loop(f, sig, &rest, info, timeout ? &end : NULL);
+	ember__sigvirt_set_waiter(0);
+	return rc;
+}
+
+static int virtual_wait_loop(sigtimedwait_fn f, int sig, const sigset_t *rest, siginfo_t *info,
+			     const int64_t *end_ns)
+{
+	for (;;) {
+		int got = ember__sigvirt_take_pending(info);
+		if (got)
+			return got;
+		struct timespec left, *lp = NULL;
+		if (end_ns) {
+			int64_t l = *end_ns - mono_ns();
+			if (l < 0)
+				l = 0;
+			left.tv_sec = l / 1000000000;
+			left.tv_nsec = l % 1000000000;
+			lp = &left;
+		}
+		unsigned ours = ember__sigvirt_ours();
+		int rc = f(rest, info, lp);
+		if (rc >= 0 || errno != EINTR)
+			return rc;
+		if (ember__sigvirt_take_pending(info))
+			return sig;
+		if (ember__sigvirt_ours() == ours)
+			return rc; /* another handler of the program's interrupted it */
+	}
+}
+
+EXPORT int sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec *timeout)
+{
+	return virtual_wait(set, info, timeout);
+}
+
+EXPORT int sigwaitinfo(const sigset_t *set, siginfo_t *info)
+{
+	return virtual_wait(set, info, NULL);
+}
+
+EXPORT int sigwait(const sigset_t *set, int *sig)
+{
+	siginfo_t si;
+	int rc;
+	do
+		rc = virtual_wait(set, &si, NULL);
+	while (rc < 0 && errno == EINTR); /* sigwait does not fail with EINTR */
+	if (rc < 0)
+		return errno;
+	*sig = rc;
+	return 0;
+}
 
 /* ---- exec ---- */
 

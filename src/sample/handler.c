@@ -243,7 +243,7 @@ static void perf_sample(ember__sigstate *st, int fd, void *uc)
 void ember__sigpath_handler(int sig, siginfo_t *si, void *uc)
 {
 	int saved_errno = errno;
-	int foreign = 0;
+	int foreign = 0, redeliver = 0;
 	ember__sig_depth++;
 	/* seq_cst: pairs with the agent's store of a new unwind snapshot and
 	 * its fence before reading the count (unwind_tables.c). */
@@ -270,6 +270,8 @@ void ember__sigpath_handler(int sig, siginfo_t *si, void *uc)
 		uint64_t v = (uint64_t)(uintptr_t)si->si_value.sival_ptr;
 		if (si->si_value.sival_int == EMBER_PROBE_MAGIC && (v >> 32) == 0)
 			answer_probe(st, uc);
+		else if (v == EMBER_REDELIVER_VALUE)
+			redeliver = 1;
 		else if ((v >> EMBER_WALL_SHIFT) == EMBER_WALL_TAG)
 			take_sample(st, v & ((1ull << EMBER_WALL_SHIFT) - 1), EMBER_SAMPLE_WALL, uc);
 		else
@@ -280,6 +282,8 @@ void ember__sigpath_handler(int sig, siginfo_t *si, void *uc)
 	}
 	if (foreign)
 		atomic_fetch_add_explicit(&st->foreign, 1, memory_order_relaxed);
+	else
+		ember__sigvirt_count_ours();
 out:
 	atomic_fetch_sub_explicit(&g_inflight, 1, memory_order_release);
 	ember__sig_depth--;
@@ -288,6 +292,8 @@ out:
 	 * let go of everything: its handler may run long or siglongjmp. */
 	if (foreign)
 		ember__sigvirt_foreign(sig, si, uc);
+	else if (redeliver)
+		ember__sigvirt_redeliver(sig, uc);
 }
 
 int ember__sigpath_attach(ember__sigstate *st)

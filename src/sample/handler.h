@@ -24,6 +24,9 @@
 /* sigev_value of emberprof's CPU timers ("embt"): a timer signal without
  * it is the program's own (sigvirt.h). */
 #define EMBER_TIMER_VALUE ((uintptr_t)0x656d6274u << 16)
+/* sival_ptr of the queued signal that asks a thread to deliver the
+ * program's own signal kept for it ("embd", sigvirt.c). */
+#define EMBER_REDELIVER_VALUE ((uintptr_t)0x656d6264u << 16)
 
 /*
  * Wall-clock samples (src/agent/engine_wall.c) are queued signals whose

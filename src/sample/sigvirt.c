@@ -16,6 +16,8 @@
  */
 #include "sample/sigvirt.h"
 
+#include "sample/handler.h"
+
 #include <errno.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -38,6 +40,17 @@ static _Atomic int owned_signo;
 static __thread int tls_blocked __attribute__((tls_model("initial-exec")));
 static __thread int tls_pending __attribute__((tls_model("initial-exec")));
 static __thread siginfo_t tls_pending_si __attribute__((tls_model("initial-exec")));
+static __thread unsigned tls_ours __attribute__((tls_model("initial-exec")));
+
+/* A process-directed signal of the program's (kill, sigqueue, its
+ * itimer) that reached a thread which virtually blocks it: it belongs to
+ * the process, not that thread. It goes to the thread waiting for it in
+ * sigwait & co if there is one (`waiter`), else it is kept here for the
+ * first thread that unblocks or waits. proc_state: 0 empty, 1 being
+ * written or read, 2 full. */
+static _Atomic int proc_state;
+static siginfo_t proc_si;
+static _Atomic int waiter_tid;
 
 static void publish(const struct sigaction *sa)
 {
@@ -103,21 +116,71 @@ static pid_t self_tid(void)
 	return (pid_t)syscall(SYS_gettid);
 }
 
-/* Queues `si` again to the calling thread (allowed with any si_code when
- * a process signals itself), keeping its code, sender and value. */
+/* Asks thread `tid` (a queued signal of ours, EMBER_REDELIVER_VALUE) to
+ * deliver the program's signal kept for it, or, if it waits in sigwait &
+ * co, to look for it. The kernel lets a thread queue only negative
+ * si_codes to another thread, so the signal itself cannot be sent on. */
+static void poke(int sig, pid_t tid)
+{
+	siginfo_t si;
+	memset(&si, 0, sizeof(si));
+	si.si_signo = sig;
+	si.si_code = SI_QUEUE;
+	si.si_pid = self_pid();
+	si.si_uid = (uid_t)syscall(SYS_getuid);
+	si.si_value.sival_ptr = (void *)EMBER_REDELIVER_VALUE;
+	syscall(SYS_rt_tgsigqueueinfo, si.si_pid, tid, sig, &si);
+}
+
+/* Leaves `si` pending on the calling thread for an exec: with its own
+ * code where the kernel allows it, else as a queued signal with its
+ * value. */
 static void requeue_self(const siginfo_t *si)
 {
 	siginfo_t copy = *si;
+	if (syscall(SYS_rt_tgsigqueueinfo, self_pid(), self_tid(), copy.si_signo, &copy) == 0)
+		return;
+	copy.si_code = SI_QUEUE;
 	syscall(SYS_rt_tgsigqueueinfo, self_pid(), self_tid(), copy.si_signo, &copy);
+}
+
+static int take_proc(siginfo_t *si)
+{
+	int full = 2;
+	if (!atomic_compare_exchange_strong(&proc_state, &full, 1))
+		return 0;
+	*si = proc_si;
+	atomic_store(&proc_state, 0);
+	return 1;
+}
+
+static void keep_proc(const siginfo_t *si)
+{
+	int empty = 0;
+	if (!atomic_compare_exchange_strong(&proc_state, &empty, 1))
+		return; /* one is pending already: standard signals merge */
+	proc_si = *si;
+	atomic_store(&proc_state, 2);
 }
 
 void ember__sigvirt_set_blocked(int blocked)
 {
 	tls_blocked = blocked ? 1 : 0;
-	if (!blocked && tls_pending) {
-		tls_pending = 0;
-		requeue_self(&tls_pending_si);
-	}
+	int sig = ember__sigvirt_signo();
+	if (!blocked && sig && (tls_pending || atomic_load(&proc_state) == 2))
+		poke(sig, self_tid()); /* its handler runs now, with its own siginfo */
+}
+
+void ember__sigvirt_redeliver(int sig, void *uc)
+{
+	siginfo_t si;
+	if (!tls_blocked && ember__sigvirt_take_pending(&si))
+		ember__sigvirt_foreign(sig, &si, uc);
+}
+
+void ember__sigvirt_set_waiter(int on)
+{
+	atomic_store(&waiter_tid, on ? (int)self_tid() : 0);
 }
 
 /* Signals whose default action is to do nothing. */
@@ -146,12 +209,45 @@ static void default_action(int sig)
 	syscall(SYS_tgkill, self_pid(), self_tid(), sig);
 }
 
+int ember__sigvirt_take_pending(siginfo_t *si)
+{
+	siginfo_t got;
+	if (tls_pending) {
+		tls_pending = 0;
+		got = tls_pending_si;
+	} else if (!take_proc(&got)) {
+		return 0;
+	}
+	if (si)
+		*si = got;
+	return got.si_signo;
+}
+
+unsigned ember__sigvirt_ours(void)
+{
+	return tls_ours;
+}
+
+void ember__sigvirt_count_ours(void)
+{
+	tls_ours++;
+}
+
 void ember__sigvirt_foreign(int sig, siginfo_t *si, void *uc)
 {
 	if (tls_blocked) {
-		if (!tls_pending) {
-			tls_pending_si = *si;
-			tls_pending = 1;
+		/* tgkill/raise name this thread; anything else (kill, sigqueue,
+		 * a process timer) could have gone to any thread that takes it. */
+		int waiter = atomic_load(&waiter_tid);
+		if (si->si_code == SI_TKILL || waiter == (int)self_tid()) {
+			if (!tls_pending) {
+				tls_pending_si = *si;
+				tls_pending = 1;
+			}
+		} else {
+			keep_proc(si);
+			if (waiter)
+				poke(sig, waiter);
 		}
 		return;
 	}
@@ -194,8 +290,11 @@ int ember__sigvirt_exec_prepare(void)
 		sigaddset(&s, sig);
 		syscall(SYS_rt_sigprocmask, SIG_BLOCK, &s, NULL, KSIGSET_BYTES);
 		token |= 1;
+		siginfo_t psi;
 		if (tls_pending) /* pending across exec, as it would have been */
 			requeue_self(&tls_pending_si);
+		else if (take_proc(&psi))
+			requeue_self(&psi);
 	}
 	struct sigaction app;
 	current(&app);

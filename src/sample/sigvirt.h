@@ -65,6 +65,27 @@ void ember__sigvirt_set_blocked(int blocked);
  */
 void ember__sigvirt_foreign(int sig, siginfo_t *si, void *uc);
 
+/* The handler got EMBER_REDELIVER_VALUE (a request from sigvirt.c
+ * itself): delivers the program's signal kept for this thread, if it no
+ * longer blocks it. */
+void ember__sigvirt_redeliver(int sig, void *uc);
+
+/*
+ * sigwait, sigwaitinfo and sigtimedwait on a set holding the sampling
+ * signal: the kernel would hand the waiter our sampling signals, and the
+ * program's own one goes to the handler instead (it is not really
+ * blocked). ember__sigvirt_take_pending() gives the waiter the program's
+ * own signal that arrived (0 if none: *si untouched); the handler counts
+ * the calling thread's deliveries of ours (ember__sigvirt_ours), so a
+ * wait interrupted only by ours is resumed rather than failed with EINTR.
+ */
+int ember__sigvirt_take_pending(siginfo_t *si);
+/* The calling thread is (on) or is no longer (off) waiting in one of them:
+ * a process-directed signal of the program's is sent to it. */
+void ember__sigvirt_set_waiter(int on);
+unsigned ember__sigvirt_ours(void);
+void ember__sigvirt_count_ours(void);
+
 /*
  * For exec (src/agent/threads.c): makes the kernel's state of `signo` on
  * the calling thread what the program's would be - blocked if it virtually

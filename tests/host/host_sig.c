@@ -75,6 +75,53 @@ static void *raw_blocked_burner(void *arg)
 	return NULL;
 }
 
+/* The dedicated signal thread: every thread blocks SIGPROF, one waits for
+ * it with sigwait; the signals are sent to the process (kill), so the
+ * kernel may pick any thread. */
+static void *sigwait_thread(void *arg)
+{
+	sigset_t s;
+	sigemptyset(&s);
+	sigaddset(&s, SIGPROF);
+	int got = 0, sig;
+	while (got < 3 && sigwait(&s, &sig) == 0)
+		got += sig == SIGPROF;
+	*(int *)arg = got;
+	return NULL;
+}
+
+static void *idle_burner(void *arg)
+{
+	burn_cpu(*(double *)arg);
+	return NULL;
+}
+
+/* The program's own signal waits while it blocks it; the mask it reads
+ * back says blocked; unblocking delivers it once. */
+static int mask_defer(void)
+{
+	sigset_t s, cur;
+	sigemptyset(&s);
+	sigaddset(&s, SIGPROF);
+	sigprocmask(SIG_BLOCK, &s, NULL);
+	pthread_kill(pthread_self(), SIGPROF);
+	burn_cpu(0.3);
+	int early = ticks;
+	sigprocmask(SIG_BLOCK, NULL, &cur);
+	int shown = sigismember(&cur, SIGPROF);
+	pthread_sigmask(SIG_UNBLOCK, &s, NULL);
+	int after = ticks;
+	printf("early=%d shown_blocked=%d after=%d\n", early, shown, after);
+	fflush(stdout);
+	return early == 0 && shown == 1 && after == 1 ? 0 : 1;
+}
+
+static void *mask_defer_thread(void *arg)
+{
+	*(int *)arg = mask_defer();
+	return NULL;
+}
+
 static int usage(void)
 {
 	fprintf(stderr, "usage: host_sig own-handler|own-itimer|block-all|raise-dfl|raise-ign|"
@@ -131,6 +178,26 @@ int main(int argc, char **argv)
 		printf("cpu=%.3f\n", cpu_s());
 		return 0;
 	}
+	if (!strcmp(mode, "sigwait")) {
+		signal(SIGPROF, cleanup_and_die); /* must never run: SIGPROF is waited for */
+		sigset_t s;
+		sigemptyset(&s);
+		sigaddset(&s, SIGPROF);
+		pthread_sigmask(SIG_BLOCK, &s, NULL);
+		int got = 0;
+		double busy = 0.6;
+		pthread_t w, b;
+		pthread_create(&w, NULL, sigwait_thread, &got);
+		pthread_create(&b, NULL, idle_burner, &busy);
+		for (int i = 0; i < 3; i++) {
+			burn_cpu(0.1);
+			kill(getpid(), SIGPROF);
+		}
+		pthread_join(w, NULL);
+		pthread_join(b, NULL);
+		printf("sigwait got %d\n", got);
+		return got == 3 ? 0 : 1;
+	}
 	if (!strcmp(mode, "raise-dfl")) {
 		burn_cpu(0.2);
 		raise(SIGPROF); /* default action: the process ends by SIGPROF */
@@ -145,22 +212,15 @@ int main(int argc, char **argv)
 		return now.sa_handler == SIG_IGN ? 0 : 1;
 	}
 	if (!strcmp(mode, "mask-defer")) {
-		/* The program's own signal waits while it blocks it; the mask
-		 * it reads back says blocked; unblocking delivers it once. */
 		signal(SIGPROF, count_tick);
-		sigset_t s, cur;
-		sigemptyset(&s);
-		sigaddset(&s, SIGPROF);
-		sigprocmask(SIG_BLOCK, &s, NULL);
-		raise(SIGPROF);
-		burn_cpu(0.3);
-		int early = ticks;
-		sigprocmask(SIG_BLOCK, NULL, &cur);
-		int shown = sigismember(&cur, SIGPROF);
-		pthread_sigmask(SIG_UNBLOCK, &s, NULL);
-		int after = ticks;
-		printf("early=%d shown_blocked=%d after=%d\n", early, shown, after);
-		return early == 0 && shown == 1 && after == 1 ? 0 : 1;
+		int rc_main = mask_defer();
+		/* the same on another thread, signalled with pthread_kill */
+		pthread_t th;
+		int rc_thread = 1;
+		ticks = 0;
+		pthread_create(&th, NULL, mask_defer_thread, &rc_thread);
+		pthread_join(th, NULL);
+		return rc_main || rc_thread;
 	}
 	if (!strcmp(mode, "query")) {
 		/* What a program sees of SIGPROF at start without a profiler. */

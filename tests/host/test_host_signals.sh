@@ -66,6 +66,12 @@ for engine in perf timer; do
 	# Its own SIGPROF waits while it blocks it; it sees its own mask.
 	$E -o p6 -- "$H" mask-defer >out 2>err
 	check_exit "$engine: own signal deferred by its mask ($(cat out))" 0 $?
+	# A dedicated thread in sigwait gets the process's own SIGPROF, sent
+	# with kill() while every thread blocks it, and never ours.
+	"$H" sigwait >out 2>&1
+	plain=$?
+	$E -o p9 -- "$H" sigwait >out 2>err
+	check_exit "$engine: sigwait thread gets the program's own signals ($(cat out))" $plain $?
 	$E -o p7 -- "$H" query >out 2>err
 	check_exit "$engine: sees SIG_DFL, unblocked at start ($(cat out))" 0 $?
 
