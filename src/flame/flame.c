@@ -328,7 +328,7 @@ static int map_types(ember__flame *fl, const ember__profile *p, const char *path
 		if (n == UINT32_MAX || u == UINT32_MAX)
 			return ember__error_oom("flame types");
 		uint32_t t = 0;
-		while (t < fl->ntypes && fl->type_name[t] != n)
+		while (t < fl->ntypes && (fl->type_name[t] != n || fl->type_unit[t] != u))
 			t++;
 		if (t == fl->ntypes) {
 			if (fl->ntypes == EMBER_FLAME_MAX_TYPES)
@@ -336,11 +336,6 @@ static int map_types(ember__flame *fl, const ember__profile *p, const char *path
 			fl->type_name[t] = n;
 			fl->type_unit[t] = u;
 			fl->ntypes++;
-		} else if (fl->type_unit[t] != u) {
-			return ember__error(EMBER_ERR_FORMAT,
-					    "'%s': sample type '%s' is in %s, but in %s in the files "
-					    "before",
-					    path, name, unit, fl->strings[fl->type_unit[t]]);
 		}
 		map[i] = t;
 		kept++;
@@ -430,7 +425,11 @@ int ember__flame_add(ember__flame *fl, const ember__profile *p, const char *path
 		return rc;
 	rc = 0;
 	if (fl->opts.diff && fl->ntypes != 1)
-		return ember__error(EMBER_ERR_FORMAT, "a diff compares one sample type: pass --type");
+		return ember__error(EMBER_ERR_FORMAT,
+				    "'%s': sample type '%s' is in %s here but in %s in the files "
+				    "before: a diff compares one sample type in one unit",
+				    path, fl->strings[fl->type_name[1]], fl->strings[fl->type_unit[1]],
+				    fl->strings[fl->type_unit[0]]);
 	if (p->nsamples == 0)
 		return ember__error(EMBER_ERR_FORMAT, "'%s' is empty: it has no samples", path);
 	uint32_t dvi = UINT32_MAX;
@@ -502,20 +501,56 @@ static void write_path(const ember__flame *fl, uint32_t n, FILE *out)
 		fputc(*c == ';' ? ':' : *c == '\n' ? ' ' : *c, out);
 }
 
+int64_t *ember__flame_totals(const ember__flame *fl, int64_t *grand)
+{
+	int64_t *total = calloc((size_t)fl->nnodes + 1, sizeof(int64_t));
+	if (!total) {
+		ember__error_oom("flame totals");
+		return NULL;
+	}
+	*grand = 0;
+	for (uint32_t i = 0; i < fl->nsamples; i++) {
+		int64_t v = fl->samples[i].values[fl->default_type];
+		*grand += v;
+		if (fl->samples[i].node != UINT32_MAX) /* an empty stack has no node */
+			total[fl->samples[i].node] += v;
+	}
+	for (uint32_t n = fl->nnodes; n-- > 0;) /* a child's id is above its parent's */
+		if (fl->nodes[n].parent != UINT32_MAX)
+			total[fl->nodes[n].parent] += total[n];
+	return total;
+}
+
+int ember__flame_elided(const ember__flame *fl, const int64_t *total, int64_t grand, uint32_t n)
+{
+	return fl->opts.min_pct > 0 && (double)total[n] < fl->opts.min_pct / 100.0 * (double)grand;
+}
+
 int ember__flame_write_folded(const ember__flame *fl, FILE *out)
 {
+	int64_t grand;
+	int64_t *total = ember__flame_totals(fl, &grand);
 	int64_t *self = calloc((size_t)fl->nnodes + 1, sizeof(int64_t));
-	if (!self)
+	if (!total || !self) {
+		free(total);
+		free(self);
 		return ember__error_oom("folded output");
-	for (uint32_t i = 0; i < fl->nsamples; i++)
-		if (fl->samples[i].node != UINT32_MAX) /* an empty stack has no line */
-			self[fl->samples[i].node] += fl->samples[i].values[fl->default_type];
+	}
+	/* A frame under --min gives its value to its nearest kept caller. */
+	for (uint32_t i = 0; i < fl->nsamples; i++) {
+		uint32_t n = fl->samples[i].node;
+		while (n != UINT32_MAX && ember__flame_elided(fl, total, grand, n))
+			n = fl->nodes[n].parent;
+		if (n != UINT32_MAX) /* an empty stack has no line */
+			self[n] += fl->samples[i].values[fl->default_type];
+	}
 	for (uint32_t n = 0; n < fl->nnodes; n++) {
 		if (self[n] <= 0)
 			continue;
 		write_path(fl, n, out);
 		fprintf(out, " %" PRId64 "\n", self[n]);
 	}
+	free(total);
 	free(self);
 	return ferror(out) ? ember__error(EMBER_ERR_IO, "cannot write the folded stacks") : 0;
 }

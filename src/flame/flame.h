@@ -117,7 +117,17 @@ int64_t ember__flame_total(const ember__flame *fl, int set, uint32_t t);
 struct ember__flame_diff;
 int ember__flame_write_html(const ember__flame *fl, const struct ember__flame_diff *d, FILE *out);
 
-/* Writes "root;...;leaf value\n" lines of the default type (set 0). */
+/*
+ * The total of every node (the default type, set 0; a malloc'd array the
+ * caller frees, NULL on OOM) and in *grand the sum of all samples.
+ */
+int64_t *ember__flame_totals(const ember__flame *fl, int64_t *grand);
+
+/* Is node n below opts.min_pct of grand (left out of the outputs)? */
+int ember__flame_elided(const ember__flame *fl, const int64_t *total, int64_t grand, uint32_t n);
+
+/* Writes "root;...;leaf value\n" lines of the default type (set 0); a
+ * frame left out by --min gives its value to its nearest kept caller. */
 int ember__flame_write_folded(const ember__flame *fl, FILE *out);
 
 /* Writes the JSON the page reads (flame_json.c). */

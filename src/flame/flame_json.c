@@ -62,7 +62,8 @@ typedef struct layout {
 static int make_layout(const ember__flame *fl, layout *L)
 {
 	uint32_t N = fl->nnodes;
-	int64_t *total = calloc((size_t)N + 1, sizeof(int64_t));
+	int64_t grand;
+	int64_t *total = ember__flame_totals(fl, &grand);
 	uint32_t *first = calloc((size_t)N + 2, sizeof(uint32_t));
 	uint32_t *kids = malloc(((size_t)N + 1) * sizeof(uint32_t));
 	uint32_t *stack = malloc(((size_t)N + 1) * sizeof(uint32_t));
@@ -74,17 +75,6 @@ static int make_layout(const ember__flame *fl, layout *L)
 		free(total), free(first), free(kids), free(stack);
 		return ember__error_oom("flame layout");
 	}
-	int64_t grand = 0;
-	for (uint32_t i = 0; i < fl->nsamples; i++) {
-		int64_t v = fl->samples[i].values[fl->default_type];
-		grand += v;
-		if (fl->samples[i].node != UINT32_MAX)
-			total[fl->samples[i].node] += v;
-	}
-	for (uint32_t n = N; n-- > 0;) /* a child's id is above its parent's */
-		if (fl->nodes[n].parent != UINT32_MAX)
-			total[fl->nodes[n].parent] += total[n];
-	double min = fl->opts.min_pct > 0 ? fl->opts.min_pct / 100.0 * (double)grand : -1;
 	/* Children lists (index N stands for the root). */
 	for (uint32_t n = 0; n < N; n++) {
 		uint32_t p = fl->nodes[n].parent == UINT32_MAX ? N : fl->nodes[n].parent;
@@ -110,7 +100,7 @@ static int make_layout(const ember__flame *fl, layout *L)
 		stack[sp++] = kids[k];
 	while (sp) {
 		uint32_t n = stack[--sp];
-		if ((double)total[n] < min)
+		if (ember__flame_elided(fl, total, grand, n))
 			continue;
 		uint32_t p = fl->nodes[n].parent;
 		L->depth[n] = p == UINT32_MAX ? 0 : L->depth[p] + 1;
