@@ -1,0 +1,49 @@
+#!/usr/bin/env node
+/*
+ * flame_render.js - opens flame graph pages in headless chromium and
+ * prints, per page, the time from navigation start to the first full
+ * render (the page's own measure: parsing the data, building the tree,
+ * drawing graph and table) and to the `ready` flag seen from outside,
+ * then the median of 5 zooms and 5 searches (each: recompute and redraw).
+ * Used by bench/flame.sh; needs tests/flame's playwright-core.
+ *
+ *     node bench/flame_render.js PAGE.html...
+ */
+"use strict";
+const path = require("path");
+const fs = require("fs");
+const os = require("os");
+const { chromium } = require(path.join(__dirname, "..", "tests", "flame", "node_modules", "playwright-core"));
+
+const median = a => { const s = [...a].sort((x, y) => x - y); return s[s.length >> 1]; };
+
+(async () => {
+  const ctx = await chromium.launchPersistentContext(fs.mkdtempSync(path.join(os.tmpdir(), "ember-bench-")), {
+    executablePath: process.env.EMBER_CHROMIUM || "/usr/bin/chromium", headless: true,
+    viewport: { width: 1400, height: 900 },
+    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+      "--disable-component-update", "--disable-sync"],
+  });
+  await ctx.route("**/*", r => r.request().url().startsWith("file://") ? r.continue() : r.abort());
+  for (const file of process.argv.slice(2)) {
+    const page = await ctx.newPage();
+    const t0 = Date.now();
+    await page.goto("file://" + path.resolve(file));
+    await page.waitForFunction(() => window.emberFlame && window.emberFlame.ready, null, { timeout: 60000, polling: 10 });
+    const outside = Date.now() - t0;
+    const r = await page.evaluate(() => {
+      const nav = performance.timing.navigationStart, api = window.emberFlame;
+      const zooms = [], searches = [];
+      const names = ["subsystem1::handler_1_3", "subsystem2::handler_2_7", "subsystem0::handler_0_1", "dispatch", "subsystem3::handler_3_5"];
+      for (const n of names) zooms.push(api.timeZoom(n));
+      for (const re of ["handler_4_[0-4]", "subsystem2", "handler_3_9$", "^main$", "1_1|2_2"]) searches.push(api.timeSearch(re));
+      return { script: api.timing.firstRender, sinceNav: performance.now(), zooms, searches, drawn: api.rects().length };
+    });
+    console.log(`${path.basename(file)}: first render ${r.script.toFixed(0)} ms in the page's script, ready ${outside} ms after goto; ` +
+      `zoom median ${median(r.zooms).toFixed(1)} ms (max ${Math.max(...r.zooms).toFixed(1)}), ` +
+      `search median ${median(r.searches).toFixed(1)} ms (max ${Math.max(...r.searches).toFixed(1)}); ${r.drawn} frames drawn at the last step`);
+    await page.screenshot({ path: file.replace(/\.html$/, ".png") });
+    await page.close();
+  }
+  await ctx.close();
+})().catch(e => { console.error(e); process.exit(1); });
