@@ -7,14 +7,20 @@
  *                                 the top level (a node's parent is the
  *                                 last node before it one level up),
  *    "labelsets":[[key,value,...]...] (string ids; 0 is the empty set),
- *    "samples":[node,labelset,v..., ...] with sets*types values each,
- *                                 value [set*types+type]; node -1 is the
- *                                 root (an empty stack), node <= -2 a
- *                                 frame elided by --min under node -node-2,
+ *    "samples":[dnode,labelset,v..., ...] with sets*types values each,
+ *                                 value [set*types+type] times scale[type];
+ *                                 a sample's node is the previous one's
+ *                                 plus dnode (the first's: 0 plus); node
+ *                                 -1 is the root (an empty stack), node
+ *                                 <= -2 a frame elided by --min under node
+ *                                 -node-2,
+ *    "scale":[S...] per type, the greatest common divisor of its values,
  *    "files":[[path,set]...], "diff":{...} for a diff}
  *
- * Depth-first order with depths instead of parent ids keeps the numbers
- * small: this is most of the file's size.
+ * Depth-first order with depths instead of parent ids, samples sorted by
+ * node with deltas, and values divided by their common divisor (cpu
+ * nanoseconds are multiples of the period) keep the numbers small: they
+ * are most of the file's size.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -131,6 +137,34 @@ static int64_t sample_node(const ember__flame *fl, const layout *L, uint32_t n)
 	return n == UINT32_MAX ? -1 : -(int64_t)L->dfs[n] - 2;
 }
 
+static int64_t gcd64(int64_t a, int64_t b)
+{
+	if (a < 0)
+		a = -a;
+	if (b < 0)
+		b = -b;
+	while (b) {
+		int64_t t = a % b;
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
+/* For sorting samples by their JSON node. */
+typedef struct keyed {
+	int64_t node;
+	uint32_t i;
+} keyed;
+
+static int by_node(const void *a, const void *b)
+{
+	const keyed *x = a, *y = b;
+	if (x->node != y->node)
+		return x->node < y->node ? -1 : 1;
+	return x->i < y->i ? -1 : x->i > y->i;
+}
+
 static void write_diff(const ember__flame *fl, const ember__flame_diff *d, FILE *out)
 {
 	fprintf(out, ",\"diff\":{\"z\":%.4f,\"baseCount\":%.0f,\"newCount\":%.0f,\"rows\":[",
@@ -184,20 +218,47 @@ int ember__flame_write_json(const ember__flame *fl, const ember__flame_diff *d, 
 			fprintf(out, "%s%u", k ? "," : "", q[1 + k]);
 		fputc(']', out);
 	}
-	fputs("],\n\"samples\":[", out);
-	for (uint32_t i = 0; i < fl->nsamples; i++) {
-		const ember__flame_sample *s = &fl->samples[i];
-		if (i)
+	int64_t scale[EMBER_FLAME_MAX_TYPES];
+	fputs("],\n\"scale\":[", out);
+	for (uint32_t t = 0; t < fl->ntypes; t++) {
+		scale[t] = 0;
+		for (uint32_t i = 0; i < fl->nsamples; i++)
+			for (int set = 0; set < fl->nsets; set++)
+				scale[t] = gcd64(scale[t],
+						 fl->samples[i].values[set * EMBER_FLAME_MAX_TYPES + t]);
+		if (scale[t] <= 0)
+			scale[t] = 1;
+		if (t)
 			fputc(',', out);
-		put_int(out, sample_node(fl, &L, s->node));
+		put_int(out, scale[t]);
+	}
+	keyed *order = malloc(((size_t)fl->nsamples + 1) * sizeof(*order));
+	if (!order) {
+		free_layout(&L);
+		return ember__error_oom("flame samples");
+	}
+	for (uint32_t i = 0; i < fl->nsamples; i++) {
+		order[i].node = sample_node(fl, &L, fl->samples[i].node);
+		order[i].i = i;
+	}
+	qsort(order, fl->nsamples, sizeof(*order), by_node);
+	fputs("],\n\"samples\":[", out);
+	int64_t prev = 0;
+	for (uint32_t k = 0; k < fl->nsamples; k++) {
+		const ember__flame_sample *s = &fl->samples[order[k].i];
+		if (k)
+			fputc(',', out);
+		put_int(out, order[k].node - prev);
+		prev = order[k].node;
 		fputc(',', out);
 		put_int(out, s->labelset);
 		for (int set = 0; set < fl->nsets; set++)
 			for (uint32_t t = 0; t < fl->ntypes; t++) {
 				fputc(',', out);
-				put_int(out, s->values[set * EMBER_FLAME_MAX_TYPES + t]);
+				put_int(out, s->values[set * EMBER_FLAME_MAX_TYPES + t] / scale[t]);
 			}
 	}
+	free(order);
 	fputs("],\n\"files\":[", out);
 	for (uint32_t i = 0; i < fl->nfiles; i++) {
 		fputs(i ? ",[" : "[", out);
