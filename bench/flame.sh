@@ -7,6 +7,8 @@
 #     (callgrind, if valgrind is installed);
 #  2. the page in headless chromium (bench/flame_render.js): first full
 #     render, zoom, search;
+#     and, with EMBER_ASPROF_JFRCONV, the size of async-profiler's HTML
+#     of the same stacks;
 #  3. one hour of the demo: a ten-second window of `emberprof run` copied
 #     360 times, merged by `emberprof flame` (best and median of 5).
 #
@@ -38,6 +40,16 @@ echo "input: $(stat -c %s "$out/big.pb.gz") bytes of gzip'd pprof (1,000,000 sam
 echo "emberprof flame: $(timeit 5 "$build/emberprof" flame -o "$out/big.html" "$out/big.pb.gz")"
 echo "page size: $(stat -c %s "$out/big.html") bytes; gzip'd $(gzip -c "$out/big.html" | wc -c) bytes"
 echo "emberprof flame --folded: $(timeit 5 "$build/emberprof" flame --folded -o "$out/big.folded" "$out/big.pb.gz")"
+# async-profiler's own HTML of the same stacks, where its converter is
+# available (EMBER_ASPROF_JFRCONV=/path/to/jfrconv; it reads folded text as
+# well as JFR). Never built or fetched by this script.
+if [ -n "${EMBER_ASPROF_JFRCONV:-}" ] && [ -x "$EMBER_ASPROF_JFRCONV" ]; then
+	"$build/emberprof" flame --folded -o "$out/big.collapsed" "$out/big.pb.gz"
+	"$EMBER_ASPROF_JFRCONV" "$out/big.collapsed" "$out/big-asprof.html" >/dev/null 2>&1
+	echo "async-profiler's jfrconv HTML of the same stacks: $(stat -c %s "$out/big-asprof.html") bytes; gzip'd $(gzip -c "$out/big-asprof.html" | wc -c) bytes"
+else
+	echo "async-profiler's jfrconv: not compared (set EMBER_ASPROF_JFRCONV)"
+fi
 if command -v valgrind >/dev/null; then
 	valgrind --tool=callgrind --callgrind-out-file="$out/callgrind.out" \
 		"$build/emberprof" flame -o "$out/big-cg.html" "$out/big.pb.gz" 2>"$out/callgrind.txt" >/dev/null

@@ -112,6 +112,24 @@ async function flamePage(context, files) {
       `hot_a's width ${hotA[0].share.toFixed(2)}% is its share ${ref.hot_a.cum}% (go tool pprof) within 0.5 points`);
   else check(false, "go tool pprof lists hot_a");
 
+  /* hover: the frame's details */
+  {
+    const box0 = await page.locator("#flame").boundingBox();
+    await page.mouse.move(box0.x + hotA[0].x + hotA[0].w / 2, box0.y + hotA[0].y + hotA[0].h / 2);
+    const tip = await page.textContent("#tip");
+    check(/hot_a/.test(tip) && /module: emberprof_demo/.test(tip) && /file: .*demo\.c:\d+/.test(tip) &&
+      tip.includes("total: ") && tip.includes("self: ") && tip.includes(ref.hot_a.cum.toFixed(2) + "%"),
+      "hovering hot_a shows its module, file:line, self and total: " + tip);
+  }
+  /* icicle: the root goes from the bottom to the top */
+  {
+    const y0 = (await rects(page)).find(q => q.name === "all").y;
+    await page.click("#icicle");
+    const y1 = (await rects(page)).find(q => q.name === "all").y;
+    check(y0 > 0 && y1 === 0, `the icicle toggle puts the root on top (y ${y0} -> ${y1})`);
+    await page.click("#icicle");
+  }
+
   /* search: exactly the matching frames highlighted, their share shown */
   await page.fill("#search", "^hot_");
   await page.press("#search", "Enter");
