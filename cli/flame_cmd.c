@@ -145,7 +145,8 @@ static int check_nonempty(const ember__flame *fl, int set, const char *what)
 	if (fl->nsamples > 0 && ember__flame_total(fl, set, fl->default_type) != 0)
 		return 0;
 	if (fl->opts.nwhere)
-		return ember__error(EMBER_ERR_FORMAT, "no samples of %s match the --where labels", what);
+		return ember__error(EMBER_ERR_FORMAT, "no sample of the %s profiles has the --where labels",
+				    what);
 	return ember__error(EMBER_ERR_FORMAT, "the %s profiles have no samples of type '%s'", what,
 			    fl->ntypes ? fl->strings[fl->type_name[fl->default_type]] : "?");
 }
@@ -364,7 +365,7 @@ int ember__cli_flame(int argc, char **argv)
 	}
 	code = write_output(fl, NULL, a.out, a.folded);
 	if (code == 0 && !a.folded && strcmp(a.out, "-"))
-		fprintf(stderr, "emberprof: wrote %s (%u stacks from %zu file%s)\n", a.out,
+		fprintf(stderr, "emberprof: wrote %s (%u call-tree nodes from %zu file%s)\n", a.out,
 			fl->nnodes, a.nfiles[0], a.nfiles[0] == 1 ? "" : "s");
 out:
 	ember__flame_free(fl);

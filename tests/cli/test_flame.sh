@@ -49,7 +49,7 @@ check_no_grep "--min 30 drops the small frames" mfolded "hot_b"
 check_exit "--where thread_name=" 0 $rc
 "$EMBERPROF" flame --where thread_name=nobody -o where.html "$cpu" >out 2>err; rc=$?
 check_exit "--where matching nothing" 2 $rc
-check_grep "--where matching nothing" err "match the --where labels"
+check_grep "--where matching nothing" err "has the --where labels"
 
 # ---- bad input: exit 2, the file and the problem named ----
 : >empty.pb.gz
