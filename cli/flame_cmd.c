@@ -388,6 +388,8 @@ int ember__cli_diff(int argc, char **argv)
 		goto out;
 	if (!a.out)
 		a.out = "diff.html";
+	if (!a.opts.title)
+		a.opts.title = "emberprof diff";
 	a.opts.diff = 1;
 	if (add_files(&fl, &a.opts, a.files[1], a.nfiles[1], 1, type, sizeof(type)) < 0 ||
 	    add_files(&fl, &a.opts, a.files[0], a.nfiles[0], 0, type, sizeof(type)) < 0 ||
