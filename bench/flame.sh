@@ -4,11 +4,11 @@
 #  1. ember_bench_flame_gen writes a profile of 1,000,000 samples over
 #     100,000 unique stacks; `emberprof flame` turns it into HTML: the wall
 #     time (best and median of 5), the file's size, and instructions
-#     (callgrind, if valgrind is installed);
+#     (callgrind, if valgrind is installed); with EMBER_ASPROF_JFRCONV,
+#     the size of async-profiler's HTML of the same stacks;
 #  2. the page in headless chromium (bench/flame_render.js): first full
-#     render, zoom, search;
-#     and, with EMBER_ASPROF_JFRCONV, the size of async-profiler's HTML
-#     of the same stacks;
+#     render, zoom, search; then d3-flame-graph's SVG on the same stacks (bench/flame_peer.js, when
+#     `npm ci` was run in bench/flame-peer; minutes, not seconds);
 #  3. one hour of the demo: a ten-second window of `emberprof run` copied
 #     360 times, merged by `emberprof flame` (best and median of 5).
 #
@@ -56,6 +56,8 @@ if command -v valgrind >/dev/null; then
 	echo "instructions (callgrind): $(sed -n 's/.*Collected : //p' "$out/callgrind.txt")"
 fi
 node "$here/flame_render.js" "$out/big.html"
+# d3-flame-graph (SVG) on the same stacks, if bench/flame-peer is installed
+node "$here/flame_peer.js" "$out/big.folded" "$out"
 
 # One hour of the demo: 360 copies of one ten-second window.
 "$build/emberprof" run -q -o "$out/demo" --interval 10s -- "$build/emberprof_demo" --threads 4 --seconds 12 >/dev/null 2>&1
