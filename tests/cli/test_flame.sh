@@ -61,6 +61,18 @@ check_exit "--where thread_name=" 0 $rc
 check_exit "--where matching nothing" 2 $rc
 check_grep "--where matching nothing" err "has the --where labels"
 
+# A recording of async-profiler itself (its native agent preloaded into the
+# demo), when ASYNC_PROFILER_LIB names its libasyncProfiler.so.
+if [ -n "${ASYNC_PROFILER_LIB:-}" ] && [ -f "$ASYNC_PROFILER_LIB" ] && [ "${EMBER_TEST_SANITIZE:-OFF}" != ON ]; then
+	LD_PRELOAD="$ASYNC_PROFILER_LIB" ASPROF_COMMAND="start,event=cpu,interval=1ms,file=$T/asprof.jfr" \
+		"$EMBER_DEMO" --threads 2 --seconds 0.5 >/dev/null 2>&1
+	"$EMBERPROF" flame --folded asprof.jfr >afolded 2>err; rc=$?
+	check_exit "flame of async-profiler's own JFR" 0 $rc
+	check_grep "flame of async-profiler's own JFR" afolded "worker_main;stage_one;hot_a "
+else
+	echo "skip: async-profiler's own JFR (set ASYNC_PROFILER_LIB to its libasyncProfiler.so)"
+fi
+
 # ---- bad input: exit 2, the file and the problem named ----
 : >empty.pb.gz
 "$EMBERPROF" flame -o x.html empty.pb.gz >out 2>err; rc=$?
