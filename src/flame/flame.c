@@ -362,13 +362,24 @@ static int map_types(ember__flame *fl, const ember__profile *p, const char *path
 
 /*
  * The index of p's value that counts samples for value vi (for the diff's
- * test): vi itself if its unit is a count, else a value whose unit is
- * "count", else UINT32_MAX (then the value is divided by the period).
+ * test): vi itself if its unit is a count, else X_objects for X_space,
+ * else a value whose unit is "count", else UINT32_MAX (then the value is
+ * divided by the period).
  */
 static uint32_t count_index(const ember__profile *p, uint32_t vi)
 {
 	if (p->sample_type[vi].unit && !strcmp(p->sample_type[vi].unit, "count"))
 		return vi;
+	/* Go's and our memory profiles: inuse_space counts in inuse_objects */
+	const char *t = p->sample_type[vi].type ? p->sample_type[vi].type : "";
+	const char *us = strstr(t, "_space");
+	if (us && !us[6]) {
+		for (uint32_t i = 0; i < p->nvalues; i++) {
+			const char *o = p->sample_type[i].type ? p->sample_type[i].type : "";
+			if (!strncmp(o, t, (size_t)(us - t)) && !strcmp(o + (us - t), "_objects"))
+				return i;
+		}
+	}
 	for (uint32_t i = 0; i < p->nvalues; i++)
 		if (p->sample_type[i].unit && !strcmp(p->sample_type[i].unit, "count"))
 			return i;
