@@ -6,8 +6,15 @@
  * geometry of what the canvas drew (window.emberFlame.rects()).
  *
  * Profiles come from the demo run under `emberprof run`: two runs at its
- * default 75/25 split and one at --split 50. The reference numbers come
- * from `go tool pprof` (Go's own reader), not from emberprof.
+ * default 75/25 split (the first with --wall too) and one at --split 50.
+ * The reference numbers come from `go tool pprof` (Go's own reader), not
+ * from emberprof. Checked: hot_a's width, hover details, the icicle
+ * toggle, search highlighting and matched share, click to zoom, the
+ * breadcrumb and reset, a thread_id filter, the type selector, the table's
+ * sorting and its link to the graph and the callers view, the wall page's
+ * thread_state filter; the diff of 50/50 against 75/25 (shift within 2
+ * points of go's numbers, significant, red and blue) and of two 75/25 runs
+ * (nothing significant).
  *
  * Every request that leaves file:// fails the test. Screenshots go to
  * $EMBER_TEST_BINDIR/flame-*.png. Exit 77 (skip) with a reason when
@@ -42,16 +49,18 @@ function check(ok, what) {
 }
 
 /* Runs the demo under emberprof; returns its pprof files. */
-function profileDemo(name, extra) {
+function profileDemo(name, extra, runOpts = []) {
   const dir = path.join(work, name);
-  execFileSync(EMBERPROF, ["run", "--thread-labels", "-q", "-o", dir, "--", DEMO, "--threads", "2", "--seconds", "1.5", ...extra],
+  execFileSync(EMBERPROF, ["run", "--thread-labels", "-q", "-o", dir, ...runOpts, "--", DEMO, "--threads", "2", "--seconds", "1.5", ...extra],
     { stdio: ["ignore", "ignore", "inherit"] });
   return fs.readdirSync(dir).filter(f => f.endsWith(".pb.gz")).map(f => path.join(dir, f));
 }
+const cpuFiles = files => files.filter(f => !f.endsWith(".wall.pb.gz"));
+const wallFiles = files => files.filter(f => f.endsWith(".wall.pb.gz"));
 
 /* `go tool pprof -top` of files: {function: {flat, cum}} in percent. */
-function pprofTop(files) {
-  const out = execFileSync("go", ["tool", "pprof", "-top", "-nodecount=1000", ...files], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] });
+function pprofTop(files, extra = []) {
+  const out = execFileSync("go", ["tool", "pprof", "-top", "-nodecount=1000", ...extra, ...files], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] });
   const rows = {};
   for (const line of out.split("\n")) {
     const m = line.trim().match(/^\S+\s+([\d.]+)%\s+[\d.]+%\s+\S+\s+([\d.]+)%\s+(.+)$/);
@@ -171,6 +180,21 @@ async function flamePage(context, files) {
     await page.selectOption("#filter-thread_id", "");
   }
 
+  /* the sample type selector: the samples count gives its own shares */
+  {
+    const refS = pprofTop(files, ["-sample_index=samples"]);
+    const opt = await page.$$eval("#type option", os => os.map(o => [o.value, o.textContent]));
+    const samples = opt.find(o => o[1].startsWith("samples"));
+    check(!!samples && opt.length === 2, "the type selector offers " + opt.map(o => o[1]).join(", "));
+    if (samples) {
+      await page.selectOption("#type", samples[0]);
+      const a = (await rects(page)).find(q => q.name === "hot_a");
+      check(a && refS.hot_a && Math.abs(a.share - refS.hot_a.cum) <= 0.5,
+        `with type samples, hot_a's width ${a && a.share.toFixed(2)}% is go tool pprof -sample_index=samples' ${refS.hot_a && refS.hot_a.cum}%`);
+      await page.selectOption("#type", opt[0][0]);
+    }
+  }
+
   /* the table: sortable, and a row opens the callers/callees view */
   await page.click("#table th[data-key=name]");
   const first = await page.textContent("#table tbody tr td");
@@ -181,6 +205,25 @@ async function flamePage(context, files) {
   check(callers.some(q => q.name === "stage_one") && !callers.some(q => q.name === "stage_two"), "the callers of hot_a are stage_one and above, not stage_two");
   r = await rects(page);
   check(r.filter(q => q.highlighted).map(q => q.name).join() === "hot_a", "selecting hot_a in the table highlights it in the graph");
+  await closePage(p);
+}
+
+/* The wall-clock page: thread_state filter against go tool pprof -tags. */
+async function wallPage(context, files) {
+  const html = path.join(work, "wall.html");
+  execFileSync(EMBERPROF, ["flame", "--title", "demo wall", "-o", html, ...files], { stdio: "inherit" });
+  const tags = pprofTags(files);
+  const p = await openPage(context, html, "flame-wall.png");
+  const states = Object.entries(tags.thread_state || {});
+  check(states.length >= 2, "the wall profile has several thread states: " + states.map(x => x.join(" ")).join(", "));
+  const running = states.find(x => x[0] === "running");
+  if (running) {
+    const all = await p.page.evaluate(() => window.emberFlame.total);
+    await p.page.selectOption("#filter-thread_state", "running");
+    const part = await p.page.evaluate(() => window.emberFlame.total);
+    check(Math.abs(100 * part / all - running[1]) <= 0.05,
+      `wall: thread_state=running leaves ${(100 * part / all).toFixed(2)}%, go tool pprof -tags says ${running[1]}%`);
+  }
   await closePage(p);
 }
 
@@ -212,7 +255,8 @@ async function diffPage(context, base, neu, name, expectShift) {
 }
 
 (async () => {
-  const a1 = profileDemo("a1", []), a2 = profileDemo("a2", []), h = profileDemo("half", ["--split", "50"]);
+  const a1all = profileDemo("a1", [], ["--wall"]), a2 = profileDemo("a2", []), h = profileDemo("half", ["--split", "50"]);
+  const a1 = cpuFiles(a1all);
   /* A fresh --user-data-dir: playwright passes it for a persistent context. */
   const context = await chromium.launchPersistentContext(fs.mkdtempSync(path.join(work, "profile-")), {
     executablePath: CHROMIUM,
@@ -229,6 +273,7 @@ async function diffPage(context, base, neu, name, expectShift) {
   });
   try {
     await flamePage(context, a1);
+    await wallPage(context, wallFiles(a1all));
     await diffPage(context, h, a1, "diff-shift", true);
     await diffPage(context, a2, a1, "diff-same", false);
   } finally {
