@@ -43,7 +43,8 @@ static void sample(ember__profile *p, const char *thread, int64_t count, int64_t
 	ember__sample s = { 0 };
 	s.nlocs = n;
 	s.locs = ember__arena_alloc(&p->arena, (n ? n : 1) * sizeof(uint32_t));
-	memcpy(s.locs, locs, n * sizeof(uint32_t));
+	if (n)
+		memcpy(s.locs, locs, n * sizeof(uint32_t));
 	if (thread) {
 		s.nlabels = 1;
 		s.labels = ember__arena_alloc(&p->arena, sizeof(ember__label));
