@@ -51,7 +51,9 @@ function check(ok, what) {
 /* Runs the demo under emberprof; returns its pprof files. */
 function profileDemo(name, extra, runOpts = []) {
   const dir = path.join(work, name);
-  execFileSync(EMBERPROF, ["run", "--thread-labels", "-q", "-o", dir, ...runOpts, "--", DEMO, "--threads", "2", "--seconds", "1.5", ...extra],
+  /* 250 Hz: about 750 samples a run, enough for the shift to stand well
+     above the noise even when a loaded machine blurs the split */
+  execFileSync(EMBERPROF, ["run", "--thread-labels", "--rate", "250", "-q", "-o", dir, ...runOpts, "--", DEMO, "--threads", "2", "--seconds", "1.5", ...extra],
     { stdio: ["ignore", "ignore", "inherit"] });
   return fs.readdirSync(dir).filter(f => f.endsWith(".pb.gz")).map(f => path.join(dir, f));
 }
