@@ -54,6 +54,8 @@ void ember__cli_top_usage(FILE *out);
  */
 struct ember__profile;
 int ember__cli_read_profile(const char *path, struct ember__profile **out);
+/* The same, with the file's name always in the error message. */
+int ember__cli_read_profile_named(const char *path, struct ember__profile **out);
 
 /*
  * Reads every file in paths[0..npaths) (pprof or JFR), accumulates the sample value named
@@ -66,6 +68,22 @@ int ember__cli_read_profile(const char *path, struct ember__profile **out);
  */
 int ember__cli_print_top(char *const *paths, size_t npaths, const char *index_spec, size_t n,
 			 FILE *out, int skip_bad, size_t *nread);
+
+/* ---- flame_cmd.c ---- */
+
+/* `emberprof flame ...` and `emberprof diff ...`; argv[0] is the command.
+ * Return the process exit code. */
+int ember__cli_flame(int argc, char **argv);
+void ember__cli_flame_usage(FILE *out);
+int ember__cli_diff(int argc, char **argv);
+void ember__cli_diff_usage(FILE *out);
+
+/*
+ * For `run --flame`: writes flame.html (the cpu samples of paths), and
+ * wall.html and alloc.html where those sample types are present, into dir
+ * and prints their paths on stderr. Errors are printed, not returned.
+ */
+void ember__cli_run_flames(const char *dir, char *const *paths, size_t n);
 
 /* ---- longpolls_cmd.c ---- */
 

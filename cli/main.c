@@ -53,6 +53,10 @@ static void usage(FILE *out)
 		"                                   print the top functions of pprof files\n"
 		"  longpolls [--min MS] FILE...     list the long polls in pprof or JFR files, with\n"
 		"                                   the stacks sampled inside them\n"
+		"  flame [options] FILE... [-o out.html]\n"
+		"                                   write a flame graph page of the files\n"
+		"  diff --base FILE... --new FILE... [-o diff.html]\n"
+		"                                   compare two sets of profiles\n"
 		"  version                          print the version\n"
 		"  help [COMMAND]                   print this help, or a command's\n"
 		"\n"
@@ -72,6 +76,14 @@ static int help(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "top")) {
 		ember__cli_top_usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "flame")) {
+		ember__cli_flame_usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "diff")) {
+		ember__cli_diff_usage(stdout);
 		return 0;
 	}
 	if (!strcmp(argv[1], "longpolls")) {
@@ -96,6 +108,10 @@ int main(int argc, char **argv)
 		return ember__cli_top(argc - 1, argv + 1);
 	if (!strcmp(cmd, "longpolls"))
 		return ember__cli_longpolls(argc - 1, argv + 1);
+	if (!strcmp(cmd, "flame"))
+		return ember__cli_flame(argc - 1, argv + 1);
+	if (!strcmp(cmd, "diff"))
+		return ember__cli_diff(argc - 1, argv + 1);
 	if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
 		printf("emberprof %s\n", ember_version());
 		return 0;

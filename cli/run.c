@@ -67,7 +67,8 @@ enum {
 	/* CLI-only options */
 	OPT_TOP = NENV_OPTS,
 	OPT_QUIET,
-	OPT_HELP
+	OPT_HELP,
+	OPT_FLAME,
 };
 
 typedef struct option_def {
@@ -109,6 +110,7 @@ static const option_def option_defs[] = {
 	[OPT_TOP] = { "top", 'n', 1, NULL },
 	[OPT_QUIET] = { "quiet", 'q', 0, NULL },
 	[OPT_HELP] = { "help", 'h', 0, NULL },
+	[OPT_FLAME] = { "flame", 0, 0, NULL },
 };
 #define NOPTIONS (sizeof(option_defs) / sizeof(option_defs[0]))
 
@@ -146,6 +148,7 @@ typedef struct run_opts {
 	char *headers;                /* --header values joined with '\n' */
 	unsigned long top;
 	int quiet;
+	int flame;                    /* --flame: write flame graph pages at exit */
 	int cmd;                      /* index of CMD in argv */
 } run_opts;
 
@@ -223,6 +226,8 @@ void ember__cli_run_usage(FILE *out)
 		"                           EMBERPROF_ASPROF_* settings) [EMBERPROF_BACKEND]\n"
 		"  -n, --top N              rows in the summary table (20)\n"
 		"  -q, --quiet              no summary table\n"
+		"      --flame              at exit, also write flame.html (wall.html, alloc.html\n"
+		"                           for those profiles) into the output directory\n"
 		"  -h, --help               this help\n"
 		"\n"
 		"Options override the same EMBERPROF_* variables inherited from the environment.\n"
@@ -314,6 +319,9 @@ static int apply_option(run_opts *o, int id, const char *value)
 		return 0;
 	case OPT_QUIET:
 		o->quiet = 1;
+		return 0;
+	case OPT_FLAME:
+		o->flame = 1;
 		return 0;
 	case OPT_HELP:
 		ember__cli_run_usage(stdout);
@@ -702,6 +710,8 @@ static void summarize(const run_opts *o, const char *dir, const ember__cli_names
 		 * the recordings */
 		if (!o->quiet)
 			print_tables(o, jfr, njfr);
+		if (o->flame)
+			ember__cli_run_flames(dir, jfr, njfr);
 	} else if (n == 0) {
 		ember__cli_error("no profiles were written to %s%s", dir,
 				 killed_by ? " (a program killed by a signal cannot write its last "
@@ -712,6 +722,8 @@ static void summarize(const run_opts *o, const char *dir, const ember__cli_names
 			dir);
 		if (!o->quiet)
 			print_tables(o, paths, n);
+		if (o->flame)
+			ember__cli_run_flames(dir, paths, n);
 	}
 	free_paths(paths, n);
 	free_paths(jfr, njfr);

@@ -87,11 +87,9 @@ int ember__cli_read_profile(const char *path, ember__profile **out)
 	return ember__pprof_read_file(path, out); /* and its errors, if unreadable */
 }
 
-/* Reads one file into the table. */
-static int add_file(ember__top *t, const char *path, const char *spec)
+int ember__cli_read_profile_named(const char *path, ember__profile **out)
 {
-	ember__profile *p = NULL;
-	int rc = ember__cli_read_profile(path, &p);
+	int rc = ember__cli_read_profile(path, out);
 	if (rc < 0) {
 		char why[EMBER_ERROR_MAX];
 		snprintf(why, sizeof(why), "%s", ember_last_error());
@@ -100,6 +98,16 @@ static int add_file(ember__top *t, const char *path, const char *spec)
 			return ember__error(rc, "%s", why);
 		return ember__error(rc, "cannot read '%s': %s", path, why);
 	}
+	return 0;
+}
+
+/* Reads one file into the table. */
+static int add_file(ember__top *t, const char *path, const char *spec)
+{
+	ember__profile *p = NULL;
+	int rc = ember__cli_read_profile_named(path, &p);
+	if (rc < 0)
+		return rc;
 	uint32_t vi = 0;
 	rc = resolve_index(p, spec, path, &vi);
 	if (rc == 0 && (rc = ember__top_add(t, p, vi)) < 0) {

@@ -11,7 +11,8 @@
  *     worker_main -> stage_one -> hot_a
  * and 25% in
  *     worker_main -> stage_two -> hot_b
- * with the stage functions and worker_main at ~0% flat.
+ * with the stage functions and worker_main at ~0% flat. --split P makes
+ * it P% and (100-P)%, each call drawn at random (for `emberprof diff`).
  *
  * Built with -O2 -g -fno-omit-frame-pointer, and with inlining, cloning,
  * identical-code folding and sibling calls disabled for these functions so
@@ -97,6 +98,8 @@ typedef struct worker {
 	double cpu_one;  /* of which in stage_one (hot_a) */
 	double cpu_two;  /* of which in stage_two (hot_b) */
 	unsigned long rounds;
+	unsigned split; /* percent of the calls that go to stage_one */
+	unsigned long calls_one, calls_two;
 } worker;
 
 static double thread_cpu_seconds(void)
@@ -128,11 +131,20 @@ KEEP void *worker_main(void *arg)
 		unsigned two_at = rng & 3;
 		for (unsigned k = 0; k < 4; k++) {
 			double before = now;
-			if (k == two_at) {
+			int two = k == two_at;
+			if (w->split != 75) { /* --split: each call drawn on its own */
+				rng ^= rng << 13;
+				rng ^= rng >> 17;
+				rng ^= rng << 5;
+				two = rng % 100 >= w->split;
+			}
+			if (two) {
+				w->calls_two++;
 				x = stage_two(x) * 1e-9 + 1.0;
 				now = thread_cpu_seconds();
 				w->cpu_two += now - before;
 			} else {
+				w->calls_one++;
 				x = stage_one(x) * 1e-9 + 1.0;
 				now = thread_cpu_seconds();
 				w->cpu_one += now - before;
@@ -147,12 +159,14 @@ KEEP void *worker_main(void *arg)
 
 static void usage(FILE *out)
 {
-	fprintf(out, "usage: emberprof_demo [--threads N] [--seconds S]\n"
+	fprintf(out, "usage: emberprof_demo [--threads N] [--seconds S] [--split P]\n"
 		     "  --threads N   worker threads, 1..256 (default 4)\n"
-		     "  --seconds S   CPU seconds each thread burns, 0.01..3600 (default 3)\n");
+		     "  --seconds S   CPU seconds each thread burns, 0.01..3600 (default 3)\n"
+		     "  --split P     percent of the calls that go to stage_one (hot_a), 0..100\n"
+		     "                (default 75: three of every four, in a random order)\n");
 }
 
-static int parse_args(int argc, char **argv, long *threads, double *seconds)
+static int parse_args(int argc, char **argv, long *threads, double *seconds, long *split)
 {
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -160,7 +174,8 @@ static int parse_args(int argc, char **argv, long *threads, double *seconds)
 			usage(stdout);
 			exit(0);
 		}
-		if ((strcmp(a, "--threads") && strcmp(a, "--seconds")) || i + 1 >= argc) {
+		if ((strcmp(a, "--threads") && strcmp(a, "--seconds") && strcmp(a, "--split")) ||
+		    i + 1 >= argc) {
 			fprintf(stderr, "emberprof_demo: bad argument '%s'\n", a);
 			usage(stderr);
 			return -1;
@@ -168,7 +183,13 @@ static int parse_args(int argc, char **argv, long *threads, double *seconds)
 		const char *v = argv[++i];
 		char *end;
 		errno = 0;
-		if (!strcmp(a, "--threads")) {
+		if (!strcmp(a, "--split")) {
+			*split = strtol(v, &end, 10);
+			if (errno || *end || end == v || *split < 0 || *split > 100) {
+				fprintf(stderr, "emberprof_demo: --split '%s' is not 0..100\n", v);
+				return -1;
+			}
+		} else if (!strcmp(a, "--threads")) {
 			*threads = strtol(v, &end, 10);
 			if (errno || *end || end == v || *threads < 1 || *threads > 256) {
 				fprintf(stderr, "emberprof_demo: --threads '%s' is not 1..256\n", v);
@@ -190,13 +211,15 @@ int main(int argc, char **argv)
 {
 	long nthreads = 4;
 	double seconds = 3.0;
-	if (parse_args(argc, argv, &nthreads, &seconds) < 0)
+	long split = 75;
+	if (parse_args(argc, argv, &nthreads, &seconds, &split) < 0)
 		return 2;
 
 	printf("emberprof_demo: %ld threads x %.2f s of CPU each (%.2f s in total)\n", nthreads,
 	       seconds, seconds * (double)nthreads);
-	printf("expected profile: hot_a 75%% (worker_main -> stage_one -> hot_a), "
-	       "hot_b 25%% (worker_main -> stage_two -> hot_b)\n");
+	printf("expected profile: hot_a %ld%% (worker_main -> stage_one -> hot_a), "
+	       "hot_b %ld%% (worker_main -> stage_two -> hot_b)\n",
+	       split, 100 - split);
 	fflush(stdout);
 
 	worker *ws = calloc((size_t)nthreads, sizeof(*ws));
@@ -208,6 +231,7 @@ int main(int argc, char **argv)
 	for (long i = 0; i < nthreads; i++) {
 		ws[i].seconds = seconds;
 		ws[i].index = i;
+		ws[i].split = (unsigned)split;
 		int rc = pthread_create(&ws[i].thread, NULL, worker_main, &ws[i]);
 		if (rc) {
 			fprintf(stderr, "emberprof_demo: pthread_create: %s\n", strerror(rc));
@@ -216,17 +240,19 @@ int main(int argc, char **argv)
 		started++;
 	}
 	double total = 0, one = 0, two = 0;
-	unsigned long rounds = 0;
+	unsigned long rounds = 0, calls_one = 0, calls_two = 0;
 	for (long i = 0; i < started; i++) {
 		pthread_join(ws[i].thread, NULL);
 		total += ws[i].cpu_used;
 		one += ws[i].cpu_one;
 		two += ws[i].cpu_two;
 		rounds += ws[i].rounds;
+		calls_one += ws[i].calls_one;
+		calls_two += ws[i].calls_two;
 	}
 	free(ws);
 	printf("done: %.2f s of CPU in %ld threads, %lu rounds (%lu hot_a calls, %lu hot_b calls)\n",
-	       total, started, rounds, 3 * rounds, rounds);
+	       total, started, rounds, calls_one, calls_two);
 	if (one + two > 0)
 		printf("measured: hot_a %.1f%%, hot_b %.1f%% of the time in the two\n",
 		       100.0 * one / (one + two), 100.0 * two / (one + two));

@@ -23,6 +23,7 @@ PKGS=(
   libjansson-dev                        # JSON of the AWS metadata and credential answers
   libjemalloc-dev                       # the jemalloc backend of the memory profile: its tests and bench/heap.sh (with libjemalloc2)
   time                                  # /usr/bin/time: bench/heap.sh measures each run's CPU with it
+  chromium                              # tests/flame: the flame graph pages are checked in a real browser
 )
 
 # The S3 tests run s3rver behind a SigV4-verifying front (Node.js). The
@@ -38,13 +39,14 @@ for p in "${PKGS[@]}"; do
   fi
 done
 
-# npm packages of the S3 tests, from tests/s3/package-lock.json (never global).
+# npm packages of the S3 tests, from tests/s3/package-lock.json (never global);
+# `npm_ci flame`: tests/flame's (playwright-core, to drive chromium).
 npm_ci() {
   local dir
-  dir="$(cd "$(dirname "$0")/.." && pwd)/tests/s3"
+  dir="$(cd "$(dirname "$0")/.." && pwd)/tests/${1:-s3}"
   if [ ! -f "$dir/node_modules/.package-lock.json" ] ||
      ! cmp -s "$dir/package-lock.json" "$dir/node_modules/.emberprof-lock"; then
-    echo "emberprof: installing the S3 tests' npm packages (npm ci in tests/s3)" >&2
+    echo "emberprof: installing the tests' npm packages (npm ci in $dir)" >&2
     (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
     cp "$dir/package-lock.json" "$dir/node_modules/.emberprof-lock"
   fi
@@ -52,6 +54,7 @@ npm_ci() {
 
 if [ ${#missing[@]} -eq 0 ]; then
   npm_ci
+  npm_ci flame
   exit 0
 fi
 
@@ -69,3 +72,4 @@ for p in "${missing[@]}"; do
     echo "emberprof: error: package $p failed to install" >&2; exit 1; }
 done
 npm_ci
+npm_ci flame
