@@ -15,6 +15,8 @@ allowed=(
   __sigaction        # glibc's sigaction (POSIX async-signal-safe), past our own wrapper:
                      # a program's own signal with SIG_DFL takes its default action (sigvirt.c)
   sigemptyset sigaddset  # POSIX async-signal-safe bit operations on a local sigset_t
+  memcpy memset      # POSIX async-signal-safe; calls only where the sanitizers keep them
+                     # (copies of a struct sigaction / siginfo_t in sigvirt.c)
   syscall            # the bare system-call wrapper: tgkill, rt_sigprocmask and
                      # rt_tgsigqueueinfo for the program's own signals (sigvirt.c)
 )
