@@ -252,6 +252,9 @@ typedef struct ember_stats {
 	/* The async-profiler backend (since 0.2). */
 	uint64_t asprof_errors;       /**< async-profiler commands refused and recordings
 					   lost (each logged with the reason) */
+	/* The host program's descriptors (since 0.2). */
+	uint64_t fds_reopened;        /**< descriptors of ours the program closed or reused
+					   (output directory, spool, log), reopened by path */
 } ember_stats;
 
 /* ---- version and errors ---- */

@@ -35,6 +35,7 @@ typedef struct ember__thread_rec {
 	int has_timer;
 	timer_t timer;
 	int perf_fd1;      /* perf event descriptor + 1; 0: none */
+	uint64_t perf_id;  /* its PERF_EVENT_IOC_ID, to tell it from a reused number */
 	int armed;         /* counted in threads_seen, engine armed (or tried) */
 	int64_t wall_last; /* CLOCK_MONOTONIC of its last wall-clock sample (or adoption) */
 	int bounds; /* BOUNDS_* in threads.c */
@@ -49,6 +50,7 @@ typedef struct ember__threads {
 	ember__threadtab *retired[16];
 	unsigned nretired;
 	void *tasks;             /* DIR * of /proc/self/task, rewound per scan */
+	uint64_t fd_reopens;     /* times the program closed it and it was reopened */
 	ember__thread_rec *recs; /* sorted by tid */
 	size_t nrecs, caprecs;
 	int signo;

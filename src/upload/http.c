@@ -23,6 +23,7 @@
 #include <ctype.h>
 #include <curl/curl.h>
 #include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -238,6 +239,21 @@ static int curl_error_is_permanent(CURLcode e)
 	       e == CURLE_NOT_BUILT_IN || e == CURLE_BAD_FUNCTION_ARGUMENT;
 }
 
+/*
+ * A connection that failed at once: refused (nothing listens on the port),
+ * or no route to the host or its network. The server is down, not slow:
+ * waiting for it at exit would only delay the program. A connect timeout,
+ * a name that does not resolve or a proxy's failure is not this.
+ */
+static int connection_refused(ember__http *h, CURLcode e)
+{
+	if (e != CURLE_COULDNT_CONNECT)
+		return 0;
+	long os_errno = 0;
+	C.easy_getinfo(h->curl, CURLINFO_OS_ERRNO, &os_errno);
+	return os_errno == ECONNREFUSED || os_errno == ENETUNREACH || os_errno == EHOSTUNREACH;
+}
+
 static void classify_status(ember__http *h, long status, ember__send_result *res)
 {
 	res->http_status = (int)status;
@@ -263,6 +279,7 @@ void ember__http_do(ember__http *h, ember__http_call *call, const _Atomic int *c
 	res->outcome = EMBER__SEND_RETRY;
 	res->retry_after_ms = -1;
 	res->http_status = 0;
+	res->server_down = 0;
 	res->message[0] = '\0';
 	h->rbuf = call->resp && call->resp_cap > 1 ? call->resp : h->body;
 	h->rcap = call->resp && call->resp_cap > 1 ? call->resp_cap : sizeof(h->body);
@@ -329,6 +346,7 @@ void ember__http_do(ember__http *h, ember__http_call *call, const _Atomic int *c
 	call->connected = nconn > 0 || status > 0;
 	if (e != CURLE_OK) {
 		res->outcome = curl_error_is_permanent(e) ? EMBER__SEND_PERMANENT : EMBER__SEND_RETRY;
+		res->server_down = connection_refused(h, e);
 		if (e == CURLE_ABORTED_BY_CALLBACK)
 			snprintf(res->message, sizeof(res->message), "cancelled");
 		else
