@@ -177,11 +177,8 @@ fail:
 	return rc;
 }
 
-/*
- * Opens the directory and takes the lock, each descriptor owned (placed
- * high, checked before use: util/ownfd.h). Leaves what it opened in s.
- */
-static int open_locked(ember__spool *s)
+/* Opens the directory, owned (placed high, checked before use: ownfd.h). */
+static int open_dir(ember__spool *s)
 {
 	int rc = ember__local_open_dir(s->dir);
 	if (rc < 0)
@@ -190,6 +187,12 @@ static int open_locked(ember__spool *s)
 		return ember__error_errno(EMBER_ERR_IO, errno, "cannot open spool directory '%s'",
 					  s->dir);
 	s->dirfd = s->dfd.fd;
+	return 0;
+}
+
+/* Opens ".lock" in the directory, owned, and takes the lock. */
+static int take_lock(ember__spool *s)
+{
 	int fd = openat(s->dirfd, ".lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0 || ember__ownfd_adopt(&s->lock, fd) < 0)
 		return ember__error_errno(EMBER_ERR_IO, errno, "cannot create the lock file in spool "
@@ -204,23 +207,29 @@ static int open_locked(ember__spool *s)
 	return 0;
 }
 
+static int open_locked(ember__spool *s)
+{
+	int rc = open_dir(s);
+	return rc < 0 ? rc : take_lock(s);
+}
+
 /*
  * Before each use: if the program closed or reused our directory or lock
  * descriptor (a daemon closing every descriptor), leave its numbers alone,
- * reopen by path and lock again - counted. Closing the lock descriptor
+ * reopen by path what was lost - counted. Closing the lock descriptor
  * released the lock: if another process took the spool meanwhile, we
  * cannot use it any more (EMBER_ERR_BUSY).
  */
 static int spool_check(ember__spool *s)
 {
+	int had_dir = s->dfd.fd >= 0, had_lock = s->lock.fd >= 0; /* -1: a reopen failed */
 	int dir_ok = ember__ownfd_check(&s->dfd), lock_ok = ember__ownfd_check(&s->lock);
 	if (dir_ok && lock_ok)
 		return 0;
-	s->reopens += (unsigned)!dir_ok + (unsigned)!lock_ok;
-	ember__ownfd_close(&s->dfd);
-	ember__ownfd_close(&s->lock);
-	s->dirfd = -1;
-	int rc = open_locked(s);
+	s->reopens += (unsigned)(had_dir && !dir_ok) + (unsigned)(had_lock && !lock_ok);
+	int rc = dir_ok ? 0 : open_dir(s);
+	if (rc == 0 && !lock_ok)
+		rc = take_lock(s);
 	if (rc < 0) {
 		ember__ownfd_close(&s->dfd);
 		ember__ownfd_close(&s->lock);
