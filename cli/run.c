@@ -28,6 +28,7 @@
 #include "preload/preload_env.h"
 #include "report/local.h"
 #include "util/error.h"
+#include "util/redact.h"
 
 extern char **environ;
 
@@ -289,7 +290,9 @@ static int add_header(run_opts *o, const char *h)
 {
 	const char *colon = strchr(h, ':');
 	if (!colon || colon == h || strpbrk(h, "\r\n")) {
-		ember__cli_error("run: --header \"%s\" is invalid: expected 'NAME: VALUE' on one line", h);
+		char shown[160];
+		ember__cli_error("run: --header \"%s\" is invalid: expected 'NAME: VALUE' on one line",
+				 ember__redact_header(h, shown, sizeof(shown)));
 		return -1;
 	}
 	size_t old = o->headers ? strlen(o->headers) : 0, n = strlen(h);
@@ -529,8 +532,10 @@ static int validate_environment(const run_opts *o, int *alloc_hook)
 	const char *autostart = getenv(EMBER_ENV_AUTOSTART);
 	int flag;
 	if (autostart && ember__parse_bool(autostart, &flag) < 0) {
+		char shown[256];
 		ember__cli_error("run: environment variable %s=\"%s\" is invalid: expected 0 or 1",
-				 EMBER_ENV_AUTOSTART, autostart);
+				 EMBER_ENV_AUTOSTART,
+				 ember__redact_value(EMBER_ENV_AUTOSTART, autostart, shown, sizeof(shown)));
 		return EMBER_EXIT_USAGE;
 	}
 	if (ember_builder_new(&b, "emberprof") < 0) {

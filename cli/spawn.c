@@ -11,11 +11,20 @@
  *
  * Whether exec failed is learned through a close-on-exec pipe: the child
  * writes errno into it only if execv returns.
+ *
+ * The child dies with us: before exec it asks the kernel for SIGKILL when
+ * its parent (this process) dies (PR_SET_PDEATHSIG), so `kill -KILL
+ * <emberprof>` ends the program as it would have without emberprof in
+ * between, instead of leaving it running detached. The request survives
+ * exec (not a set-user-ID one). If we died before the request was made,
+ * the child's parent has already changed: it checks getppid() against
+ * our pid after the prctl() and kills itself then.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -41,8 +50,11 @@ static void forward(int sig, siginfo_t *si, void *ctx)
 }
 
 /* In the child, after fork: run the program or report errno and exit. */
-static void exec_child(const char *path, char *const argv[], const sigset_t *mask, int errfd)
+static void exec_child(const char *path, char *const argv[], const sigset_t *mask, int errfd,
+		       pid_t parent)
 {
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) == 0 && getppid() != parent)
+		raise(SIGKILL); /* emberprof died before the request took hold */
 	sigprocmask(SIG_SETMASK, mask, NULL);
 	execv(path, argv);
 	int e = errno;
@@ -102,6 +114,7 @@ int ember__cli_spawn_wait(const char *path, char *const argv[], int *status, int
 		sigaddset(&block, forwarded[i]);
 	sigprocmask(SIG_BLOCK, &block, &old);
 
+	pid_t parent = getpid();
 	pid_t pid = fork();
 	if (pid < 0) {
 		int e = errno;
@@ -112,7 +125,7 @@ int ember__cli_spawn_wait(const char *path, char *const argv[], int *status, int
 	}
 	if (pid == 0) {
 		close(pipefd[0]);
-		exec_child(path, argv, &old, pipefd[1]);
+		exec_child(path, argv, &old, pipefd[1], parent);
 	}
 	close(pipefd[1]);
 	child_pid = pid;

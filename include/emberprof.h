@@ -259,6 +259,9 @@ typedef struct ember_stats {
 					   is logged); measured at each thread scan */
 	uint64_t signals_forwarded;   /**< the program's own signals on the sampling
 					   signal, given to its handler or default action */
+	/* The host program's descriptors (since 0.2). */
+	uint64_t fds_reopened;        /**< descriptors of ours the program closed or reused
+					   (output directory, spool, log), reopened by path */
 } ember_stats;
 
 /* ---- version and errors ---- */

@@ -67,6 +67,8 @@ typedef struct ember__core {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	int stop_req;
+	_Atomic int exit_req;  /* _exit hook: report the final window now */
+	_Atomic int exit_done; /* ...done (ember__running_exit_flush) */
 	int start_rc; /* agent thread's startup result, 1 while pending */
 	char start_err[EMBER_ERROR_MAX];
 	int final_rc;
@@ -85,6 +87,7 @@ typedef struct ember__core {
 	_Atomic uint64_t threads_seen, timer_failures, windows, report_failures;
 	_Atomic uint64_t cpu_unsampled_ns; /* threads that really block the signal */
 	_Atomic uint64_t perf_events, wall_samples, wall_signals, wall_max_per_tick;
+	_Atomic uint64_t fd_reopens; /* /proc/self/task reopened (threads.c) */
 
 	/* pollcatch: samples taken in a poll wait here until the poll ends */
 	ember__pollres polls;
@@ -809,7 +812,7 @@ static void *agent_main(void *arg)
 	if (scan_every < 10000000)
 		scan_every = 10000000;
 	pthread_mutex_lock(&c->mu);
-	while (!c->stop_req) {
+	while (!c->stop_req && !atomic_load(&c->exit_req)) {
 		int64_t rt = now_ns(CLOCK_REALTIME);
 		int64_t wait = c->win_end - rt;
 		if (wait > c->drain_ns)
@@ -845,7 +848,32 @@ static void *agent_main(void *arg)
 	}
 	pthread_mutex_unlock(&c->mu);
 	final_window(c);
+	if (atomic_load(&c->exit_req))
+		atomic_store(&c->exit_done, 1);
 	return NULL;
+}
+
+int ember__running_exit_flush(ember_running *r, unsigned timeout_ms)
+{
+	ember__core *c = r ? r->core : NULL;
+	if (!c || c->pid != getpid() || c->asprof || c->state != STATE_RUNNING)
+		return -1;
+	/* The agent thread looks at exit_req at least every drain period
+	 * (50 ms); no condition variable here, which a signal handler could
+	 * not use. */
+	atomic_store(&c->exit_req, 1);
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		if (atomic_load(&c->exit_done))
+			return 0;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		int64_t ms = (int64_t)(t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000;
+		if (ms >= (int64_t)timeout_ms)
+			return 1;
+		struct timespec nap = {0, 2000000};
+		nanosleep(&nap, NULL);
+	}
 }
 
 /* ---- start / stop ---- */
@@ -859,6 +887,7 @@ static void add_sig_totals(ember__core *c)
 	atomic_fetch_add(&c->foreign, atomic_load(&c->sig.foreign));
 	atomic_fetch_add(&c->labels_truncated, atomic_load(&c->sig.labels_truncated));
 	atomic_fetch_add(&c->threads_seen, c->threads.threads_seen);
+	atomic_fetch_add(&c->fd_reopens, c->threads.fd_reopens);
 	atomic_fetch_add(&c->timer_failures, c->threads.timer_failures);
 	atomic_fetch_add(&c->cpu_unsampled_ns, c->threads.unsampled_cpu_ns);
 	atomic_fetch_add(&c->perf_events, c->threads.perf_events);
@@ -1128,7 +1157,9 @@ static void fill_stats(const ember__core *c, ember_stats *s, int running)
 	s->wall_max_per_tick = atomic_load(&c->wall_max_per_tick);
 	s->wall_unsignalled = atomic_load(&c->wreplay.repeated);
 	s->wall_repeats_lost = atomic_load(&c->wreplay.lost);
+	s->fds_reopened = atomic_load(&c->fd_reopens);
 	if (running) {
+		s->fds_reopened += c->threads.fd_reopens;
 		s->samples += atomic_load(&c->sig.samples);
 		s->samples_dropped_full += atomic_load(&c->sig.dropped_full);
 		s->samples_truncated += atomic_load(&c->sig.truncated);

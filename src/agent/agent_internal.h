@@ -59,6 +59,18 @@ struct ember_running {
 	struct ember__core *core;
 };
 
+/*
+ * The program is leaving through _exit()/_Exit(), which skips atexit and
+ * so ember_running_stop(): asks the agent thread to report the final
+ * window now (reporters flush as at a stop) and waits up to timeout_ms
+ * for it. Returns 0 when it was reported, 1 on timeout (the window is
+ * lost: the caller says so), -1 when there is nothing to do here (another
+ * process's agent, the async-profiler backend, already stopping).
+ * Async-signal-safe: atomics, clock_gettime and nanosleep only, so the
+ * hook may run in a signal handler; the agent thread does the work.
+ */
+int ember__running_exit_flush(ember_running *r, unsigned timeout_ms);
+
 /* Frees everything a config owns (reporters' destroy() included if `destroy_reporters`). */
 void ember__config_release(ember__config *c, int destroy_reporters);
 /* Sets the defaults. */

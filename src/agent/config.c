@@ -15,6 +15,7 @@
 #include "report/pyroscope.h"
 #include "report/s3.h"
 #include "util/error.h"
+#include "util/redact.h"
 
 void ember__config_defaults(ember__config *c)
 {
@@ -414,8 +415,9 @@ EMBER_API int ember_builder_set_log(ember_builder *b, ember_log_fn fn, void *use
 
 static int bad_env(const char *name, const char *value, const char *expect)
 {
+	char shown[512];
 	return ember__error(EMBER_ERR_INVALID, "environment variable %s=\"%s\" is invalid: %s", name,
-			    value, expect);
+			    ember__redact_value(name, value, shown, sizeof(shown)), expect);
 }
 
 /* Adds k=v[,k=v...] tags. */

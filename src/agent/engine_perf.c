@@ -81,6 +81,21 @@ void ember__perf_disable(int fd)
 	ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
 }
 
+uint64_t ember__perf_id(int fd)
+{
+	uint64_t id = 0;
+	if (ioctl(fd, PERF_EVENT_IOC_ID, &id) != 0)
+		return 0;
+	return id;
+}
+
+int ember__perf_is_ours(int fd, int signo, uint64_t id)
+{
+	/* F_GETSIG first: harmless on any descriptor, and only ours (or one
+	 * the program set up the same way) answers our signal. */
+	return id != 0 && fcntl(fd, F_GETSIG) == signo && ember__perf_id(fd) == id;
+}
+
 int ember__perf_probe(int signo, int64_t period_ns, int refuse, int *exclude_kernel, char *why,
 		      size_t whylen)
 {

@@ -44,6 +44,16 @@ int ember__perf_enable(int fd);
 /* Stops the event (no more overflows or signals); the fd stays open. */
 void ember__perf_disable(int fd);
 
+/*
+ * The event's kernel id (PERF_EVENT_IOC_ID), unique per event; 0 if fd is
+ * not a perf event. ember__perf_is_ours(): does fd still hold the event
+ * with this id, signalling signo? A program that closes every descriptor
+ * (a daemon) frees our events, and may reuse their numbers for its own
+ * files: such a number must never be read, disabled or closed by us.
+ */
+uint64_t ember__perf_id(int fd);
+int ember__perf_is_ours(int fd, int signo, uint64_t id);
+
 /* The value of /proc/sys/kernel/perf_event_paranoid, or -100 if unknown. */
 int ember__perf_paranoid(void);
 

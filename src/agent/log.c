@@ -1,5 +1,6 @@
 /*
- * log.c - the agent's log: a user callback, or stderr by default. Messages
+ * log.c - the agent's log: a user callback, or stderr by default (only while
+ * descriptor 2 is still the program's original stderr: util/logfd.h). Messages
  * are formatted into a stack buffer; logging never happens in the signal
  * handler.
  */
@@ -7,6 +8,7 @@
 #include <stdio.h>
 
 #include "agent/agent_internal.h"
+#include "util/logfd.h"
 
 void ember__log(const ember__config *c, ember_log_level level, const char *fmt, ...)
 {
@@ -22,5 +24,8 @@ void ember__log(const ember__config *c, ember_log_level level, const char *fmt, 
 		return;
 	}
 	static const char *const names[] = {"off", "error", "warning", "info", "debug"};
-	fprintf(stderr, "emberprof: %s: %s\n", names[level], msg);
+	char line[1100];
+	int n = snprintf(line, sizeof(line), "emberprof: %s: %s\n", names[level], msg);
+	if (n > 0)
+		ember__logfd_write(line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
 }

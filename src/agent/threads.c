@@ -24,6 +24,7 @@
 #include "sample/sigvirt.h"
 #include "symbols/procmaps.h"
 #include "util/error.h"
+#include "util/ownfd.h"
 
 enum { BOUNDS_UNKNOWN = 0, BOUNDS_PROBED = 1, BOUNDS_KNOWN = 2, BOUNDS_FAILED = 3 };
 
@@ -205,6 +206,7 @@ static int arm_thread_perf(ember__threads *t, ember__thread_rec *r, ember__threa
 	atomic_store_explicit(&e->perf_last, (uint64_t)(-(t->period_ns / 2)), memory_order_relaxed);
 	atomic_store_explicit(&e->perf_fd1, fd + 1, memory_order_release);
 	r->perf_fd1 = fd + 1;
+	r->perf_id = ember__perf_id(fd);
 	int rc = ember__perf_enable(fd);
 	if (rc) {
 		atomic_store_explicit(&e->perf_fd1, 0, memory_order_release);
@@ -234,6 +236,42 @@ static void arm_thread(ember__threads *t, ember__thread_rec *r, ember__thread_en
 		note_timer_failure(t, r->tid, -rc);
 }
 
+/* Closes r's perf descriptor unless the program closed it and took its
+ * number (util/ownfd.h's rule for every descriptor we keep). */
+static void close_perf(ember__threads *t, ember__thread_rec *r)
+{
+	if (ember__perf_is_ours(r->perf_fd1 - 1, t->signo, r->perf_id))
+		close(r->perf_fd1 - 1);
+	r->perf_fd1 = 0;
+}
+
+/*
+ * A program that closes every descriptor (a daemon at start) frees our
+ * perf events: their threads would go unsampled. Each scan finds such
+ * events, unpublishes them without touching the number (the program's
+ * now), and arms the thread again; counted in fd_reopens.
+ */
+static void check_perf(ember__threads *t, int full)
+{
+	for (size_t i = 0; i < t->nrecs; i++) {
+		ember__thread_rec *r = &t->recs[i];
+		if (!r->perf_fd1)
+			continue;
+		/* Every poll: one fcntl (our event answers our signal); every
+		 * scan: the event's id too. */
+		if (full ? ember__perf_is_ours(r->perf_fd1 - 1, t->signo, r->perf_id)
+			 : fcntl(r->perf_fd1 - 1, F_GETSIG) == t->signo)
+			continue;
+		ember__thread_ent *e = ember__threadtab_find(t->tab, r->tid);
+		if (e)
+			atomic_store_explicit(&e->perf_fd1, 0, memory_order_seq_cst);
+		r->perf_fd1 = 0;
+		t->fd_reopens++;
+		if (e && arm_thread_perf(t, r, e) != 0)
+			t->timer_failures++;
+	}
+}
+
 /*
  * Stops and closes a thread's perf event. The caller is the thread itself
  * (exit hook) or the thread is gone (scan), so no handler can be using the
@@ -246,8 +284,7 @@ static void drop_perf(ember__threads *t, ember__thread_rec *r)
 	ember__thread_ent *e = ember__threadtab_find(t->tab, r->tid);
 	if (e)
 		atomic_store_explicit(&e->perf_fd1, 0, memory_order_release);
-	close(r->perf_fd1 - 1);
-	r->perf_fd1 = 0;
+	close_perf(t, r);
 }
 
 static void send_probe(ember__threads *t, ember__thread_rec *r)
@@ -466,6 +503,16 @@ static void scan_tasks(ember__threads *t)
 	DIR *d = t->tasks;
 	if (!d)
 		return;
+	/* A program that closed every descriptor (a daemon) took ours: a scan
+	 * would find no thread and forget them all. Reopen, and leave the
+	 * number alone: it may be the program's now (util/ownfd.h). */
+	if (!ember__ownfd_is_path(dirfd(d), "/proc/self/task")) {
+		ember__ownfd_abandon_dir(d);
+		t->tasks = d = open_tasks();
+		t->fd_reopens++;
+		if (!d)
+			return;
+	}
 	rewinddir(d);
 	t->gen++;
 	struct dirent *de;
@@ -498,6 +545,8 @@ void ember__threads_poll(ember__threads *t, int scan)
 	}
 	if (scan)
 		scan_tasks(t);
+	if (t->perf)
+		check_perf(t, scan);
 	for (size_t i = 0; i < t->nrecs; i++) {
 		ember__thread_rec *r = &t->recs[i];
 		if (r->bounds != BOUNDS_PROBED)
@@ -567,10 +616,8 @@ static void atfork_child(void)
 		/* The child's copies of the perf descriptors: closing them only
 		 * drops references; the parent's events are untouched. */
 		for (size_t i = 0; i < t->nrecs; i++)
-			if (t->recs[i].perf_fd1) {
-				close(t->recs[i].perf_fd1 - 1);
-				t->recs[i].perf_fd1 = 0;
-			}
+			if (t->recs[i].perf_fd1)
+				close_perf(t, &t->recs[i]);
 	}
 	ember__sigpath_forget();
 	ember__sigpath_forget_tid();
@@ -750,16 +797,14 @@ void ember__threads_stop(ember__threads *t)
 		ember__thread_ent *e = t->tab ? ember__threadtab_find(t->tab, r->tid) : NULL;
 		if (e)
 			atomic_store_explicit(&e->perf_fd1, 0, memory_order_seq_cst);
-		if (own)
+		if (own && ember__perf_is_ours(r->perf_fd1 - 1, t->signo, r->perf_id))
 			ember__perf_disable(r->perf_fd1 - 1);
 	}
 	if (any_perf && own)
 		ember__sigpath_quiesce();
 	for (size_t i = 0; i < t->nrecs; i++)
-		if (t->recs[i].perf_fd1) {
-			close(t->recs[i].perf_fd1 - 1);
-			t->recs[i].perf_fd1 = 0;
-		}
+		if (t->recs[i].perf_fd1)
+			close_perf(t, &t->recs[i]);
 	t->nrecs = 0;
 	pthread_mutex_unlock(&t->mu);
 }
@@ -840,8 +885,10 @@ void ember__threads_release(ember__threads *t)
 	free(t->recs);
 	t->recs = NULL;
 	pthread_mutex_destroy(&t->gate);
-	if (t->tasks)
+	if (t->tasks && ember__ownfd_is_path(dirfd(t->tasks), "/proc/self/task"))
 		closedir(t->tasks);
+	else
+		ember__ownfd_abandon_dir(t->tasks);
 	t->tasks = NULL;
 	t->nrecs = t->caprecs = 0;
 	pthread_mutex_destroy(&t->mu);
@@ -897,7 +944,8 @@ int ember__threads_exec_begin(void)
 			ember__thread_ent *e = ember__threadtab_find(t->tab, r->tid);
 			if (e)
 				atomic_store_explicit(&e->perf_fd1, 0, memory_order_seq_cst);
-			ember__perf_disable(r->perf_fd1 - 1);
+			if (ember__perf_is_ours(r->perf_fd1 - 1, t->signo, r->perf_id))
+				ember__perf_disable(r->perf_fd1 - 1);
 			any_perf = 1;
 			r->parked = 1;
 		}
@@ -907,10 +955,8 @@ int ember__threads_exec_begin(void)
 	if (any_perf)
 		ember__sigpath_quiesce();
 	for (size_t i = 0; i < t->nrecs; i++)
-		if (t->recs[i].perf_fd1) {
-			close(t->recs[i].perf_fd1 - 1);
-			t->recs[i].perf_fd1 = 0;
-		}
+		if (t->recs[i].perf_fd1)
+			close_perf(t, &t->recs[i]);
 	pthread_mutex_unlock(&t->mu);
 	int sig = ember__sigvirt_exec_prepare();
 	return EXEC_SUSPENDED | (gate ? EXEC_GATE : 0) | (sig << EXEC_SIG_SHIFT);

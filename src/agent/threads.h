@@ -35,6 +35,7 @@ typedef struct ember__thread_rec {
 	int has_timer;
 	timer_t timer;
 	int perf_fd1;      /* perf event descriptor + 1; 0: none */
+	uint64_t perf_id;  /* its PERF_EVENT_IOC_ID, to tell it from a reused number */
 	int armed;         /* counted in threads_seen, engine armed (or tried) */
 	int parked;        /* engine left unarmed while an exec is under way */
 	/* The thread really blocks the sampling signal (seen in its SigBlk at
@@ -64,6 +65,7 @@ typedef struct ember__threads {
 	ember__threadtab *retired[16];
 	unsigned nretired;
 	void *tasks;             /* DIR * of /proc/self/task, rewound per scan */
+	uint64_t fd_reopens;     /* times the program closed it and it was reopened */
 	ember__thread_rec *recs; /* sorted by tid */
 	size_t nrecs, caprecs;
 	int signo;

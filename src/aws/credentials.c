@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "util/error.h"
+#include "util/redact.h"
 
 #define INI_MAX (1 << 20)
 #define CREDS_JSON_MAX 16384
@@ -393,12 +394,13 @@ static int from_container(const ember__aws_chain *ch, ember__aws_creds *c,
 		return ember__error_oom("container credentials");
 	ember__send_result res;
 	int connected, rc;
+	char shown[512];
 	ember__aws_lookup(e, "GET", url, hv, nh, buf, CREDS_JSON_MAX, cancel, &res, &connected);
 	wipe(tok, sizeof(tok));
 	wipe(auth, sizeof(auth));
 	if (res.outcome != EMBER__SEND_OK)
-		rc = ember__error(EMBER_ERR_REPORTER, "container credentials (GET %s): %s", url,
-				  res.message);
+		rc = ember__error(EMBER_ERR_REPORTER, "container credentials (GET %s): %s",
+				  ember__redact_url(url, shown, sizeof(shown)), res.message);
 	else
 		rc = ember__aws_parse_creds_json("container credentials", buf, strlen(buf), c);
 	wipe(buf, CREDS_JSON_MAX);

@@ -20,6 +20,7 @@
 #include "emberprof.h"
 #include "sample/polltls.h"
 #include "util/error.h"
+#include "util/logfd.h"
 
 /* ---- the record ring: many producers, one consumer ----
  *
@@ -117,9 +118,14 @@ static const volatile uint64_t *asprof_counter(ember__polltls *p)
 static void asprof_fail(const char *what)
 {
 	atomic_fetch_add_explicit(&g_asprof_errors, 1, memory_order_relaxed);
-	if (!atomic_exchange_explicit(&g_asprof_logged, 1, memory_order_relaxed))
-		fprintf(stderr, "emberprof: pollcatch: %s " EMBER__POLLCATCH_EVENT
-			" failed: %s (further failures are only counted)\n", what, ember_last_error());
+	if (!atomic_exchange_explicit(&g_asprof_logged, 1, memory_order_relaxed)) {
+		char line[600];
+		int n = snprintf(line, sizeof(line), "emberprof: pollcatch: %s " EMBER__POLLCATCH_EVENT
+				 " failed: %s (further failures are only counted)\n", what,
+				 ember_last_error());
+		if (n > 0) /* only into the program's original stderr (util/logfd.h) */
+			ember__logfd_write(line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+	}
 }
 
 /* Cold: a sample of async-profiler's landed in the poll. */

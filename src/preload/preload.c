@@ -36,9 +36,17 @@
 #include "agent/agent_internal.h"
 #include "emberprof.h"
 #include "preload/preload_env.h"
+#include "preload/exit_hook.h"
 
 static ember_running *preload_running; /* the agent we started, or NULL */
 static pid_t preload_pid;              /* the process that started it */
+
+/* The agent this process started, for the _exit hook (exit_hook.c); NULL
+ * in a fork child and once stopped. Async-signal-safe. */
+ember_running *ember__preload_agent(void)
+{
+	return preload_pid == getpid() ? preload_running : NULL;
+}
 
 static void preload_complain(const char *what, const char *msg)
 {

@@ -12,7 +12,12 @@
  *     O_CREAT|O_EXCL|O_NOFOLLOW (mode 0600), fsync'd, and renamed into
  *     place without replacing anything: readers never see a partial file
  *     and an existing file is never overwritten (a numeric suffix is added
- *     on a name clash instead).
+ *     on a name clash instead);
+ *   - the directory's descriptor sits at 256 or above and is checked
+ *     before each window (util/ownfd.h): a program that closed it (a daemon
+ *     closing every descriptor at start) or reused its number for a file
+ *     of its own gets its descriptor left alone, and the directory is
+ *     reopened by path, logged and counted (ember_stats.fds_reopened).
  *
  * The reporter runs on the agent thread only, so its state needs no lock.
  * Nothing here is async-signal-safe.
@@ -20,6 +25,7 @@
 #include "report/local.h"
 
 #include <ctype.h>
+#include <stdatomic.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -33,11 +39,15 @@
 #include "emberprof.h"
 #include "util/error.h"
 #include "util/fileio.h"
+#include "util/ownfd.h"
+#include "upload/pipeline.h"
 
 typedef struct local_state {
 	char *dir;          /* the path as given (trailing slashes removed) */
-	int dirfd;          /* the directory, or -1 after a failed reopen */
+	ember__ownfd dfd;   /* the directory; fd -1 after a failed reopen */
 	unsigned tmp_count; /* makes temporary names unique within the process */
+	ember__upload_log log;   /* from bind(); warnings on stderr before */
+	_Atomic uint64_t reopens; /* descriptors the program took from us */
 } local_state;
 
 /* What one report writes: its bytes and the name's ending. */
@@ -200,7 +210,7 @@ static int open_temp(local_state *st, char *tmp, size_t cap)
 {
 	for (int attempt = 0; attempt < 100; attempt++) {
 		snprintf(tmp, cap, ".emberprof-%ld-%u.tmp", (long)getpid(), st->tmp_count++);
-		int fd = openat(st->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		int fd = openat(st->dfd.fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 				0600);
 		if (fd >= 0 || errno != EEXIST)
 			return fd;
@@ -236,7 +246,7 @@ static int publish(local_state *st, const char *tmp, const char *name, const cha
 			snprintf(final, cap, "%s", name);
 		else
 			snprintf(final, cap, "%.*s_%u%s", (int)base, name, k, suffix);
-		if (publish_noreplace(st->dirfd, tmp, final) == 0)
+		if (publish_noreplace(st->dfd.fd, tmp, final) == 0)
 			return 0;
 		if (errno != EEXIST)
 			return -1;
@@ -265,7 +275,7 @@ static int write_temp(local_state *st, const payload *pl, char *tmp, size_t cap,
 	}
 	if (failed) {
 		*os_err = e;
-		unlinkat(st->dirfd, tmp, 0);
+		unlinkat(st->dfd.fd, tmp, 0);
 		return ember__error_errno(EMBER_ERR_IO, e, "local reporter: cannot write '%s/%s'",
 					  st->dir, tmp);
 	}
@@ -278,10 +288,29 @@ static int reopen_dir(local_state *st)
 	int fd = ember__local_open_dir(st->dir);
 	if (fd < 0)
 		return fd;
-	if (st->dirfd >= 0)
-		close(st->dirfd);
-	st->dirfd = fd;
+	ember__ownfd_close(&st->dfd);
+	if (ember__ownfd_adopt(&st->dfd, fd) < 0)
+		return ember__error_errno(EMBER_ERR_IO, errno, "cannot open output directory '%s'",
+					  st->dir);
 	return 0;
+}
+
+/*
+ * Makes sure st->dfd is still our directory: a program that closed every
+ * descriptor (or dup2'd over ours) leaves it alone, and we reopen by path.
+ */
+static int check_dir(local_state *st)
+{
+	if (st->dfd.fd < 0) /* an earlier reopen failed: try again */
+		return reopen_dir(st);
+	if (ember__ownfd_check(&st->dfd))
+		return 0;
+	int rc = reopen_dir(st);
+	atomic_fetch_add(&st->reopens, 1);
+	ember__upload_logf(&st->log, rc < 0 ? EMBER_LOG_WARN : EMBER_LOG_INFO,
+			   "the program closed or reused the output directory's descriptor; %s",
+			   rc < 0 ? ember_last_error() : "reopened it by path");
+	return rc;
 }
 
 static int local_report(void *userdata, const ember_report *r)
@@ -304,7 +333,7 @@ static int local_report(void *userdata, const ember_report *r)
 					   r->seq, jfr ? NULL : r->profile_type, pl.suffix);
 	if (rc < 0)
 		return rc;
-	if (st->dirfd < 0 && (rc = reopen_dir(st)) < 0)
+	if ((rc = check_dir(st)) < 0)
 		return rc;
 	int os_err = 0;
 	rc = write_temp(st, &pl, tmp, sizeof(tmp), &os_err);
@@ -318,13 +347,13 @@ static int local_report(void *userdata, const ember_report *r)
 		return rc;
 	if (publish(st, tmp, name, pl.suffix, final, sizeof(final)) < 0) {
 		int e = errno;
-		unlinkat(st->dirfd, tmp, 0);
+		unlinkat(st->dfd.fd, tmp, 0);
 		return ember__error_errno(EMBER_ERR_IO, e, "local reporter: cannot rename '%s/%s' to '%s'",
 					  st->dir, tmp, name);
 	}
 	/* Make the new directory entry durable too; a failure here loses
 	 * nothing that the rename did not already make visible. */
-	(void)fsync(st->dirfd);
+	(void)fsync(st->dfd.fd);
 	return 0;
 }
 
@@ -333,10 +362,24 @@ static void local_destroy(void *userdata)
 	local_state *st = userdata;
 	if (!st)
 		return;
-	if (st->dirfd >= 0)
-		close(st->dirfd);
+	ember__ownfd_close(&st->dfd);
 	free(st->dir);
 	free(st);
+}
+
+static int local_bind(void *userdata, const ember_agent_info *info)
+{
+	local_state *st = userdata;
+	st->log.fn = info->log_fn;
+	st->log.ud = info->log_userdata;
+	st->log.level = (int)info->log_level;
+	return 0;
+}
+
+static void local_stats(void *userdata, ember_stats *acc)
+{
+	local_state *st = userdata;
+	acc->fds_reopened += atomic_load(&st->reopens);
 }
 
 EMBER_API int ember_reporter_local(ember_reporter *out, const char *dir)
@@ -371,12 +414,21 @@ EMBER_API int ember_reporter_local_ex(ember_reporter *out, const char *dir, unsi
 		free(st);
 		return fd;
 	}
-	st->dirfd = fd;
+	if (ember__ownfd_adopt(&st->dfd, fd) < 0) {
+		int e = errno;
+		free(st->dir);
+		free(st);
+		return ember__error_errno(EMBER_ERR_IO, e, "cannot open output directory '%s'", dir);
+	}
+	st->log.level = EMBER_LOG_WARN;
+	st->log.who = "local";
 
 	memset(out, 0, sizeof(*out));
 	out->name = "local";
 	out->report = local_report;
 	out->destroy = local_destroy;
+	out->bind = local_bind;
+	out->stats = local_stats;
 	out->userdata = st;
 	out->formats = formats ? formats : EMBER_FORMAT_PPROF;
 	return 0;

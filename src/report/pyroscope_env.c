@@ -26,6 +26,7 @@
 #include "report/pyroscope.h"
 #include "upload/http.h"
 #include "util/error.h"
+#include "util/redact.h"
 
 #define MAX_ENV_HEADERS 64
 
@@ -44,11 +45,12 @@ static void headers_free(header_list *h)
 /* The message for a bad value; a secret's value is not shown. */
 static int bad_var(const char *name, const char *value, int secret, const char *why)
 {
+	char shown[256];
 	if (secret)
-		return ember__error(EMBER_ERR_INVALID, "environment variable %s=<hidden> is invalid: %s",
-				    name, why);
+		return ember__error(EMBER_ERR_INVALID, "environment variable %s=" EMBER_REDACTED
+				    " is invalid: %s", name, why);
 	return ember__error(EMBER_ERR_INVALID, "environment variable %s=\"%.200s\" is invalid: %s",
-			    name, value, why);
+			    name, ember__redact_value(name, value, shown, sizeof(shown)), why);
 }
 
 /* The same with the last error message as the reason. */

@@ -23,6 +23,7 @@
 #include "agent/agent_internal.h"
 #include "report/s3.h"
 #include "util/error.h"
+#include "util/redact.h"
 
 static const char *const s3_vars[] = {
 	"EMBERPROF_S3_PROFILING_GROUP", "EMBERPROF_S3_BUCKET_OWNER", "EMBERPROF_S3_ENDPOINT",
@@ -72,7 +73,7 @@ int ember__s3_apply_env(ember_builder *b)
 	int rc = ember_reporter_s3(&r, &o);
 	if (rc) {
 		/* name the variable behind the message where one is named */
-		char why[EMBER_ERROR_MAX];
+		char why[EMBER_ERROR_MAX], shown[256];
 		snprintf(why, sizeof(why), "%s", ember_last_error());
 		static const struct { const char *word, *name; } map[] = {
 			{"bucket owner", "EMBERPROF_S3_BUCKET_OWNER"}, {"bucket", "EMBERPROF_S3_BUCKET"},
@@ -82,7 +83,10 @@ int ember__s3_apply_env(ember_builder *b)
 		for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
 			if (strstr(why, map[i].word) && var(map[i].name))
 				return ember__error(rc, "environment variable %s=\"%.200s\" is invalid: %s",
-						    map[i].name, var(map[i].name), why);
+						    map[i].name,
+						    ember__redact_value(map[i].name, var(map[i].name),
+									shown, sizeof(shown)),
+						    why);
 		return ember__error(rc, "the S3 reporter (EMBERPROF_S3_BUCKET=\"%.100s\") cannot be "
 				    "created: %s", bucket, why);
 	}

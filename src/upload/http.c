@@ -23,6 +23,7 @@
 #include <ctype.h>
 #include <curl/curl.h>
 #include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +31,7 @@
 #include <strings.h>
 
 #include "util/error.h"
+#include "util/redact.h"
 
 #define BODY_KEEP 4096 /* bytes of a response body kept for messages */
 
@@ -238,6 +240,21 @@ static int curl_error_is_permanent(CURLcode e)
 	       e == CURLE_NOT_BUILT_IN || e == CURLE_BAD_FUNCTION_ARGUMENT;
 }
 
+/*
+ * A connection that failed at once: refused (nothing listens on the port),
+ * or no route to the host or its network. The server is down, not slow:
+ * waiting for it at exit would only delay the program. A connect timeout,
+ * a name that does not resolve or a proxy's failure is not this.
+ */
+static int connection_refused(ember__http *h, CURLcode e)
+{
+	if (e != CURLE_COULDNT_CONNECT)
+		return 0;
+	long os_errno = 0;
+	C.easy_getinfo(h->curl, CURLINFO_OS_ERRNO, &os_errno);
+	return os_errno == ECONNREFUSED || os_errno == ENETUNREACH || os_errno == EHOSTUNREACH;
+}
+
 static void classify_status(ember__http *h, long status, ember__send_result *res)
 {
 	res->http_status = (int)status;
@@ -263,6 +280,7 @@ void ember__http_do(ember__http *h, ember__http_call *call, const _Atomic int *c
 	res->outcome = EMBER__SEND_RETRY;
 	res->retry_after_ms = -1;
 	res->http_status = 0;
+	res->server_down = 0;
 	res->message[0] = '\0';
 	h->rbuf = call->resp && call->resp_cap > 1 ? call->resp : h->body;
 	h->rcap = call->resp && call->resp_cap > 1 ? call->resp_cap : sizeof(h->body);
@@ -329,6 +347,7 @@ void ember__http_do(ember__http *h, ember__http_call *call, const _Atomic int *c
 	call->connected = nconn > 0 || status > 0;
 	if (e != CURLE_OK) {
 		res->outcome = curl_error_is_permanent(e) ? EMBER__SEND_PERMANENT : EMBER__SEND_RETRY;
+		res->server_down = connection_refused(h, e);
 		if (e == CURLE_ABORTED_BY_CALLBACK)
 			snprintf(res->message, sizeof(res->message), "cancelled");
 		else
@@ -436,10 +455,12 @@ int ember__http_check_base_url(const char *url, const char *what)
 {
 	if (!url || !*url)
 		return ember__error(EMBER_ERR_INVALID, "%s: the URL is empty", what);
+	char shown[512]; /* messages show the URL without its secrets */
+	ember__redact_url(url, shown, sizeof(shown));
 	for (const char *p = url; *p; p++)
 		if ((unsigned char)*p <= 0x20 || *p == 0x7f)
 			return ember__error(EMBER_ERR_INVALID, "%s: URL \"%s\" contains a space or a "
-					    "control character", what, url);
+					    "control character", what, shown);
 	int rc = ember__http_global_init();
 	if (rc)
 		return rc;
@@ -451,7 +472,7 @@ int ember__http_check_base_url(const char *url, const char *what)
 	CURLUcode uc = C.url_set(u, CURLUPART_URL, url, CURLU_NON_SUPPORT_SCHEME);
 	if (uc != CURLUE_OK) {
 		rc = ember__error(EMBER_ERR_INVALID, "%s: \"%s\" is not a valid URL (%s); expected "
-				  "http(s)://host[:port][/path]", what, url, C.url_strerror(uc));
+				  "http(s)://host[:port][/path]", what, shown, C.url_strerror(uc));
 		goto out;
 	}
 	C.url_get(u, CURLUPART_SCHEME, &scheme, 0);
@@ -461,15 +482,15 @@ int ember__http_check_base_url(const char *url, const char *what)
 	C.url_get(u, CURLUPART_FRAGMENT, &frag, 0);
 	if (!scheme || (strcasecmp(scheme, "http") && strcasecmp(scheme, "https")))
 		rc = ember__error(EMBER_ERR_INVALID, "%s: URL \"%s\" has scheme \"%s\"; only http and "
-				  "https are supported", what, url, scheme ? scheme : "");
+				  "https are supported", what, shown, scheme ? scheme : "");
 	else if (!host || !*host)
-		rc = ember__error(EMBER_ERR_INVALID, "%s: URL \"%s\" has no host", what, url);
+		rc = ember__error(EMBER_ERR_INVALID, "%s: URL \"%s\" has no host", what, shown);
 	else if (user)
 		rc = ember__error(EMBER_ERR_INVALID, "%s: the URL carries credentials; give them as "
 				  "basic auth options instead, so that they stay out of logs", what);
 	else if (query || frag)
 		rc = ember__error(EMBER_ERR_INVALID, "%s: URL \"%s\" has a query or fragment; give a "
-				  "base URL such as https://host:4040/base/path", what, url);
+				  "base URL such as https://host:4040/base/path", what, shown);
 out:
 	C.free(scheme);
 	C.free(host);
@@ -489,13 +510,14 @@ int ember__http_check_header(const char *line, size_t *name_len)
 {
 	if (!line)
 		return ember__error(EMBER_ERR_INVALID, "header is NULL");
+	char shown[160];
 	size_t n = 0;
 	while (is_tchar((unsigned char)line[n]))
 		n++;
 	if (n == 0 || line[n] != ':')
-		return ember__error(EMBER_ERR_INVALID, "header \"%.80s\" is invalid: expected "
+		return ember__error(EMBER_ERR_INVALID, "header \"%s\" is invalid: expected "
 				    "\"Name: value\" with a name made of letters, digits and "
-				    "!#$%%&'*+-.^_`|~", line);
+				    "!#$%%&'*+-.^_`|~", ember__redact_header(line, shown, sizeof(shown)));
 	const char *v = line + n + 1;
 	while (*v == ' ' || *v == '\t')
 		v++;

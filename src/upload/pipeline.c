@@ -32,6 +32,7 @@
 #include "sample/sigvirt.h"
 #include "upload/spool.h"
 #include "util/error.h"
+#include "util/logfd.h"
 
 #define DEFAULT_BACKOFF_BASE_MS 500
 #define DEFAULT_BACKOFF_MAX_MS 30000
@@ -54,11 +55,13 @@ struct ember__pipeline {
 	unsigned attempts;          /* failed attempts of cur so far */
 	int64_t retry_at;           /* monotonic ns; 0 = now */
 	int started, stopping, flushing;
+	int down;                   /* the last attempt was refused: the server is down */
 	pthread_t thread;
 	uint64_t rng;
 
 	_Atomic int cancel;
 	_Atomic uint64_t ok, retried, failed, spooled, dropped, bytes;
+	_Atomic uint64_t fd_reopens; /* the spool's (ember__spool_reopens) */
 };
 
 /* ---- small helpers ---- */
@@ -78,7 +81,10 @@ void ember__upload_logf(const ember__upload_log *l, ember_log_level level, const
 		return;
 	}
 	static const char *const names[] = {"off", "error", "warning", "info", "debug"};
-	fprintf(stderr, "emberprof: %s: %s\n", names[level], msg);
+	char line[1100];
+	int k = snprintf(line, sizeof(line), "emberprof: %s: %s\n", names[level], msg);
+	if (k > 0)
+		ember__logfd_write(line, (size_t)k < sizeof(line) ? (size_t)k : sizeof(line) - 1);
 }
 
 static int64_t mono_ns(void)
@@ -201,6 +207,30 @@ int ember__pipeline_new(ember__pipeline **out, const ember__pipeline_opts *o)
 
 /* ---- handing items to the spool ---- */
 
+/*
+ * After each use of the spool: picks up (and logs) descriptors the program
+ * took from it, and gives up a spool that another process locked after
+ * the program closed our lock descriptor. Under mu.
+ */
+static void spool_after(ember__pipeline *p, int rc)
+{
+	if (!p->spool)
+		return;
+	uint64_t n = ember__spool_reopens(p->spool);
+	if (n != atomic_load(&p->fd_reopens)) {
+		atomic_store(&p->fd_reopens, n);
+		ember__upload_logf(&p->log, EMBER_LOG_INFO, "the program closed or reused the "
+				   "descriptors of spool '%s'; reopened by path",
+				   ember__spool_dir(p->spool));
+	}
+	if (rc == EMBER_ERR_BUSY) {
+		ember__upload_logf(&p->log, EMBER_LOG_WARN, "%s; running without a spool",
+				   ember_last_error());
+		ember__spool_close(p->spool);
+		p->spool = NULL;
+	}
+}
+
 /* Writes `it` to the spool (or counts it dropped). Frees it. Under mu. */
 static void spool_or_drop(ember__pipeline *p, ember__upload_item *it, const char *why)
 {
@@ -219,6 +249,7 @@ static void spool_or_drop(ember__pipeline *p, ember__upload_item *it, const char
 	unsigned evicted = 0;
 	const char *keep = p->cur ? p->cur->spool_name : NULL;
 	int rc = ember__spool_put(p->spool, it, keep, &evicted);
+	const char *err = rc ? ember_last_error() : "";
 	if (evicted) {
 		atomic_fetch_add(&p->dropped, evicted);
 		ember__upload_logf(&p->log, EMBER_LOG_WARN, "spool '%s' is full: dropped its %u oldest "
@@ -232,8 +263,9 @@ static void spool_or_drop(ember__pipeline *p, ember__upload_item *it, const char
 	} else {
 		atomic_fetch_add(&p->dropped, 1);
 		ember__upload_logf(&p->log, EMBER_LOG_WARN, "window %" PRIu32 " dropped: %s", it->seq,
-				   ember_last_error());
+				   err);
 	}
+	spool_after(p, rc);
 	ember__upload_item_free(it);
 }
 
@@ -269,6 +301,10 @@ static int pick_next(ember__pipeline *p)
 	while (p->spool && ember__spool_count(p->spool) > 0) {
 		ember__upload_item *it;
 		int rc = ember__spool_load_oldest(p->spool, &it);
+		if (rc != EMBER_ERR_FORMAT)
+			spool_after(p, rc);
+		if (!p->spool)
+			break;
 		if (rc == 0) {
 			p->cur = it;
 			return 1;
@@ -312,6 +348,13 @@ static void finish_attempt(ember__pipeline *p, const ember__send_result *r)
 		ember__upload_logf(&p->log, p->attempts == 1 ? EMBER_LOG_WARN : EMBER_LOG_DEBUG,
 				   "upload of window %" PRIu32 " failed (%s); retrying in %" PRId64
 				   " ms", it->seq, r->message, delay);
+		if (r->server_down && p->spool && !it->spool_name) {
+			/* The server is down, not slow: the window goes to disk now
+			 * (an exit will not wait for the server) and is retried from
+			 * there, still first in line. */
+			p->cur = NULL;
+			spool_or_drop(p, it, "the server refused the connection");
+		}
 		return;
 	}
 	if (r->outcome == EMBER__SEND_OK) {
@@ -325,8 +368,10 @@ static void finish_attempt(ember__pipeline *p, const ember__send_result *r)
 		ember__upload_logf(&p->log, EMBER_LOG_ERROR, "server refused window %" PRIu32
 				   ", dropped: %s", it->seq, r->message);
 	}
-	if (it->spool_name && p->spool)
+	if (it->spool_name && p->spool) {
 		ember__spool_remove(p->spool, it->spool_name);
+		spool_after(p, 0);
+	}
 	ember__upload_item_free(it);
 	p->cur = NULL;
 	p->attempts = 0;
@@ -361,6 +406,7 @@ static void *uploader_main(void *arg)
 		pthread_mutex_lock(&p->mu);
 		if (p->stopping && r.outcome == EMBER__SEND_RETRY)
 			break; /* cancelled: cur stays for the spool */
+		p->down = r.outcome == EMBER__SEND_RETRY && r.server_down;
 		finish_attempt(p, &r);
 		pthread_cond_broadcast(&p->cv);
 	}
@@ -427,12 +473,20 @@ size_t ember__pipeline_flush(ember__pipeline *p, unsigned timeout_ms)
 	int64_t deadline = mono_ns() + (int64_t)timeout_ms * 1000000;
 	p->flushing++;
 	pthread_cond_broadcast(&p->cv); /* skip jitter delays from now on */
-	while (p->started && !p->stopping && pending(p) > 0 && mono_ns() < deadline)
+	while (p->started && !p->stopping && !p->down && pending(p) > 0 && mono_ns() < deadline)
 		timed_wait(p, deadline);
 	p->flushing--;
 	size_t left = pending(p);
 	pthread_mutex_unlock(&p->mu);
 	return left;
+}
+
+int ember__pipeline_server_down(ember__pipeline *p)
+{
+	pthread_mutex_lock(&p->mu);
+	int d = p->down;
+	pthread_mutex_unlock(&p->mu);
+	return d;
 }
 
 void ember__pipeline_stats(const ember__pipeline *p, ember_stats *acc)
@@ -443,6 +497,7 @@ void ember__pipeline_stats(const ember__pipeline *p, ember_stats *acc)
 	acc->uploads_spooled += atomic_load(&p->spooled);
 	acc->uploads_dropped += atomic_load(&p->dropped);
 	acc->bytes_sent += atomic_load(&p->bytes);
+	acc->fds_reopened += atomic_load(&p->fd_reopens);
 }
 
 void ember__pipeline_free(ember__pipeline *p)
@@ -490,7 +545,12 @@ int ember__pipeline_submit(ember__pipeline *p, ember__upload_item *it, int final
 	ember__pipeline_enqueue(p, it);
 	if (final) {
 		size_t left = ember__pipeline_flush(p, flush_timeout_ms);
-		if (left)
+		if (left && ember__pipeline_server_down(p))
+			ember__upload_logf(log, EMBER_LOG_WARN, "the server refused the connection: "
+					   "not waiting for it; %zu undelivered window%s go%s to the "
+					   "spool, if there is one", left, left == 1 ? "" : "s",
+					   left == 1 ? "es" : "");
+		else if (left)
 			ember__upload_logf(log, EMBER_LOG_WARN, "%zu window%s not delivered within "
 					   "the %u ms flush wait; what is left at shutdown goes to the "
 					   "spool, if there is one", left, left == 1 ? "" : "s",

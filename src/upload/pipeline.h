@@ -89,6 +89,8 @@ typedef struct ember__send_result {
 	int outcome;            /* EMBER__SEND_* */
 	int64_t retry_after_ms; /* RETRY: the server's Retry-After, or -1 */
 	int http_status;        /* 0 if no response */
+	int server_down;        /* RETRY: the server's host refused the connection
+				   (or could not be reached at all) - nothing to wait for */
 	char message[384];      /* why (server message, curl error...), for logs */
 } ember__send_result;
 
@@ -164,9 +166,15 @@ int ember__options_copy(void *out, size_t ours, const void *in, size_t min, cons
 /*
  * Waits up to timeout_ms for every queued and spooled item to be
  * delivered or to fail for good; jitter delays are skipped meanwhile.
- * Returns the number of items still undelivered (0: all done).
+ * Does not wait while the server is known to be down (its last attempt
+ * was refused: ember__send_result.server_down): what is left goes to the
+ * spool at shutdown. Returns the number of items still undelivered (0:
+ * all done).
  */
 size_t ember__pipeline_flush(ember__pipeline *p, unsigned timeout_ms);
+
+/* Whether the last attempt found the server down (refused); for tests. */
+int ember__pipeline_server_down(ember__pipeline *p);
 
 /* Adds the counters to the uploads_* and bytes_sent fields of *acc. */
 void ember__pipeline_stats(const ember__pipeline *p, ember_stats *acc);

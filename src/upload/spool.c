@@ -28,6 +28,7 @@
 #include "report/local.h"
 #include "util/error.h"
 #include "util/fileio.h"
+#include "util/ownfd.h"
 
 #define MAGIC "EMBSPOOL"
 #define VERSION 1u
@@ -43,8 +44,10 @@ typedef struct spool_file {
 
 struct ember__spool {
 	char *dir;
-	int dirfd;
-	int lockfd;
+	int dirfd;          /* = dfd.fd, checked by spool_check() before use */
+	ember__ownfd dfd;
+	ember__ownfd lock;  /* ".lock", flock'ed */
+	uint64_t reopens;   /* descriptors the program took from us */
 	uint64_t max_bytes;
 	spool_file *files; /* sorted by name: oldest first */
 	size_t n, cap;
@@ -147,6 +150,8 @@ static int scan(ember__spool *s)
 
 /* ---- open / close ---- */
 
+static int open_locked(ember__spool *s);
+
 int ember__spool_open(ember__spool **out, const char *dir, uint64_t max_bytes)
 {
 	*out = NULL;
@@ -155,36 +160,15 @@ int ember__spool_open(ember__spool **out, const char *dir, uint64_t max_bytes)
 	ember__spool *s = calloc(1, sizeof(*s));
 	if (!s)
 		return ember__error_oom("spool");
-	s->lockfd = -1;
+	s->dfd.fd = s->lock.fd = s->dirfd = -1;
 	s->max_bytes = max_bytes;
 	s->dir = strdup(dir ? dir : "");
 	if (!s->dir) {
 		free(s);
 		return ember__error_oom("spool directory");
 	}
-	int rc = ember__local_open_dir(s->dir);
-	if (rc < 0) {
-		free(s->dir);
-		free(s);
-		return rc;
-	}
-	s->dirfd = rc;
-	s->lockfd = openat(s->dirfd, ".lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (s->lockfd < 0) {
-		rc = ember__error_errno(EMBER_ERR_IO, errno, "cannot create the lock file in spool "
-					"directory '%s'", s->dir);
-		goto fail;
-	}
-	if (flock(s->lockfd, LOCK_EX | LOCK_NB) < 0) {
-		if (errno == EWOULDBLOCK)
-			rc = ember__error(EMBER_ERR_BUSY, "spool directory '%s' is in use by another "
-					  "process", s->dir);
-		else
-			rc = ember__error_errno(EMBER_ERR_IO, errno, "cannot lock spool directory '%s'",
-						s->dir);
-		goto fail;
-	}
-	if ((rc = scan(s)) < 0)
+	int rc = open_locked(s);
+	if (rc < 0 || (rc = scan(s)) < 0)
 		goto fail;
 	*out = s;
 	return 0;
@@ -193,14 +177,75 @@ fail:
 	return rc;
 }
 
+/* Opens the directory, owned (placed high, checked before use: ownfd.h). */
+static int open_dir(ember__spool *s)
+{
+	int rc = ember__local_open_dir(s->dir);
+	if (rc < 0)
+		return rc;
+	if (ember__ownfd_adopt(&s->dfd, rc) < 0)
+		return ember__error_errno(EMBER_ERR_IO, errno, "cannot open spool directory '%s'",
+					  s->dir);
+	s->dirfd = s->dfd.fd;
+	return 0;
+}
+
+/* Opens ".lock" in the directory, owned, and takes the lock. */
+static int take_lock(ember__spool *s)
+{
+	int fd = openat(s->dirfd, ".lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0 || ember__ownfd_adopt(&s->lock, fd) < 0)
+		return ember__error_errno(EMBER_ERR_IO, errno, "cannot create the lock file in spool "
+					  "directory '%s'", s->dir);
+	if (flock(s->lock.fd, LOCK_EX | LOCK_NB) < 0) {
+		if (errno == EWOULDBLOCK)
+			return ember__error(EMBER_ERR_BUSY, "spool directory '%s' is in use by another "
+					    "process", s->dir);
+		return ember__error_errno(EMBER_ERR_IO, errno, "cannot lock spool directory '%s'",
+					  s->dir);
+	}
+	return 0;
+}
+
+static int open_locked(ember__spool *s)
+{
+	int rc = open_dir(s);
+	return rc < 0 ? rc : take_lock(s);
+}
+
+/*
+ * Before each use: if the program closed or reused our directory or lock
+ * descriptor (a daemon closing every descriptor), leave its numbers alone,
+ * reopen by path what was lost - counted. Closing the lock descriptor
+ * released the lock: if another process took the spool meanwhile, we
+ * cannot use it any more (EMBER_ERR_BUSY).
+ */
+static int spool_check(ember__spool *s)
+{
+	int had_dir = s->dfd.fd >= 0, had_lock = s->lock.fd >= 0; /* -1: a reopen failed */
+	int dir_ok = ember__ownfd_check(&s->dfd), lock_ok = ember__ownfd_check(&s->lock);
+	if (dir_ok && lock_ok)
+		return 0;
+	s->reopens += (unsigned)(had_dir && !dir_ok) + (unsigned)(had_lock && !lock_ok);
+	int rc = dir_ok ? 0 : open_dir(s);
+	if (rc == 0 && !lock_ok)
+		rc = take_lock(s);
+	if (rc < 0) {
+		ember__ownfd_close(&s->dfd);
+		ember__ownfd_close(&s->lock);
+		s->dirfd = -1;
+		return ember__error(rc, "the program closed the spool's descriptors and they cannot be "
+				    "reopened: %s", ember_last_error());
+	}
+	return 0;
+}
+
 void ember__spool_close(ember__spool *s)
 {
 	if (!s)
 		return;
-	if (s->lockfd >= 0)
-		close(s->lockfd); /* releases the flock */
-	if (s->dirfd >= 0)
-		close(s->dirfd);
+	ember__ownfd_close(&s->lock); /* releases the flock */
+	ember__ownfd_close(&s->dfd);
 	free(s->files);
 	free(s->dir);
 	free(s);
@@ -219,6 +264,11 @@ uint64_t ember__spool_bytes(const ember__spool *s)
 const char *ember__spool_dir(const ember__spool *s)
 {
 	return s->dir;
+}
+
+uint64_t ember__spool_reopens(const ember__spool *s)
+{
+	return s->reopens;
 }
 
 /* ---- writing ---- */
@@ -278,6 +328,9 @@ int ember__spool_put(ember__spool *s, const ember__upload_item *it, const char *
 		return ember__error(EMBER_ERR_INVALID, "spool: window %u (%llu bytes) is larger than "
 				    "the spool limit (%llu bytes)", it->seq,
 				    (unsigned long long)size, (unsigned long long)s->max_bytes);
+	int rc = spool_check(s);
+	if (rc < 0)
+		return rc;
 	make_room(s, size, keep, evicted);
 
 	char name[NAME_LEN], tmp[64];
@@ -349,6 +402,9 @@ int ember__spool_load_oldest(ember__spool *s, ember__upload_item **out)
 	*out = NULL;
 	if (s->n == 0)
 		return 1;
+	int rc = spool_check(s);
+	if (rc < 0)
+		return rc;
 	const char *name = s->files[0].name;
 	int fd = openat(s->dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
@@ -403,6 +459,8 @@ int ember__spool_load_oldest(ember__spool *s, ember__upload_item **out)
 
 void ember__spool_remove(ember__spool *s, const char *name)
 {
+	if (spool_check(s) < 0)
+		return; /* the file stays; a later run sends it again */
 	for (size_t i = 0; i < s->n; i++)
 		if (!strcmp(s->files[i].name, name)) {
 			unlinkat(s->dirfd, name, 0);

@@ -56,6 +56,13 @@ uint64_t ember__spool_bytes(const ember__spool *s);
 const char *ember__spool_dir(const ember__spool *s);
 
 /*
+ * How many of the spool's descriptors (directory, lock) the program closed
+ * or reused and we reopened by path (see util/ownfd.h). Under the caller's
+ * lock, like every call here.
+ */
+uint64_t ember__spool_reopens(const ember__spool *s);
+
+/*
  * Writes `it` as a new file. To stay within max_bytes, first removes the
  * oldest files (never the one named `keep`, which may be NULL); their
  * number is added to *evicted. An item larger than max_bytes is not

@@ -81,6 +81,16 @@ check_absent() {
 	fi
 }
 
+# wait_for FILE : waits (up to ~30 s) for FILE to be non-empty.
+wait_for() {
+	i=0
+	while [ ! -s "$1" ] && [ $i -lt 300 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	[ -s "$1" ]
+}
+
 done_tests() {
 	if [ "$failures" -ne 0 ]; then
 		echo "$failures check(s) failed" >&2

@@ -2,15 +2,6 @@
 # and emberprof exits with the program's status (128+N).
 . "$(dirname "$0")/lib.sh"
 
-# wait_for FILE : waits (up to ~30 s) for FILE to be non-empty.
-wait_for() {
-	i=0
-	while [ ! -s "$1" ] && [ $i -lt 300 ]; do
-		sleep 0.1
-		i=$((i + 1))
-	done
-	[ -s "$1" ]
-}
 
 # A background job of a non-interactive shell starts with SIGINT and SIGQUIT
 # ignored (and so would the program); give emberprof default dispositions.

@@ -54,4 +54,33 @@ static int check_current_failed;
 
 #define CHECK_DONE() (check_failures ? 1 : 0)
 
+/* Scratch directories of the tests that write files. */
+#include <dirent.h>
+#include <stdlib.h>
+
+/* Entries of dir: with a suffix, the visible names containing it; without
+ * one, every entry but "." and "..". */
+static inline int check_count_dir(const char *dir, const char *suffix)
+{
+	DIR *d = opendir(dir);
+	int n = 0;
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		if (suffix ? de->d_name[0] != '.' && strstr(de->d_name, suffix)
+			   : strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			n++;
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+static inline void check_rm_rf(const char *dir)
+{
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", dir);
+}
+
 #endif

@@ -30,6 +30,7 @@ typedef struct fake_send {
 	uint32_t ok[256];   /* seq of delivered items, in order */
 	int nok;
 	int bad_body;       /* an item's body did not match its seq */
+	int down;           /* retryable failures are refused connections */
 } fake_send;
 
 static double now_s(void)
@@ -67,6 +68,7 @@ static void fake_send_fn(void *ctx, const ember__upload_item *it, const _Atomic 
 										 : f->def;
 	res->outcome = out;
 	res->retry_after_ms = out == EMBER__SEND_RETRY ? f->retry_after : -1;
+	res->server_down = out == EMBER__SEND_RETRY && f->down && !atomic_load(cancel);
 	snprintf(res->message, sizeof(res->message), "scripted %d", out);
 	if (out == EMBER__SEND_OK && f->nok < 256)
 		f->ok[f->nok++] = it->seq;
@@ -133,24 +135,10 @@ static char *temp_dir(void)
 
 static int count_files(const char *dir)
 {
-	DIR *d = opendir(dir);
-	int n = 0;
-	struct dirent *de;
-	while (d && (de = readdir(d)))
-		if (de->d_name[0] != '.' && strstr(de->d_name, EMBER_SPOOL_SUFFIX))
-			n++;
-	if (d)
-		closedir(d);
-	return n;
+	return check_count_dir(dir, EMBER_SPOOL_SUFFIX);
 }
 
-static void rm_rf(const char *dir)
-{
-	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", dir);
-}
+#define rm_rf check_rm_rf
 
 /* ---- tests ---- */
 
@@ -448,6 +436,67 @@ static void test_bad_options(void)
 	CHECK(p == NULL);
 }
 
+/*
+ * A refused connection (issue 13): the window goes to the spool at once,
+ * and the final flush returns without waiting for a server known to be
+ * down. A 10 min flush timeout: waiting for it would hang the test.
+ */
+static void test_refused_spools_at_once(void)
+{
+	fake_send f;
+	fake_init(&f, EMBER__SEND_RETRY);
+	f.down = 1;
+	char *dir = temp_dir();
+	ember__pipeline *p = make(&f, 4, dir, 1 << 20, 0);
+	CHECK_EQ_INT(ember__pipeline_start(p, &quiet), 0);
+	CHECK_EQ_INT(ember__pipeline_submit(p, item(0), 1, 600000, &quiet), 0);
+	CHECK_EQ_INT(ember__pipeline_server_down(p), 1);
+	CHECK(f.nattempts >= 1);
+	CHECK_EQ_INT(count_files(dir), 1); /* spooled before the flush returned */
+	ember_stats st = {0};
+	ember__pipeline_stats(p, &st);
+	CHECK_EQ_INT(st.uploads_spooled, 1);
+	ember__pipeline_free(p);
+	CHECK_EQ_INT(count_files(dir), 1); /* still there for the next run */
+	rm_rf(dir);
+}
+
+/* The same without a spool: not waited for, dropped and counted at shutdown. */
+static void test_refused_without_spool(void)
+{
+	fake_send f;
+	fake_init(&f, EMBER__SEND_RETRY);
+	f.down = 1;
+	ember__pipeline *p = make(&f, 4, NULL, 0, 0);
+	CHECK_EQ_INT(ember__pipeline_start(p, &quiet), 0);
+	ember__pipeline_enqueue(p, item(0));
+	CHECK_EQ_INT(ember__pipeline_flush(p, 600000), 1);
+	CHECK_EQ_INT(ember__pipeline_server_down(p), 1);
+	ember_stats st = {0};
+	ember__pipeline_stats(p, &st);
+	CHECK_EQ_INT(st.uploads_dropped, 0);
+	ember__pipeline_free(p);
+}
+
+/* A reachable but slow server is not "down": the flush waits its timeout
+ * (the request is still in flight when it returns). */
+static void test_slow_server_gets_the_flush_timeout(void)
+{
+	fake_send f;
+	fake_init(&f, EMBER__SEND_OK);
+	f.block = 1;
+	ember__pipeline *p = make(&f, 4, NULL, 0, 0);
+	CHECK_EQ_INT(ember__pipeline_start(p, &quiet), 0);
+	ember__pipeline_enqueue(p, item(0));
+	for (int i = 0; i < 10000 && !f.nattempts; i++)
+		nap_ms(1); /* the request is in flight */
+	CHECK_EQ_INT(ember__pipeline_flush(p, 300), 1);
+	CHECK_EQ_INT(ember__pipeline_server_down(p), 0);
+	CHECK_EQ_INT(f.nattempts, 1);
+	CHECK_EQ_INT(f.nok, 0);
+	ember__pipeline_free(p); /* cancels the request */
+}
+
 int main(void)
 {
 	RUN(test_order_and_retries);
@@ -462,5 +511,8 @@ int main(void)
 	RUN(test_cancel_at_shutdown);
 	RUN(test_jitter_keeps_order);
 	RUN(test_bad_options);
+	RUN(test_refused_spools_at_once);
+	RUN(test_refused_without_spool);
+	RUN(test_slow_server_gets_the_flush_timeout);
 	return CHECK_DONE();
 }

@@ -1,0 +1,46 @@
+/*
+ * logfd.c - the default log destination (logfd.h).
+ *
+ * The only global state: what descriptor 2 was when the library was
+ * loaded, written once by the constructor before main() and read-only
+ * afterwards, and the count of dropped lines (an atomic).
+ */
+#include "util/logfd.h"
+
+#include <stdatomic.h>
+#include <sys/stat.h>
+
+#include "util/fileio.h"
+
+static int err_known;      /* descriptor 2 was open at load time */
+static dev_t err_dev;
+static ino_t err_ino;
+static _Atomic uint64_t lost;
+
+/* Priority 101: before the preloaded agent starts (preload.c's constructor,
+ * default priority), whose thread may log at once. */
+__attribute__((constructor(101))) static void remember_stderr(void)
+{
+	struct stat st;
+	if (fstat(2, &st) == 0) {
+		err_dev = st.st_dev;
+		err_ino = st.st_ino;
+		err_known = 1;
+	}
+}
+
+int ember__logfd_write(const char *line, size_t n)
+{
+	struct stat st;
+	if (err_known && fstat(2, &st) == 0 && st.st_dev == err_dev && st.st_ino == err_ino) {
+		(void)ember__write_all(2, line, n);
+		return 0;
+	}
+	atomic_fetch_add(&lost, 1);
+	return -1;
+}
+
+uint64_t ember__logfd_lost(void)
+{
+	return atomic_load(&lost);
+}

@@ -1,0 +1,31 @@
+/*
+ * logfd.h - where the agent's default log lines go: the program's standard
+ * error, but only while descriptor 2 is still the file it was when the
+ * library was loaded.
+ *
+ * A daemon closes its descriptors at start and the next open() it makes -
+ * a client socket, a database file - may get number 2: a line written
+ * there would corrupt the program's own data. So the library remembers
+ * what descriptor 2 was (device and inode) before main() runs, and a log
+ * line is written only if it still is; otherwise it is dropped and
+ * counted (ember__logfd_lost()). No copy of descriptor 2 is kept: a
+ * daemon's forked child would inherit it and keep its caller's pipe open.
+ */
+#ifndef EMBER_LOGFD_H
+#define EMBER_LOGFD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * Writes the n bytes of one formatted line (ending in '\n') to standard
+ * error if descriptor 2 is still the program's original standard error.
+ * Returns 0 if written, -1 if dropped (counted). Calls only fstat(2) and
+ * write(2): async-signal-safe.
+ */
+int ember__logfd_write(const char *line, size_t n);
+
+/* Log lines dropped because descriptor 2 changed or was closed. */
+uint64_t ember__logfd_lost(void);
+
+#endif
