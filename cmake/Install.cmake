@@ -104,3 +104,6 @@ target_include_directories(emberprof_cli PRIVATE ${CMAKE_BINARY_DIR}/buildinfo)
 if(CMAKE_LIBRARY_ARCHITECTURE)
   target_compile_definitions(emberprof_cli PRIVATE EMBER_MULTIARCH="${CMAKE_LIBRARY_ARCHITECTURE}")
 endif()
+
+# The configuration summary (optional parts on/off and why).
+include(${CMAKE_CURRENT_LIST_DIR}/Summary.cmake)
