@@ -134,7 +134,19 @@ fi
 step "the installed emberprof, from a moved prefix"
 M=$T/moved
 mv "$P" "$M"
-"$M/bin/emberprof" version >"$T/version.out" 2>&1 || fail "emberprof version failed"
+EMBERPROF_SERVER_AUTH_TOKEN=tok-s3cr3t-1 AWS_SECRET_ACCESS_KEY=aws-s3cr3t-2 \
+	"$M/bin/emberprof" version >"$T/version.out" 2>&1 || fail "emberprof version failed"
+cat "$T/version.out"
+! grep -q 's3cr3t' "$T/version.out" || fail "emberprof version prints a secret from the environment"
+grep -E -q '^commit: ([0-9a-f]{40}(-dirty)?|unknown \(not built from a git checkout\))$' "$T/version.out" ||
+	fail "emberprof version: no commit line"
+if git -C "$SRC" rev-parse HEAD >/dev/null 2>&1; then
+	grep -q "^commit: $(git -C "$SRC" rev-parse HEAD)" "$T/version.out" ||
+		fail "emberprof version does not name the source's commit $(git -C "$SRC" rev-parse HEAD)"
+fi
+for part in libcurl libzip jemalloc "perf events" DWARF; do
+	grep -q "^  $part" "$T/version.out" || fail "emberprof version does not report $part"
+done
 grep -q "^preloads: $M/$LIBDIR/libemberprof_noalloc.so" "$T/version.out" ||
 	fail "the moved emberprof does not preload from its own prefix: $(grep preloads "$T/version.out")"
 "$M/bin/emberprof" run -q -o "$T/out_true" -- /bin/true || fail "emberprof run -- /bin/true: exit $?"
