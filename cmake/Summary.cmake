@@ -35,7 +35,13 @@ message(STATUS "  build type                          ${CMAKE_BUILD_TYPE}, ${CMA
 message(STATUS "  install prefix                      ${CMAKE_INSTALL_PREFIX} (libdir ${CMAKE_INSTALL_LIBDIR})")
 ember_summary_line("warnings are errors (EMBER_WERROR)" EMBER_WERROR "")
 ember_summary_line("sanitizers (EMBER_SANITIZE)" EMBER_SANITIZE "")
-ember_summary_line("tests (BUILD_TESTING)" BUILD_TESTING "")
+# include(CTest) comes after this file and defaults BUILD_TESTING to ON.
+if(NOT DEFINED BUILD_TESTING OR BUILD_TESTING)
+  set(ember_sum_tests ON)
+else()
+  set(ember_sum_tests OFF)
+endif()
+ember_summary_line("tests (BUILD_TESTING)" ember_sum_tests "")
 ember_summary_line("Pyroscope reporter (libcurl)" LIBCURL_FOUND
   "libcurl ${LIBCURL_VERSION} headers; libcurl4 is loaded when used")
 ember_summary_line("S3 reporter (jansson, libzip)" LIBZIP_FOUND
