@@ -13,7 +13,7 @@ deps:
 	@bash scripts/setup-deps.sh
 
 build: deps
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(WERROR_FLAG)
 	cmake --build $(BUILD) -j $(JOBS)
 
 # The main job: profile the bundled demo workload, no server needed.
@@ -24,12 +24,12 @@ test-unit: build
 	cd $(BUILD) && ctest --output-on-failure -j 2
 
 test-asan: deps
-	cmake -S . -B $(BUILD_ASAN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMBER_SANITIZE=ON
+	cmake -S . -B $(BUILD_ASAN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMBER_SANITIZE=ON $(WERROR_FLAG)
 	cmake --build $(BUILD_ASAN) -j $(JOBS)
 	cd $(BUILD_ASAN) && ctest --output-on-failure -j 2
 
 test-fuzz: deps
-	CC=clang CXX=clang++ cmake -S . -B $(BUILD_FUZZ) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMBER_FUZZ=ON
+	CC=clang CXX=clang++ cmake -S . -B $(BUILD_FUZZ) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMBER_FUZZ=ON $(WERROR_FLAG)
 	# Only the fuzz targets: the rest of the tree is built and tested with gcc above.
 	cmake --build $(BUILD_FUZZ) -j $(JOBS) --target fuzz_pprof_read fuzz_cfi fuzz_aws fuzz_jeheap fuzz_jfr_read fuzz_flame
 	cd $(BUILD_FUZZ) && ctest --output-on-failure -L fuzz
@@ -42,3 +42,34 @@ bench: build
 
 clean:
 	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD_FUZZ)
+
+# ---- warnings as errors, release builds, install, Debian package (issue 18) ----
+# Warnings are errors for `make test` (CI and developers), never by default:
+# a user's `make demo` or `cmake` build keeps whatever the cache has (off).
+WERROR_FLAG = $(if $(EMBER_WERROR),-DEMBER_WERROR=$(EMBER_WERROR))
+test test-unit test-asan test-fuzz test-release: EMBER_WERROR = ON
+BUILD_REL_GCC   ?= build-release-gcc
+BUILD_REL_CLANG ?= build-release-clang
+
+.PHONY: install test-release test-package clean-release
+
+# `make install [PREFIX=/usr/local] [DESTDIR=/stage]`
+install: build
+	cmake --install $(BUILD) $(if $(PREFIX),--prefix $(PREFIX))
+
+# The Release configuration, as a user or packager builds it, with both
+# compilers, warning-free (only built: the tests run in the builds above).
+test-release: deps
+	CC=gcc CXX=g++ cmake -S . -B $(BUILD_REL_GCC) -DCMAKE_BUILD_TYPE=Release $(WERROR_FLAG)
+	cmake --build $(BUILD_REL_GCC) -j $(JOBS)
+	CC=clang CXX=clang++ cmake -S . -B $(BUILD_REL_CLANG) -DCMAKE_BUILD_TYPE=Release $(WERROR_FLAG)
+	cmake --build $(BUILD_REL_CLANG) -j $(JOBS)
+
+# The Debian packages: built, checked by lintian, installed and run.
+test-package: deps
+	sh tests/install/test_deb.sh .
+
+test: test-release test-package
+clean: clean-release
+clean-release:
+	rm -rf $(BUILD_REL_GCC) $(BUILD_REL_CLANG)

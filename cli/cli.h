@@ -91,6 +91,12 @@ void ember__cli_run_flames(const char *dir, char *const *paths, size_t n);
 int ember__cli_longpolls(int argc, char **argv);
 void ember__cli_longpolls_usage(FILE *out);
 
+/* ---- version_cmd.c ---- */
+
+/* `emberprof version ...`; argv[0] is "version". Returns the exit code. */
+int ember__cli_version(int argc, char **argv);
+void ember__cli_version_usage(FILE *out);
+
 /* ---- program.c ---- */
 
 /*
@@ -112,7 +118,9 @@ int ember__cli_check_executable(const char *path);
 
 /*
  * Finds the library to preload: $EMBERPROF_LIB if set, else next to this
- * executable, else in ../lib relative to it, else in the install libdir.
+ * executable, else in its prefix's libdir relative to it (EMBER_REL_LIBDIR,
+ * e.g. ../lib/x86_64-linux-gnu), else in ../lib, else in the configured
+ * install libdir; the SONAME-versioned file first, then the plain name.
  * alloc_hook: 1 if the program needs emberprof's malloc (allocation
  * profiling with the emberprof backend): libemberprof.so; 0: preferably
  * libemberprof_noalloc.so, which leaves malloc alone, else libemberprof.so

@@ -57,7 +57,8 @@ static void usage(FILE *out)
 		"                                   write a flame graph page of the files\n"
 		"  diff --base FILE... --new FILE... [-o diff.html]\n"
 		"                                   compare two sets of profiles\n"
-		"  version                          print the version\n"
+		"  version [--short]                print the version, the commit and which\n"
+		"                                   optional parts work on this machine\n"
 		"  help [COMMAND]                   print this help, or a command's\n"
 		"\n"
 		"Run 'emberprof help run' for the options of run; docs/CONFIG.md lists every\n"
@@ -90,6 +91,10 @@ static int help(int argc, char **argv)
 		ember__cli_longpolls_usage(stdout);
 		return 0;
 	}
+	if (!strcmp(argv[1], "version")) {
+		ember__cli_version_usage(stdout);
+		return 0;
+	}
 	ember__cli_error("no help for unknown command '%s'", argv[1]);
 	usage(stderr);
 	return EMBER_EXIT_USAGE;
@@ -112,10 +117,8 @@ int main(int argc, char **argv)
 		return ember__cli_flame(argc - 1, argv + 1);
 	if (!strcmp(cmd, "diff"))
 		return ember__cli_diff(argc - 1, argv + 1);
-	if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
-		printf("emberprof %s\n", ember_version());
-		return 0;
-	}
+	if (!strcmp(cmd, "version") || !strcmp(cmd, "--version"))
+		return ember__cli_version(argc - 1, argv + 1);
 	if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h"))
 		return help(argc - 1, argv + 1);
 	ember__cli_error("unknown command '%s'", cmd);

@@ -204,6 +204,27 @@ static int finish_library(const char *found, char **out)
 	return 0;
 }
 
+/* Looks in `dir` (ending in '/') for `name` with its SONAME version
+ * (libemberprof.so.0: what a runtime package such as Debian's ships) or
+ * without (the development symlink); 1 and *out set if found. */
+static int find_in_dir(const char *dir, const char *name, char **out, int *rc)
+{
+	static const char *const suffix[] = {
+#ifdef EMBER_LIB_SOVERSION
+		"." EMBER_LIB_SOVERSION,
+#endif
+		"" };
+	for (size_t i = 0; i < sizeof(suffix) / sizeof(suffix[0]); i++) {
+		char cand[PATH_MAX + 128];
+		snprintf(cand, sizeof(cand), "%s%s%s", dir, name, suffix[i]);
+		if (usable_library(cand)) {
+			*rc = finish_library(cand, out);
+			return 1;
+		}
+	}
+	return 0;
+}
+
 /* Looks for the library file `name` in the places ember__cli_find_library
  * lists; 1 and *out set if found (or on an error, which it reports). */
 static int find_named(const char *name, char **out, int *rc)
@@ -215,23 +236,25 @@ static int find_named(const char *name, char **out, int *rc)
 		char *slash = strrchr(exe, '/');
 		if (slash)
 			*slash = '\0';
-		static const char *const rel[] = { "/", "/../lib/" };
+		/* The build tree; an installed prefix (its libdir relative to
+		 * bindir, e.g. ../lib/x86_64-linux-gnu, so a moved prefix works);
+		 * ../lib. */
+		static const char *const rel[] = {
+			"/",
+#ifdef EMBER_REL_LIBDIR
+			"/" EMBER_REL_LIBDIR "/",
+#endif
+			"/../lib/" };
 		for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
-			char cand[PATH_MAX + 64];
-			snprintf(cand, sizeof(cand), "%s%s%s", exe, rel[i], name);
-			if (usable_library(cand)) {
-				*rc = finish_library(cand, out);
+			char dir[PATH_MAX + 64];
+			snprintf(dir, sizeof(dir), "%s%s", exe, rel[i]);
+			if (find_in_dir(dir, name, out, rc))
 				return 1;
-			}
 		}
 	}
 #ifdef EMBER_INSTALL_LIBDIR
-	char cand[sizeof(EMBER_INSTALL_LIBDIR) + 64];
-	snprintf(cand, sizeof(cand), "%s/%s", EMBER_INSTALL_LIBDIR, name);
-	if (usable_library(cand)) {
-		*rc = finish_library(cand, out);
+	if (find_in_dir(EMBER_INSTALL_LIBDIR "/", name, out, rc))
 		return 1;
-	}
 #endif
 	return 0;
 }
@@ -252,8 +275,8 @@ int ember__cli_find_library(int alloc_hook, char **out)
 	if (find_named(EMBER_PRELOAD_LIBNAME, out, &rc))
 		return rc;
 	return ember__error(EMBER_EXIT_INTERNAL,
-			    "cannot find " EMBER_PRELOAD_LIBNAME " next to the emberprof executable "
-			    "or in ../lib; set EMBERPROF_LIB to its path");
+			    "cannot find " EMBER_PRELOAD_LIBNAME " next to the emberprof executable, "
+			    "in the libdir of its prefix or in ../lib; set EMBERPROF_LIB to its path");
 }
 
 /* Is the LD_PRELOAD entry [s, s+n) a sanitizer runtime (which must stay first)? */

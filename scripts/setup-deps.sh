@@ -24,6 +24,7 @@ PKGS=(
   libjemalloc-dev                       # the jemalloc backend of the memory profile: its tests and bench/heap.sh (with libjemalloc2)
   time                                  # /usr/bin/time: bench/heap.sh measures each run's CPU with it
   chromium                              # tests/flame: the flame graph pages are checked in a real browser
+  debhelper lintian                     # tests/install/test_deb.sh: build the Debian packages (debian/), check them
 )
 
 # The S3 tests run s3rver behind a SigV4-verifying front (Node.js). The

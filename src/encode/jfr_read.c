@@ -709,8 +709,10 @@ static int load_chunk(ember__jfr *j, chunk *ch, uint64_t off)
 	if (rc)
 		return rc;
 	for (uint64_t pos = EMBER_JFR_HEADER_SIZE; pos < ch->info.size;) {
-		int64_t type;
-		const uint8_t *body, *end;
+		/* Initialized: gcc -O2/-O3 cannot see that event_head sets them
+		 * whenever it returns 0. */
+		int64_t type = 0;
+		const uint8_t *body = NULL, *end = NULL;
 		if ((rc = event_head(ch, pos, &type, &body, &end)))
 			return rc;
 		if (type == 1 && (rc = parse_checkpoint(ch, body, end)))
@@ -818,8 +820,8 @@ int ember__jfr_next_event(ember__jfr *j, ember__jfr_event *ev)
 			j->cur_pos = EMBER_JFR_HEADER_SIZE;
 			continue;
 		}
-		int64_t type;
-		const uint8_t *body, *end;
+		int64_t type = 0; /* set by event_head on success (see load_chunk) */
+		const uint8_t *body = NULL, *end = NULL;
 		int rc = event_head(ch, j->cur_pos, &type, &body, &end);
 		if (rc)
 			return rc;

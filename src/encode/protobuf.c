@@ -223,7 +223,7 @@ int ember__pb_next(ember__pb_reader *r, ember__pb_field *f)
 {
 	if (r->p >= r->end)
 		return 0;
-	uint64_t key;
+	uint64_t key = 0; /* set when the read succeeds; gcc -O3 cannot tell */
 	int err = ember__pb_read_varint(&r->p, r->end, &key);
 	if (err)
 		return err;

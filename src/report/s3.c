@@ -260,10 +260,12 @@ static void s3_send(void *ctx, const ember__upload_item *it, const _Atomic int *
 	res->outcome = outcome;
 	int auth = res->http_status == 403 && !refresh && src;
 	char text[1024];
-	snprintf(text, sizeof(text), "PutObject s3://%s/%s: HTTP %d %s%s%s%s%s%s",
-		 p->bucket, key, res->http_status, code[0] ? code : "(no error code)",
-		 msg[0] ? ": " : "", msg, auth ? " (credentials from the " : "", auth ? src : "",
-		 auth ? ")" : "");
+	/* A message longer than text is cut: it is only logged. */
+	if (snprintf(text, sizeof(text), "PutObject s3://%s/%s: HTTP %d %s%s%s%s%s%s",
+		     p->bucket, key, res->http_status, code[0] ? code : "(no error code)",
+		     msg[0] ? ": " : "", msg, auth ? " (credentials from the " : "",
+		     auth ? src : "", auth ? ")" : "") < 0)
+		text[0] = '\0';
 	size_t tl = strlen(text);
 	if (tl >= sizeof(res->message))
 		tl = sizeof(res->message) - 1;

@@ -263,8 +263,8 @@ int ember__procmaps_slurp(const char *path, char **text, size_t *len)
 
 int ember__procmaps_read_file(const char *path, ember__procmaps *out)
 {
-	char *text;
-	size_t len;
+	char *text = NULL; /* set when slurp succeeds; gcc -O3 cannot tell */
+	size_t len = 0;
 	int err = ember__procmaps_slurp(path, &text, &len);
 	if (err)
 		return err;

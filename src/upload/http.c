@@ -427,6 +427,16 @@ static int json_string_field(const char *body, const char *key, char *out, size_
 	return 1;
 }
 
+/* Appends s to the string in out[cap], cutting it to fit (cap >= 1). */
+static void append_cut(char *out, size_t cap, const char *s)
+{
+	size_t n = strlen(out), k = strlen(s);
+	if (k > cap - 1 - n)
+		k = cap - 1 - n;
+	memcpy(out + n, s, k);
+	out[n + k] = '\0';
+}
+
 void ember__http_error_text(const char *body, size_t len, char *out, size_t cap)
 {
 	out[0] = '\0';
@@ -437,10 +447,12 @@ void ember__http_error_text(const char *body, size_t len, char *out, size_t cap)
 	while (i < len && isspace((unsigned char)body[i]))
 		i++;
 	if (i < len && body[i] == '{' && json_string_field(body, "message", msg, sizeof(msg))) {
-		if (json_string_field(body, "code", code, sizeof(code)))
-			snprintf(out, cap, "%s: %s", code, msg);
-		else
-			snprintf(out, cap, "%s", msg);
+		/* A longer text is cut at cap on purpose: it is only shown. */
+		if (json_string_field(body, "code", code, sizeof(code))) {
+			append_cut(out, cap, code);
+			append_cut(out, cap, ": ");
+		}
+		append_cut(out, cap, msg);
 		return;
 	}
 	size_t n = 0;
