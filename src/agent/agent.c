@@ -59,6 +59,10 @@ typedef struct ember__core {
 	ember__sigstate sig;
 	struct sigaction old_action;
 	ember__threads threads;
+	struct {
+		int32_t tid;
+		char name[16];
+	} tnames[256]; /* thread names seen, by tid modulo 256 (read_thread_name) */
 	ember__wall wall;
 	int64_t period_ns;
 
@@ -228,7 +232,15 @@ EMBER_API void ember_agent_shutdown(ember_agent *a)
 
 /* ---- the agent thread ---- */
 
-static void read_thread_name(int32_t tid, char *buf, size_t len)
+/*
+ * A thread's name for the thread_name label, on the agent thread: its
+ * /proc/self/task/TID/comm while it runs (remembered in c->tnames); once
+ * it is gone, the name remembered from an earlier look, or the one it had
+ * when it exited through the pthread_create hook (threads.c), or, for a
+ * thread that lived and died between two drains without the hook,
+ * "thread-TID": never a placeholder such as "?".
+ */
+static void read_thread_name(ember__core *c, int32_t tid, char *buf, size_t len)
 {
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/self/task/%d/comm", (int)tid);
@@ -239,6 +251,16 @@ static void read_thread_name(int32_t tid, char *buf, size_t len)
 			buf[strcspn(buf, "\n")] = '\0';
 		fclose(f);
 	}
+	size_t slot = (uint32_t)tid % (sizeof(c->tnames) / sizeof(c->tnames[0]));
+	if (buf[0]) {
+		c->tnames[slot].tid = tid;
+		snprintf(c->tnames[slot].name, sizeof(c->tnames[slot].name), "%s", buf);
+		return;
+	}
+	if (c->tnames[slot].tid == tid && tid != 0)
+		snprintf(buf, len, "%s", c->tnames[slot].name);
+	else if (!ember__threads_gone_name(&c->threads, tid, buf, len))
+		snprintf(buf, len, "thread-%d", (int)tid);
 }
 
 /* The unwind tables if this run uses them (kept, unused, in mode fp). */
@@ -273,8 +295,8 @@ static uint32_t wall_labels(const ember__sampbuf *b, ember__sample_rec *r, uint8
 }
 
 /* For JFR: the sample just added to `a` as an event of its thread. */
-static void log_event(ember__agg *a, int64_t time_ns, int32_t tid, uint64_t weight, uint32_t flags,
-		      int wall)
+static void log_event(ember__core *c, ember__agg *a, int64_t time_ns, int32_t tid,
+		      uint64_t weight, uint32_t flags, int wall)
 {
 	uint8_t state = !wall || (flags & EMBER_SAMPLE_RUNNING) ? EMBER_JFR_STATE_RUNNABLE
 			: (flags & EMBER_SAMPLE_SLEEPING)        ? EMBER_JFR_STATE_SLEEPING
@@ -283,9 +305,8 @@ static void log_event(ember__agg *a, int64_t time_ns, int32_t tid, uint64_t weig
 		       wall ? EMBER_JFR_WALL : EMBER_JFR_CPU, state);
 	if (!ember__agg_has_name(a, tid)) {
 		char name[32];
-		read_thread_name(tid, name, sizeof(name));
-		if (name[0])
-			ember__agg_set_name(a, tid, name);
+		read_thread_name(c, tid, name, sizeof(name));
+		ember__agg_set_name(a, tid, name);
 	}
 }
 
@@ -303,11 +324,11 @@ static void add_sample(ember__core *c, int32_t agg_tid, int32_t tid, uint32_t fl
 	if (ember__agg_add(a, agg_tid, pcs, depth, lb, lblen, weight) != 0)
 		atomic_fetch_add(&c->dropped_full, 1);
 	else if (c->want_jfr)
-		log_event(a, time_ns, tid, weight, flags, wall);
+		log_event(c, a, time_ns, tid, weight, flags, wall);
 	if (c->cfg.thread_labels && !ember__agg_has_name(a, agg_tid)) {
 		char name[32];
-		read_thread_name(agg_tid, name, sizeof(name));
-		ember__agg_set_name(a, agg_tid, name[0] ? name : "?");
+		read_thread_name(c, agg_tid, name, sizeof(name));
+		ember__agg_set_name(a, agg_tid, name);
 	}
 }
 

@@ -232,7 +232,9 @@ static int add_labels(builder *b, const ember__config *cfg, const ember__agg *a,
 		out->labels[k].str = ember__profile_strdup(b->p, tid);
 		k++;
 		out->labels[k].key = ember__profile_strdup(b->p, "thread_name");
-		out->labels[k].str = ember__profile_strdup(b->p, name ? name : "?");
+		char fallback[24]; /* the agent names every thread it saw; never "?" */
+		snprintf(fallback, sizeof(fallback), "thread-%d", (int)s->tid);
+		out->labels[k].str = ember__profile_strdup(b->p, name ? name : fallback);
 		k++;
 	}
 	out->nlabels = k;
