@@ -37,6 +37,7 @@
 #include "encode/jfr.h"
 #include "encode/pprof.h"
 #include "heap/heapprof.h"
+#include "report/pyroscope.h"
 #include "heap/jemalloc.h"
 #include "pollcatch/resolve.h"
 #include "sample/labels.h"
@@ -130,8 +131,9 @@ static unsigned asprof_hz(const ember__asprof_config *a)
 }
 
 /* Tells each reporter with a bind() callback about the agent it serves. */
-static int bind_reporters(const ember__config *cfg)
+static int bind_reporters(ember__config *cfg)
 {
+	unsigned clamp_depth = 0;
 	ember_tag *tags = calloc(cfg->ntags ? cfg->ntags : 1, sizeof(*tags));
 	if (!tags)
 		return ember__error_oom("tags");
@@ -149,10 +151,20 @@ static int bind_reporters(const ember__config *cfg)
 		.log_fn = cfg->log_fn,
 		.log_userdata = cfg->log_ud,
 		.log_level = (ember_log_level)cfg->log_level,
+		.wall_ms = cfg->backend == EMBER_BACKEND_ASYNC_PROFILER ? 0 : cfg->wall_ms,
+		.alloc = cfg->alloc_mean != 0,
+		.max_depth = cfg->max_depth,
 	};
 	int rc = 0;
 	for (size_t i = 0; rc == 0 && i < cfg->nreporters; i++) {
 		const ember_reporter *r = &cfg->reporters[i];
+		/* A reporter whose backend keeps fewer frames (Pyroscope: 1000)
+		 * caps the depth for all: stacks are unwound from the leaf, so
+		 * the frames kept are the leaf side, as in Pyroscope's own
+		 * agents (the server would cut the leaf side instead). */
+		unsigned cap = ember__reporter_max_depth(r);
+		if (cap && cfg->max_depth > cap)
+			clamp_depth = cap;
 		if (!r->bind)
 			continue;
 		ember__error_clear();
@@ -165,6 +177,8 @@ static int bind_reporters(const ember__config *cfg)
 		}
 	}
 	free(tags);
+	if (rc == 0 && clamp_depth)
+		cfg->max_depth = clamp_depth; /* the reporter has logged it */
 	return rc;
 }
 
@@ -978,9 +992,10 @@ static void log_upload_stats(const ember__core *c)
 	add_reporter_stats(c, &s);
 	ember__log(&c->cfg, EMBER_LOG_INFO,
 		   "uploads: %" PRIu64 " ok, %" PRIu64 " retried, %" PRIu64 " failed, %" PRIu64
-		   " spooled, %" PRIu64 " dropped, %" PRIu64 " bytes sent",
+		   " spooled, %" PRIu64 " dropped, %" PRIu64 " expired (too old for the server), %"
+		   PRIu64 " bytes sent",
 		   s.uploads_ok, s.uploads_retried, s.uploads_failed, s.uploads_spooled,
-		   s.uploads_dropped, s.bytes_sent);
+		   s.uploads_dropped, s.uploads_expired, s.bytes_sent);
 }
 
 static void log_heap_stats(const ember__core *c)

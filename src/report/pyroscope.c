@@ -30,6 +30,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +39,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "encode/pprof.h"
 #include "encode/protobuf.h"
 #include "upload/http.h"
 #include "upload/pipeline.h"
@@ -58,6 +60,7 @@ typedef struct pyro {
 	char **push_hdr, **ingest_hdr; /* complete header lines, NULL-terminated */
 	size_t npush_hdr, ningest_hdr;
 	unsigned flush_timeout_ms;
+	uint64_t max_age_ms; /* 0: no limit */
 	ember__http *http;
 	ember__pipeline *pipe;
 	ember__upload_log log;
@@ -163,15 +166,12 @@ int ember__pyroscope_check_info(const ember_agent_info *info, int protocol)
 	int rc = check_label("application name (service_name)", "service_name", app);
 	if (rc)
 		return rc;
-	if (protocol == EMBER_PYROSCOPE_INGEST)
+	if (protocol == EMBER_PYROSCOPE_INGEST || protocol == EMBER__PYRO_JFR)
 		for (const char *p = app; *p; p++)
 			if (!ingest_app_char(*p))
 				return ember__error(EMBER_ERR_INVALID, "Pyroscope /ingest: application "
 						    "name \"%s\" may only contain letters, digits and "
 						    "_ . - / (the push protocol has no such limit)", app);
-	/* Label names per series: __name__, service_name, the spy labels, the
-	 * tags that do not replace one of those, and the thread labels. */
-	size_t names = 2 + NOWN + (info->thread_labels ? 2 : 0);
 	for (size_t i = 0; i < info->ntags; i++) {
 		const ember_tag *t = &info->tags[i];
 		if ((rc = check_label("tag", t->key ? t->key : "", t->value ? t->value : "")))
@@ -179,15 +179,136 @@ int ember__pyroscope_check_info(const ember_agent_info *info, int protocol)
 		if (info->thread_labels && (!strcmp(t->key, "thread_id") || !strcmp(t->key, "thread_name")))
 			return ember__error(EMBER_ERR_INVALID, "Pyroscope: tag \"%s\" collides with the "
 					    "thread labels", t->key);
-		if (own_label_index(t->key) < 0)
-			names++;
+		if (!strcmp(t->key, "thread_state") && info->wall_ms)
+			return ember__error(EMBER_ERR_INVALID, "Pyroscope: tag \"thread_state\" collides "
+					    "with the label of wall-clock samples (--wall)");
 	}
-	if (names > EMBER_PYRO_MAX_LABELS)
-		return ember__error(EMBER_ERR_INVALID, "Pyroscope: %zu label names per series, but the "
-				    "server accepts at most %d (emberprof uses %d of them%s); remove "
-				    "some tags", names, EMBER_PYRO_MAX_LABELS, 2 + NOWN,
-				    info->thread_labels ? ", thread labels 2 more" : "");
+	/* Every profile type the agent will send, each with its own labels. */
+	const char *types[3] = {"cpu", NULL, NULL};
+	size_t nt = 1;
+	if (info->wall_ms)
+		types[nt++] = "wall";
+	if (info->alloc)
+		types[nt++] = "memory";
+	for (size_t k = 0; k < nt; k++) {
+		char why[512];
+		size_t names = ember__pyroscope_label_count(info, protocol, types[k], why, sizeof(why));
+		if (names > EMBER_PYRO_MAX_LABELS)
+			return ember__error(EMBER_ERR_INVALID, "Pyroscope: %s profiles would carry %zu "
+					    "label names per series, more than the server's %d "
+					    "(validation.max-label-names-per-series; a request with more "
+					    "is refused with 400): %s. Remove %zu tag%s or turn off a "
+					    "setting named here", types[k], names, EMBER_PYRO_MAX_LABELS,
+					    why, names - EMBER_PYRO_MAX_LABELS,
+					    names - EMBER_PYRO_MAX_LABELS == 1 ? "" : "s");
+	}
 	return 0;
+}
+
+/*
+ * How many label names a series of this profile type has once the server
+ * has built it, as a 1.x server counts them: Push keeps the series labels
+ * we send (distributor.Push, pushSeries adds service_name if absent), the
+ * ingester write path then adds each sample's labels whose names are not
+ * series labels yet (pkg/model/pprofsplit VisitSampleSeries,
+ * addSampleLabelsToLabelsBuilder) and validation.ValidateLabels counts
+ * them all. /ingest?format=pprof builds __name__, __delta__, pyroscope_spy
+ * and service_name itself (og/convert/pprof createLabels); format=jfr
+ * adds pyroscope_spy, __delta__, jfr_event, __name__ and service_name to
+ * the name's labels (jfr-parser pprof/pyroscope Labels).
+ */
+size_t ember__pyroscope_label_count(const ember_agent_info *info, int protocol, const char *type,
+				    char *why, size_t cap)
+{
+	int jfr = protocol == EMBER__PYRO_JFR;
+	int ingest = protocol == EMBER_PYROSCOPE_INGEST;
+	int wall = !jfr && type && !strcmp(type, "wall");
+	int mem = !jfr && type && !strcmp(type, "memory");
+	size_t tags = 0;
+	for (size_t i = 0; i < info->ntags; i++) {
+		const char *k = info->tags[i].key ? info->tags[i].key : "";
+		if (ingest ? strcmp(k, "service_name") && strcmp(k, "pyroscope_spy")
+			   : own_label_index(k) < 0)
+			tags++;
+	}
+	size_t base = jfr ? 5 : ingest ? 4 : 2 + NOWN + (size_t)mem;
+	size_t thr = !jfr && info->thread_labels ? 2 : 0;
+	size_t n = base + tags + thr + (size_t)wall;
+	if (why && cap) {
+		size_t o = (size_t)snprintf(why, cap, "%zu of the server's and emberprof's own (%s)",
+			base, jfr ? "__name__, service_name, pyroscope_spy, __delta__, jfr_event"
+			: ingest ? "__name__, service_name, pyroscope_spy, __delta__"
+			: mem ? "__name__, service_name, pyroscope_spy, otel.scope.name, "
+				"otel.scope.version, __delta__"
+			: "__name__, service_name, pyroscope_spy, otel.scope.name, otel.scope.version");
+		if (o < cap)
+			o += (size_t)snprintf(why + o, cap - o, ", %zu tag%s (--tag, EMBERPROF_TAGS, "
+					      "PYROSCOPE_LABELS)", tags, tags == 1 ? "" : "s");
+		if (thr && o < cap)
+			o += (size_t)snprintf(why + o, cap - o, ", thread_id and thread_name "
+					      "(--thread-labels, EMBERPROF_THREAD_LABELS)");
+		if (wall && o < cap)
+			snprintf(why + o, cap - o, ", thread_state (--wall, EMBERPROF_WALL)");
+	}
+	return n;
+}
+
+int ember__pyroscope_legacy_name(const char *name, char *out, size_t cap)
+{
+	int dots = 0;
+	if (!*name)
+		return EMBER_PYRO_NAME_REFUSED;
+	for (const char *c = name; *c; c++) {
+		int ok = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || *c == '_' ||
+			 (*c >= '0' && *c <= '9' && c != name);
+		if (*c == '.')
+			dots = 1;
+		else if (!ok)
+			return EMBER_PYRO_NAME_REFUSED;
+	}
+	if (!dots)
+		return EMBER_PYRO_NAME_OK;
+	if (out && cap) {
+		snprintf(out, cap, "%s", name);
+		for (char *c = out; *c; c++)
+			if (*c == '.')
+				*c = '_';
+	}
+	return EMBER_PYRO_NAME_REWRITTEN;
+}
+
+/*
+ * Warns, once at bind, about tag names a Pyroscope 1.x server rewrites
+ * (dots become '_') or refuses, and about two names that become one
+ * there. Current servers take them as they are, so this is no error.
+ */
+static void warn_legacy_names(const ember_agent_info *info, const ember__upload_log *log)
+{
+	for (size_t i = 0; i < info->ntags; i++) {
+		const char *k = info->tags[i].key;
+		char fixed[EMBER_PYRO_MAX_NAME_LEN + 1];
+		int how = ember__pyroscope_legacy_name(k, fixed, sizeof(fixed));
+		if (how == EMBER_PYRO_NAME_REFUSED)
+			ember__upload_logf(log, EMBER_LOG_WARN, "tag \"%s\": a Pyroscope 1.x server "
+					   "refuses this label name (only letters, digits, '_' and "
+					   "'.', not starting with a digit) and every upload with it; "
+					   "Pyroscope 2 accepts it", k);
+		if (how != EMBER_PYRO_NAME_REWRITTEN)
+			continue;
+		ember__upload_logf(log, EMBER_LOG_WARN, "tag \"%s\": a Pyroscope 1.x server stores "
+				   "this label as \"%s\" (dots become underscores)", k, fixed);
+		for (size_t j = 0; j < info->ntags; j++) {
+			char other[EMBER_PYRO_MAX_NAME_LEN + 1];
+			if (j != i && ember__pyroscope_legacy_name(info->tags[j].key, other,
+								     sizeof(other)) != EMBER_PYRO_NAME_REFUSED &&
+			    !strcmp(strchr(info->tags[j].key, '.') ? other : info->tags[j].key, fixed) &&
+			    strcmp(info->tags[j].value, info->tags[i].value))
+				ember__upload_logf(log, EMBER_LOG_WARN, "tags \"%s\" and \"%s\" become "
+						   "the same label on a Pyroscope 1.x server, which "
+						   "then refuses every upload (their values differ)",
+						   k, info->tags[j].key);
+		}
+	}
 }
 
 int ember__pyroscope_check_tenant(const char *t)
@@ -415,6 +536,16 @@ static char **jfr_headers(const pyro *p, const ember__upload_item *it, char *cty
 
 /* ---- sending (uploader thread) ---- */
 
+/* A refusal for the profile's age: the server's message says the profile
+ * is "outside of ingestion window" (pkg/validation/validate.go,
+ * NotInIngestionWindowErrorMsg), answered as invalid_argument (400). */
+static void mark_too_old(ember__send_result *res)
+{
+	if (res->outcome == EMBER__SEND_PERMANENT && res->http_status >= 400 &&
+	    res->http_status < 500 && strstr(res->message, "outside of ingestion window"))
+		res->too_old = 1;
+}
+
 static void pyro_send(void *ctx, const ember__upload_item *it, const _Atomic int *cancel,
 		      ember__send_result *res)
 {
@@ -454,6 +585,7 @@ static void pyro_send(void *ctx, const ember__upload_item *it, const _Atomic int
 		ember__http_post(p->http, &rq, cancel, res);
 		free(hdr);
 		free(url);
+		mark_too_old(res);
 		return;
 	} else {
 		res->outcome = EMBER__SEND_PERMANENT;
@@ -463,6 +595,7 @@ static void pyro_send(void *ctx, const ember__upload_item *it, const _Atomic int
 	}
 	ember__http_post(p->http, &rq, cancel, res);
 	free(url);
+	mark_too_old(res);
 }
 
 /* ---- the reporter callbacks ---- */
@@ -473,7 +606,7 @@ static int pyro_bind(void *ud, const ember_agent_info *info)
 	if (p->bound)
 		return ember__error(EMBER_ERR_INVALID, "this Pyroscope reporter is already attached "
 				    "to an agent; create one reporter per agent");
-	int rc = ember__pyroscope_check_info(info, p->jfr ? EMBER_PYROSCOPE_INGEST : p->protocol);
+	int rc = ember__pyroscope_check_info(info, p->jfr ? EMBER__PYRO_JFR : p->protocol);
 	if (rc)
 		return rc;
 	const char *svc = info->app_name;
@@ -496,11 +629,34 @@ static int pyro_bind(void *ud, const ember_agent_info *info)
 	}
 	if (p->jfr && (rc = make_jfr_name(p, svc, info)))
 		return rc;
+	/* A window is sent when it ends, so it is at least one interval old
+	 * (its time is its start): at or past the server's age limit every
+	 * window would be refused. */
+	if (p->max_age_ms && info->interval_ms && info->interval_ms >= p->max_age_ms)
+		return ember__error(EMBER_ERR_INVALID, "Pyroscope: the reporting interval (%u s) is "
+				    "not shorter than the %" PRIu64 " s the server accepts profiles "
+				    "after their start (validation.reject-older-than): every window "
+				    "would be refused. Use a shorter --interval, or set "
+				    "EMBERPROF_SERVER_MAX_AGE to the server's setting",
+				    info->interval_ms / 1000, p->max_age_ms / 1000);
 	p->hz = info->sample_rate_hz;
 	p->log.fn = info->log_fn;
 	p->log.ud = info->log_userdata;
 	p->log.level = info->log_level;
 	p->log.who = "pyroscope";
+	if (p->max_age_ms && info->interval_ms && info->interval_ms > p->max_age_ms / 2)
+		ember__upload_logf(&p->log, EMBER_LOG_WARN, "the reporting interval (%u s) leaves "
+				   "less than %u s of retries before a window is older than the %"
+				   PRIu64 " s the server accepts; such windows are dropped unsent",
+				   info->interval_ms / 1000,
+				   (unsigned)((p->max_age_ms - info->interval_ms) / 1000),
+				   p->max_age_ms / 1000);
+	warn_legacy_names(info, &p->log);
+	if (info->max_depth > EMBER_PYRO_MAX_DEPTH)
+		ember__upload_logf(&p->log, EMBER_LOG_WARN, "stacks are cut to %d frames (leaf side "
+				   "kept), the most the server keeps (validation.max-profile-"
+				   "stacktrace-depth), instead of the %u asked for",
+				   EMBER_PYRO_MAX_DEPTH, info->max_depth);
 	p->bound = 1;
 	return ember__pipeline_start(p->pipe, &p->log);
 }
@@ -518,12 +674,20 @@ static int bind_from_report(pyro *p, const ember_report *r)
 
 static ember__upload_item *encode_push(pyro *p, const ember_report *r, const char *metric)
 {
-	ember__pyro_label labels[2 + NOWN];
+	ember__pyro_label labels[3 + NOWN];
 	size_t n = 0;
 	labels[n++] = (ember__pyro_label){"__name__", metric};
 	labels[n++] = (ember__pyro_label){"service_name", p->service_name};
 	for (int i = 0; i < NOWN; i++)
 		labels[n++] = (ember__pyro_label){own_label_names[i], p->own_values[i]};
+	/* Each window's memory profile holds that window's allocations, not
+	 * running totals: without __delta__="false" a 1.x ingester takes
+	 * alloc_* as cumulative, drops each series' first profile and
+	 * subtracts the previous one from the next (pkg/phlaredb/head.go,
+	 * Head.Ingest). Pyroscope's own agents send it for such profiles;
+	 * /ingest adds it by itself. */
+	if (!strcmp(metric, "memory"))
+		labels[n++] = (ember__pyro_label){"__delta__", "false"};
 	char id[37];
 	ember__uuid4(id);
 	uint8_t *body;
@@ -551,6 +715,19 @@ static ember__upload_item *encode_ingest(pyro *p, const ember_report *r)
 	return it;
 }
 
+/* Does the report's pprof hold no sample? (Also for an unreadable one: no.) */
+static int pprof_is_empty(const ember_report *r)
+{
+	ember__profile *prof = NULL;
+	if (!r->pprof || !r->pprof_len)
+		return 1;
+	if (ember__pprof_read(r->pprof, r->pprof_len, &prof) != 0)
+		return 0;
+	int empty = prof->nsamples == 0;
+	ember__profile_free(prof);
+	return empty;
+}
+
 static int pyro_report(void *ud, const ember_report *r)
 {
 	pyro *p = ud;
@@ -572,6 +749,17 @@ static int pyro_report(void *ud, const ember_report *r)
 	if (!metric)
 		return ember__error(EMBER_ERR_INVALID, "Pyroscope reporter: profile type \"%s\" has no "
 				    "Pyroscope name", r->profile_type ? r->profile_type : "");
+	/* A profile without samples (the final window's memory profile, say)
+	 * is stored by nobody (the server drops it: pkg/phlaredb/head.go
+	 * Head.Ingest, distributor pushSeries): send nothing, but a final
+	 * window still waits for what is queued. */
+	if (!jfr && r->samples == 0 && pprof_is_empty(r)) {
+		ember__upload_logf(&p->log, EMBER_LOG_DEBUG, "window %" PRIu32 " (%s) has no samples: "
+				   "not sent", r->seq, r->profile_type ? r->profile_type : "");
+		if (r->final)
+			return ember__pipeline_submit(p->pipe, NULL, 1, p->flush_timeout_ms, &p->log);
+		return 0;
+	}
 	ember__upload_item *it = jfr ? encode_jfr(p, r)
 			       : p->protocol == EMBER_PYROSCOPE_INGEST ? encode_ingest(p, r)
 								       : encode_push(p, r, metric);
@@ -797,6 +985,8 @@ EMBER_API int ember_reporter_pyroscope(ember_reporter *out, const ember_pyroscop
 	p->protocol = o.protocol;
 	p->jfr = o.formats == EMBER_FORMAT_JFR;
 	p->flush_timeout_ms = o.flush_timeout_ms ? o.flush_timeout_ms : 5000;
+	p->max_age_ms = o.max_age_s == UINT_MAX ? 0
+			: (uint64_t)(o.max_age_s ? o.max_age_s : EMBER_PYRO_MAX_AGE_S) * 1000;
 	p->log.level = EMBER_LOG_WARN;
 	p->log.who = "pyroscope";
 	static const char *const push_fixed[] = {"Content-Type: application/proto",
@@ -830,6 +1020,8 @@ EMBER_API int ember_reporter_pyroscope(ember_reporter *out, const ember_pyroscop
 		.jitter_ms = o.upload_jitter_ms,
 		.send = pyro_send,
 		.send_ctx = p,
+		.max_age_ms = p->max_age_ms,
+		.max_age_what = "EMBERPROF_SERVER_MAX_AGE, the server's validation.reject-older-than",
 	};
 	if ((rc = ember__pipeline_new(&p->pipe, &po)))
 		goto fail;
@@ -844,4 +1036,9 @@ EMBER_API int ember_reporter_pyroscope(ember_reporter *out, const ember_pyroscop
 fail:
 	pyro_destroy(p);
 	return rc;
+}
+
+unsigned ember__reporter_max_depth(const ember_reporter *r)
+{
+	return r && r->report == pyro_report ? EMBER_PYRO_MAX_DEPTH : ember__multi_max_depth(r);
 }

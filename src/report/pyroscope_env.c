@@ -560,6 +560,19 @@ static int read_delivery(env_opts *e)
 	}
 	if ((v = getenv("EMBERPROF_SERVER_USER_AGENT")) && *v)
 		e->o.user_agent_suffix = v;
+	/* The server's validation.reject-older-than: "0" for a server that
+	 * has it off (no limit), else a duration of whole seconds. */
+	if ((v = getenv("EMBERPROF_SERVER_MAX_AGE")) && *v) {
+		if (!strcmp(v, "0")) {
+			e->o.max_age_s = UINT_MAX;
+		} else if (ember__parse_duration_ms(v, &ms) || ms < 60000 || ms % 1000) {
+			return bad_var("EMBERPROF_SERVER_MAX_AGE", v, 0, "expected the server's "
+				       "validation.reject-older-than as a duration of at least 1m, "
+				       "such as 1h, or 0 for no limit");
+		} else {
+			e->o.max_age_s = (unsigned)(ms / 1000);
+		}
+	}
 	return 0;
 }
 
@@ -573,6 +586,7 @@ static const char *const server_vars[] = {
 	"EMBERPROF_SERVER_SPOOL_DIR",	   "EMBERPROF_SERVER_SPOOL_MAX",
 	"EMBERPROF_SERVER_QUEUE_LEN",	   "EMBERPROF_SERVER_UPLOAD_JITTER",
 	"EMBERPROF_SERVER_FLUSH_TIMEOUT",   "EMBERPROF_SERVER_USER_AGENT",
+	"EMBERPROF_SERVER_MAX_AGE",
 };
 
 int ember__pyroscope_apply_env(ember_builder *b)
