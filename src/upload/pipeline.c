@@ -262,6 +262,17 @@ int ember__pipeline_enqueue(ember__pipeline *p, ember__upload_item *it)
 
 /* ---- the uploader ---- */
 
+/* cur is delivered or dropped for good: its spool file goes, it is freed. Under mu. */
+static void done_with_cur(ember__pipeline *p)
+{
+	if (p->cur->spool_name && p->spool)
+		ember__spool_remove(p->spool, p->cur->spool_name);
+	ember__upload_item_free(p->cur);
+	p->cur = NULL;
+	p->attempts = 0;
+	p->retry_at = 0;
+}
+
 static int64_t real_ns(void)
 {
 	struct timespec ts;
@@ -288,12 +299,7 @@ static int drop_if_expired(ember__pipeline *p)
 			   "%" PRId64 " s ago%s, older than the %" PRIu64 " s the server accepts (%s)",
 			   it->seq, age_ms / 1000, it->spool_name ? " (from the spool)" : "",
 			   p->o.max_age_ms / 1000, p->o.max_age_what ? p->o.max_age_what : "max age");
-	if (it->spool_name && p->spool)
-		ember__spool_remove(p->spool, it->spool_name);
-	ember__upload_item_free(it);
-	p->cur = NULL;
-	p->attempts = 0;
-	p->retry_at = 0;
+	done_with_cur(p);
 	return 1;
 }
 
@@ -363,12 +369,7 @@ static void finish_attempt(ember__pipeline *p, const ember__send_result *r)
 		ember__upload_logf(&p->log, EMBER_LOG_ERROR, "server refused window %" PRIu32
 				   ", dropped: %s", it->seq, r->message);
 	}
-	if (it->spool_name && p->spool)
-		ember__spool_remove(p->spool, it->spool_name);
-	ember__upload_item_free(it);
-	p->cur = NULL;
-	p->attempts = 0;
-	p->retry_at = 0;
+	done_with_cur(p);
 }
 
 static void *uploader_main(void *arg)
