@@ -311,6 +311,28 @@ static void warn_legacy_names(const ember_agent_info *info, const ember__upload_
 	}
 }
 
+uint64_t ember__pyroscope_max_age_ms(const ember_pyroscope_options *o)
+{
+	if (o->max_age_s == UINT_MAX)
+		return 0;
+	return (uint64_t)(o->max_age_s ? o->max_age_s : EMBER_PYRO_MAX_AGE_S) * 1000;
+}
+
+int ember__pyroscope_check_age(unsigned interval_ms, uint64_t max_age_ms)
+{
+	/* A window is sent when it ends, so it is at least one interval old
+	 * (its time is its start): at or past the server's age limit every
+	 * window would be refused. */
+	if (max_age_ms && interval_ms && interval_ms >= max_age_ms)
+		return ember__error(EMBER_ERR_INVALID, "Pyroscope: the reporting interval (%u s) is "
+				    "not shorter than the %" PRIu64 " s after their start within which "
+				    "the server accepts profiles (validation.reject-older-than): every "
+				    "window would be refused. Use a shorter --interval, or set "
+				    "EMBERPROF_SERVER_MAX_AGE to the server's setting",
+				    interval_ms / 1000, max_age_ms / 1000);
+	return 0;
+}
+
 int ember__pyroscope_check_tenant(const char *t)
 {
 	size_t n = strlen(t);
@@ -629,16 +651,8 @@ static int pyro_bind(void *ud, const ember_agent_info *info)
 	}
 	if (p->jfr && (rc = make_jfr_name(p, svc, info)))
 		return rc;
-	/* A window is sent when it ends, so it is at least one interval old
-	 * (its time is its start): at or past the server's age limit every
-	 * window would be refused. */
-	if (p->max_age_ms && info->interval_ms && info->interval_ms >= p->max_age_ms)
-		return ember__error(EMBER_ERR_INVALID, "Pyroscope: the reporting interval (%u s) is "
-				    "not shorter than the %" PRIu64 " s the server accepts profiles "
-				    "after their start (validation.reject-older-than): every window "
-				    "would be refused. Use a shorter --interval, or set "
-				    "EMBERPROF_SERVER_MAX_AGE to the server's setting",
-				    info->interval_ms / 1000, p->max_age_ms / 1000);
+	if ((rc = ember__pyroscope_check_age(info->interval_ms, p->max_age_ms)))
+		return rc;
 	p->hz = info->sample_rate_hz;
 	p->log.fn = info->log_fn;
 	p->log.ud = info->log_userdata;
@@ -985,8 +999,7 @@ EMBER_API int ember_reporter_pyroscope(ember_reporter *out, const ember_pyroscop
 	p->protocol = o.protocol;
 	p->jfr = o.formats == EMBER_FORMAT_JFR;
 	p->flush_timeout_ms = o.flush_timeout_ms ? o.flush_timeout_ms : 5000;
-	p->max_age_ms = o.max_age_s == UINT_MAX ? 0
-			: (uint64_t)(o.max_age_s ? o.max_age_s : EMBER_PYRO_MAX_AGE_S) * 1000;
+	p->max_age_ms = ember__pyroscope_max_age_ms(&o);
 	p->log.level = EMBER_LOG_WARN;
 	p->log.who = "pyroscope";
 	static const char *const push_fixed[] = {"Content-Type: application/proto",

@@ -98,6 +98,13 @@ unsigned ember__reporter_max_depth(const ember_reporter *r);
 /* The same for the reporters inside an ember_reporter_multi() (multi.c). */
 unsigned ember__multi_max_depth(const ember_reporter *r);
 
+/* The age limit of options o in ms (max_age_s: 0 = the default, UINT_MAX = none -> 0). */
+uint64_t ember__pyroscope_max_age_ms(const ember_pyroscope_options *o);
+
+/* Refuses (EMBER_ERR_INVALID, naming both settings) a reporting interval at
+ * or above the server's age limit: every window would be too old. */
+int ember__pyroscope_check_age(unsigned interval_ms, uint64_t max_age_ms);
+
 /* Checks a tenant id (X-Scope-OrgID): 1..150 of [A-Za-z0-9!-_.*'()], not "." or "..". */
 int ember__pyroscope_check_tenant(const char *tenant);
 

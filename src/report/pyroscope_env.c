@@ -620,13 +620,20 @@ int ember__pyroscope_apply_env(ember_builder *b)
 	}
 	for (size_t i = 0; i < b->cfg.ntags; i++)
 		tags[i] = (ember_tag){b->cfg.tags[i].key, b->cfg.tags[i].value};
+	int asprof = b->cfg.backend == EMBER_BACKEND_ASYNC_PROFILER;
 	ember_agent_info info = {.app_name = b->cfg.app_name, .tags = tags, .ntags = b->cfg.ntags,
-				 .thread_labels = b->cfg.thread_labels};
+				 .thread_labels = b->cfg.thread_labels,
+				 .interval_ms = b->cfg.interval_ms,
+				 .wall_ms = asprof ? 0 : b->cfg.wall_ms,
+				 .alloc = b->cfg.alloc_mean != 0,
+				 .max_depth = b->cfg.max_depth};
 	/* The async-profiler backend produces JFR, sent to /ingest?format=jfr. */
-	if (b->cfg.backend == EMBER_BACKEND_ASYNC_PROFILER)
+	if (asprof)
 		e.o.formats = EMBER_FORMAT_JFR;
-	rc = ember__pyroscope_check_info(&info, e.o.formats == EMBER_FORMAT_JFR ? EMBER_PYROSCOPE_INGEST
+	rc = ember__pyroscope_check_info(&info, e.o.formats == EMBER_FORMAT_JFR ? EMBER__PYRO_JFR
 										 : e.o.protocol);
+	if (rc == 0)
+		rc = ember__pyroscope_check_age(info.interval_ms, ember__pyroscope_max_age_ms(&e.o));
 	free(tags);
 	if (rc) {
 		char why[EMBER_ERROR_MAX];

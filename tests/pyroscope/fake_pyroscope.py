@@ -1081,6 +1081,15 @@ def serve(args):
         f.write("%d %d\n" % (STATE.data.port, ctl.server_address[1]))
     os.rename(tmp, args.port_file)
     threading.Thread(target=lambda: (time.sleep(args.lifetime), os._exit(0)), daemon=True).start()
+    # A test that fails exits without stopping us: follow it (reparented),
+    # so that CTest, which waits for our end of its output, is not held.
+    parent = os.getppid()
+
+    def orphan_watch():
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(0)
+    threading.Thread(target=orphan_watch, daemon=True).start()
     ctl.serve_forever()
 
 
