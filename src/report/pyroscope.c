@@ -195,11 +195,10 @@ int ember__pyroscope_check_info(const ember_agent_info *info, int protocol)
 		size_t names = ember__pyroscope_label_count(info, protocol, types[k], why, sizeof(why));
 		if (names > EMBER_PYRO_MAX_LABELS)
 			return ember__error(EMBER_ERR_INVALID, "Pyroscope: %s profiles would carry %zu "
-					    "label names per series, more than the server's %d "
-					    "(validation.max-label-names-per-series; a request with more "
-					    "is refused with 400): %s. Remove %zu tag%s or turn off a "
-					    "setting named here", types[k], names, EMBER_PYRO_MAX_LABELS,
-					    why, names - EMBER_PYRO_MAX_LABELS,
+					    "label names per series, over the server's %d "
+					    "(max-label-names-per-series; it refuses them): %s; remove %zu "
+					    "tag%s or one of these settings", types[k], names,
+					    EMBER_PYRO_MAX_LABELS, why, names - EMBER_PYRO_MAX_LABELS,
 					    names - EMBER_PYRO_MAX_LABELS == 1 ? "" : "s");
 	}
 	return 0;
@@ -235,12 +234,11 @@ size_t ember__pyroscope_label_count(const ember_agent_info *info, int protocol, 
 	size_t thr = !jfr && info->thread_labels ? 2 : 0;
 	size_t n = base + tags + thr + (size_t)wall;
 	if (why && cap) {
-		size_t o = (size_t)snprintf(why, cap, "%zu of the server's and emberprof's own (%s)",
+		size_t o = (size_t)snprintf(why, cap, "%zu own (%s)",
 			base, jfr ? "__name__, service_name, pyroscope_spy, __delta__, jfr_event"
 			: ingest ? "__name__, service_name, pyroscope_spy, __delta__"
-			: mem ? "__name__, service_name, pyroscope_spy, otel.scope.name, "
-				"otel.scope.version, __delta__"
-			: "__name__, service_name, pyroscope_spy, otel.scope.name, otel.scope.version");
+			: mem ? "__name__, service_name, 3 spy labels, __delta__"
+			: "__name__, service_name, 3 spy labels");
 		if (o < cap)
 			o += (size_t)snprintf(why + o, cap - o, ", %zu tag%s (--tag, EMBERPROF_TAGS, "
 					      "PYROSCOPE_LABELS)", tags, tags == 1 ? "" : "s");

@@ -250,7 +250,7 @@ static void test_label_rules(void)
 	/* 5 of emberprof's own + 25 tags = 30: fits; one more does not. */
 	ember_agent_info ok = {.app_name = "app", .tags = t, .ntags = 25};
 	CHECK_EQ_INT(ember__pyroscope_check_info(&ok, EMBER_PYROSCOPE_PUSH), 0);
-	CHECK(info_refused("app", t, 26, 0, EMBER_PYROSCOPE_PUSH, "more than the server's 30"));
+	CHECK(info_refused("app", t, 26, 0, EMBER_PYROSCOPE_PUSH, "over the server's 30"));
 	/* Tags replacing our own labels do not count twice. */
 	t[0] = (ember_tag){"service_name", "svc"};
 	t[1] = (ember_tag){"pyroscope_spy", "custom"};
