@@ -13,11 +13,13 @@
  * (Pyroscope's distributor writes the service version into it,
  * injectMappingVersions in pkg/distributor/distributor.go).
  *
- * A frame whose address lies outside every executable mapping of the
- * process never becomes a location: the unwinder read a data word as a
- * return address (e.g. the frame-pointer rule above main, where glibc's
+ * A caller frame whose address lies outside every executable mapping of
+ * the process never becomes a location: the unwinder read a data word as
+ * a return address (e.g. the frame-pointer rule above main, where glibc's
  * frames keep no frame pointer). The stack is cut there, keeping the
  * frames below it (leaf side), which were unwound before the bad step.
+ * The leaf, the interrupted PC, was code when the sample was taken and is
+ * always kept (its library may have been unloaded since).
  */
 #include "agent/window.h"
 
@@ -131,18 +133,22 @@ static void main_mapping_first(builder *b)
 		mapping_for(b, si.module);
 }
 
-static uint32_t location_for(builder *b, uint64_t addr)
+/* The location of addr; `leaf`: addr is an interrupted PC, which was code
+ * when the sample was taken even if its library is gone now. */
+static uint32_t location_for(builder *b, uint64_t addr, int leaf)
 {
 	int inserted;
 	uint64_t *v = ember__u64map_put(&b->locs, addr, &inserted);
 	if (!v)
 		return 0;
-	if (!inserted)
+	if (!inserted && !(leaf && *v == NO_LOCATION))
 		return (uint32_t)*v;
 	ember__location loc = {.address = addr};
 	ember__symbol_info si;
+	if (!inserted) /* a leaf where a caller was refused: a bare location */
+		return ember__profile_add_location(b->p, &loc);
 	if (b->sym && ember__symbolizer_lookup(b->sym, addr, &si) == 0) {
-		if (!si.module && !in_exec_mapping(b, addr)) {
+		if (!si.module && !leaf && !in_exec_mapping(b, addr)) {
 			/* not code: remembered as "no location" (see the top) */
 			v = ember__u64map_get(&b->locs, addr);
 			*v = NO_LOCATION;
@@ -278,7 +284,7 @@ int ember__window_profile(const ember__agg *a, ember__symbolizer *sym, const emb
 		smp.nlocs = s->depth;
 		for (uint32_t d = 0; d < s->depth; d++) {
 			uint64_t addr = d == 0 || s->pcs[d] == 0 ? s->pcs[d] : s->pcs[d] - 1;
-			smp.locs[d] = location_for(&b, addr);
+			smp.locs[d] = location_for(&b, addr, d == 0);
 			if (smp.locs[d] == NO_LOCATION) {
 				smp.nlocs = d; /* cut at the first frame that is not code */
 				break;
@@ -325,7 +331,7 @@ int ember__window_rows(ember__profile *p, ember__symbolizer *sym, const ember__c
 		smp.nlocs = r->depth;
 		for (uint32_t d = 0; d < r->depth && rc == 0; d++) {
 			uint64_t addr = d == 0 || r->pcs[d] == 0 ? r->pcs[d] : r->pcs[d] - 1;
-			if ((smp.locs[d] = location_for(&b, addr)) == NO_LOCATION) {
+			if ((smp.locs[d] = location_for(&b, addr, d == 0)) == NO_LOCATION) {
 				smp.nlocs = d; /* cut at the first frame that is not code */
 				break;
 			}
