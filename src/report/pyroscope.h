@@ -36,6 +36,20 @@
 #define EMBER_PYRO_MAX_DEPTH 1000       /* frames per stack kept (validation.max-profile-stacktrace-depth) */
 #define EMBER_PYRO_MAX_AGE_S 3600       /* profiles older are refused (validation.reject-older-than) */
 
+/* emberprof's own ("spy") series labels, named here, valued in pyroscope.c. */
+#define EMBER_PYRO_NOWN 3
+extern const char *const ember__pyro_own_names[EMBER_PYRO_NOWN];
+
+/* Index of name among the spy labels, EMBER_PYRO_NOWN for "service_name", else -1. */
+int ember__pyroscope_own_label(const char *name);
+
+/* A character the legacy /ingest allows in an application name. */
+int ember__pyroscope_ingest_app_char(char c);
+
+/* Logs, at warning level, each tag name a 1.x server rewrites or refuses. */
+struct ember__upload_log;
+void ember__pyroscope_warn_names(const ember_agent_info *info, const struct ember__upload_log *log);
+
 /* The "protocol" of a reporter sending JFR to /ingest?format=jfr (internal). */
 #define EMBER__PYRO_JFR 100
 
