@@ -187,6 +187,13 @@ typedef struct ember_agent_info {
 	ember_log_fn log_fn;       /**< the agent's log callback (NULL: stderr) */
 	void *log_userdata;
 	ember_log_level log_level;
+	/* Since 0.2 (appended: a reporter built against an older header never
+	 * reads them). What the agent will report, so that a reporter can
+	 * check each profile type's labels against its backend at build. */
+	unsigned wall_ms;          /**< wall-clock profiles every window (label
+				        thread_state), 0: none */
+	int alloc;                 /**< memory (allocation) profiles are reported */
+	unsigned max_depth;        /**< frames kept per stack */
 } ember_agent_info;
 
 /**
@@ -262,6 +269,10 @@ typedef struct ember_stats {
 	/* The host program's descriptors (since 0.2). */
 	uint64_t fds_reopened;        /**< descriptors of ours the program closed or reused
 					   (output directory, spool, log), reopened by path */
+	/* Network reporters, since 0.2. */
+	uint64_t uploads_expired;     /**< windows older than the server accepts (Pyroscope:
+					   1 h, EMBERPROF_SERVER_MAX_AGE): dropped unsent,
+					   or refused by the server as too old; logged */
 } ember_stats;
 
 /* ---- version and errors ---- */
@@ -592,6 +603,12 @@ typedef struct ember_pyroscope_options {
 					     "jfr" part, whatever the protocol, the static tags in
 					     the name ("app{k=v,...}"), as Pyroscope's Java agent
 					     sends them. For the async-profiler backend. */
+	unsigned max_age_s;             /**< the server refuses profiles that started more
+					     than this long ago (Pyroscope's
+					     validation.reject-older-than); 0: the default,
+					     3600; UINT_MAX: no limit. Older windows are
+					     dropped unsent (uploads_expired), never
+					     re-dated. Since 0.2. */
 } ember_pyroscope_options;
 
 #ifdef __cplusplus

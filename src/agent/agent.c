@@ -37,6 +37,7 @@
 #include "encode/jfr.h"
 #include "encode/pprof.h"
 #include "heap/heapprof.h"
+#include "report/pyroscope.h"
 #include "heap/jemalloc.h"
 #include "pollcatch/resolve.h"
 #include "sample/sigvirt.h"
@@ -60,6 +61,10 @@ typedef struct ember__core {
 	ember__sigstate sig;
 	struct sigaction old_action;
 	ember__threads threads;
+	struct {
+		int32_t tid;
+		char name[16];
+	} tnames[256]; /* thread names seen, by tid modulo 256 (read_thread_name) */
 	ember__wall wall;
 	int64_t period_ns;
 
@@ -131,8 +136,9 @@ static unsigned asprof_hz(const ember__asprof_config *a)
 }
 
 /* Tells each reporter with a bind() callback about the agent it serves. */
-static int bind_reporters(const ember__config *cfg)
+static int bind_reporters(ember__config *cfg)
 {
+	unsigned clamp_depth = 0;
 	ember_tag *tags = calloc(cfg->ntags ? cfg->ntags : 1, sizeof(*tags));
 	if (!tags)
 		return ember__error_oom("tags");
@@ -150,10 +156,20 @@ static int bind_reporters(const ember__config *cfg)
 		.log_fn = cfg->log_fn,
 		.log_userdata = cfg->log_ud,
 		.log_level = (ember_log_level)cfg->log_level,
+		.wall_ms = cfg->backend == EMBER_BACKEND_ASYNC_PROFILER ? 0 : cfg->wall_ms,
+		.alloc = cfg->alloc_mean != 0,
+		.max_depth = cfg->max_depth,
 	};
 	int rc = 0;
 	for (size_t i = 0; rc == 0 && i < cfg->nreporters; i++) {
 		const ember_reporter *r = &cfg->reporters[i];
+		/* A reporter whose backend keeps fewer frames (Pyroscope: 1000)
+		 * caps the depth for all: stacks are unwound from the leaf, so
+		 * the frames kept are the leaf side, as in Pyroscope's own
+		 * agents (the server would cut the leaf side instead). */
+		unsigned cap = ember__reporter_max_depth(r);
+		if (cap && cfg->max_depth > cap)
+			clamp_depth = cap;
 		if (!r->bind)
 			continue;
 		ember__error_clear();
@@ -166,6 +182,8 @@ static int bind_reporters(const ember__config *cfg)
 		}
 	}
 	free(tags);
+	if (rc == 0 && clamp_depth)
+		cfg->max_depth = clamp_depth; /* the reporter has logged it */
 	return rc;
 }
 
@@ -233,7 +251,15 @@ EMBER_API void ember_agent_shutdown(ember_agent *a)
 
 /* ---- the agent thread ---- */
 
-static void read_thread_name(int32_t tid, char *buf, size_t len)
+/*
+ * A thread's name for the thread_name label, on the agent thread: its
+ * /proc/self/task/TID/comm while it runs (remembered in c->tnames); once
+ * it is gone, the name remembered from an earlier look, or the one it had
+ * when it exited through the pthread_create hook (threads.c), or, for a
+ * thread that lived and died between two drains without the hook,
+ * "thread-TID": never a placeholder such as "?".
+ */
+static void read_thread_name(ember__core *c, int32_t tid, char *buf, size_t len)
 {
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/self/task/%d/comm", (int)tid);
@@ -244,6 +270,16 @@ static void read_thread_name(int32_t tid, char *buf, size_t len)
 			buf[strcspn(buf, "\n")] = '\0';
 		fclose(f);
 	}
+	size_t slot = (uint32_t)tid % (sizeof(c->tnames) / sizeof(c->tnames[0]));
+	if (buf[0]) {
+		c->tnames[slot].tid = tid;
+		snprintf(c->tnames[slot].name, sizeof(c->tnames[slot].name), "%s", buf);
+		return;
+	}
+	if (c->tnames[slot].tid == tid && tid != 0)
+		snprintf(buf, len, "%s", c->tnames[slot].name);
+	else if (!ember__threads_gone_name(&c->threads, tid, buf, len))
+		snprintf(buf, len, "thread-%d", (int)tid);
 }
 
 /* The unwind tables if this run uses them (kept, unused, in mode fp). */
@@ -278,8 +314,8 @@ static uint32_t wall_labels(const ember__sampbuf *b, ember__sample_rec *r, uint8
 }
 
 /* For JFR: the sample just added to `a` as an event of its thread. */
-static void log_event(ember__agg *a, int64_t time_ns, int32_t tid, uint64_t weight, uint32_t flags,
-		      int wall)
+static void log_event(ember__core *c, ember__agg *a, int64_t time_ns, int32_t tid,
+		      uint64_t weight, uint32_t flags, int wall)
 {
 	uint8_t state = !wall || (flags & EMBER_SAMPLE_RUNNING) ? EMBER_JFR_STATE_RUNNABLE
 			: (flags & EMBER_SAMPLE_SLEEPING)        ? EMBER_JFR_STATE_SLEEPING
@@ -288,9 +324,8 @@ static void log_event(ember__agg *a, int64_t time_ns, int32_t tid, uint64_t weig
 		       wall ? EMBER_JFR_WALL : EMBER_JFR_CPU, state);
 	if (!ember__agg_has_name(a, tid)) {
 		char name[32];
-		read_thread_name(tid, name, sizeof(name));
-		if (name[0])
-			ember__agg_set_name(a, tid, name);
+		read_thread_name(c, tid, name, sizeof(name));
+		ember__agg_set_name(a, tid, name);
 	}
 }
 
@@ -308,11 +343,11 @@ static void add_sample(ember__core *c, int32_t agg_tid, int32_t tid, uint32_t fl
 	if (ember__agg_add(a, agg_tid, pcs, depth, lb, lblen, weight) != 0)
 		atomic_fetch_add(&c->dropped_full, 1);
 	else if (c->want_jfr)
-		log_event(a, time_ns, tid, weight, flags, wall);
+		log_event(c, a, time_ns, tid, weight, flags, wall);
 	if (c->cfg.thread_labels && !ember__agg_has_name(a, agg_tid)) {
 		char name[32];
-		read_thread_name(agg_tid, name, sizeof(name));
-		ember__agg_set_name(a, agg_tid, name[0] ? name : "?");
+		read_thread_name(c, agg_tid, name, sizeof(name));
+		ember__agg_set_name(a, agg_tid, name);
 	}
 }
 
@@ -1017,9 +1052,10 @@ static void log_upload_stats(const ember__core *c)
 	add_reporter_stats(c, &s);
 	ember__log(&c->cfg, EMBER_LOG_INFO,
 		   "uploads: %" PRIu64 " ok, %" PRIu64 " retried, %" PRIu64 " failed, %" PRIu64
-		   " spooled, %" PRIu64 " dropped, %" PRIu64 " bytes sent",
+		   " spooled, %" PRIu64 " dropped, %" PRIu64 " expired (too old for the server), %"
+		   PRIu64 " bytes sent",
 		   s.uploads_ok, s.uploads_retried, s.uploads_failed, s.uploads_spooled,
-		   s.uploads_dropped, s.bytes_sent);
+		   s.uploads_dropped, s.uploads_expired, s.bytes_sent);
 }
 
 static void log_heap_stats(const ember__core *c)

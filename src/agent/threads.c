@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
@@ -1055,6 +1056,33 @@ void ember__threads_on_exit(void)
 		ember__thread_rec *r = rec_find(t, (int32_t)gettid());
 		if (r)
 			forget_thread(t, r);
+		/* Its name, for samples the agent drains after it is gone. */
+		unsigned k = t->ngone++ % (sizeof(t->gone) / sizeof(t->gone[0]));
+		char name[16] = "";
+		if (prctl(PR_GET_NAME, name, 0, 0, 0) == 0 && name[0]) {
+			t->gone[k].tid = (int32_t)gettid();
+			memcpy(t->gone[k].name, name, sizeof(name));
+			t->gone[k].name[sizeof(name) - 1] = '\0';
+		} else {
+			t->gone[k].tid = 0;
+		}
 	}
 	pthread_mutex_unlock(&t->mu);
+}
+
+int ember__threads_gone_name(ember__threads *t, int32_t tid, char *buf, size_t len)
+{
+	int found = 0;
+	buf[0] = '\0';
+	pthread_mutex_lock(&t->mu);
+	unsigned cap = sizeof(t->gone) / sizeof(t->gone[0]);
+	for (unsigned i = 0; i < cap && !found; i++) {
+		unsigned k = (t->ngone + cap - 1 - i) % cap; /* newest first: a reused tid */
+		if (t->gone[k].tid == tid && tid != 0) {
+			snprintf(buf, len, "%s", t->gone[k].name);
+			found = 1;
+		}
+	}
+	pthread_mutex_unlock(&t->mu);
+	return found;
 }

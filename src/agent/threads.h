@@ -99,7 +99,22 @@ typedef struct ember__threads {
 	ember__blocked_note notes[8];
 	unsigned nnotes;
 	char first_error[256]; /* first timer failure, for the log */
+	/* names of the last threads that exited through the pthread_create
+	 * hook (prctl PR_GET_NAME in the exiting thread), a ring: the agent
+	 * labels their samples after /proc/self/task/TID/comm is gone */
+	struct {
+		int32_t tid;
+		char name[16];
+	} gone[64];
+	unsigned ngone;
 } ember__threads;
+
+/*
+ * The name a thread had when it exited through the pthread_create hook,
+ * copied into buf (NUL-terminated); 1 if known, else 0 (buf = ""). Takes
+ * t->mu. Agent thread; not async-signal-safe.
+ */
+int ember__threads_gone_name(ember__threads *t, int32_t tid, char *buf, size_t len);
 
 /*
  * Starts sampling every thread of the process except `agent_tid`: builds

@@ -6,13 +6,29 @@
  * instruction and so symbolizes to the calling line). Locations point to
  * the Mapping of their module and to one Line per (inlined) function.
  * Functions are shared by name, system name and file.
+ *
+ * Mapping 1 is the main executable whenever the program's entry point
+ * (AT_ENTRY) lies in a module, whatever the first sample's leaf is:
+ * pprof readers and Grafana Pyroscope take mapping[0] as the main binary
+ * (Pyroscope's distributor writes the service version into it,
+ * injectMappingVersions in pkg/distributor/distributor.go).
+ *
+ * A caller frame whose address lies outside every executable mapping of
+ * the process never becomes a location: the unwinder read a data word as
+ * a return address (e.g. the frame-pointer rule above main, where glibc's
+ * frames keep no frame pointer). The stack is cut there, keeping the
+ * frames below it (leaf side), which were unwound before the bad step.
+ * The leaf, the interrupted PC, was code when the sample was taken and is
+ * always kept (its library may have been unloaded since).
  */
 #include "agent/window.h"
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/auxv.h>
 
 #include "sample/labels.h"
+#include "symbols/procmaps.h"
 #include "util/error.h"
 #include "util/hashmap.h"
 
@@ -22,7 +38,18 @@ typedef struct builder {
 	ember__u64map locs;  /* lookup address -> location index */
 	ember__u64map maps;  /* module id + 1 -> mapping index */
 	ember__u64map funcs; /* string hash (+probe) -> function index */
+	ember__procmaps maps_now; /* /proc/self/maps, read once if a frame has no module */
+	int maps_state;           /* 0: not read, 1: read, -1: unreadable */
 } builder;
+
+static void builder_free(builder *b)
+{
+	ember__u64map_free(&b->locs);
+	ember__u64map_free(&b->maps);
+	ember__u64map_free(&b->funcs);
+	if (b->maps_state == 1)
+		ember__procmaps_free(&b->maps_now);
+}
 
 static uint32_t mapping_for(builder *b, const ember__module_info *m)
 {
@@ -80,17 +107,53 @@ static uint32_t function_for(builder *b, const ember__symbol_frame *f)
 	}
 }
 
-static uint32_t location_for(builder *b, uint64_t addr)
+/* location_for()'s answer for an address that is not code. */
+#define NO_LOCATION UINT32_MAX
+
+/* Is addr in an executable mapping that is not a module (JIT code, anonymous
+ * executable memory)? The maps are read once per profile, and only when a
+ * frame lies outside every module. Unreadable maps: yes (keep the frame). */
+static int in_exec_mapping(builder *b, uint64_t addr)
+{
+	if (b->maps_state == 0)
+		b->maps_state = ember__procmaps_read_self(&b->maps_now) == 0 ? 1 : -1;
+	if (b->maps_state < 0)
+		return 1;
+	const ember__procmap *m = ember__procmaps_find(&b->maps_now, addr);
+	return m && (m->perms & EMBER_MAP_EXEC);
+}
+
+/* Makes the main executable's module mapping 1 (see the top). */
+static void main_mapping_first(builder *b)
+{
+	ember__symbol_info si;
+	unsigned long entry = getauxval(AT_ENTRY);
+	if (b->sym && entry && b->p->nmappings == 0 &&
+	    ember__symbolizer_lookup(b->sym, entry, &si) == 0 && si.module)
+		mapping_for(b, si.module);
+}
+
+/* The location of addr; `leaf`: addr is an interrupted PC, which was code
+ * when the sample was taken even if its library is gone now. */
+static uint32_t location_for(builder *b, uint64_t addr, int leaf)
 {
 	int inserted;
 	uint64_t *v = ember__u64map_put(&b->locs, addr, &inserted);
 	if (!v)
 		return 0;
-	if (!inserted)
+	if (!inserted && !(leaf && *v == NO_LOCATION))
 		return (uint32_t)*v;
 	ember__location loc = {.address = addr};
 	ember__symbol_info si;
+	if (!inserted) /* a leaf where a caller was refused: a bare location */
+		return ember__profile_add_location(b->p, &loc);
 	if (b->sym && ember__symbolizer_lookup(b->sym, addr, &si) == 0) {
+		if (!si.module && !leaf && !in_exec_mapping(b, addr)) {
+			/* not code: remembered as "no location" (see the top) */
+			v = ember__u64map_get(&b->locs, addr);
+			*v = NO_LOCATION;
+			return NO_LOCATION;
+		}
 		if (si.module)
 			loc.mapping = mapping_for(b, si.module);
 		if (si.nframes) {
@@ -175,7 +238,9 @@ static int add_labels(builder *b, const ember__config *cfg, const ember__agg *a,
 		out->labels[k].str = ember__profile_strdup(b->p, tid);
 		k++;
 		out->labels[k].key = ember__profile_strdup(b->p, "thread_name");
-		out->labels[k].str = ember__profile_strdup(b->p, name ? name : "?");
+		char fallback[24]; /* the agent names every thread it saw; never "?" */
+		snprintf(fallback, sizeof(fallback), "thread-%d", (int)s->tid);
+		out->labels[k].str = ember__profile_strdup(b->p, name ? name : fallback);
 		k++;
 	}
 	out->nlabels = k;
@@ -191,6 +256,8 @@ int ember__window_profile(const ember__agg *a, ember__symbolizer *sym, const emb
 	if (!b.p)
 		return ember__error_oom("profile");
 	ember__profile *p = b.p;
+	if (a->n)
+		main_mapping_first(&b);
 	int wall = kind == EMBER__PROFILE_WALL;
 	int64_t period = wall ? (int64_t)cfg->wall_ms * 1000000 : 1000000000 / (int64_t)cfg->hz;
 	p->nvalues = 2;
@@ -214,15 +281,19 @@ int ember__window_profile(const ember__agg *a, ember__symbolizer *sym, const emb
 			rc = EMBER_ERR_NOMEM;
 			break;
 		}
+		smp.nlocs = s->depth;
 		for (uint32_t d = 0; d < s->depth; d++) {
 			uint64_t addr = d == 0 || s->pcs[d] == 0 ? s->pcs[d] : s->pcs[d] - 1;
-			smp.locs[d] = location_for(&b, addr);
+			smp.locs[d] = location_for(&b, addr, d == 0);
+			if (smp.locs[d] == NO_LOCATION) {
+				smp.nlocs = d; /* cut at the first frame that is not code */
+				break;
+			}
 			if (!smp.locs[d]) {
 				rc = EMBER_ERR_NOMEM;
 				break;
 			}
 		}
-		smp.nlocs = s->depth;
 		smp.values[0] = (int64_t)s->count;
 		smp.values[1] = (int64_t)s->weight; /* nanoseconds */
 		if (rc == 0)
@@ -230,9 +301,7 @@ int ember__window_profile(const ember__agg *a, ember__symbolizer *sym, const emb
 		if (rc == 0 && !ember__profile_add_sample(p, &smp))
 			rc = EMBER_ERR_NOMEM;
 	}
-	ember__u64map_free(&b.locs);
-	ember__u64map_free(&b.maps);
-	ember__u64map_free(&b.funcs);
+	builder_free(&b);
 	if (rc) {
 		ember__profile_free(p);
 		return ember__error_oom("window profile");
@@ -245,6 +314,8 @@ int ember__window_rows(ember__profile *p, ember__symbolizer *sym, const ember__c
 		       const ember__window_row *rows, size_t n)
 {
 	builder b = {.sym = sym, .p = p};
+	if (n)
+		main_mapping_first(&b);
 	int rc = 0;
 	for (size_t i = 0; i < n && rc == 0; i++) {
 		const ember__window_row *r = &rows[i];
@@ -257,12 +328,16 @@ int ember__window_rows(ember__profile *p, ember__symbolizer *sym, const ember__c
 			rc = EMBER_ERR_NOMEM;
 			break;
 		}
+		smp.nlocs = r->depth;
 		for (uint32_t d = 0; d < r->depth && rc == 0; d++) {
 			uint64_t addr = d == 0 || r->pcs[d] == 0 ? r->pcs[d] : r->pcs[d] - 1;
-			if (!(smp.locs[d] = location_for(&b, addr)))
+			if ((smp.locs[d] = location_for(&b, addr, d == 0)) == NO_LOCATION) {
+				smp.nlocs = d; /* cut at the first frame that is not code */
+				break;
+			}
+			if (!smp.locs[d])
 				rc = EMBER_ERR_NOMEM;
 		}
-		smp.nlocs = r->depth;
 		for (uint32_t v = 0; v < p->nvalues; v++)
 			smp.values[v] = r->values[v];
 		for (size_t t = 0; t < cfg->ntags; t++) {
@@ -273,8 +348,6 @@ int ember__window_rows(ember__profile *p, ember__symbolizer *sym, const ember__c
 		if (rc == 0 && !ember__profile_add_sample(p, &smp))
 			rc = EMBER_ERR_NOMEM;
 	}
-	ember__u64map_free(&b.locs);
-	ember__u64map_free(&b.maps);
-	ember__u64map_free(&b.funcs);
+	builder_free(&b);
 	return rc ? ember__error_oom("memory profile") : 0;
 }

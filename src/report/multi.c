@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "emberprof.h"
+#include "report/pyroscope.h"
 #include "util/error.h"
 
 typedef struct multi_state {
@@ -181,4 +182,19 @@ EMBER_API int ember_reporter_multi(ember_reporter *out, const ember_reporter *re
 	out->destroy = multi_destroy;
 	out->userdata = m;
 	return 0;
+}
+
+/* The smallest depth cap of the reporters inside a multi reporter (0: none). */
+unsigned ember__multi_max_depth(const ember_reporter *r)
+{
+	if (!r || r->report != multi_report)
+		return 0;
+	const multi_state *m = r->userdata;
+	unsigned cap = 0;
+	for (size_t i = 0; i < m->n; i++) {
+		unsigned c = ember__reporter_max_depth(&m->r[i]);
+		if (c && (!cap || c < cap))
+			cap = c;
+	}
+	return cap;
 }

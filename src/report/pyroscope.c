@@ -30,6 +30,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +39,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "encode/pprof.h"
 #include "encode/protobuf.h"
 #include "upload/http.h"
 #include "upload/pipeline.h"
@@ -45,10 +47,8 @@
 
 #define SPY_NAME "emberprof"
 #define MAX_HEADERS 64
-#define NOWN 3 /* spy labels */
+#define NOWN EMBER_PYRO_NOWN
 
-static const char *const own_label_names[NOWN] = {"pyroscope_spy", "otel.scope.name",
-						   "otel.scope.version"};
 static const char *const own_label_values[NOWN] = {SPY_NAME, SPY_NAME, EMBER_VERSION_STRING};
 
 typedef struct pyro {
@@ -58,6 +58,7 @@ typedef struct pyro {
 	char **push_hdr, **ingest_hdr; /* complete header lines, NULL-terminated */
 	size_t npush_hdr, ningest_hdr;
 	unsigned flush_timeout_ms;
+	uint64_t max_age_ms; /* 0: no limit */
 	ember__http *http;
 	ember__pipeline *pipe;
 	ember__upload_log log;
@@ -69,144 +70,6 @@ typedef struct pyro {
 	int jfr;        /* takes EMBER_FORMAT_JFR reports, not pprof */
 	char *jfr_name; /* set at bind: "<service>{tag=value,...}" for format=jfr */
 } pyro;
-
-/* ---- label rules ---- */
-
-const char *ember__pyroscope_metric(const char *type)
-{
-	static const char *const map[][2] = {
-		{"cpu", "process_cpu"}, {"wall", "wall"},   {"memory", "memory"},
-		{"heap", "memory"},     {"alloc", "memory"}, {"mutex", "mutex"},
-		{"block", "block"},
-	};
-	for (size_t i = 0; type && i < sizeof(map) / sizeof(map[0]); i++)
-		if (!strcmp(type, map[i][0]))
-			return map[i][1];
-	return NULL;
-}
-
-int ember__utf8_valid(const char *str, size_t n)
-{
-	const unsigned char *s = (const unsigned char *)str;
-	for (size_t i = 0; i < n;) {
-		unsigned c = s[i];
-		size_t len;
-		uint32_t cp;
-		if (c < 0x80) {
-			i++;
-			continue;
-		} else if ((c & 0xe0) == 0xc0) {
-			len = 2, cp = c & 0x1f;
-		} else if ((c & 0xf0) == 0xe0) {
-			len = 3, cp = c & 0x0f;
-		} else if ((c & 0xf8) == 0xf0) {
-			len = 4, cp = c & 0x07;
-		} else {
-			return 0;
-		}
-		if (i + len > n)
-			return 0;
-		for (size_t k = 1; k < len; k++) {
-			if ((s[i + k] & 0xc0) != 0x80)
-				return 0;
-			cp = cp << 6 | (s[i + k] & 0x3f);
-		}
-		if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
-		    cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-			return 0;
-		i += len;
-	}
-	return 1;
-}
-
-static int check_label(const char *what, const char *name, const char *value)
-{
-	size_t nl = strlen(name), vl = strlen(value);
-	if (nl == 0)
-		return ember__error(EMBER_ERR_INVALID, "Pyroscope: %s has an empty name", what);
-	if (nl > EMBER_PYRO_MAX_NAME_LEN || !ember__utf8_valid(name, nl))
-		return ember__error(EMBER_ERR_INVALID, "Pyroscope: %s \"%.64s\" has a name that is "
-				    "not UTF-8 or longer than %d bytes", what, name,
-				    EMBER_PYRO_MAX_NAME_LEN);
-	if (!strncmp(name, "__", 2))
-		return ember__error(EMBER_ERR_INVALID, "Pyroscope: %s \"%s\": names starting with "
-				    "\"__\" are reserved by the server", what, name);
-	if (vl == 0)
-		return ember__error(EMBER_ERR_INVALID, "Pyroscope: %s \"%s\" has an empty value "
-				    "(the server drops empty labels)", what, name);
-	if (vl > EMBER_PYRO_MAX_VALUE_LEN || !ember__utf8_valid(value, vl))
-		return ember__error(EMBER_ERR_INVALID, "Pyroscope: the value of %s \"%s\" is not "
-				    "UTF-8 or longer than %d bytes", what, name,
-				    EMBER_PYRO_MAX_VALUE_LEN);
-	return 0;
-}
-
-static int own_label_index(const char *name)
-{
-	if (!strcmp(name, "service_name"))
-		return NOWN;
-	for (int i = 0; i < NOWN; i++)
-		if (!strcmp(name, own_label_names[i]))
-			return i;
-	return -1;
-}
-
-static int ingest_app_char(char c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-	       c == '_' || c == '.' || c == '-' || c == '/';
-}
-
-int ember__pyroscope_check_info(const ember_agent_info *info, int protocol)
-{
-	const char *app = info->app_name ? info->app_name : "";
-	int rc = check_label("application name (service_name)", "service_name", app);
-	if (rc)
-		return rc;
-	if (protocol == EMBER_PYROSCOPE_INGEST)
-		for (const char *p = app; *p; p++)
-			if (!ingest_app_char(*p))
-				return ember__error(EMBER_ERR_INVALID, "Pyroscope /ingest: application "
-						    "name \"%s\" may only contain letters, digits and "
-						    "_ . - / (the push protocol has no such limit)", app);
-	/* Label names per series: __name__, service_name, the spy labels, the
-	 * tags that do not replace one of those, and the thread labels. */
-	size_t names = 2 + NOWN + (info->thread_labels ? 2 : 0);
-	for (size_t i = 0; i < info->ntags; i++) {
-		const ember_tag *t = &info->tags[i];
-		if ((rc = check_label("tag", t->key ? t->key : "", t->value ? t->value : "")))
-			return rc;
-		if (info->thread_labels && (!strcmp(t->key, "thread_id") || !strcmp(t->key, "thread_name")))
-			return ember__error(EMBER_ERR_INVALID, "Pyroscope: tag \"%s\" collides with the "
-					    "thread labels", t->key);
-		if (own_label_index(t->key) < 0)
-			names++;
-	}
-	if (names > EMBER_PYRO_MAX_LABELS)
-		return ember__error(EMBER_ERR_INVALID, "Pyroscope: %zu label names per series, but the "
-				    "server accepts at most %d (emberprof uses %d of them%s); remove "
-				    "some tags", names, EMBER_PYRO_MAX_LABELS, 2 + NOWN,
-				    info->thread_labels ? ", thread labels 2 more" : "");
-	return 0;
-}
-
-int ember__pyroscope_check_tenant(const char *t)
-{
-	size_t n = strlen(t);
-	if (n == 0 || n > EMBER_PYRO_MAX_TENANT_LEN || !strcmp(t, ".") || !strcmp(t, ".."))
-		goto bad;
-	for (const char *p = t; *p; p++) {
-		char c = *p;
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-		      strchr("!-_.*'()", c)))
-			goto bad;
-	}
-	return 0;
-bad:
-	return ember__error(EMBER_ERR_INVALID, "Pyroscope: tenant id \"%.160s\" is invalid: 1 to %d "
-			    "characters among letters, digits and ! - _ . * ' ( ), and not \".\" or "
-			    "\"..\"", t, EMBER_PYRO_MAX_TENANT_LEN);
-}
 
 /* ---- encoding ---- */
 
@@ -310,7 +173,7 @@ static char *ingest_query(const pyro *p, const ember_report *r, const char *name
  * which the server splits at ',', '=', '{' and '}'. */
 static int ingest_value_char(char c)
 {
-	return ingest_app_char(c) || c == ':' || c == '+' || c == '@';
+	return ember__pyroscope_ingest_app_char(c) || c == ':' || c == '+' || c == '@';
 }
 
 /* "<service>{k=v,...}" from the tags that are not emberprof's own labels. */
@@ -326,7 +189,7 @@ static int make_jfr_name(pyro *p, const char *svc, const ember_agent_info *info)
 	int any = 0;
 	for (size_t i = 0; i < info->ntags; i++) {
 		const ember_tag *t = &info->tags[i];
-		if (own_label_index(t->key) >= 0)
+		if (ember__pyroscope_own_label(t->key) >= 0)
 			continue;
 		for (const char *c = t->value; *c; c++)
 			if (!ingest_value_char(*c)) {
@@ -415,6 +278,16 @@ static char **jfr_headers(const pyro *p, const ember__upload_item *it, char *cty
 
 /* ---- sending (uploader thread) ---- */
 
+/* A refusal for the profile's age: the server's message says the profile
+ * is "outside of ingestion window" (pkg/validation/validate.go,
+ * NotInIngestionWindowErrorMsg), answered as invalid_argument (400). */
+static void mark_too_old(ember__send_result *res)
+{
+	if (res->outcome == EMBER__SEND_PERMANENT && res->http_status >= 400 &&
+	    res->http_status < 500 && strstr(res->message, "outside of ingestion window"))
+		res->too_old = 1;
+}
+
 static void pyro_send(void *ctx, const ember__upload_item *it, const _Atomic int *cancel,
 		      ember__send_result *res)
 {
@@ -454,6 +327,7 @@ static void pyro_send(void *ctx, const ember__upload_item *it, const _Atomic int
 		ember__http_post(p->http, &rq, cancel, res);
 		free(hdr);
 		free(url);
+		mark_too_old(res);
 		return;
 	} else {
 		res->outcome = EMBER__SEND_PERMANENT;
@@ -463,6 +337,7 @@ static void pyro_send(void *ctx, const ember__upload_item *it, const _Atomic int
 	}
 	ember__http_post(p->http, &rq, cancel, res);
 	free(url);
+	mark_too_old(res);
 }
 
 /* ---- the reporter callbacks ---- */
@@ -473,14 +348,14 @@ static int pyro_bind(void *ud, const ember_agent_info *info)
 	if (p->bound)
 		return ember__error(EMBER_ERR_INVALID, "this Pyroscope reporter is already attached "
 				    "to an agent; create one reporter per agent");
-	int rc = ember__pyroscope_check_info(info, p->jfr ? EMBER_PYROSCOPE_INGEST : p->protocol);
+	int rc = ember__pyroscope_check_info(info, p->jfr ? EMBER__PYRO_JFR : p->protocol);
 	if (rc)
 		return rc;
 	const char *svc = info->app_name;
 	const char *own[NOWN];
 	memcpy(own, own_label_values, sizeof(own));
 	for (size_t i = 0; i < info->ntags; i++) {
-		int k = own_label_index(info->tags[i].key);
+		int k = ember__pyroscope_own_label(info->tags[i].key);
 		if (k == NOWN)
 			svc = info->tags[i].value;
 		else if (k >= 0)
@@ -496,11 +371,26 @@ static int pyro_bind(void *ud, const ember_agent_info *info)
 	}
 	if (p->jfr && (rc = make_jfr_name(p, svc, info)))
 		return rc;
+	if ((rc = ember__pyroscope_check_age(info->interval_ms, p->max_age_ms)))
+		return rc;
 	p->hz = info->sample_rate_hz;
 	p->log.fn = info->log_fn;
 	p->log.ud = info->log_userdata;
 	p->log.level = info->log_level;
 	p->log.who = "pyroscope";
+	if (p->max_age_ms && info->interval_ms && info->interval_ms > p->max_age_ms / 2)
+		ember__upload_logf(&p->log, EMBER_LOG_WARN, "the reporting interval (%u s) leaves "
+				   "less than %u s of retries before a window is older than the %"
+				   PRIu64 " s the server accepts; such windows are dropped unsent",
+				   info->interval_ms / 1000,
+				   (unsigned)((p->max_age_ms - info->interval_ms) / 1000),
+				   p->max_age_ms / 1000);
+	ember__pyroscope_warn_names(info, &p->log);
+	if (info->max_depth > EMBER_PYRO_MAX_DEPTH)
+		ember__upload_logf(&p->log, EMBER_LOG_WARN, "stacks are cut to %d frames (leaf side "
+				   "kept), the most the server keeps (validation.max-profile-"
+				   "stacktrace-depth), instead of the %u asked for",
+				   EMBER_PYRO_MAX_DEPTH, info->max_depth);
 	p->bound = 1;
 	return ember__pipeline_start(p->pipe, &p->log);
 }
@@ -518,12 +408,20 @@ static int bind_from_report(pyro *p, const ember_report *r)
 
 static ember__upload_item *encode_push(pyro *p, const ember_report *r, const char *metric)
 {
-	ember__pyro_label labels[2 + NOWN];
+	ember__pyro_label labels[3 + NOWN];
 	size_t n = 0;
 	labels[n++] = (ember__pyro_label){"__name__", metric};
 	labels[n++] = (ember__pyro_label){"service_name", p->service_name};
 	for (int i = 0; i < NOWN; i++)
-		labels[n++] = (ember__pyro_label){own_label_names[i], p->own_values[i]};
+		labels[n++] = (ember__pyro_label){ember__pyro_own_names[i], p->own_values[i]};
+	/* Each window's memory profile holds that window's allocations, not
+	 * running totals: without __delta__="false" a 1.x ingester takes
+	 * alloc_* as cumulative, drops each series' first profile and
+	 * subtracts the previous one from the next (pkg/phlaredb/head.go,
+	 * Head.Ingest). Pyroscope's own agents send it for such profiles;
+	 * /ingest adds it by itself. */
+	if (!strcmp(metric, "memory"))
+		labels[n++] = (ember__pyro_label){"__delta__", "false"};
 	char id[37];
 	ember__uuid4(id);
 	uint8_t *body;
@@ -551,6 +449,19 @@ static ember__upload_item *encode_ingest(pyro *p, const ember_report *r)
 	return it;
 }
 
+/* Does the report's pprof hold no sample? (Also for an unreadable one: no.) */
+static int pprof_is_empty(const ember_report *r)
+{
+	ember__profile *prof = NULL;
+	if (!r->pprof || !r->pprof_len)
+		return 1;
+	if (ember__pprof_read(r->pprof, r->pprof_len, &prof) != 0)
+		return 0;
+	int empty = prof->nsamples == 0;
+	ember__profile_free(prof);
+	return empty;
+}
+
 static int pyro_report(void *ud, const ember_report *r)
 {
 	pyro *p = ud;
@@ -572,6 +483,17 @@ static int pyro_report(void *ud, const ember_report *r)
 	if (!metric)
 		return ember__error(EMBER_ERR_INVALID, "Pyroscope reporter: profile type \"%s\" has no "
 				    "Pyroscope name", r->profile_type ? r->profile_type : "");
+	/* A profile without samples (the final window's memory profile, say)
+	 * is stored by nobody (the server drops it: pkg/phlaredb/head.go
+	 * Head.Ingest, distributor pushSeries): send nothing, but a final
+	 * window still waits for what is queued. */
+	if (!jfr && r->samples == 0 && pprof_is_empty(r)) {
+		ember__upload_logf(&p->log, EMBER_LOG_DEBUG, "window %" PRIu32 " (%s) has no samples: "
+				   "not sent", r->seq, r->profile_type ? r->profile_type : "");
+		if (r->final)
+			return ember__pipeline_submit(p->pipe, NULL, 1, p->flush_timeout_ms, &p->log);
+		return 0;
+	}
 	ember__upload_item *it = jfr ? encode_jfr(p, r)
 			       : p->protocol == EMBER_PYROSCOPE_INGEST ? encode_ingest(p, r)
 								       : encode_push(p, r, metric);
@@ -797,6 +719,7 @@ EMBER_API int ember_reporter_pyroscope(ember_reporter *out, const ember_pyroscop
 	p->protocol = o.protocol;
 	p->jfr = o.formats == EMBER_FORMAT_JFR;
 	p->flush_timeout_ms = o.flush_timeout_ms ? o.flush_timeout_ms : 5000;
+	p->max_age_ms = ember__pyroscope_max_age_ms(&o);
 	p->log.level = EMBER_LOG_WARN;
 	p->log.who = "pyroscope";
 	static const char *const push_fixed[] = {"Content-Type: application/proto",
@@ -830,6 +753,8 @@ EMBER_API int ember_reporter_pyroscope(ember_reporter *out, const ember_pyroscop
 		.jitter_ms = o.upload_jitter_ms,
 		.send = pyro_send,
 		.send_ctx = p,
+		.max_age_ms = p->max_age_ms,
+		.max_age_what = "EMBERPROF_SERVER_MAX_AGE, the server's validation.reject-older-than",
 	};
 	if ((rc = ember__pipeline_new(&p->pipe, &po)))
 		goto fail;
@@ -844,4 +769,9 @@ EMBER_API int ember_reporter_pyroscope(ember_reporter *out, const ember_pyroscop
 fail:
 	pyro_destroy(p);
 	return rc;
+}
+
+unsigned ember__reporter_max_depth(const ember_reporter *r)
+{
+	return r && r->report == pyro_report ? EMBER_PYRO_MAX_DEPTH : ember__multi_max_depth(r);
 }

@@ -33,6 +33,26 @@
 #define EMBER_PYRO_MAX_VALUE_LEN 2048
 #define EMBER_PYRO_MAX_TENANT_LEN 150
 
+#define EMBER_PYRO_MAX_DEPTH 1000       /* frames per stack kept (validation.max-profile-stacktrace-depth) */
+#define EMBER_PYRO_MAX_AGE_S 3600       /* profiles older are refused (validation.reject-older-than) */
+
+/* emberprof's own ("spy") series labels, named here, valued in pyroscope.c. */
+#define EMBER_PYRO_NOWN 3
+extern const char *const ember__pyro_own_names[EMBER_PYRO_NOWN];
+
+/* Index of name among the spy labels, EMBER_PYRO_NOWN for "service_name", else -1. */
+int ember__pyroscope_own_label(const char *name);
+
+/* A character the legacy /ingest allows in an application name. */
+int ember__pyroscope_ingest_app_char(char c);
+
+/* Logs, at warning level, each tag name a 1.x server rewrites or refuses. */
+struct ember__upload_log;
+void ember__pyroscope_warn_names(const ember_agent_info *info, const struct ember__upload_log *log);
+
+/* The "protocol" of a reporter sending JFR to /ingest?format=jfr (internal). */
+#define EMBER__PYRO_JFR 100
+
 /* Spool item kinds: which endpoint a stored body is for. */
 #define EMBER_PYRO_KIND_PUSH 0x50555348u   /* "PUSH" */
 #define EMBER_PYRO_KIND_INGEST 0x494e4753u /* "INGS" */
@@ -60,6 +80,44 @@ const char *ember__pyroscope_metric(const char *profile_type);
  * EMBER_ERR_INVALID with a message naming the offending label.
  */
 int ember__pyroscope_check_info(const ember_agent_info *info, int protocol);
+
+/*
+ * The number of label names a series of profile type `type` ("cpu",
+ * "wall", "memory") will carry on a Pyroscope 1.x server for this agent
+ * and protocol (EMBER_PYROSCOPE_PUSH, EMBER_PYROSCOPE_INGEST or
+ * EMBER__PYRO_JFR), dynamic labels aside; `why` (may be NULL) gets which
+ * settings contribute how many, for messages.
+ */
+size_t ember__pyroscope_label_count(const ember_agent_info *info, int protocol, const char *type,
+				    char *why, size_t cap);
+
+/*
+ * What a Pyroscope 1.x server does with a label name (as of v1.21.1,
+ * pkg/validation/validate.go SanitizeLegacyLabelName, with label
+ * sanitization on, its default): EMBER_PYRO_NAME_OK, _REWRITTEN (it has
+ * dots, stored with '_' in their place; *out gets that name, cap bytes)
+ * or _REFUSED (other characters, or a leading digit: the push is refused
+ * with 400). Current servers (label sanitization off by default) accept
+ * any UTF-8 name.
+ */
+enum { EMBER_PYRO_NAME_OK, EMBER_PYRO_NAME_REWRITTEN, EMBER_PYRO_NAME_REFUSED };
+int ember__pyroscope_legacy_name(const char *name, char *out, size_t cap);
+
+/*
+ * The deepest stack the Pyroscope reporter `r` lets through (the server
+ * keeps EMBER_PYRO_MAX_DEPTH frames and cuts the leaf side beyond), or 0
+ * for any other reporter.
+ */
+unsigned ember__reporter_max_depth(const ember_reporter *r);
+/* The same for the reporters inside an ember_reporter_multi() (multi.c). */
+unsigned ember__multi_max_depth(const ember_reporter *r);
+
+/* The age limit of options o in ms (max_age_s: 0 = the default, UINT_MAX = none -> 0). */
+uint64_t ember__pyroscope_max_age_ms(const ember_pyroscope_options *o);
+
+/* Refuses (EMBER_ERR_INVALID, naming both settings) a reporting interval at
+ * or above the server's age limit: every window would be too old. */
+int ember__pyroscope_check_age(unsigned interval_ms, uint64_t max_age_ms);
 
 /* Checks a tenant id (X-Scope-OrgID): 1..150 of [A-Za-z0-9!-_.*'()], not "." or "..". */
 int ember__pyroscope_check_tenant(const char *tenant);

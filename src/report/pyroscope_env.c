@@ -562,6 +562,19 @@ static int read_delivery(env_opts *e)
 	}
 	if ((v = getenv("EMBERPROF_SERVER_USER_AGENT")) && *v)
 		e->o.user_agent_suffix = v;
+	/* The server's validation.reject-older-than: "0" for a server that
+	 * has it off (no limit), else a duration of whole seconds. */
+	if ((v = getenv("EMBERPROF_SERVER_MAX_AGE")) && *v) {
+		if (!strcmp(v, "0")) {
+			e->o.max_age_s = UINT_MAX;
+		} else if (ember__parse_duration_ms(v, &ms) || ms < 60000 || ms % 1000) {
+			return bad_var("EMBERPROF_SERVER_MAX_AGE", v, 0, "expected the server's "
+				       "validation.reject-older-than as a duration of at least 1m, "
+				       "such as 1h, or 0 for no limit");
+		} else {
+			e->o.max_age_s = (unsigned)(ms / 1000);
+		}
+	}
 	return 0;
 }
 
@@ -575,6 +588,7 @@ static const char *const server_vars[] = {
 	"EMBERPROF_SERVER_SPOOL_DIR",	   "EMBERPROF_SERVER_SPOOL_MAX",
 	"EMBERPROF_SERVER_QUEUE_LEN",	   "EMBERPROF_SERVER_UPLOAD_JITTER",
 	"EMBERPROF_SERVER_FLUSH_TIMEOUT",   "EMBERPROF_SERVER_USER_AGENT",
+	"EMBERPROF_SERVER_MAX_AGE",
 };
 
 int ember__pyroscope_apply_env(ember_builder *b)
@@ -608,13 +622,20 @@ int ember__pyroscope_apply_env(ember_builder *b)
 	}
 	for (size_t i = 0; i < b->cfg.ntags; i++)
 		tags[i] = (ember_tag){b->cfg.tags[i].key, b->cfg.tags[i].value};
+	int asprof = b->cfg.backend == EMBER_BACKEND_ASYNC_PROFILER;
 	ember_agent_info info = {.app_name = b->cfg.app_name, .tags = tags, .ntags = b->cfg.ntags,
-				 .thread_labels = b->cfg.thread_labels};
+				 .thread_labels = b->cfg.thread_labels,
+				 .interval_ms = b->cfg.interval_ms,
+				 .wall_ms = asprof ? 0 : b->cfg.wall_ms,
+				 .alloc = b->cfg.alloc_mean != 0,
+				 .max_depth = b->cfg.max_depth};
 	/* The async-profiler backend produces JFR, sent to /ingest?format=jfr. */
-	if (b->cfg.backend == EMBER_BACKEND_ASYNC_PROFILER)
+	if (asprof)
 		e.o.formats = EMBER_FORMAT_JFR;
-	rc = ember__pyroscope_check_info(&info, e.o.formats == EMBER_FORMAT_JFR ? EMBER_PYROSCOPE_INGEST
+	rc = ember__pyroscope_check_info(&info, e.o.formats == EMBER_FORMAT_JFR ? EMBER__PYRO_JFR
 										 : e.o.protocol);
+	if (rc == 0)
+		rc = ember__pyroscope_check_age(info.interval_ms, ember__pyroscope_max_age_ms(&e.o));
 	free(tags);
 	if (rc) {
 		char why[EMBER_ERROR_MAX];

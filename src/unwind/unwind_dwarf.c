@@ -260,6 +260,11 @@ int ember__unwind_dwarf(const ember__unwind_snapshot *snap, int strict, const em
 		}
 		if (ra == 0)
 			return n; /* a zero return address ends a chain by convention */
+		/* A return address inside the stack is data (the frame-pointer
+		 * rule applied where rbp is not a frame pointer): see
+		 * unwind_fp.c. Stacks are never executable. */
+		if (bounds->lo && ra >= bounds->lo && ra < hi)
+			goto truncated;
 		if (n == max)
 			goto truncated;
 		pcs[n++] = ra;

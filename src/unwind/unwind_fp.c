@@ -42,6 +42,16 @@ EMBER_STACK_READ int ember__unwind_fp(const ember__regs *regs, const ember__stac
 		uintptr_t ra = frame[1];
 		if (ra == 0)
 			return n;
+		/* A "return address" inside this thread's stack is data, not
+		 * code: the chain has left the frame-pointer convention, e.g.
+		 * above main, where glibc's __libc_start_call_main (built
+		 * without frame pointers) left a stack pointer in rbp and the
+		 * word above it is a pointer to argv/envp strings. Stacks are
+		 * never executable, so the walk ends here. */
+		if (bounds->lo && ra >= bounds->lo && ra < bounds->hi) {
+			*flags |= EMBER_UNWIND_TRUNCATED;
+			return n;
+		}
 		pcs[n++] = ra;
 		/* The chain must move up, or it loops. */
 		if (next != 0 && next <= fp) {

@@ -60,7 +60,7 @@ struct ember__pipeline {
 	uint64_t rng;
 
 	_Atomic int cancel;
-	_Atomic uint64_t ok, retried, failed, spooled, dropped, bytes;
+	_Atomic uint64_t ok, retried, failed, spooled, dropped, bytes, expired;
 	_Atomic uint64_t fd_reopens; /* the spool's (ember__spool_reopens) */
 };
 
@@ -295,6 +295,49 @@ int ember__pipeline_enqueue(ember__pipeline *p, ember__upload_item *it)
 
 /* ---- the uploader ---- */
 
+/* cur is delivered or dropped for good: its spool file goes, it is freed. Under mu. */
+static void done_with_cur(ember__pipeline *p)
+{
+	if (p->cur->spool_name && p->spool) {
+		ember__spool_remove(p->spool, p->cur->spool_name);
+		spool_after(p, 0);
+	}
+	ember__upload_item_free(p->cur);
+	p->cur = NULL;
+	p->attempts = 0;
+	p->retry_at = 0;
+}
+
+static int64_t real_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/*
+ * Drops cur if the server would refuse it for its age (opts.max_age_ms):
+ * its start, in whole seconds as /ingest sends it, is that old. The window
+ * keeps its true time; it is not re-dated. Under mu. Returns 1 if dropped.
+ */
+static int drop_if_expired(ember__pipeline *p)
+{
+	ember__upload_item *it = p->cur;
+	if (!p->o.max_age_ms || !it || it->start_ns <= 0)
+		return 0;
+	int64_t start = it->start_ns / 1000000000 * 1000000000;
+	int64_t age_ms = (real_ns() - start) / 1000000;
+	if (age_ms < (int64_t)p->o.max_age_ms)
+		return 0;
+	atomic_fetch_add(&p->expired, 1);
+	ember__upload_logf(&p->log, EMBER_LOG_WARN, "window %" PRIu32 " dropped unsent: it started "
+			   "%" PRId64 " s ago%s, older than the %" PRIu64 " s the server accepts (%s)",
+			   it->seq, age_ms / 1000, it->spool_name ? " (from the spool)" : "",
+			   p->o.max_age_ms / 1000, p->o.max_age_what ? p->o.max_age_what : "max age");
+	done_with_cur(p);
+	return 1;
+}
+
 /* Picks the next item into cur: the oldest spool file, else the queue head. */
 static int pick_next(ember__pipeline *p)
 {
@@ -363,19 +406,16 @@ static void finish_attempt(ember__pipeline *p, const ember__send_result *r)
 		ember__upload_logf(&p->log, p->attempts ? EMBER_LOG_INFO : EMBER_LOG_DEBUG,
 				   "window %" PRIu32 " delivered%s", it->seq,
 				   p->attempts ? " after retrying" : "");
+	} else if (r->too_old) {
+		atomic_fetch_add(&p->expired, 1);
+		ember__upload_logf(&p->log, EMBER_LOG_WARN, "server refused window %" PRIu32 " as "
+				   "too old, dropped: %s", it->seq, r->message);
 	} else {
 		atomic_fetch_add(&p->failed, 1);
 		ember__upload_logf(&p->log, EMBER_LOG_ERROR, "server refused window %" PRIu32
 				   ", dropped: %s", it->seq, r->message);
 	}
-	if (it->spool_name && p->spool) {
-		ember__spool_remove(p->spool, it->spool_name);
-		spool_after(p, 0);
-	}
-	ember__upload_item_free(it);
-	p->cur = NULL;
-	p->attempts = 0;
-	p->retry_at = 0;
+	done_with_cur(p);
 }
 
 static void *uploader_main(void *arg)
@@ -388,6 +428,10 @@ static void *uploader_main(void *arg)
 			pthread_cond_broadcast(&p->cv); /* flush waiters: nothing left */
 			if (!p->stopping && !p->qn && !(p->spool && ember__spool_count(p->spool)))
 				pthread_cond_wait(&p->cv, &p->mu);
+			continue;
+		}
+		if (drop_if_expired(p)) { /* checked before every attempt */
+			pthread_cond_broadcast(&p->cv);
 			continue;
 		}
 		int64_t wake = p->retry_at;
@@ -498,6 +542,7 @@ void ember__pipeline_stats(const ember__pipeline *p, ember_stats *acc)
 	acc->uploads_dropped += atomic_load(&p->dropped);
 	acc->bytes_sent += atomic_load(&p->bytes);
 	acc->fds_reopened += atomic_load(&p->fd_reopens);
+	acc->uploads_expired += atomic_load(&p->expired);
 }
 
 void ember__pipeline_free(ember__pipeline *p)
@@ -542,7 +587,8 @@ void ember__pipeline_free(ember__pipeline *p)
 int ember__pipeline_submit(ember__pipeline *p, ember__upload_item *it, int final,
 			   unsigned flush_timeout_ms, const ember__upload_log *log)
 {
-	ember__pipeline_enqueue(p, it);
+	if (it) /* NULL: nothing to add, only the final flush */
+		ember__pipeline_enqueue(p, it);
 	if (final) {
 		size_t left = ember__pipeline_flush(p, flush_timeout_ms);
 		if (left && ember__pipeline_server_down(p))

@@ -92,6 +92,8 @@ typedef struct ember__send_result {
 	int server_down;        /* RETRY: the server's host refused the connection
 				   (or could not be reached at all) - nothing to wait for */
 	char message[384];      /* why (server message, curl error...), for logs */
+	int too_old;            /* PERMANENT because the server's age limit refused it:
+				   counted in uploads_expired, not uploads_failed */
 } ember__send_result;
 
 /*
@@ -114,6 +116,13 @@ typedef struct ember__pipeline_opts {
 	unsigned backoff_base_ms;    /* first retry delay cap; 0 = 500 */
 	unsigned backoff_max_ms;     /* retry delay cap; 0 = 30000 */
 	unsigned retry_after_max_ms; /* longest Retry-After honoured; 0 = 600000 */
+	/* The server refuses windows that started more than max_age_ms before
+	 * it receives them (0: no limit). Such a window, from the queue, a
+	 * retry or the spool, is dropped before it is sent, never re-dated,
+	 * counted in uploads_expired and logged with max_age_what (a static
+	 * string naming the setting), so it cannot hold up those behind it. */
+	uint64_t max_age_ms;
+	const char *max_age_what;
 	ember__send_fn send;
 	void *send_ctx;              /* borrowed; must outlive the pipeline */
 } ember__pipeline_opts;
@@ -148,7 +157,8 @@ int ember__pipeline_enqueue(ember__pipeline *p, ember__upload_item *it);
 /*
  * What a reporter's report() does with its encoded window: queues it and,
  * for the final window, waits up to flush_timeout_ms for delivery,
- * logging through `log` what is left. Returns 0.
+ * logging through `log` what is left. `it` may be NULL (nothing to queue,
+ * only the final wait). Returns 0.
  */
 int ember__pipeline_submit(ember__pipeline *p, ember__upload_item *it, int final,
 			   unsigned flush_timeout_ms, const ember__upload_log *log);

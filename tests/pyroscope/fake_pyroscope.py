@@ -57,6 +57,16 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 MAX_LABELS = 30
 MAX_NAME = 1024
 MAX_VALUE = 2048
+# Grafana Pyroscope's default limits (pkg/validation/limits.go RegisterFlags,
+# v1.21.1 and main): validation.max-profile-size-bytes,
+# max-profile-stacktrace-samples, max-profile-stacktrace-sample-labels,
+# max-profile-stacktrace-depth, reject-newer-than. reject-older-than (1h)
+# is --reject-older-than here, so that tests need not wait an hour.
+MAX_PROFILE_BYTES = 4 * 1024 * 1024
+MAX_SAMPLES = 16000
+MAX_SAMPLE_LABELS = 100
+MAX_DEPTH = 1000
+REJECT_NEWER_S = 600
 UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 APP_RE = re.compile(r"^[A-Za-z0-9_.\-/]+(\{[A-Za-z0-9_.]+=[^,{}=]*(,[A-Za-z0-9_.]+=[^,{}=]*)*\})?$")
 
@@ -162,34 +172,224 @@ def parse_multipart(body, boundary):
     return out
 
 
-def check_series_labels(labels):
-    names = [n for n, _ in labels]
-    seen = set()
-    for n in names:
-        if n in seen:
-            raise BadRequest(400, "invalid_argument", "duplicate label name: %s" % n)
-        seen.add(n)
-    d = dict(labels)
+def legacy_label_name(name):
+    """(ok, sanitized) as a 1.x server sees a label name.
+
+    Follows pkg/validation/validate.go SanitizeLegacyLabelName (v1.21.1):
+    letters, '_' and digits (not first) are kept, dots become '_', any
+    other character (or an empty name) makes the name invalid.
+    """
+    if not name:
+        return False, name
+    for i, c in enumerate(name):
+        if c.isascii() and (c.isalpha() or c == "_" or (c.isdigit() and i > 0)):
+            continue
+        if c == ".":
+            continue
+        return False, name
+    return True, name.replace(".", "_")
+
+
+def check_series_labels(labels, sanitize=True):
+    """One series' labels as the server validates them; returns the labels
+    it stores (sorted, dots sanitized) or raises 400.
+
+    Follows pkg/validation/validate.go ValidateLabels (v1.21.1): at most
+    MAX_LABELS names counting every label (series and sample labels merged,
+    service_name included), a non-empty __name__ (IsValidMetricName), a
+    service_name, name and value lengths, legacy names with dots rewritten
+    (handleSanitizedLabel: a clash with another value is an error) unless
+    label sanitization is off (the current server's default: any UTF-8
+    name), and no duplicate names.
+    """
+    ls = sorted(labels)
+    if not ls:
+        raise BadRequest(400, "invalid_argument", "error at least one label pair is required per profile")
+    if len(ls) > MAX_LABELS:
+        raise BadRequest(400, "invalid_argument", "profile series '%s' has %d label names; limit %d"
+                         % (ls, len(ls), MAX_LABELS))
+    d = dict(ls)
     if not d.get("__name__"):
-        raise BadRequest(400, "invalid_argument", "invalid or missing metric name __name__")
-    if len(labels) > MAX_LABELS:
-        raise BadRequest(400, "invalid_argument",
-                         "profile series has %d labels, limit is %d" % (len(labels), MAX_LABELS))
-    for n, v in labels:
-        if not n or len(n.encode()) > MAX_NAME:
-            raise BadRequest(400, "invalid_argument", "label name length out of range: %r" % n)
+        raise BadRequest(400, "invalid_argument", "invalid labels '%s' with error: invalid metric name" % ls)
+    if not d.get("service_name"):
+        raise BadRequest(400, "invalid_argument", "invalid labels '%s' with error: service name is not provided" % ls)
+    out = {}
+    for n, v in ls:
+        if len(n.encode()) > MAX_NAME:
+            raise BadRequest(400, "invalid_argument", "label name too long: %r" % n)
         if len(v.encode()) > MAX_VALUE:
             raise BadRequest(400, "invalid_argument", "label value too long for %s" % n)
+        name = n
+        if sanitize:
+            ok, name = legacy_label_name(n)
+            if not ok:
+                raise BadRequest(400, "invalid_argument", "invalid labels '%s' with error: invalid label name '%s'"
+                                 % (ls, n))
+        elif not n:
+            raise BadRequest(400, "invalid_argument", "invalid label name ''")
+        if name in out:
+            if name != n and out[name] == v:
+                continue  # the same label after sanitization: merged
+            raise BadRequest(400, "invalid_argument", "profile with labels '%s' has duplicate label name: '%s'"
+                             % (ls, name))
+        out[name] = v
+    return sorted(out.items())
+
+
+def split_series(series_labels, prof):
+    """The series a profile becomes on the 1.x ingester write path.
+
+    Follows pkg/model/pprofsplit/pprof_split.go VisitSampleSeries and
+    addSampleLabelsToLabelsBuilder: samples are grouped by their string
+    labels, each group's series labels are the request's plus every sample
+    label whose name is not among them yet. Returns a list of label lists.
+    """
+    names = {n for n, _ in series_labels}
+    groups = []
+    for key in sorted({tuple(sorted(s["labels"])) for s in prof["samples"]}) or [()]:
+        extra = []
+        for n, v in key:
+            if n not in names and n not in [e for e, _ in extra] and v:
+                extra.append((n, v))
+        groups.append(list(series_labels) + extra)
+    return groups
+
+
+def check_emberprof_rules(labels, prof, main_binary):
+    """Rules where the real server does not refuse but stores wrong data,
+    or where Pyroscope's readers expect what its own agents send. The fake
+    refuses (400, code failed_precondition) so that CI sees the mistake.
+    """
+    d = dict(labels)
+    # pkg/phlaredb/head.go Head.Ingest: a series without __delta__="false"
+    # is taken as cumulative; for memory (alloc_objects/alloc_space) the
+    # 1.x ingester then computes deltas itself: the first profile of each
+    # series is dropped and the previous one subtracted from the next.
+    if d.get("__name__") == "memory" and d.get("__delta__") != "false":
+        raise BadRequest(400, "failed_precondition", "memory profile without __delta__=\"false\": "
+                         "a 1.x ingester would treat alloc_* as running totals")
+    # pkg/phlaredb/head.go Head.Ingest drops a profile without samples (and
+    # distributor.go pushSeries after Normalize): sending one is waste.
+    if not prof["samples"]:
+        raise BadRequest(400, "failed_precondition", "profile has no samples (the server drops it)")
+    # pkg/validation/validate.go ValidateProfile cuts stacks deeper than
+    # max-profile-stacktrace-depth to their root-most frames (the leaf side
+    # is lost); Pyroscope's own agents cut at the root instead.
+    deep = max((len(s["locs"]) for s in prof["samples"]), default=0)
+    if deep > MAX_DEPTH:
+        raise BadRequest(400, "failed_precondition", "a stack has %d frames; the server keeps %d and "
+                         "would drop the leaf side" % (deep, MAX_DEPTH))
+    # pkg/model/profile.go SymbolsPartitionForProfile and
+    # pkg/distributor/distributor.go injectMappingVersions take mapping[0]
+    # as the main binary.
+    maps = prof["mappings"]
+    if maps:
+        first = maps[0]["file"]
+        base = os.path.basename(first)
+        if main_binary and first != main_binary:
+            raise BadRequest(400, "failed_precondition", "mapping[0] is %r, not the main binary %r"
+                             % (first, main_binary))
+        if not main_binary and (first.startswith("[") or ".so" in base):
+            raise BadRequest(400, "failed_precondition", "mapping[0] is %r, a library, not the main binary"
+                             % first)
+    # A caller address outside every mapping is not code (a data word the
+    # unwinder took for a return address): emberprof never makes it a
+    # location (the server would keep it as an unsymbolizable frame). A
+    # leaf may lie in a library unloaded since it was sampled.
+    by_id = {m["id"]: m for m in maps}
+    callers = {i for s in prof["samples"] for i in s["locs"][1:]}
+    for loc in prof["locations"]:
+        m = by_id.get(loc["mapping"])
+        if loc["id"] not in callers:
+            continue
+        if loc["address"] and (m is None or not m["start"] <= loc["address"] < m["limit"]):
+            raise BadRequest(400, "failed_precondition", "location %d at 0x%x lies outside every mapping"
+                             % (loc["id"], loc["address"]))
+    # Grafana shows thread_name as is: a placeholder is no name.
+    for s in prof["samples"]:
+        for n, v in s["labels"]:
+            if n == "thread_name" and v in ("", "?"):
+                raise BadRequest(400, "failed_precondition", "thread_name %r" % v)
+
+
+def check_time(t_ns, reject_older_s, now=None):
+    """pkg/validation/validate.go ValidateProfile with ingestionWindow.valid:
+    a profile stamped (time_nanos > 0) at or before now - reject-older-than,
+    or at or after now + reject-newer-than, is refused with 400."""
+    now = time.time() if now is None else now
+    if t_ns <= 0:
+        return
+    t = t_ns / 1e9
+    if (reject_older_s and t <= now - reject_older_s) or t >= now + REJECT_NEWER_S:
+        raise BadRequest(400, "invalid_argument", "profile with labels '...' is outside of ingestion "
+                         "window (profile timestamp: %s, the ingestion window starts at %s)"
+                         % (time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t)),
+                            time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now - reject_older_s))))
+
+
+def check_profile(prof, raw_len):
+    """pkg/validation/validate.go ValidateProfile: size, sample count, sample
+    labels per sample, ids that are not 0, one value per sample type."""
+    if raw_len > MAX_PROFILE_BYTES:
+        raise BadRequest(400, "invalid_argument", "the profile exceeds the size limit (%d > %d)"
+                         % (raw_len, MAX_PROFILE_BYTES))
+    if len(prof["samples"]) > MAX_SAMPLES:
+        raise BadRequest(400, "invalid_argument", "the profile exceeds the samples count limit (%d)"
+                         % len(prof["samples"]))
+    for s in prof["samples"]:
+        if len(s["labels"]) + s["num_labels"] > MAX_SAMPLE_LABELS:
+            raise BadRequest(400, "invalid_argument", "the profile exceeds the sample labels limit")
+        if len(s["values"]) != prof["ntypes"]:
+            raise BadRequest(400, "invalid_argument", "sample value length mismatch")
+    if any(loc["id"] == 0 for loc in prof["locations"]):
+        raise BadRequest(400, "invalid_argument", "location id is 0")
+    if any(f == 0 for f in prof["functions"]):
+        raise BadRequest(400, "invalid_argument", "function id is 0")
+
+
+def metric_name(prof):
+    """pkg/og/convert/pprof/profile.go RawProfile.metricName, for /ingest."""
+    types = prof["type_names"]
+    if "wall" in types:
+        return "wall"
+    for st in types:
+        if "cpu" in st:
+            return "process_cpu"
+        if "alloc_" in st or "inuse_" in st or st in ("space", "objects"):
+            return "memory"
+    return types[-1] if types else ""
+
+
+def parse_name(name):
+    """pkg/og/storage/segment labelset parsing of /ingest's name=app{k=v,...}."""
+    app, _, rest = name.partition("{")
+    labels = []
+    for kv in rest.rstrip("}").split(",") if rest else []:
+        k, _, v = kv.partition("=")
+        labels.append((k, v))
+    return app, labels
+
+
+def ints(wire, v):
+    """A repeated integer field: packed (wire 2) or one varint."""
+    if wire == 0:
+        return [v]
+    out, i = [], 0
+    while i < len(v):
+        x, i = read_varint(v, i)
+        out.append(x)
+    return out
 
 
 def parse_pprof(raw):
-    """Minimal profile.proto checks; returns facts for the sidecar."""
+    """profile.proto, decoded by hand; returns (raw, facts). facts["prof"]
+    holds what the checks need (removed before the sidecar is written)."""
     if raw[:2] == b"\x1f\x8b":
         try:
             raw = gzip.decompress(raw)
         except OSError as e:
             raise BadRequest(400, "invalid_argument", "raw_profile: bad gzip: %s" % e)
-    strings, sample_types, samples = [], [], []
+    strings, sample_types, samples, mappings, locations, functions = [], [], [], [], [], []
     time_nanos = duration = 0
     for num, wire, v in fields(raw):
         if num == 1 and wire == 2:
@@ -200,6 +400,28 @@ def parse_pprof(raw):
             sample_types.append(st)
         elif num == 2 and wire == 2:
             samples.append(v)
+        elif num == 3 and wire == 2:
+            m = {"id": 0, "start": 0, "limit": 0, "file": 0}
+            for n2, w2, v2 in fields(v):
+                if w2 == 0:
+                    key = {1: "id", 2: "start", 3: "limit", 5: "file"}.get(n2)
+                    if key:
+                        m[key] = v2
+            mappings.append(m)
+        elif num == 4 and wire == 2:
+            loc = {"id": 0, "mapping": 0, "address": 0}
+            for n2, w2, v2 in fields(v):
+                if w2 == 0:
+                    key = {1: "id", 2: "mapping", 3: "address"}.get(n2)
+                    if key:
+                        loc[key] = v2
+            locations.append(loc)
+        elif num == 5 and wire == 2:
+            fid = 0
+            for n2, w2, v2 in fields(v):
+                if n2 == 1 and w2 == 0:
+                    fid = v2
+            functions.append(fid)
         elif num == 6 and wire == 2:
             strings.append(utf8(v, "a profile string"))
         elif num == 9 and wire == 0:
@@ -217,10 +439,20 @@ def parse_pprof(raw):
                 raise BadRequest(400, "invalid_argument", "sample_type string out of range")
             if "-" in strings[idx]:
                 raise BadRequest(400, "invalid_argument", "sample type contains '-'")
+    for m in mappings:
+        if m["file"] >= len(strings):
+            raise BadRequest(400, "invalid_argument", "mapping filename out of range")
+        m["file"] = strings[m["file"]]
     sample_labels = {}
+    parsed = []
     for s in samples:
+        smp = {"locs": [], "values": [], "labels": [], "num_labels": 0}
         for n2, w2, v2 in fields(s):
-            if n2 == 3 and w2 == 2:
+            if n2 == 1:
+                smp["locs"] += ints(w2, v2)
+            elif n2 == 2:
+                smp["values"] += ints(w2, v2)
+            elif n2 == 3 and w2 == 2:
                 key = strv = 0
                 for n3, w3, v3 in fields(v2):
                     if n3 == 1 and w3 == 0:
@@ -231,11 +463,21 @@ def parse_pprof(raw):
                     raise BadRequest(400, "invalid_argument", "label string out of range")
                 if strv:
                     sample_labels.setdefault(strings[key], set()).add(strings[strv])
+                    smp["labels"].append((strings[key], strings[strv]))
+                else:
+                    smp["num_labels"] += 1
+        parsed.append(smp)
+    prof = {"samples": parsed, "mappings": mappings, "locations": locations,
+            "functions": functions, "ntypes": len(sample_types),
+            "type_names": [strings[st.get(1, 0)] for st in sample_types]}
     return raw, {
         "time_nanos": time_nanos,
         "duration_nanos": duration,
         "samples": len(samples),
         "sample_labels": {k: sorted(v) for k, v in sample_labels.items()},
+        "mapping0": mappings[0]["file"] if mappings else "",
+        "max_depth": max((len(x["locs"]) for x in parsed), default=0),
+        "prof": prof,
     }
 
 
@@ -379,6 +621,23 @@ class DataHandler(BaseHTTPRequestHandler):
             "received_at": time.time(),
         }
 
+    def admit(self, series_labels, prof, raw_len, t_ns):
+        """Every check of the 1.x write path for one profile; returns the
+        stored series (label lists). The order is the distributor's:
+        pushSeries adds service_name, ValidateProfile, then the series
+        split and ValidateLabels per series."""
+        a = STATE.args
+        if not dict(series_labels).get("service_name"):
+            # pkg/distributor/distributor.go pushSeries: the fallback name
+            series_labels = list(series_labels) + [("service_name", "unknown_service")]
+        check_time(t_ns, a.reject_older_than)
+        check_profile(prof, raw_len)
+        series = [check_series_labels(ls, not a.no_label_sanitization)
+                  for ls in split_series(series_labels, prof)]
+        for ls in series:
+            check_emberprof_rules(ls, prof, a.main_binary)
+        return series
+
     def push(self, body):
         ctype = self.headers.get("Content-Type", "")
         if ctype != "application/proto":
@@ -388,14 +647,19 @@ class DataHandler(BaseHTTPRequestHandler):
         if not series:
             raise BadRequest(400, "invalid_argument", "no series")
         for labels, samples in series:
-            check_series_labels(labels)
+            names = [n for n, _ in labels]
+            if len(names) != len(set(names)):
+                raise BadRequest(400, "invalid_argument", "duplicate label name in %s" % names)
             if not samples:
                 raise BadRequest(400, "invalid_argument", "series without samples")
             for raw, sid in samples:
                 pprof, facts = parse_pprof(raw)
+                prof = facts.pop("prof")
+                stored = self.admit(labels, prof, len(pprof), facts["time_nanos"])
                 rec = self.base_record("push")
                 rec.update(facts)
                 rec["labels"] = labels
+                rec["series"] = stored
                 rec["id"] = sid
                 rec["id_is_uuid4"] = bool(UUID_RE.match(sid)) and sid[14] == "4" and sid[19] in "89ab"
                 out.append((pprof, rec))
@@ -417,11 +681,22 @@ class DataHandler(BaseHTTPRequestHandler):
         if ctype.startswith("multipart/"):
             raise BadRequest(400, "invalid_argument", "multipart not supported here")
         pprof, facts = parse_pprof(body)
+        prof = facts.pop("prof")
+        app, name_labels = parse_name(name)
+        # pkg/og/convert/pprof/profile.go RawProfile.createLabels: the
+        # server's own __name__, __delta__, pyroscope_spy and service_name,
+        # then the name's labels (not those starting with "__").
+        labels = [("__name__", metric_name(prof)), ("__delta__", "false"),
+                  ("pyroscope_spy", q.get("spyName", "unknown"))]
+        if "service_name" not in dict(name_labels):
+            labels.append(("service_name", app))
+        labels += [(k, v) for k, v in name_labels if not k.startswith("__")]
+        t_ns = facts["time_nanos"] or int(q.get("from", "0")) * 10**9
+        stored = self.admit(labels, prof, len(pprof), t_ns)
         rec = self.base_record("ingest")
         rec.update(facts)
-        app = name.split("{")[0]
-        rec["labels"] = [("__name__", "process_cpu"), ("service_name", app),
-                         ("pyroscope_spy", q.get("spyName", "unknown"))]
+        rec["labels"] = labels
+        rec["series"] = stored
         rec["id"] = ""
         return pprof, rec
 
@@ -446,15 +721,24 @@ class DataHandler(BaseHTTPRequestHandler):
         if chunk < 68 or chunk > len(jfr):
             raise BadRequest(400, "invalid_argument", "JFR chunk size %d does not fit %d bytes"
                              % (chunk, len(jfr)))
+        # pkg/og/convert/jfr/profile.go ParseToPprof: each profile of the
+        # recording is stamped with the request's from (jfr-parser
+        # pprof.ParseJFR takes StartTime) and validated like a push.
+        check_time(int(q.get("from", "0")) * 10**9, STATE.args.reject_older_than)
+        app, name_labels = parse_name(name)
+        # jfr-parser pprof/pyroscope/pyroscope.go Labels: the name's labels
+        # (not "__" ones), then pyroscope_spy, __delta__, jfr_event, __name__
+        # and service_name (app_name if the name has a service_name). This
+        # fake does not read the events: the label count is what matters.
+        labels = [(k, v) for k, v in name_labels if not k.startswith("__")]
+        svc = "app_name" if "service_name" in dict(labels) else "service_name"
+        labels += [("pyroscope_spy", q.get("spyName", "unknown")), ("__delta__", "false"),
+                   ("jfr_event", "cpu"), ("__name__", "process_cpu"), (svc, app)]
+        stored = [check_series_labels(labels, not STATE.args.no_label_sanitization)]
         rec = self.base_record("ingest-jfr")
-        app, _, rest = name.partition("{")
-        labels = [("service_name", app), ("pyroscope_spy", q.get("spyName", "unknown"))]
-        for kv in rest.rstrip("}").split(",") if rest else []:
-            k, _, v = kv.partition("=")
-            labels.append((k, v))
         rec.update({"time_nanos": int(q.get("from", "0")) * 10**9, "duration_nanos": 0,
                     "samples": 0, "sample_labels": {}, "labels": labels, "id": "",
-                    "parts": sorted(parts)})
+                    "series": stored, "parts": sorted(parts)})
         return jfr, rec, ".jfr"
 
     def store(self, pprof, rec, ext=".pb"):
@@ -593,6 +877,12 @@ class ControlHandler(BaseHTTPRequestHandler):
             out += ["header.%s\t%s" % kv for kv in sorted(r["headers"].items())]
             out += ["label.%s\t%s" % kv for kv in r["labels"]]
             out += ["sample_label.%s\t%s" % (k, ",".join(v)) for k, v in sorted(r["sample_labels"].items())]
+            series = r.get("series", [])
+            out += ["series\t%d" % len(series),
+                    "series_max_labels\t%d" % max((len(x) for x in series), default=0),
+                    "mapping0\t%s" % r.get("mapping0", ""), "max_depth\t%d" % r.get("max_depth", 0)]
+            # the names as stored (after the 1.x server's sanitization)
+            out += ["stored_label.%s\t%s" % kv for kv in sorted({kv for x in series for kv in x})]
             self.text("".join(l + "\n" for l in out))
         elif p == "/quit":
             self.text("bye\n")
@@ -625,9 +915,34 @@ def _pprof():
     return gzip.compress(body)
 
 
-def _push(labels, sid="0d7c1c1e-0b6e-4e7a-9b1a-3c5d7e9f1a2b"):
+def _vfield(num, v):
+    return _varint(num << 3) + _varint(v)
+
+
+def _pprof2(kind="cpu", nsamples=1, depth=1, labels=(), mapfile="/srv/app", address=0x1800,
+            time_ns=None):
+    """A profile with one mapping [0x1000, 0x2000), one location and
+    nsamples samples of `depth` frames carrying string labels."""
+    strings = ["", kind, "nanoseconds", mapfile]
+    def idx(x):
+        if x not in strings:
+            strings.append(x)
+        return strings.index(x)
+    body = _field(1, _vfield(1, 1) + _vfield(2, 2))
+    for i in range(nsamples):
+        smp = _field(1, b"".join(_varint(1) for _ in range(depth))) + _vfield(2, 1000 + i)
+        for k, v in labels:
+            smp += _field(3, _vfield(1, idx(k)) + _vfield(2, idx(v)))
+        body += _field(2, smp)
+    body += _field(3, _vfield(1, 1) + _vfield(2, 0x1000) + _vfield(3, 0x2000) + _vfield(5, 3))
+    body += _field(4, _vfield(1, 1) + _vfield(2, 1) + _vfield(3, address))
+    body += _vfield(9, int(time.time() * 1e9) if time_ns is None else time_ns)
+    return gzip.compress(body + b"".join(_field(6, x.encode()) for x in strings))
+
+
+def _push(labels, sid="0d7c1c1e-0b6e-4e7a-9b1a-3c5d7e9f1a2b", raw=None):
     lp = b"".join(_field(1, _field(1, k.encode()) + _field(2, v.encode())) for k, v in labels)
-    sample = _field(1, _pprof()) + _field(2, sid.encode())
+    sample = _field(1, raw or _pprof()) + _field(2, sid.encode())
     return _field(1, lp + _field(2, sample))
 
 
@@ -666,7 +981,8 @@ def self_test(args):
 
     push = "/push.v1.PusherService/Push"
     auth = {"Authorization": "Bearer st"}
-    jfr_q = "/ingest?name=app%7Benv%3Dst%7D&from=1&until=2&format=jfr"
+    t0 = int(time.time())
+    jfr_q = "/ingest?name=app%%7Benv%%3Dst%%7D&from=%d&until=%d&format=jfr" % (t0, t0 + 1)
     form = "multipart/form-data; boundary=st-boundary"
     good = [("__name__", "process_cpu"), ("service_name", "selftest")]
     cases = [
@@ -680,7 +996,7 @@ def self_test(args):
          400, "invalid_argument"),
         ("wrong content type", post(push, _push(good), "application/json", auth), 415, None),
         ("no auth", post(push, _push(good)), 401, "unauthenticated"),
-        ("ingest", post("/ingest?name=app.x&from=1&until=2&format=pprof", _pprof(),
+        ("ingest", post("/ingest?name=app.x&from=%d&until=%d&format=pprof" % (t0, t0 + 1), _pprof(),
                         "binary/octet-stream", auth), 200, None),
         ("ingest bad name", post("/ingest?name=a%20b&format=pprof", _pprof(), "binary/octet-stream",
                                  auth), 400, "invalid_argument"),
@@ -692,15 +1008,65 @@ def self_test(args):
         ("jfr part not JFR", post(jfr_q, _form(_pprof()), form, auth), 400, "not a JFR"),
         ("jfr bad chunk", post(jfr_q, _form(_jfr(999)), form, auth), 400, "chunk size"),
     ]
+    # The rules of the real server (and those where it would store wrong
+    # data), each against a profile that breaks only that rule.
+    mem = [("__name__", "memory"), ("service_name", "selftest")]
+    tags = [("k%d" % i, "v") for i in range(26)]
+    thr = [("thread_id", "1"), ("thread_name", "main"), ("thread_state", "running")]
+    now = time.time()
+    old_q = "/ingest?name=app%%7Benv%%3Dst%%7D&from=%d&until=%d&format=jfr" % (now - 7200, now - 7190)
+    many_q = ("/ingest?name=app%7B" + "%2C".join("k%d%%3Dv" % i for i in range(26)) +
+              "%7D&from=" + str(int(now)) + "&until=" + str(int(now) + 1) + "&format=jfr")
+    cases += [
+        ("memory, no __delta__", post(push, _push(mem, raw=_pprof2("alloc_space")), headers=auth),
+         400, "__delta__"),
+        ("memory, __delta__", post(push, _push(mem + [("__delta__", "false")], raw=_pprof2("alloc_space")),
+                                   headers=auth), 200, None),
+        ("31 with sample labels", post(push, _push(good + tags[:26], raw=_pprof2(labels=thr)),
+                                       headers=auth), 400, "limit 30"),
+        ("30 with sample labels", post(push, _push(good + tags[:25], raw=_pprof2(labels=thr)),
+                                       headers=auth), 200, None),
+        ("older than 1h", post(push, _push(good, raw=_pprof2(time_ns=int((now - 3700) * 1e9))),
+                               headers=auth), 400, "outside of ingestion window"),
+        ("10 min ahead", post(push, _push(good, raw=_pprof2(time_ns=int((now + 700) * 1e9))),
+                              headers=auth), 400, "outside of ingestion window"),
+        ("dotted name", post(push, _push(good + [("host.name", "h")], raw=_pprof2()), headers=auth),
+         200, None),
+        ("dash in a name", post(push, _push(good + [("my-tag", "x")], raw=_pprof2()), headers=auth),
+         400, "invalid label name"),
+        ("same after dots", post(push, _push(good + [("a.b", "1"), ("a_b", "2")], raw=_pprof2()),
+                                 headers=auth), 400, "duplicate label name"),
+        ("no samples", post(push, _push(good, raw=_pprof2(nsamples=0)), headers=auth), 400, "no samples"),
+        ("1001 frames", post(push, _push(good, raw=_pprof2(depth=1001)), headers=auth), 400, "1001 frames"),
+        ("libc as mapping[0]", post(push, _push(good, raw=_pprof2(mapfile="/lib/libc.so.6")),
+                                    headers=auth), 400, "main binary"),
+        ("address unmapped", post(push, _push(good, raw=_pprof2(depth=2, address=0x7ffc07b7f027)),
+                                  headers=auth),
+         400, "outside every mapping"),
+        ("thread_name ?", post(push, _push(good, raw=_pprof2(labels=[("thread_name", "?")])),
+                               headers=auth), 400, "thread_name"),
+        ("jfr older than 1h", post(old_q, _form(_jfr()), form, auth), 400, "outside of ingestion window"),
+        ("jfr 31 labels", post(many_q, _form(_jfr()), form, auth), 400, "limit 30"),
+    ]
     failed = 0
     for name, (status, body), want, code in cases:
         ok = status == want and (code is None or code.encode() in body)
         failed += not ok
         print("%s %-20s %d %s" % ("ok  " if ok else "FAIL", name, status, body[:80]))
     accepted = len([f for f in os.listdir(args.out) if f.endswith(".pb")])
-    if accepted != 2:
+    if accepted != 5:
         failed += 1
-        print("FAIL stored %d profiles, expected 2" % accepted)
+        print("FAIL stored %d profiles, expected 5" % accepted)
+    stored = []
+    for fn in sorted(os.listdir(args.out)):
+        if fn.endswith(".json"):
+            with open(os.path.join(args.out, fn)) as f:
+                rec = json.load(f)
+            if ["host.name", "h"] in rec["labels"]:
+                stored = rec["series"][0]
+    if ["host_name", "h"] not in stored or any(n == "host.name" for n, _ in stored):
+        failed += 1
+        print("FAIL host.name not stored as host_name: %s" % stored)
     jfrs = len([f for f in os.listdir(args.out) if f.endswith(".jfr")])
     if jfrs != 1:
         failed += 1
@@ -721,6 +1087,15 @@ def serve(args):
         f.write("%d %d\n" % (STATE.data.port, ctl.server_address[1]))
     os.rename(tmp, args.port_file)
     threading.Thread(target=lambda: (time.sleep(args.lifetime), os._exit(0)), daemon=True).start()
+    # A test that fails exits without stopping us: follow it (reparented),
+    # so that CTest, which waits for our end of its output, is not held.
+    parent = os.getppid()
+
+    def orphan_watch():
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(0)
+    threading.Thread(target=orphan_watch, daemon=True).start()
     ctl.serve_forever()
 
 
@@ -735,6 +1110,12 @@ def main():
     ap.add_argument("--expect-bearer")
     ap.add_argument("--expect-basic")
     ap.add_argument("--expect-tenant")
+    ap.add_argument("--reject-older-than", type=float, default=3600,
+                    help="seconds; the server's validation.reject-older-than (0: off)")
+    ap.add_argument("--no-label-sanitization", action="store_true",
+                    help="accept any UTF-8 label name as current servers do by default "
+                         "(validation.disable-label-sanitization); default: the 1.x rules")
+    ap.add_argument("--main-binary", help="the path mapping[0] must have")
     args = ap.parse_args()
     args.out = args.dir
     if args.self_test:

@@ -40,6 +40,19 @@ after=$(ctl_get /count | cut -d' ' -f1)
 n=$(ls prof 2>/dev/null | grep -c '\.pb\.gz$')
 [ "$n" -ge 1 ] && ok "and $n local file(s)" || fail "no local files with -o"
 
+# The real-server rules (issue 14) through the preloaded library: wall and
+# thread labels, a dotted tag (warned about: 1.x servers store host_name);
+# the fake refuses what a real server refuses or would store wrong.
+set -- $(ctl_get /count)
+acc0=$1 rej0=$2
+"$EMBERPROF" run --server "http://127.0.0.1:$port" --tenant cli-t --auth-token tok-cli --wall \
+	--thread-labels --tag host.name=h1 --interval 1s -- "$EMBER_DEMO" --threads 2 --seconds 2 >out 2>err
+check_exit "run --server --wall --thread-labels" 0 $?
+check_grep "dotted tag warned about" err 'as "host_name"'
+set -- $(ctl_get /count)
+[ "$1" -gt "$acc0" ] && [ "$2" -eq "$rej0" ] && ok "wall and thread labels accepted ($(($1 - acc0)) profiles, none refused)" ||
+	{ fail "refused: $(($2 - rej0)), accepted $(($1 - acc0))"; ctl_get /requests | tail -5 >&2; sed 's/^/    /' err >&2; }
+
 bad() { # WHAT EXPECTED-IN-STDERR ARGS...
 	what=$1 want=$2
 	shift 2
@@ -56,4 +69,6 @@ bad "bad token" "invalid --auth-token" --server http://127.0.0.1:1 --auth-token 
 check_no_grep "token not echoed" err "sec ret"
 bad "bad header" "expected 'NAME: VALUE'" --server http://127.0.0.1:1 --header NoColon
 bad "tenant without server" "EMBERPROF_SERVER_URL is not" --tenant t1
+EMBERPROF_SERVER_MAX_AGE=2m bad "interval past the server's age limit" "every window would be refused" --server http://127.0.0.1:1 --interval 5m
+EMBERPROF_SERVER_MAX_AGE=5s bad "max age too short" "EMBERPROF_SERVER_MAX_AGE" --server http://127.0.0.1:1
 done_tests

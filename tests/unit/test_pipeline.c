@@ -31,6 +31,7 @@ typedef struct fake_send {
 	int nok;
 	int bad_body;       /* an item's body did not match its seq */
 	int down;           /* retryable failures are refused connections */
+	int too_old;        /* PERMANENT answers say "too old" (the server's age limit) */
 } fake_send;
 
 static double now_s(void)
@@ -67,6 +68,7 @@ static void fake_send_fn(void *ctx, const ember__upload_item *it, const _Atomic 
 	int out = atomic_load(cancel) ? EMBER__SEND_RETRY : f->pos < f->nscript ? f->script[f->pos++]
 										 : f->def;
 	res->outcome = out;
+	res->too_old = out == EMBER__SEND_PERMANENT && f->too_old;
 	res->retry_after_ms = out == EMBER__SEND_RETRY ? f->retry_after : -1;
 	res->server_down = out == EMBER__SEND_RETRY && f->down && !atomic_load(cancel);
 	snprintf(res->message, sizeof(res->message), "scripted %d", out);
@@ -95,6 +97,8 @@ static ember__upload_item *item(uint32_t seq)
 
 static ember__upload_log quiet = {NULL, NULL, EMBER_LOG_OFF, "test"};
 
+static uint64_t max_age_ms; /* make()'s max_age_ms, 0 for most tests */
+
 static ember__pipeline *make(fake_send *f, unsigned qlen, const char *spool, uint64_t max,
 			     unsigned jitter)
 {
@@ -108,6 +112,8 @@ static ember__pipeline *make(fake_send *f, unsigned qlen, const char *spool, uin
 		.backoff_max_ms = 4,
 		.send = fake_send_fn,
 		.send_ctx = f,
+		.max_age_ms = max_age_ms,
+		.max_age_what = "test",
 	};
 	ember__pipeline *p = NULL;
 	CHECK_EQ_INT(ember__pipeline_new(&p, &o), 0);
@@ -419,6 +425,67 @@ static void test_jitter_keeps_order(void)
 	ember__pipeline_free(p);
 }
 
+/*
+ * Windows older than the server accepts (their start is in 1970 here) are
+ * dropped unsent and counted as expired, from the queue and from a spool
+ * left by an earlier run; the files go; nothing is re-dated or blocked.
+ */
+static void test_max_age(void)
+{
+	char *dir = temp_dir();
+	fake_send down;
+	fake_init(&down, EMBER__SEND_RETRY);
+	ember__pipeline *p = make(&down, 16, dir, 1 << 20, 0);
+	CHECK_EQ_INT(ember__pipeline_start(p, &quiet), 0);
+	for (uint32_t i = 1; i < 4; i++) /* (item 0 starts at 0: "unknown", never expires) */
+		ember__pipeline_enqueue(p, item(i));
+	CHECK_EQ_INT(ember__pipeline_flush(p, 50), 3);
+	ember__pipeline_free(p);
+	CHECK_EQ_INT(count_files(dir), 3);
+
+	fake_send up;
+	fake_init(&up, EMBER__SEND_OK);
+	max_age_ms = 3600 * 1000;
+	p = make(&up, 16, dir, 1 << 20, 0);
+	max_age_ms = 0;
+	CHECK_EQ_INT(ember__pipeline_start(p, &quiet), 0);
+	ember__pipeline_enqueue(p, item(4));
+	CHECK_EQ_INT(ember__pipeline_flush(p, 10000), 0);
+	CHECK_EQ_INT(up.nattempts, 0); /* none was sent */
+	ember_stats st = {0};
+	ember__pipeline_stats(p, &st);
+	CHECK_EQ_INT(st.uploads_expired, 4);
+	CHECK_EQ_INT(st.uploads_failed, 0);
+	CHECK_EQ_INT(st.uploads_dropped, 0);
+	CHECK_EQ_INT(count_files(dir), 0);
+	ember__pipeline_free(p);
+	rm_rf(dir);
+}
+
+/* A refusal for age (the server's 400) is counted as expired, not failed,
+ * and the windows behind it go on. */
+static void test_refused_as_too_old(void)
+{
+	fake_send f;
+	fake_init(&f, EMBER__SEND_OK);
+	f.script[0] = EMBER__SEND_PERMANENT;
+	f.script[1] = EMBER__SEND_PERMANENT;
+	f.nscript = 2;
+	f.too_old = 1;
+	ember__pipeline *p = make(&f, 8, NULL, 0, 0);
+	CHECK_EQ_INT(ember__pipeline_start(p, &quiet), 0);
+	for (uint32_t i = 0; i < 4; i++)
+		ember__pipeline_enqueue(p, item(i));
+	CHECK_EQ_INT(ember__pipeline_flush(p, 10000), 0);
+	uint32_t want[] = {2, 3};
+	CHECK(seq_is(&f, want, 2));
+	ember_stats st = {0};
+	ember__pipeline_stats(p, &st);
+	CHECK_EQ_INT(st.uploads_expired, 2);
+	CHECK_EQ_INT(st.uploads_failed, 0);
+	ember__pipeline_free(p);
+}
+
 static void test_bad_options(void)
 {
 	ember__pipeline *p = NULL;
@@ -514,5 +581,7 @@ int main(void)
 	RUN(test_refused_spools_at_once);
 	RUN(test_refused_without_spool);
 	RUN(test_slow_server_gets_the_flush_timeout);
+	RUN(test_max_age);
+	RUN(test_refused_as_too_old);
 	return CHECK_DONE();
 }

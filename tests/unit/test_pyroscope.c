@@ -170,6 +170,66 @@ static int info_refused(const char *app, const ember_tag *tags, size_t n, int th
 	return 1;
 }
 
+/*
+ * Every label the server will see counts, per profile type (issue 14):
+ * with 22 tags and thread labels, CPU series have 5 + 22 + 2 = 29 names,
+ * wall series thread_state more (30), memory series __delta__ more (30);
+ * one more tag puts wall and memory at 31, which a 1.x server refuses.
+ */
+static void test_label_budget(void)
+{
+	char why[512], keys[32][8];
+	ember_tag t[32];
+	for (int i = 0; i < 32; i++) {
+		snprintf(keys[i], sizeof(keys[i]), "k%d", i);
+		t[i] = (ember_tag){keys[i], "v"};
+	}
+	ember_agent_info in = {.app_name = "app", .tags = t, .ntags = 22, .thread_labels = 1,
+			       .wall_ms = 50, .alloc = 1};
+	CHECK_EQ_INT(ember__pyroscope_label_count(&in, EMBER_PYROSCOPE_PUSH, "cpu", why, sizeof(why)), 29);
+	CHECK_EQ_INT(ember__pyroscope_label_count(&in, EMBER_PYROSCOPE_PUSH, "wall", why, sizeof(why)), 30);
+	CHECK(strstr(why, "thread_state (--wall") != NULL);
+	CHECK(strstr(why, "--thread-labels") != NULL);
+	CHECK_EQ_INT(ember__pyroscope_label_count(&in, EMBER_PYROSCOPE_PUSH, "memory", why, sizeof(why)), 30);
+	CHECK(strstr(why, "__delta__") != NULL);
+	CHECK_EQ_INT(ember__pyroscope_check_info(&in, EMBER_PYROSCOPE_PUSH), 0);
+	in.ntags = 23;
+	CHECK_EQ_INT(ember__pyroscope_check_info(&in, EMBER_PYROSCOPE_PUSH), EMBER_ERR_INVALID);
+	CHECK(strstr(ember_last_error(), "wall profiles would carry 31 label names") != NULL);
+	CHECK(strstr(ember_last_error(), "thread_state (--wall") != NULL);
+	in.wall_ms = 0; /* memory is still over: __delta__ */
+	CHECK_EQ_INT(ember__pyroscope_check_info(&in, EMBER_PYROSCOPE_PUSH), EMBER_ERR_INVALID);
+	CHECK(strstr(ember_last_error(), "memory profiles would carry 31") != NULL);
+	in.alloc = 0;
+	CHECK_EQ_INT(ember__pyroscope_check_info(&in, EMBER_PYROSCOPE_PUSH), 0);
+	/* /ingest?format=pprof: the server's 4, the tags and sample labels */
+	in.wall_ms = 50;
+	CHECK_EQ_INT(ember__pyroscope_label_count(&in, EMBER_PYROSCOPE_INGEST, "wall", NULL, 0), 30);
+	/* format=jfr: the server's 5 and the tags in the name, no thread labels */
+	CHECK_EQ_INT(ember__pyroscope_label_count(&in, EMBER__PYRO_JFR, "wall", NULL, 0), 28);
+	in.ntags = 25;
+	CHECK_EQ_INT(ember__pyroscope_check_info(&in, EMBER__PYRO_JFR), 0);
+	in.ntags = 26;
+	CHECK_EQ_INT(ember__pyroscope_check_info(&in, EMBER__PYRO_JFR), EMBER_ERR_INVALID);
+}
+
+static void test_legacy_names(void)
+{
+	char out[64];
+	CHECK_EQ_INT(ember__pyroscope_legacy_name("env", out, sizeof(out)), EMBER_PYRO_NAME_OK);
+	CHECK_EQ_INT(ember__pyroscope_legacy_name("_a9", out, sizeof(out)), EMBER_PYRO_NAME_OK);
+	CHECK_EQ_INT(ember__pyroscope_legacy_name("host.name", out, sizeof(out)),
+		     EMBER_PYRO_NAME_REWRITTEN);
+	CHECK_EQ_STR(out, "host_name");
+	CHECK_EQ_INT(ember__pyroscope_legacy_name(".x", out, sizeof(out)), EMBER_PYRO_NAME_REWRITTEN);
+	CHECK_EQ_STR(out, "_x");
+	CHECK_EQ_INT(ember__pyroscope_legacy_name("9lives", out, sizeof(out)), EMBER_PYRO_NAME_REFUSED);
+	CHECK_EQ_INT(ember__pyroscope_legacy_name("my-tag", out, sizeof(out)), EMBER_PYRO_NAME_REFUSED);
+	CHECK_EQ_INT(ember__pyroscope_legacy_name("caf\xc3\xa9", out, sizeof(out)),
+		     EMBER_PYRO_NAME_REFUSED);
+	CHECK_EQ_INT(ember__pyroscope_legacy_name("", out, sizeof(out)), EMBER_PYRO_NAME_REFUSED);
+}
+
 static void test_label_rules(void)
 {
 	ember_tag t[32];
@@ -190,7 +250,7 @@ static void test_label_rules(void)
 	/* 5 of emberprof's own + 25 tags = 30: fits; one more does not. */
 	ember_agent_info ok = {.app_name = "app", .tags = t, .ntags = 25};
 	CHECK_EQ_INT(ember__pyroscope_check_info(&ok, EMBER_PYROSCOPE_PUSH), 0);
-	CHECK(info_refused("app", t, 26, 0, EMBER_PYROSCOPE_PUSH, "at most 30"));
+	CHECK(info_refused("app", t, 26, 0, EMBER_PYROSCOPE_PUSH, "over the server's 30"));
 	/* Tags replacing our own labels do not count twice. */
 	t[0] = (ember_tag){"service_name", "svc"};
 	t[1] = (ember_tag){"pyroscope_spy", "custom"};
@@ -499,6 +559,8 @@ int main(void)
 	RUN(test_credentials);
 	RUN(test_headers_and_limits);
 	RUN(test_label_rules);
+	RUN(test_label_budget);
+	RUN(test_legacy_names);
 	RUN(test_build_checks_labels);
 	RUN(test_metric_names);
 	RUN(test_uuid);

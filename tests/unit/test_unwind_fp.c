@@ -44,6 +44,26 @@ static void test_good_chain(void)
 	CHECK_EQ_INT(flags, 0); /* complete */
 }
 
+/*
+ * Above main, rbp is whatever glibc's __libc_start_call_main left (it keeps
+ * no frame pointer): here a stack address whose upper word points at the
+ * argv strings, also on the stack. That word is data, never a frame: the
+ * walk stops before it (issue 14: a bogus bottom frame at a stack address).
+ */
+static void test_return_address_on_stack(void)
+{
+	build_chain();
+	stack[21] = (uintptr_t)&stack[40] + 7; /* "return address" = a string on the stack */
+	stack[20] = (uintptr_t)&stack[30];     /* and a plausible next frame */
+	ember__regs r = {.pc = 0x1000, .sp = (uintptr_t)&stack[2], .fp = (uintptr_t)&stack[4]};
+	ember__stack_bounds b = bounds();
+	uint64_t pcs[16];
+	unsigned flags = 0;
+	CHECK_EQ_INT(ember__unwind_fp(&r, &b, pcs, 16, &flags), 3);
+	CHECK_EQ_INT(pcs[2], 0x1002);
+	CHECK(flags & EMBER_UNWIND_TRUNCATED);
+}
+
 static void test_depth_limit(void)
 {
 	build_chain();
@@ -116,6 +136,7 @@ int main(void)
 {
 	RUN(test_good_chain);
 	RUN(test_depth_limit);
+	RUN(test_return_address_on_stack);
 	RUN(test_fp_out_of_bounds);
 	RUN(test_misaligned_and_loop);
 	RUN(test_unknown_bounds);

@@ -5,6 +5,9 @@
  * address minus one, functions are resolved through the symbolizer and
  * shared, static tags and thread labels are attached.
  */
+#include <string.h>
+#include <unistd.h>
+
 #include "agent/aggregate.h"
 #include "agent/window.h"
 #include "check.h"
@@ -38,6 +41,46 @@ static void test_aggregate(void)
 	CHECK_EQ_STR(ember__agg_name(&a, 7), "worker-7");
 	CHECK(ember__agg_name(&a, 8) == NULL);
 	ember__agg_release(&a);
+}
+
+/*
+ * Mapping 1 is the main executable even when the first sample's leaf is in
+ * libc, and an address in no executable mapping (a stack address, a small
+ * integer read as a return address) ends the stack there, leaf side kept,
+ * without becoming a location (issue 14).
+ */
+static void test_main_mapping_and_bogus_frames(void)
+{
+	ember__symbolizer *sym;
+	CHECK_EQ_INT(ember__symbolizer_new(&sym), 0);
+	ember__config cfg;
+	ember__config_defaults(&cfg);
+	cfg.hz = 100;
+	ember__agg a;
+	ember__agg_init(&a);
+	int on_stack = 0;
+	uint64_t libc_pc = (uint64_t)(uintptr_t)strlen + 1;
+	uint64_t ret = (uint64_t)(uintptr_t)caller_fn + 2;
+	uint64_t st1[] = {libc_pc, ret, (uint64_t)(uintptr_t)&on_stack + 7, ret};
+	uint64_t st2[] = {libc_pc, 0x5f5e0ff};
+	ember__agg_add(&a, 0, st1, 4, NULL, 0, 10000000);
+	ember__agg_add(&a, 0, st2, 2, NULL, 0, 10000000);
+	ember__profile *p;
+	CHECK_EQ_INT(ember__window_profile(&a, sym, &cfg, EMBER__PROFILE_CPU, 0, 1, &p), 0);
+	CHECK(p->nmappings >= 2);
+	char exe[4096];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	CHECK(n > 0);
+	exe[n > 0 ? n : 0] = '\0';
+	CHECK_EQ_STR(p->mappings[0].file, exe);
+	CHECK_EQ_INT(p->nsamples, 2);
+	CHECK_EQ_INT(p->samples[0].nlocs, 2); /* libc leaf, caller_fn; cut at the stack word */
+	CHECK_EQ_INT(p->samples[1].nlocs, 1);
+	for (uint32_t i = 0; i < p->nlocations; i++)
+		CHECK(p->locations[i].mapping != 0); /* every location is in a mapping */
+	ember__profile_free(p);
+	ember__agg_release(&a);
+	ember__symbolizer_free(sym);
 }
 
 static const char *func_of(const ember__profile *p, uint32_t loc)
@@ -93,7 +136,8 @@ static void test_profile(void)
 		CHECK_EQ_STR(s->labels[1].str, "11");
 		CHECK_EQ_STR(s->labels[2].str, "alpha");
 	}
-	CHECK_EQ_STR(p->samples[1].labels[2].str, "?"); /* name unknown */
+	/* name unknown to the aggregate: never "?" (Pyroscope would show it as a thread) */
+	CHECK_EQ_STR(p->samples[1].labels[2].str, "thread-12");
 	ember__profile_free(p);
 
 	/* Without a symbolizer: addresses only, no functions. */
@@ -168,5 +212,6 @@ int main(void)
 	RUN(test_dynamic_labels);
 	RUN(test_aggregate);
 	RUN(test_profile);
+	RUN(test_main_mapping_and_bogus_frames);
 	return CHECK_DONE();
 }
