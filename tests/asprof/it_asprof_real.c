@@ -11,6 +11,7 @@
  * async-profiler error; the JDK's `jfr` tool reads every recording, they
  * hold jdk.ExecutionSample events, and burn_cpu appears in their stacks.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -64,7 +65,8 @@ static int keep(void *ud, const ember_report *r)
 static volatile int stop_burn;
 static volatile double sink;
 
-__attribute__((noinline)) static double burn_cpu(int n)
+/* noipa: else GCC sees a pure function and calls it once for the whole loop */
+__attribute__((noinline, noipa)) static double burn_cpu(int n)
 {
 	double acc = 0;
 	for (int i = 0; i < n; i++)
@@ -106,8 +108,10 @@ int main(void)
 	pthread_create(&th, NULL, burner, NULL);
 	ember_running *run;
 	CHECK(ember_agent_start(&run, a) == 0, "start with %s: %s", lib, ember_last_error());
+	/* async-profiler's wall-clock signals interrupt sleeps: sleep on */
 	struct timespec t = {3, 500000000};
-	nanosleep(&t, NULL);
+	while (nanosleep(&t, &t) != 0 && errno == EINTR)
+		;
 	int rc = ember_running_stop(&a, run);
 	stop_burn = 1;
 	pthread_join(th, NULL);
