@@ -300,6 +300,13 @@ static void options_and_env(void)
 	CHECK_EQ_INT(ember_builder_apply_env(b), 0);
 	CHECK_EQ_INT(b->cfg.asprof.cpu_interval_ns, 1234567);
 	CHECK_EQ_STR(b->cfg.asprof.native_mem, "");
+	CHECK_EQ_INT(b->cfg.asprof.stop_start, 0); /* dump rotation by default */
+	setenv("EMBERPROF_ASPROF_ROTATE", "stop", 1);
+	CHECK_EQ_INT(ember_builder_apply_env(b), 0);
+	CHECK_EQ_INT(b->cfg.asprof.stop_start, 1);
+	setenv("EMBERPROF_ASPROF_ROTATE", "dump", 1);
+	CHECK_EQ_INT(ember_builder_apply_env(b), 0);
+	CHECK_EQ_INT(b->cfg.asprof.stop_start, 0);
 	static const char *const bad[][2] = {
 		{"EMBERPROF_BACKEND", "jvm"},
 		{"EMBERPROF_ASPROF_CPU_INTERVAL", "10 ms"},
@@ -308,6 +315,7 @@ static void options_and_env(void)
 		{"EMBERPROF_ASPROF_WALL_INTERVAL", "0ms"},
 		{"EMBERPROF_ASPROF_NATIVEMEM", "1m,cstack=no"},
 		{"EMBERPROF_ASPROF_LIB", "lib/libasyncProfiler.so"},
+		{"EMBERPROF_ASPROF_ROTATE", "loop"},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		const char *old = getenv(bad[i][0]);
