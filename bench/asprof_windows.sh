@@ -51,20 +51,17 @@ out=$results/asprof_windows.txt
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 
-# sums FILE... -> "cpu wall": samples of all CPU stacks, and of wall stacks through main_loop
-sums() {
-	local c=0 w=0 f x y
-	for f in "$@"; do
-		x=$("$jfrconv" --cpu -o collapsed "$f" "$T/c.txt" >/dev/null 2>&1 && awk '{s += $NF} END {print s + 0}' "$T/c.txt")
-		y=$("$jfrconv" --wall -o collapsed "$f" "$T/w.txt" >/dev/null 2>&1 && awk '/main_loop/ {s += $NF} END {print s + 0}' "$T/w.txt")
-		c=$((c + ${x:-0})) w=$((w + ${y:-0}))
-	done
-	echo "$c $w"
+# counts FILE -> "cpu wall": its samples of all CPU stacks, and of wall stacks through main_loop
+counts() {
+	local x y
+	x=$("$jfrconv" --cpu -o collapsed "$1" "$T/c.txt" >/dev/null 2>&1 && awk '{s += $NF} END {print s + 0}' "$T/c.txt")
+	y=$("$jfrconv" --wall -o collapsed "$1" "$T/w.txt" >/dev/null 2>&1 && awk '/main_loop/ {s += $NF} END {print s + 0}' "$T/w.txt")
+	echo "${x:-0} ${y:-0}"
 }
 ns() { case $1 in *ms) echo $((${1%ms} * 1000000)) ;; *s) echo $((${1%s} * 1000000000)) ;; esac; }
 
 {
-	echo "async-profiler: $lib ($(cat "$home/../.git/HEAD" 2>/dev/null || true))"
+	echo "async-profiler: $lib ($(git -C "$home" describe --tags 2>/dev/null || echo "version unknown"))"
 	echo "workload: ember_bench_workload $args; $rounds rounds; shares = samples / (time / interval)"
 	printf '%-6s %-9s %8s %8s %10s %10s  %s\n' interval mode cpu wall cpu_share wall_share "per-window cpu"
 } | tee "$out"
@@ -84,12 +81,12 @@ for r in $(seq "$rounds"); do
 					-- "$workload" $args >/dev/null 2>"$T/err"
 			fi
 			read -r u s e <"$T/time"
-			files=$(ls "$T"/o/*.jfr | sort -t- -k4,4n)
-			read -r c w <<<"$(sums $files)"
-			per=""
-			if [ $mode != direct ]; then
-				for f in $files; do per="$per $(sums "$f" | cut -d' ' -f1)"; done
-			fi
+			c=0 w=0 per=""
+			for f in $(ls "$T"/o/*.jfr | sort -t- -k4,4n); do
+				read -r x y <<<"$(counts "$f")"
+				c=$((c + x)) w=$((w + y))
+				[ $mode = direct ] || per="$per $x"
+			done
 			awk -v iv=$iv -v m=$mode -v c="$c" -v w="$w" -v u="$u" -v s="$s" -v e="$e" -v n="$n" \
 				-v t="$nthreads" -v per="$per" 'BEGIN {
 				printf "%-6s %-9s %8d %8d %9.1f%% %9.1f%% %s\n", iv, m, c, w,
