@@ -628,6 +628,8 @@ static int report_jfr(ember__core *c, ember__profile *const *profiles, int64_t e
 		.events = ev, .nevents = m, .threads = threads, .nthreads = nthreads,
 		.polls = polls, .npolls = c->jpolls.n,
 		.wall_interval_ns = (int64_t)c->cfg.wall_ms * 1000000,
+		.cpu_interval_ns = c->cfg.hz ? 1000000000 / c->cfg.hz : 0,
+		.alloc_interval = c->cfg.alloc_mean,
 		.max_depth = c->cfg.max_depth,
 	};
 	if (rc == 0)

@@ -35,6 +35,7 @@ typedef struct ember__asprof_config {
 	unsigned wall_interval_ms; /* 0: EMBER__ASPROF_DEFAULT_WALL_MS */
 	char native_mem[EMBER__ASPROF_NATIVEMEM_MAX + 1]; /* "": off */
 	char library[EMBER__ASPROF_LIBRARY_MAX + 1];      /* "": EMBER__ASPROF_LIBNAME */
+	int stop_start; /* rotate windows with stop/start instead of dump (EMBERPROF_ASPROF_ROTATE) */
 } ember__asprof_config;
 
 /* The loaded library's entry points (optional ones may be NULL). */

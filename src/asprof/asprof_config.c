@@ -2,7 +2,8 @@
  * asprof_config.c - choosing the profiling backend and configuring the
  * async-profiler one: the builder setters and the environment variables
  * EMBERPROF_BACKEND, EMBERPROF_ASPROF_LIB, EMBERPROF_ASPROF_CPU_INTERVAL,
- * EMBERPROF_ASPROF_WALL_INTERVAL and EMBERPROF_ASPROF_NATIVEMEM
+ * EMBERPROF_ASPROF_WALL_INTERVAL, EMBERPROF_ASPROF_NATIVEMEM and
+ * EMBERPROF_ASPROF_ROTATE
  * (docs/CONFIG.md). Every rejection names the setting and the value.
  */
 #include <inttypes.h>
@@ -137,6 +138,14 @@ int ember__asprof_apply_env(ember_builder *b)
 		} else {
 			snprintf(c.native_mem, sizeof(c.native_mem), "%s", v);
 		}
+	}
+	if ((v = getenv("EMBERPROF_ASPROF_ROTATE"))) {
+		if (!strcmp(v, "dump"))
+			c.stop_start = 0;
+		else if (!strcmp(v, "stop"))
+			c.stop_start = 1;
+		else
+			return bad_env("EMBERPROF_ASPROF_ROTATE", v, "expected dump (the default) or stop");
 	}
 	b->cfg.asprof = c;
 	b->cfg.backend = backend;

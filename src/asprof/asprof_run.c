@@ -32,6 +32,10 @@
 
 /* A recording larger than this is not read into memory (counted, logged). */
 #define MAX_JFR_BYTES (256ull << 20)
+/* Restart (stop/start) instead of dumping once the recording file has
+ * grown this much, or async-profiler has run this long since its start. */
+#define RESTART_BYTES (1ull << 30)
+#define RESTART_NS (3600ll * 1000000000)
 
 struct ember__asprof_run {
 	const ember__config *cfg;
@@ -42,6 +46,9 @@ struct ember__asprof_run {
 	int fd[2];
 	int active;  /* index of the file async-profiler writes to */
 	int running; /* the last start succeeded and no stop followed */
+	int dump;    /* rotate with `dump` (0: stop/start at every boundary) */
+	uint64_t off; /* where the active file's first unreported chunk starts */
+	int64_t started; /* when the active recording started (monotonic ns) */
 	uint32_t seq;
 	int64_t win_start; /* when the active recording started (realtime ns) */
 
@@ -104,26 +111,28 @@ static void close_files(ember__asprof_run *r)
 		}
 }
 
-/* Reads the whole file. 0 (*buf is the caller's, NULL when empty) or ember_err. */
-static int read_file(int fd, uint8_t **buf, size_t *len)
+/* Reads the file from `from` to its end. 0 (*buf is the caller's, NULL
+ * when empty) or ember_err. */
+static int read_file(int fd, uint64_t from, uint8_t **buf, size_t *len)
 {
 	*buf = NULL;
 	*len = 0;
 	struct stat st;
 	if (fstat(fd, &st) != 0)
 		return ember__error_errno(EMBER_ERR_IO, errno, "cannot stat the recording");
-	if ((uint64_t)st.st_size > MAX_JFR_BYTES)
+	uint64_t size = (uint64_t)st.st_size > from ? (uint64_t)st.st_size - from : 0;
+	if (size > MAX_JFR_BYTES)
 		return ember__error(EMBER_ERR_IO, "the recording has %" PRIu64 " bytes, more than the "
 				    "%llu MiB emberprof reads; use a shorter interval",
-				    (uint64_t)st.st_size, MAX_JFR_BYTES >> 20);
-	size_t n = (size_t)st.st_size, got = 0;
+				    size, MAX_JFR_BYTES >> 20);
+	size_t n = (size_t)size, got = 0;
 	if (n == 0)
 		return 0;
 	uint8_t *b = malloc(n);
 	if (!b)
 		return ember__error_oom("JFR recording");
 	while (got < n) {
-		ssize_t k = pread(fd, b + got, n - got, (off_t)got);
+		ssize_t k = pread(fd, b + got, n - got, (off_t)(from + got));
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k <= 0) {
@@ -165,18 +174,51 @@ static int start_recording(ember__asprof_run *r)
 		rc = exec_cmd(r, cmd);
 	if (rc == 0) {
 		r->running = 1;
+		r->off = 0;
+		r->started = now_ns(CLOCK_MONOTONIC);
 		r->win_start = t;
 		ember__log(r->cfg, EMBER_LOG_DEBUG, "async-profiler: %s", cmd);
 	}
 	return rc;
 }
 
-/* Reports the recording in file `idx`, covering [start, end). */
-static int report_file(ember__asprof_run *r, int idx, int64_t start, int64_t end, int final)
+/*
+ * The finished chunks at the start of b[0..len): a chunk's header holds
+ * its size and, once async-profiler has finished it, the offset of its
+ * constant pool (0 while it is being written, when the size reads 1 GiB:
+ * flightRecorder.cpp writeHeader/finishChunk). Returns the bytes they span.
+ */
+static size_t finished_chunks(const uint8_t *b, size_t len)
+{
+	size_t at = 0;
+	while (len - at >= 68 && memcmp(b + at, "FLR", 4) == 0) {
+		uint64_t size = 0, cpool = 0;
+		for (int i = 0; i < 8; i++) {
+			size = size << 8 | b[at + 8 + (size_t)i];
+			cpool = cpool << 8 | b[at + 16 + (size_t)i];
+		}
+		if (!cpool || size < 68 || size > len - at)
+			break;
+		at += (size_t)size;
+	}
+	return at;
+}
+
+/*
+ * Reports what file `idx` holds from `from` on, covering [start, end):
+ * everything (`whole`: async-profiler has stopped), or only its finished
+ * chunks (after a dump; the chunk it goes on writing stays). *used
+ * receives the bytes reported.
+ */
+static int report_file(ember__asprof_run *r, int idx, uint64_t from, int whole, uint64_t *used,
+		       int64_t start, int64_t end, int final)
 {
 	uint8_t *jfr;
 	size_t len;
-	int rc = read_file(r->fd[idx], &jfr, &len);
+	*used = 0;
+	int rc = read_file(r->fd[idx], from, &jfr, &len);
+	if (rc == 0 && !whole)
+		len = finished_chunks(jfr, len);
 	if (rc == 0 && (len < 4 || memcmp(jfr, "FLR", 4) != 0))
 		rc = ember__error(EMBER_ERR_FORMAT, "async-profiler left %s in the recording, not a JFR",
 				  len ? "something else" : "nothing");
@@ -187,6 +229,7 @@ static int report_file(ember__asprof_run *r, int idx, int64_t start, int64_t end
 		free(jfr);
 		return rc;
 	}
+	*used = len;
 	ember_report rep = {
 		.app_name = r->cfg->app_name,
 		.profile_type = "jfr",
@@ -206,13 +249,49 @@ static int report_file(ember__asprof_run *r, int idx, int64_t start, int64_t end
 }
 
 /*
- * One window boundary: stop, and unless final, truncate the other file,
- * swap, start on it; then report the finished recording.
+ * A boundary without stopping: `dump` makes async-profiler finish the
+ * chunk it writes and start the next one in the same file, its sampling
+ * untouched; the finished chunk is the window. The bytes read are freed
+ * from the file (a hole punched where the file system allows). 1 if the
+ * boundary is done, 0 if async-profiler refused the dump (then the caller
+ * rotates with stop/start, and so does every later boundary).
+ */
+static int rotate_dump(ember__asprof_run *r, int64_t start, int64_t end, int *rc)
+{
+	if (exec_cmd(r, "dump,jfr") != 0) {
+		count_error(r);
+		ember__log(r->cfg, EMBER_LOG_WARN, "async-profiler refused to dump (%s); rotating "
+			   "with stop/start from now on", ember_last_error());
+		r->dump = 0;
+		return 0;
+	}
+	uint64_t used;
+	*rc = report_file(r, r->active, r->off, 0, &used, start, end, 0);
+	if (used &&
+	    fallocate(r->fd[r->active], FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)r->off,
+		      (off_t)used) != 0 && errno != EOPNOTSUPP)
+		ember__log(r->cfg, EMBER_LOG_DEBUG, "cannot free the recording's read part: %s",
+			   strerror(errno));
+	r->off += used;
+	r->win_start = end;
+	r->seq++;
+	return 1;
+}
+
+/*
+ * One window boundary. Normally a dump (rotate_dump). Else, and at the
+ * final one, and when the recording has grown past RESTART_BYTES or run
+ * RESTART_NS (async-profiler's stack table only shrinks at a start):
+ * stop, and unless final, truncate the other file, swap, start on it;
+ * then report the rest of the finished recording.
  */
 static int rotate(ember__asprof_run *r, int final)
 {
 	int stopped = 0, rc = 0;
 	int64_t start = r->win_start, end = now_ns(CLOCK_REALTIME);
+	if (!final && r->running && r->dump && r->off < RESTART_BYTES &&
+	    now_ns(CLOCK_MONOTONIC) - r->started < RESTART_NS && rotate_dump(r, start, end, &rc))
+		return rc;
 	if (r->running) {
 		r->running = 0;
 		rc = exec_cmd(r, "stop");
@@ -228,6 +307,7 @@ static int rotate(ember__asprof_run *r, int final)
 				  " (its start failed)", r->seq);
 	}
 	int done = r->active;
+	uint64_t from = r->off, used;
 	if (!final) {
 		int next = !r->active;
 		if (ftruncate(r->fd[next], 0) != 0)
@@ -241,7 +321,7 @@ static int rotate(ember__asprof_run *r, int final)
 		}
 	}
 	if (stopped)
-		rc = report_file(r, done, start, end, final);
+		rc = report_file(r, done, from, 1, &used, start, end, final);
 	r->seq++;
 	return rc;
 }
@@ -318,6 +398,7 @@ int ember__asprof_run_start(ember__asprof_run **out, const ember__config *cfg, u
 	r->fd[0] = r->fd[1] = -1;
 	r->seq = first_seq;
 	r->start_rc = 1;
+	r->dump = !cfg->asprof.stop_start;
 	/* The environment is read here, on the caller's thread, not later on
 	 * ours, where it could race with the application's setenv(). */
 	const char *tmp = secure_getenv("TMPDIR");

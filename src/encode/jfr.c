@@ -61,6 +61,8 @@ enum {
 	T_WALL_CLOCK_SAMPLE = 118,
 	T_MALLOC = 119,
 	T_LONG_POLL = 150,
+	T_ACTIVE_RECORDING = 160, /* as async-profiler declares them (jfrMetadata.cpp) */
+	T_ACTIVE_SETTING = 161,
 	T_LABEL = 201,
 	T_CATEGORY = 202,
 	T_CONTENT_TYPE = 203,
@@ -75,6 +77,13 @@ enum {
 enum { FRAME_NATIVE = 4, FRAME_CPP = 5 };
 static const char *const frame_types[] = {"Interpreted", "JIT compiled", "Inlined", "Native",
 					  "C++", "Kernel"};
+/*
+ * jdk.types.ThreadState, keys 1..3. async-profiler's converter (JfrConverter
+ * getThreadStates) takes STATE_DEFAULT for a CPU sample and every other
+ * state for a wall-clock one, so, as async-profiler writes them, CPU
+ * samples are STATE_DEFAULT and wall samples RUNNABLE or SLEEPING.
+ */
+enum { TS_DEFAULT = 1, TS_RUNNABLE = 2, TS_SLEEPING = 3 };
 static const char *const thread_states[] = {"STATE_DEFAULT", "STATE_RUNNABLE", "STATE_SLEEPING"};
 
 #define HEADER_SIZE 68
@@ -176,6 +185,25 @@ static const cdef classes[] = {
 	  {"eventThread", T_THREAD, F_CPOOL, "Event Thread"},
 	  {"pollId", T_LONG, 0, "Poll Id"},
 	  {"open", T_BOOLEAN, 0, "Still Running"}}},
+	/* The recording and its settings, as async-profiler writes them: its
+	 * converter reads jdk.ActiveSetting {name, value} (JfrReader
+	 * readActiveSetting: the fields up to `id` are numbers). */
+	{"jdk.ActiveRecording", T_ACTIVE_RECORDING, C_EVENT, "Flight Recording", 0,
+	 {"Flight Recorder", NULL},
+	 {START_TIME,
+	  {"id", T_LONG, 0, "Id"},
+	  {"name", T_STRING, 0, "Name"},
+	  {"destination", T_STRING, 0, "Destination"},
+	  {"maxAge", T_LONG, 0, "Max Age"},
+	  {"maxSize", T_LONG, F_BYTES, "Max Size"},
+	  {"recordingStart", T_LONG, 0, "Start Time"},
+	  {"recordingDuration", T_LONG, 0, "Recording Duration"}}},
+	{"jdk.ActiveSetting", T_ACTIVE_SETTING, C_EVENT, "Recording Setting", 0,
+	 {"Flight Recorder", NULL},
+	 {START_TIME,
+	  {"id", T_LONG, 0, "Event Id"},
+	  {"name", T_STRING, 0, "Setting Name"},
+	  {"value", T_STRING, 0, "Setting Value"}}},
 	{"jdk.jfr.Label", T_LABEL, C_ANNOTATION, NULL, 0, {0}, {{"value", T_STRING, 0, NULL}}},
 	{"jdk.jfr.Category", T_CATEGORY, C_ANNOTATION, NULL, 0, {0},
 	 {{"value", T_STRING, F_ARRAY, NULL}}},
@@ -793,7 +821,9 @@ static void write_event(enc *e, ember__pbuf *b, ember__pbuf *ev, const ember__jf
 	if (!ember__u64map_put(&e->tids, (uint64_t)(uint32_t)x->tid, &inserted))
 		e->oom = 1;
 	uint64_t ticks = (uint64_t)(x->time_ns - w->start_ns);
-	uint32_t state = (x->state <= EMBER_JFR_STATE_SLEEPING ? x->state : 0) + 1u;
+	/* CPU: STATE_DEFAULT; wall: SLEEPING, else RUNNABLE (see thread_states) */
+	uint32_t state = x->kind == EMBER_JFR_CPU ? TS_DEFAULT
+			 : x->state == EMBER_JFR_STATE_SLEEPING ? TS_SLEEPING : TS_RUNNABLE;
 	switch (x->kind) {
 	case EMBER_JFR_CPU:
 		put_var(ev, T_EXECUTION_SAMPLE);
@@ -849,6 +879,70 @@ static void write_poll(enc *e, ember__pbuf *b, ember__pbuf *ev, const ember__jfr
 	if (ev->failed)
 		b->failed = 1;
 	put_event(b, ev);
+}
+
+/* One jdk.ActiveSetting {startTime, id: the event type it configures, name, value}. */
+static void write_setting(ember__pbuf *b, ember__pbuf *ev, int type, const char *name,
+			  const char *value)
+{
+	ev->len = 0;
+	put_var(ev, T_ACTIVE_SETTING);
+	put_var(ev, 0); /* startTicks: the window's start */
+	put_var(ev, (uint64_t)type);
+	put_str(ev, name);
+	put_str(ev, value);
+	if (ev->failed)
+		b->failed = 1;
+	put_event(b, ev);
+}
+
+static void write_setting_int(ember__pbuf *b, ember__pbuf *ev, int type, const char *name,
+			      uint64_t v)
+{
+	char buf[24];
+	snprintf(buf, sizeof(buf), "%" PRIu64, v);
+	write_setting(b, ev, type, name, buf);
+}
+
+/*
+ * jdk.ActiveRecording and the jdk.ActiveSetting events async-profiler
+ * writes at the start of each chunk (flightRecorder.cpp writeSettings),
+ * those that apply: which events are on and their intervals ("interval"
+ * in ns of CPU time, "wall" in ns, "nativemem" in bytes), which its
+ * converter reads for a profile's period (JfrToOtlp getPeriod).
+ */
+static void write_settings(const ember__jfr_window *w, ember__pbuf *b, ember__pbuf *ev)
+{
+	char version[32];
+	snprintf(version, sizeof(version), "%d.%d.%d", EMBER_VERSION_MAJOR, EMBER_VERSION_MINOR,
+		 EMBER_VERSION_PATCH);
+	char name[48];
+	snprintf(name, sizeof(name), "emberprof %s", version);
+	ev->len = 0;
+	put_var(ev, T_ACTIVE_RECORDING);
+	put_var(ev, 0);                              /* startTicks */
+	put_var(ev, 1);                              /* id */
+	put_str(ev, name);                           /* name */
+	put_str(ev, "emberprof.jfr");                /* destination */
+	put_var(ev, (uint64_t)INT64_MAX);            /* maxAge */
+	put_var(ev, 0);                              /* maxSize */
+	put_var(ev, (uint64_t)(w->start_ns / 1000000)); /* recordingStart, ms */
+	put_var(ev, (uint64_t)((w->end_ns - w->start_ns) / 1000000)); /* recordingDuration, ms */
+	if (ev->failed)
+		b->failed = 1;
+	put_event(b, ev);
+
+	write_setting(b, ev, T_ACTIVE_RECORDING, "version", version);
+	write_setting(b, ev, T_ACTIVE_RECORDING, "engine", w->engine ? w->engine : "emberprof");
+	if (w->cpu_interval_ns > 0)
+		write_setting(b, ev, T_ACTIVE_RECORDING, "event", "cpu");
+	write_setting(b, ev, T_EXECUTION_SAMPLE, "enabled", w->cpu_interval_ns > 0 ? "true" : "false");
+	if (w->cpu_interval_ns > 0)
+		write_setting_int(b, ev, T_EXECUTION_SAMPLE, "interval", (uint64_t)w->cpu_interval_ns);
+	if (w->wall_interval_ns > 0)
+		write_setting_int(b, ev, T_EXECUTION_SAMPLE, "wall", (uint64_t)w->wall_interval_ns);
+	if (w->alloc_interval > 0)
+		write_setting_int(b, ev, T_MALLOC, "nativemem", w->alloc_interval);
 }
 
 static int check_window(const ember__jfr_window *w)
@@ -976,6 +1070,7 @@ int ember__jfr_encode(const ember__jfr_window *w, uint8_t **out, size_t *out_len
 	size_t meta_at = b.len;
 	if ((rc = write_metadata(&b, &e.arena)) != 0)
 		goto done;
+	write_settings(w, &b, &ev);
 	for (size_t i = 0; i < nall; i++)
 		if (ord[i].i < w->nevents)
 			write_event(&e, &b, &ev, &w->events[ord[i].i]);

@@ -42,6 +42,14 @@
  * demangled C++ symbol, else "Native". Threads are java.lang.Thread
  * {osName, osThreadId = the tid, javaName null, javaThreadId 0, group null}.
  *
+ * Every chunk starts, as async-profiler's do, with one jdk.ActiveRecording
+ * {startTime, id, name, destination, maxAge, maxSize, recordingStart,
+ * recordingDuration} and jdk.ActiveSetting {startTime, id, name, value}
+ * events (version, engine, event, enabled, interval, wall, nativemem).
+ * Thread states: CPU samples are STATE_DEFAULT and wall samples
+ * STATE_RUNNABLE or STATE_SLEEPING (an unknown wall state is written as
+ * RUNNABLE), which is how async-profiler's converter tells them apart.
+ *
  * Times: ticks are nanoseconds (ticksPerSecond 1e9) counted from the
  * window's start (startTicks 0, startNanos = the window's start), so a
  * reader's usual conversion gives CLOCK_REALTIME nanoseconds back exactly.
@@ -107,6 +115,13 @@ typedef struct ember__jfr_window {
 	const ember__jfr_poll *polls; /* any order; written among the events by start */
 	size_t npolls;
 	int64_t wall_interval_ns;  /* for profiler.WallClockSample.samples; 0: always 1 */
+	/* jdk.ActiveSetting values (async-profiler's names): "interval" of
+	 * CPU sampling in ns (0: CPU profiling off), "nativemem" in bytes
+	 * (0: off), and the "engine" (NULL: "emberprof"). "wall" is
+	 * wall_interval_ns (0: off). */
+	int64_t cpu_interval_ns;
+	uint64_t alloc_interval;
+	const char *engine;
 	uint32_t max_depth;        /* stacks this deep are marked truncated; 0: never */
 } ember__jfr_window;
 

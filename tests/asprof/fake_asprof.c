@@ -13,12 +13,14 @@
  *  - every call is appended to the file named by FAKE_ASPROF_LOG, one line
  *    each: "init", "exec <command>", "open <path> ino=<inode>",
  *    (with target=<where the path leads, per readlink>),
- *    "wrote window=<n> bytes=<b> ino=<inode>", "register <name>",
+ *    "wrote window=<n> bytes=<b> ino=<inode>" (and, per dump, "dumped
+ *    window=<n> bytes=<b> at=<offset>"), "register <name>",
  *    "emit <key> <len>";
  *  - failures on demand: FAKE_ASPROF_FAIL_START / _STOP / _EXECUTE hold a
  *    comma-separated list of the call numbers (1-based, per kind) to fail,
  *    or "all"; a failed stop still ends the recording but writes nothing.
  *    FAKE_ASPROF_ERROR_STR_NULL=1 makes asprof_error_str return NULL;
+ *    FAKE_ASPROF_NO_DUMP=1 refuses "dump,jfr" (an unknown command);
  *    FAKE_ASPROF_BAD_JFR (the same list, of stops) writes a few bytes that
  *    are not a JFR recording instead.
  *
@@ -65,6 +67,25 @@ static unsigned n_exec, n_start, n_stop;
 static unsigned long long out_ino;
 static char start_cmd[512];
 static long long start_ns;
+static unsigned long long interval_ns = 10000000, carry_ns, chunk_cpu_ns;
+static off_t chunk_at;   /* where the chunk being written starts */
+static unsigned n_chunk; /* chunks finished by a dump: windows number on across starts */
+
+static unsigned long long cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
+}
+
+/* Samples the chunk ending now holds; keeps the partial period in carry_ns. */
+static unsigned long long take_samples(void)
+{
+	unsigned long long now = cpu_ns(), t = now - chunk_cpu_ns + carry_ns;
+	chunk_cpu_ns = now;
+	carry_ns = t % interval_ns;
+	return t / interval_ns;
+}
 
 static long long now_ns(void)
 {
@@ -307,8 +328,43 @@ static const char *start(const char *cmd)
 	log_line("open %s ino=%llu target=%s", path, out_ino, target);
 	snprintf(start_cmd, sizeof(start_cmd), "%s", cmd);
 	start_ns = now_ns();
+	const char *iv = strstr(cmd, ",interval=");
+	interval_ns = iv ? strtoull(iv + 10, NULL, 10) : 0;
+	if (!interval_ns)
+		interval_ns = 10000000;
+	carry_ns = 0; /* a start begins every period afresh */
+	chunk_cpu_ns = cpu_ns();
+	chunk_at = 0;
 	running = 1;
 	return NULL;
+}
+
+/* The chunk being written, finished: one FakeWindow event. Returns its length. */
+static size_t finish_chunk(buf *b)
+{
+	char msg[700];
+	unsigned long long n = take_samples();
+	snprintf(msg, sizeof(msg), "window %u: %s samples=%llu", n_start + n_chunk, start_cmd, n);
+	long long t1 = now_ns();
+	size_t len = make_jfr(b, n_start + n_chunk, msg, start_ns, t1 > start_ns ? t1 : start_ns + 1);
+	start_ns = t1;
+	return len;
+}
+
+/* "dump,jfr": the chunk under way is finished in place and a new one begun. */
+static const char *dump(void)
+{
+	if (!running)
+		return "Profiler has not started";
+	static buf b;
+	size_t len = finish_chunk(&b);
+	uint8_t next[68] = {'F', 'L', 'R', 0, 0, 2, 0, 0, 0, 0, 0, 0, 0x40, 0, 0, 0}; /* 1 GiB, cpool 0 */
+	ssize_t w = pwrite(out_fd, b.d, len, chunk_at);
+	ssize_t w2 = pwrite(out_fd, next, sizeof(next), chunk_at + (off_t)len);
+	log_line("dumped window=%u bytes=%zd at=%lld", n_start + n_chunk, w, (long long)chunk_at);
+	chunk_at += (off_t)len;
+	n_chunk++;
+	return w == (ssize_t)len && w2 == (ssize_t)sizeof(next) ? NULL : "fake: cannot write the recording";
 }
 
 static const char *stop(void)
@@ -324,15 +380,15 @@ static const char *stop(void)
 		return "fake: stop failure injected";
 	}
 	static buf b;
-	char msg[700];
-	snprintf(msg, sizeof(msg), "window %u: %s", n_start, start_cmd);
-	long long t1 = now_ns();
-	size_t len = make_jfr(&b, n_start, msg, start_ns, t1 > start_ns ? t1 : start_ns + 1);
+	size_t len = finish_chunk(&b);
 	if (fail_nth("FAKE_ASPROF_BAD_JFR", n_stop))
 		len = (size_t)snprintf((char *)b.d, sizeof(b.d), "not a recording");
-	ssize_t w = pwrite(fd, b.d, len, 0);
+	ssize_t w = pwrite(fd, b.d, len, chunk_at);
+	if (w == (ssize_t)len && ftruncate(fd, chunk_at + (off_t)len) != 0)
+		w = -1;
 	close(fd);
-	log_line("wrote window=%u bytes=%zd ino=%llu", n_start, w, out_ino);
+	log_line("wrote window=%u bytes=%zd ino=%llu", n_start + n_chunk, w, out_ino);
+	carry_ns = 0; /* the periods under way end with the engines */
 	return w == (ssize_t)len ? NULL : "fake: cannot write the recording";
 }
 
@@ -347,6 +403,8 @@ EXPORT const char *asprof_execute(const char *cmd, asprof_writer_t out)
 		err = start(cmd);
 	else if (!strcmp(cmd, "stop"))
 		err = stop();
+	else if (!strcmp(cmd, "dump,jfr") && !getenv("FAKE_ASPROF_NO_DUMP"))
+		err = dump();
 	else
 		err = "fake: unknown command";
 	pthread_mutex_unlock(&mu);

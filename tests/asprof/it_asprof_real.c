@@ -6,11 +6,18 @@
  * be downloaded on the build machines.
  *
  * A thread burns CPU in burn_cpu() for about 3.5 s with 1 s windows and
- * async-profiler sampling every 10 ms of CPU time. Checked: at least three
- * windows, each a JFR recording, in order, the last marked final, no
- * async-profiler error; the JDK's `jfr` tool reads every recording, they
- * hold jdk.ExecutionSample events, and burn_cpu appears in their stacks.
+ * async-profiler sampling every 10 ms of CPU time and every 100 ms of wall
+ * time, each burn_cpu() call inside a pollcatch poll (ember_poll_begin/end).
+ * Checked: at least three windows, each a JFR recording, in order, the last
+ * marked final, no async-profiler error; the JDK's `jfr` tool reads every
+ * recording; every window but the first and the last (both partial) holds
+ * jdk.ExecutionSample and profiler.WallClockSample events; burn_cpu appears
+ * in their stacks; the burning thread's samples account for at least 90 %
+ * of its CPU time (its own CLOCK_THREAD_CPUTIME_ID: a ratio, whatever the
+ * load; rotation by stop/start lost 13-40 %, issue 14); and pollcatch's
+ * tokio.PollcatchV1 user events are in the recordings.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -64,7 +71,8 @@ static int keep(void *ud, const ember_report *r)
 static volatile int stop_burn;
 static volatile double sink;
 
-__attribute__((noinline)) static double burn_cpu(int n)
+/* noipa: else GCC sees a pure function and calls it once for the whole loop */
+__attribute__((noinline, noipa)) static double burn_cpu(int n)
 {
 	double acc = 0;
 	for (int i = 0; i < n; i++)
@@ -75,9 +83,34 @@ __attribute__((noinline)) static double burn_cpu(int n)
 static void *burner(void *arg)
 {
 	(void)arg;
-	while (!stop_burn)
+	while (!stop_burn) {
+		ember_poll_begin(); /* pollcatch: a poll per call */
 		sink += burn_cpu(1000000);
+		ember_poll_end();
+	}
 	return NULL;
+}
+
+/* CPU seconds the thread with this CPU clock has run. */
+static double thread_cpu_s(clockid_t clk)
+{
+	struct timespec t;
+	clock_gettime(clk, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* Lines of `path` matching the extended regex `re` (grep -c). */
+static int count_lines(const char *re, const char *path)
+{
+	char cmd[512];
+	snprintf(cmd, sizeof(cmd), "grep -c -E '%s' %s", re, path);
+	FILE *p = popen(cmd, "r");
+	int n = 0;
+	if (p && fscanf(p, "%d", &n) != 1)
+		n = 0;
+	if (p)
+		pclose(p);
+	return n;
 }
 
 int main(void)
@@ -106,8 +139,14 @@ int main(void)
 	pthread_create(&th, NULL, burner, NULL);
 	ember_running *run;
 	CHECK(ember_agent_start(&run, a) == 0, "start with %s: %s", lib, ember_last_error());
+	clockid_t clk;
+	CHECK(pthread_getcpuclockid(th, &clk) == 0, "pthread_getcpuclockid");
+	double cpu0 = thread_cpu_s(clk); /* the burner's CPU while profiled */
+	/* async-profiler's wall-clock signals interrupt sleeps: sleep on */
 	struct timespec t = {3, 500000000};
-	nanosleep(&t, NULL);
+	while (nanosleep(&t, &t) != 0 && errno == EINTR)
+		;
+	double burner_cpu_s = thread_cpu_s(clk) - cpu0;
 	int rc = ember_running_stop(&a, run);
 	stop_burn = 1;
 	pthread_join(th, NULL);
@@ -119,34 +158,57 @@ int main(void)
 	CHECK(st.asprof_errors == 0, "async-profiler errors: %llu", (unsigned long long)st.asprof_errors);
 	char dir[] = "/tmp/ember-asprof-real-XXXXXX";
 	CHECK(mkdtemp(dir), "mkdtemp");
-	int samples = 0, burn_seen = 0;
+	int samples = 0, burn_seen = 0, burn_samples = 0, user_events = 0;
 	for (size_t i = 0; i < nwins; i++) {
 		CHECK(wins[i].seq == wins[0].seq + i, "window %zu has seq %u", i, wins[i].seq);
 		CHECK(wins[i].final == (i == nwins - 1), "final flag of window %zu", i);
 		CHECK(wins[i].len > 68 && !memcmp(wins[i].jfr, "FLR", 4), "window %zu is not JFR", i);
-		char path[128], cmd[1024];
+		char path[64], cmd[1400], f[96];
 		snprintf(path, sizeof(path), "%s/%zu.jfr", dir, i);
-		FILE *f = fopen(path, "wb");
-		CHECK(f && fwrite(wins[i].jfr, 1, wins[i].len, f) == wins[i].len, "write %s", path);
-		fclose(f);
-		snprintf(cmd, sizeof(cmd), "%s summary %s > %s.summary && %s print --events "
-			 "jdk.ExecutionSample %s > %s.samples", EMBER_JFR_TOOL, path, path,
-			 EMBER_JFR_TOOL, path, path);
+		FILE *fp = fopen(path, "wb");
+		CHECK(fp && fwrite(wins[i].jfr, 1, wins[i].len, fp) == wins[i].len, "write %s", path);
+		fclose(fp);
+		snprintf(cmd, sizeof(cmd), "%s summary %s > %s.summary && "
+			 "%s print --events jdk.ExecutionSample %s > %s.samples && "
+			 "%s print --events profiler.WallClockSample %s > %s.wall && "
+			 "%s print --events profiler.UserEvent %s > %s.user",
+			 EMBER_JFR_TOOL, path, path, EMBER_JFR_TOOL, path, path, EMBER_JFR_TOOL, path,
+			 path, EMBER_JFR_TOOL, path, path);
 		CHECK(system(cmd) == 0, "the jfr tool cannot read window %zu (%s)", i, path);
-		snprintf(cmd, sizeof(cmd), "grep -c 'jdk.ExecutionSample {' %s.samples", path);
+		snprintf(f, sizeof(f), "%s.samples", path);
+		int n = count_lines("jdk.ExecutionSample [{]", f);
+		samples += n;
+		/* the burner's samples: in burn_cpu, or in burner between calls */
+		snprintf(cmd, sizeof(cmd), "awk '/jdk.ExecutionSample/ {s = 0} /burn_cpu|burner/ {s = 1} "
+			 "/^}/ {b += s; s = 0} END {print b + 0}' %s", f);
 		FILE *p = popen(cmd, "r");
-		int n = 0;
-		if (p && fscanf(p, "%d", &n) == 1)
-			samples += n;
+		int nb = 0;
+		if (p && fscanf(p, "%d", &nb) != 1)
+			nb = 0;
 		if (p)
 			pclose(p);
-		snprintf(cmd, sizeof(cmd), "grep -q burn_cpu %s.samples", path);
-		burn_seen += system(cmd) == 0;
+		burn_samples += nb;
+		burn_seen += nb > 0;
+		snprintf(f, sizeof(f), "%s.wall", path);
+		int w = count_lines("profiler.WallClockSample [{]", f);
+		snprintf(f, sizeof(f), "%s.user", path);
+		user_events += count_lines("tokio.PollcatchV1", f);
+		printf("window %zu: %d CPU samples (%d in the burner), %d wall events\n", i, n, nb, w);
+		if (i > 0 && i + 1 < nwins) { /* the first and the last are partial */
+			CHECK(n > 0, "window %zu holds no CPU sample while a thread burns CPU", i);
+			CHECK(w > 0, "window %zu holds no wall-clock sample", i);
+		}
 	}
+	double want = burner_cpu_s / 0.010;
 	printf("%d execution samples, burn_cpu in %d windows (files in %s, kept on failure or "
 	       "with EMBER_TEST_KEEP)\n", samples, burn_seen, dir);
+	printf("burner: %.2f CPU-s, %d samples of 10 ms (%.1f %%); %d tokio.PollcatchV1 events\n",
+	       burner_cpu_s, burn_samples, want > 0 ? 100.0 * burn_samples / want : 0.0, user_events);
 	CHECK(samples > 0, "no jdk.ExecutionSample in any window");
 	CHECK(burn_seen > 0, "burn_cpu is in no window's stacks");
+	CHECK(burn_samples >= 0.9 * want, "the windows hold %d of the burner's %.0f samples",
+	      burn_samples, want);
+	CHECK(user_events > 0, "no tokio.PollcatchV1 event in any window");
 	for (size_t i = 0; i < nwins; i++)
 		free(wins[i].jfr);
 	char rm[128];

@@ -21,6 +21,9 @@
 
 #define DEFAULT_CMD_FMT "start,event=cpu,interval=100000000,wall=1000ms,jfr,cstack=dwarf,file=/proc/self/fd/%d"
 
+/* How make_agent's agents rotate: the tests written for stop/start set 1. */
+static int g_stop_start;
+
 /* Builds an agent on `lib` with 100 ms windows and the capture reporter. */
 static int make_agent(ember_agent **a, capture *cap, const char *lib)
 {
@@ -32,6 +35,7 @@ static int make_agent(ember_agent **a, capture *cap, const char *lib)
 	ember_asprof_options o = EMBER_ASPROF_OPTIONS_INIT;
 	o.library = lib;
 	int rc = ember_builder_set_asprof_options(b, &o);
+	b->cfg.asprof.stop_start = g_stop_start;
 	ember_reporter r = capture_reporter(cap);
 	if (rc == 0)
 		rc = ember_builder_add_reporter(b, &r);
@@ -296,6 +300,13 @@ static void options_and_env(void)
 	CHECK_EQ_INT(ember_builder_apply_env(b), 0);
 	CHECK_EQ_INT(b->cfg.asprof.cpu_interval_ns, 1234567);
 	CHECK_EQ_STR(b->cfg.asprof.native_mem, "");
+	CHECK_EQ_INT(b->cfg.asprof.stop_start, 0); /* dump rotation by default */
+	setenv("EMBERPROF_ASPROF_ROTATE", "stop", 1);
+	CHECK_EQ_INT(ember_builder_apply_env(b), 0);
+	CHECK_EQ_INT(b->cfg.asprof.stop_start, 1);
+	setenv("EMBERPROF_ASPROF_ROTATE", "dump", 1);
+	CHECK_EQ_INT(ember_builder_apply_env(b), 0);
+	CHECK_EQ_INT(b->cfg.asprof.stop_start, 0);
 	static const char *const bad[][2] = {
 		{"EMBERPROF_BACKEND", "jvm"},
 		{"EMBERPROF_ASPROF_CPU_INTERVAL", "10 ms"},
@@ -304,6 +315,7 @@ static void options_and_env(void)
 		{"EMBERPROF_ASPROF_WALL_INTERVAL", "0ms"},
 		{"EMBERPROF_ASPROF_NATIVEMEM", "1m,cstack=no"},
 		{"EMBERPROF_ASPROF_LIB", "lib/libasyncProfiler.so"},
+		{"EMBERPROF_ASPROF_ROTATE", "loop"},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		const char *old = getenv(bad[i][0]);
@@ -687,6 +699,195 @@ static int not_cwd(void)
 	return check_current_failed;
 }
 
+/* ---- rotation with `dump` (the default) ---- */
+
+/* The " samples=<n>" the stand-in writes into each chunk (0 if absent). */
+static unsigned long long report_samples(const cap_report *r)
+{
+	const uint8_t *p = memmem(r->jfr, r->len, " samples=", 9);
+	return p ? strtoull((const char *)p + 9, NULL, 10) : 0;
+}
+
+/* One start, a dump per boundary, one stop: each report is one finished
+ * chunk of the one file, in order, readable by the JDK's jfr tool. */
+static void rotation_dump(void)
+{
+	const char *log = fresh_log();
+	capture cap;
+	ember_agent *a;
+	ember_running *run;
+	CHECK_EQ_INT(start_agent(&a, &run, &cap, FAKE_FULL), 0);
+	wait_reports(&cap, 3);
+	CHECK_EQ_INT(ember_running_stop(&a, run), 0);
+	ember_stats st;
+	ember_agent_stats(a, &st);
+	size_t n = cap.n;
+	CHECK(n >= 4);
+	CHECK_EQ_INT(st.asprof_errors, 0);
+	char *lines[1024];
+	size_t nl = read_lines(log, lines, 1024);
+	size_t starts = 0, dumps = 0, stops = 0, dumped = 0;
+	long bytes[256];
+	long long at = 0;
+	for (size_t i = 0; i < nl; i++) {
+		unsigned w;
+		long b;
+		long long off;
+		if (!strncmp(lines[i], "exec start,", 11)) {
+			starts++;
+		} else if (!strcmp(lines[i], "exec dump,jfr")) {
+			CHECK_EQ_INT(starts, 1);
+			dumps++;
+		} else if (!strcmp(lines[i], "exec stop")) {
+			stops++;
+		} else if (sscanf(lines[i], "dumped window=%u bytes=%ld at=%lld", &w, &b, &off) == 3) {
+			CHECK_EQ_INT(w, dumped + 1);
+			CHECK_EQ_INT(off, at); /* chunks follow each other in the one file */
+			at += b;
+			if (dumped < 256)
+				bytes[dumped] = b;
+			dumped++;
+		} else if (sscanf(lines[i], "wrote window=%u bytes=%ld", &w, &b) == 2) {
+			CHECK_EQ_INT(w, dumped + 1); /* the final stop writes the last chunk */
+			if (dumped < 256)
+				bytes[dumped] = b;
+		}
+	}
+	CHECK_EQ_INT(starts, 1);
+	CHECK_EQ_INT(stops, 1);
+	CHECK_EQ_INT(dumps, n - 1);
+	CHECK_EQ_INT(dumped, n - 1);
+	for (size_t i = 0; i < n && i < 256; i++) {
+		cap_report *r = &cap.r[i];
+		CHECK_EQ_INT(r->seq, i);
+		CHECK_EQ_INT(r->final, i == n - 1);
+		CHECK_EQ_INT((long)r->len, bytes[i]); /* exactly the finished chunk */
+		char want[64];
+		snprintf(want, sizeof(want), "window %zu: start,", i + 1);
+		CHECK(contains(r->jfr, r->len, want));
+		if (i > 0)
+			CHECK(r->start_ns >= cap.r[i - 1].end_ns);
+	}
+	/* a dumped chunk alone is a recording the JDK's reader takes */
+	char path[128], cmd[300], out[4096];
+	snprintf(path, sizeof(path), "%s.1.jfr", log);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	CHECK(fd >= 0 && write(fd, cap.r[1].jfr, cap.r[1].len) == (ssize_t)cap.r[1].len);
+	close(fd);
+	snprintf(cmd, sizeof(cmd), "%s print --events emberprof.FakeWindow %s", EMBER_JFR_TOOL, path);
+	FILE *p = popen(cmd, "r");
+	size_t got = p ? fread(out, 1, sizeof(out) - 1, p) : 0;
+	out[got] = '\0';
+	CHECK(p && pclose(p) == 0);
+	CHECK(strstr(out, "window = 2") != NULL);
+	free_lines(lines, nl);
+	capture_free(&cap);
+	ember_agent_shutdown(a);
+}
+
+/* A library that refuses `dump` (older versions): logged, counted once,
+ * and every boundary from then on is a stop/start; no window is lost. */
+static void dump_refused(void)
+{
+	const char *log = fresh_log();
+	setenv("FAKE_ASPROF_NO_DUMP", "1", 1);
+	capture cap;
+	ember_agent *a;
+	ember_running *run;
+	CHECK_EQ_INT(start_agent(&a, &run, &cap, FAKE_FULL), 0);
+	wait_reports(&cap, 3);
+	CHECK_EQ_INT(ember_running_stop(&a, run), 0);
+	ember_stats st;
+	ember_agent_stats(a, &st);
+	CHECK_EQ_INT(st.asprof_errors, 1);
+	char *lines[1024];
+	size_t nl = read_lines(log, lines, 1024);
+	size_t dumps = 0, stops = 0;
+	for (size_t i = 0; i < nl; i++) {
+		dumps += !strcmp(lines[i], "exec dump,jfr");
+		stops += !strcmp(lines[i], "exec stop");
+	}
+	CHECK_EQ_INT(dumps, 1);
+	CHECK_EQ_INT(stops, cap.n);
+	for (size_t i = 0; i < cap.n; i++)
+		CHECK(cap.r[i].len > 68 && !memcmp(cap.r[i].jfr, "FLR", 4));
+	free_lines(lines, nl);
+	capture_free(&cap);
+	ember_agent_shutdown(a);
+}
+
+static volatile int g_burn;
+
+static void *burn(void *arg)
+{
+	(void)arg;
+	volatile unsigned long x = 0;
+	while (g_burn)
+		x++;
+	return NULL;
+}
+
+static unsigned long long process_cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
+}
+
+/* Runs 100 ms windows with 100 ms of CPU per sample over a busy thread
+ * until it has had 1.5 s of CPU; returns the samples the windows hold,
+ * and in *expect what that CPU time allows. */
+static unsigned long long samples_over_windows(unsigned long long *expect, size_t *nwin)
+{
+	fresh_log();
+	capture cap;
+	ember_agent *a;
+	ember_running *run;
+	g_burn = 1;
+	pthread_t th;
+	pthread_create(&th, NULL, burn, NULL);
+	unsigned long long c0 = process_cpu_ns();
+	CHECK_EQ_INT(start_agent(&a, &run, &cap, FAKE_FULL), 0);
+	for (int i = 0; i < 1200 && process_cpu_ns() - c0 < 1500000000ull; i++) {
+		struct timespec t = {0, 50000000};
+		nanosleep(&t, NULL);
+	}
+	CHECK_EQ_INT(ember_running_stop(&a, run), 0);
+	unsigned long long c1 = process_cpu_ns();
+	g_burn = 0;
+	pthread_join(th, NULL);
+	unsigned long long total = 0;
+	for (size_t i = 0; i < cap.n; i++)
+		total += report_samples(&cap.r[i]);
+	*expect = (c1 - c0) / 100000000ull;
+	*nwin = cap.n;
+	capture_free(&cap);
+	ember_agent_shutdown(a);
+	return total;
+}
+
+/*
+ * The samples of a busy thread survive the window boundaries (issue 14):
+ * the stand-in, like async-profiler, drops the unfinished sampling period
+ * at every stop, which at 1 window per sampling period loses most samples;
+ * a dump keeps it. With dump rotation the windows hold all but the final
+ * partial period; the same run with stop/start shows the check can fail.
+ */
+static void samples_across_windows(void)
+{
+	unsigned long long expect, got;
+	size_t nwin;
+	got = samples_over_windows(&expect, &nwin);
+	printf("    dump: %llu samples in %zu windows, %llu expected\n", got, nwin, expect);
+	CHECK(expect >= 10);
+	CHECK(got + 1 >= expect * 95 / 100);
+	g_stop_start = 1;
+	got = samples_over_windows(&expect, &nwin);
+	printf("    stop/start: %llu samples in %zu windows, %llu expected\n", got, nwin, expect);
+	CHECK(got + 1 < expect * 95 / 100);
+	g_stop_start = 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
@@ -695,6 +896,7 @@ int main(int argc, char **argv)
 	unsetenv("FAKE_ASPROF_FAIL_STOP");
 	unsetenv("FAKE_ASPROF_FAIL_EXECUTE");
 	unsetenv("FAKE_ASPROF_BAD_JFR");
+	unsetenv("FAKE_ASPROF_NO_DUMP");
 	if (!strcmp(mode, "not-cwd"))
 		return not_cwd();
 	if (!strcmp(mode, "search-path")) {
@@ -703,6 +905,10 @@ int main(int argc, char **argv)
 	}
 	RUN(start_command_strings);
 	RUN_ISOLATED(options_and_env);
+	RUN_ISOLATED(rotation_dump);
+	RUN_ISOLATED(dump_refused);
+	RUN_ISOLATED(samples_across_windows);
+	g_stop_start = 1; /* the cases below were written for stop/start rotation */
 	RUN_ISOLATED(rotation);
 	RUN_ISOLATED(restart);
 	RUN_ISOLATED(missing_library);

@@ -21,6 +21,12 @@ object whose keys are all optional:
   "methods": {"event.Type": ["name", ...]}  each name is the method of
              some frame of some event of that type
   "frame_types": ["Native", ...]  every frame's type is one of these
+  "settings": {"name": "value", ...}  the recording's jdk.ActiveSetting
+             events hold these (async-profiler's converter reads them)
+
+The recording's own events, jdk.ActiveRecording (exactly one) and
+jdk.ActiveSetting, are checked apart: they are not in "counts" or
+"events", and the other keys do not apply to them.
 
 Prints what it found; exits 0 when everything matches, 1 on a mismatch,
 2 when `jfr` is missing or fails.
@@ -127,10 +133,22 @@ def main():
     tool = jfr_tool()
     summary = run([tool, "summary", path])
     printed = json.loads(run([tool, "print", "--json", path]))
-    events = printed["recording"]["events"]
     failures = []
+    own = ("jdk.ActiveRecording", "jdk.ActiveSetting")
+    settings = {}
+    nrec = 0
+    for e in printed["recording"]["events"]:
+        if e["type"] == "jdk.ActiveSetting":
+            settings[e["values"].get("name")] = e["values"].get("value")
+        nrec += e["type"] == "jdk.ActiveRecording"
+    if nrec != 1:
+        failures.append("%d jdk.ActiveRecording events, expected 1" % nrec)
+    for k, want in expect.get("settings", {}).items():
+        if settings.get(k) != want:
+            failures.append("setting %s is %r, expected %r" % (k, settings.get(k), want))
+    events = [e for e in printed["recording"]["events"] if e["type"] not in own]
 
-    got = summary_counts(summary)
+    got = {k: v for k, v in summary_counts(summary).items() if k not in own}
     by_type = {}
     for e in events:
         by_type[e["type"]] = by_type.get(e["type"], 0) + 1

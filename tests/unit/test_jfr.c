@@ -143,6 +143,7 @@ static int encode_window(fixture *fx, uint8_t **out, size_t *len)
 		.profiles = {fx->cpu, fx->wall, fx->mem},
 		.events = ev, .nevents = 6, .threads = th, .nthreads = 2,
 		.wall_interval_ns = 50000000, .max_depth = 3,
+		.cpu_interval_ns = 10000000, .alloc_interval = 524288,
 	};
 	return ember__jfr_encode(&w, out, len);
 }
@@ -167,13 +168,15 @@ static void test_window_read_by_jdk(void)
 		 "{\"counts\": {\"jdk.ExecutionSample\": 3, \"profiler.WallClockSample\": 2,"
 		 " \"profiler.Malloc\": 1},"
 		 " \"frame_types\": [\"Native\", \"C++\"],"
+		 " \"settings\": {\"interval\": \"10000000\", \"wall\": \"50000000\","
+		 " \"nativemem\": \"524288\", \"event\": \"cpu\", \"enabled\": \"true\"},"
 		 " \"events\": ["
 		 "{\"type\": \"jdk.ExecutionSample\", \"time_ns\": %lld, \"tid\": 101,"
-		 " \"thread\": \"worker-a\", \"state\": \"STATE_RUNNABLE\", \"truncated\": false,"
+		 " \"thread\": \"worker-a\", \"state\": \"STATE_DEFAULT\", \"truncated\": false,"
 		 " \"frames\": [[\"server\", \"inlined_helper\", \"Native\", 7],"
 		 " [\"server\", \"hot_loop\", \"Native\", 19], [\"server\", \"main\", \"Native\", 42]]},"
 		 "{\"type\": \"jdk.ExecutionSample\", \"time_ns\": %lld, \"tid\": 102,"
-		 " \"thread\": \"worker-b\", \"state\": \"STATE_RUNNABLE\"},"
+		 " \"thread\": \"worker-b\", \"state\": \"STATE_DEFAULT\"},"
 		 "{\"type\": \"jdk.ExecutionSample\", \"time_ns\": %lld, \"tid\": 102, \"truncated\": true,"
 		 " \"frames\": [[\"libwidget.so.3\", \"0x6678\", \"Native\", 0],"
 		 " [\"libwidget.so.3\", \"ns::Widget::run()\", \"C++\", 0],"
@@ -183,7 +186,7 @@ static void test_window_read_by_jdk(void)
 		 " \"frames\": [[\"libc.so.6\", \"clock_nanosleep\", \"Native\", 0],"
 		 " [\"server\", \"main\", \"Native\", 42]]},"
 		 "{\"type\": \"profiler.WallClockSample\", \"time_ns\": %lld, \"tid\": 101,"
-		 " \"state\": \"STATE_DEFAULT\", \"samples\": 1},"
+		 " \"state\": \"STATE_RUNNABLE\", \"samples\": 1},"
 		 "{\"type\": \"profiler.Malloc\", \"time_ns\": %lld, \"tid\": 101, \"thread\": \"worker-a\","
 		 " \"size\": 4096, \"address\": %lld,"
 		 " \"frames\": [[\"server\", \"make_buffer\", \"Native\", 5]]}"
