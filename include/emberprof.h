@@ -252,6 +252,12 @@ typedef struct ember_stats {
 	/* The async-profiler backend (since 0.2). */
 	uint64_t asprof_errors;       /**< async-profiler commands refused and recordings
 					   lost (each logged with the reason) */
+	/* Wall clock (since 0.2). */
+	uint64_t wall_asleep;         /**< wall samples of threads blocked in a system call,
+					   taken without a signal (their stacks read without
+					   waking them) */
+	uint64_t wall_unweighed;      /**< wall samples that could not be weighed (no
+					   previous sample to measure from); logged at stop */
 } ember_stats;
 
 /* ---- version and errors ---- */

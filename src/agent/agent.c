@@ -83,6 +83,7 @@ typedef struct ember__core {
 	_Atomic uint64_t samples, dropped_full, truncated, no_bounds, foreign, labels_truncated;
 	_Atomic uint64_t threads_seen, timer_failures, windows, report_failures;
 	_Atomic uint64_t perf_events, wall_samples, wall_signals, wall_max_per_tick;
+	_Atomic uint64_t wall_asleep, wall_unweighed;
 
 	/* pollcatch: samples taken in a poll wait here until the poll ends */
 	ember__pollres polls;
@@ -348,6 +349,8 @@ static void drain(ember__core *c)
 		const uint64_t *pcs = r->pcs;
 		uint32_t depth = r->depth;
 		uint64_t poll_start = r->poll_start;
+		if (wall && r->weight == 0) /* recorded, but with no time to stand for */
+			atomic_fetch_add(&c->wall_unweighed, 1);
 		if (wall && (r->flags & EMBER_SAMPLE_REPEAT)) {
 			/* a thread left asleep: its last sleeping sample again (in
 			 * the same pollcatch poll: it has not run since) */
@@ -833,6 +836,7 @@ static void add_sig_totals(ember__core *c)
 	atomic_fetch_add(&c->perf_events, c->threads.perf_events);
 	atomic_fetch_add(&c->wall_samples, atomic_load(&c->sig.wall_samples));
 	atomic_fetch_add(&c->wall_signals, atomic_load(&c->wall.signals));
+	atomic_fetch_add(&c->wall_asleep, atomic_load(&c->wall.remote_samples));
 	uint64_t m = atomic_load(&c->wall.max_per_tick);
 	if (m > atomic_load(&c->wall_max_per_tick))
 		atomic_store(&c->wall_max_per_tick, m);
@@ -1060,9 +1064,12 @@ EMBER_API int ember_running_stop(ember_agent **out, ember_running *r)
 	if (c->cfg.wall_ms)
 		ember__log(&c->cfg, EMBER_LOG_INFO,
 			   "wall clock: %" PRIu64 " samples, %" PRIu64 " signals, %" PRIu64
-			   " threads left asleep recorded without a signal, %" PRIu64 " of them lost",
+			   " threads left asleep recorded without a signal, %" PRIu64
+			   " of them lost, %" PRIu64 " blocked threads sampled without waking them, %" PRIu64
+			   " samples that could not be weighed",
 			   atomic_load(&c->wall_samples), atomic_load(&c->wall_signals),
-			   atomic_load(&c->wreplay.repeated), atomic_load(&c->wreplay.lost));
+			   atomic_load(&c->wreplay.repeated), atomic_load(&c->wreplay.lost),
+			   atomic_load(&c->wall_asleep), atomic_load(&c->wall_unweighed));
 	ember__threads_release(&c->threads);
 	ember__sampbuf_destroy(&c->sig.buf);
 	ember__agg_release(&c->cur);
@@ -1093,6 +1100,8 @@ static void fill_stats(const ember__core *c, ember_stats *s, int running)
 	s->wall_max_per_tick = atomic_load(&c->wall_max_per_tick);
 	s->wall_unsignalled = atomic_load(&c->wreplay.repeated);
 	s->wall_repeats_lost = atomic_load(&c->wreplay.lost);
+	s->wall_asleep = atomic_load(&c->wall_asleep);
+	s->wall_unweighed = atomic_load(&c->wall_unweighed);
 	if (running) {
 		s->samples += atomic_load(&c->sig.samples);
 		s->samples_dropped_full += atomic_load(&c->sig.dropped_full);
@@ -1107,6 +1116,7 @@ static void fill_stats(const ember__core *c, ember_stats *s, int running)
 		s->perf_events += c->threads.perf_events;
 		s->wall_samples += atomic_load(&c->sig.wall_samples);
 		s->wall_signals += atomic_load(&c->wall.signals);
+		s->wall_asleep += atomic_load(&c->wall.remote_samples);
 		if (atomic_load(&c->wall.max_per_tick) > s->wall_max_per_tick)
 			s->wall_max_per_tick = atomic_load(&c->wall.max_per_tick);
 	}

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "agent/threads.h"
+#include "agent/wall_remote.h"
 #include "emberprof.h"
 #include "sample/handler.h"
 #include "util/error.h"
@@ -133,11 +134,24 @@ static void *wall_main(void *arg)
 						    repeat, EMBER__WALL_MAX_PER_TICK, &nthreads);
 		uint64_t sent = 0;
 		for (size_t i = 0; i < n; i++) {
-			if (weights[i] <= 0)
-				continue;
-			if (repeat[i]) /* counted by the agent as it resolves them */
+			if (weights[i] < 0) /* none: the agent counts it as unweighed */
+				weights[i] = 0;
+			if (repeat[i]) { /* counted by the agent as it resolves them */
 				record_repeat(w->threads->sig, tids[i], weights[i], repeat[i]);
-			else if (send_wall(w, tids[i], weights[i]) == 0)
+				continue;
+			}
+			if (w->skip_idle) { /* blocked: sampled without waking it */
+				ember__sigstate *st = w->threads->sig;
+				ember__threadtab *tab = atomic_load(&st->tab);
+				ember__thread_ent *e = tab ? ember__threadtab_find(tab, tids[i]) : NULL;
+				int rr = e ? ember__wall_remote_sample(&w->remote, st, e, tids[i])
+					   : EMBER_WALL_REMOTE_RUNNING;
+				if (rr == EMBER_WALL_REMOTE_TAKEN)
+					atomic_fetch_add(&w->remote_samples, 1);
+				if (rr != EMBER_WALL_REMOTE_RUNNING)
+					continue;
+			}
+			if (send_wall(w, tids[i], weights[i]) == 0)
 				sent++;
 		}
 		atomic_fetch_add(&w->signals, sent);
@@ -153,6 +167,7 @@ static void *wall_main(void *arg)
 		pthread_mutex_lock(&w->mu);
 	}
 	pthread_mutex_unlock(&w->mu);
+	ember__wall_remote_free(&w->remote);
 	return NULL;
 }
 

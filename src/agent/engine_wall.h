@@ -28,6 +28,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "agent/wall_remote.h"
+
 #define EMBER__WALL_MAX_PER_TICK 8
 #define EMBER__WALL_MIN_TICK_NS 1000000LL /* at most 8000 wall signals per second */
 
@@ -62,6 +64,10 @@ typedef struct ember__wall {
 	int stop;
 	int skip_idle; /* record threads left asleep without a signal (default) */
 	_Atomic uint64_t signals, ticks, max_per_tick;
+	/* blocked threads sampled without a signal (wall_remote.h), and the
+	 * timer thread's buffers for it */
+	_Atomic uint64_t remote_samples;
+	ember__wall_remote remote;
 } ember__wall;
 
 /*
