@@ -74,6 +74,7 @@ typedef struct ember__core {
 	ember__agg cur, next;
 	ember__agg wcur, wnext; /* wall-clock samples of the same windows */
 	ember__wall_replay wreplay; /* stacks of threads left asleep (wall_replay.h) */
+	ember__u64map wall_carry;   /* JFR: wall time per thread not yet in whole samples (jfr.h) */
 	int64_t win_start, win_end;
 	uint32_t seq;
 	int64_t last_scan;
@@ -290,6 +291,23 @@ static void log_event(ember__agg *a, int64_t time_ns, int32_t tid, uint64_t weig
 	}
 }
 
+/*
+ * How long a window stays open after its end with wall-clock profiling
+ * on: a wall sample weighs the time since its thread's previous one, so
+ * the samples taken just after a window's end (within a pass of the
+ * timer thread, delayed a little under load) carry time of that window,
+ * which add_sample() gives it. Two wall intervals and a drain, at most
+ * half a window; 0 without wall-clock profiling.
+ */
+static int64_t wall_grace_ns(const ember__core *c)
+{
+	if (!c->cfg.wall_ms)
+		return 0;
+	int64_t g = 2 * (int64_t)c->cfg.wall_ms * 1000000 + 100000000;
+	int64_t half = (int64_t)c->cfg.interval_ms * 500000;
+	return g < half ? g : half;
+}
+
 /* Adds one sample to the aggregate of the window its time falls in (a
  * sample held back by pollcatch past its window's end goes to the current
  * one), and for JFR logs it as an event. `agg_tid` is 0 without thread
@@ -300,6 +318,14 @@ static void add_sample(ember__core *c, int32_t agg_tid, int32_t tid, uint32_t fl
 {
 	int wall = (flags & EMBER_SAMPLE_WALL) != 0;
 	int later = time_ns >= c->win_end;
+	if (wall && later && (int64_t)weight > time_ns - c->win_end) {
+		/* a wall sample whose time began before the window's end: the
+		 * part before it belongs to the window (still open: see
+		 * wall_grace_ns), the rest to the next */
+		uint64_t before = weight - (uint64_t)(time_ns - c->win_end);
+		add_sample(c, agg_tid, tid, flags, c->win_end - 1, pcs, depth, lb, lblen, before);
+		weight -= before;
+	}
 	ember__agg *a = wall ? (later ? &c->wnext : &c->wcur) : (later ? &c->next : &c->cur);
 	if (ember__agg_add(a, agg_tid, pcs, depth, lb, lblen, weight) != 0)
 		atomic_fetch_add(&c->dropped_full, 1);
@@ -592,6 +618,7 @@ static int report_jfr(ember__core *c, ember__profile *const *profiles, int64_t e
 		.polls = polls, .npolls = c->jpolls.n,
 		.wall_interval_ns = (int64_t)c->cfg.wall_ms * 1000000,
 		.max_depth = c->cfg.max_depth,
+		.wall_carry = &c->wall_carry,
 	};
 	if (rc == 0)
 		rc = ember__jfr_encode(&w, &jfr, &len);
@@ -786,7 +813,7 @@ static void *agent_main(void *arg)
 	pthread_mutex_lock(&c->mu);
 	while (!c->stop_req) {
 		int64_t rt = now_ns(CLOCK_REALTIME);
-		int64_t wait = c->win_end - rt;
+		int64_t wait = c->win_end + wall_grace_ns(c) - rt;
 		if (wait > c->drain_ns)
 			wait = c->drain_ns;
 		if (wait > scan_every)
@@ -810,7 +837,7 @@ static void *agent_main(void *arg)
 		if (active_utab(c) && ember__unwind_tables_poll(c->utab) != 0)
 			ember__log(&c->cfg, EMBER_LOG_DEBUG, "unwind tables refresh: %s", ember_last_error());
 		rt = now_ns(CLOCK_REALTIME);
-		while (rt >= c->win_end) {
+		while (rt >= c->win_end + wall_grace_ns(c)) {
 			close_window(c, c->win_end, 0);
 			c->win_end += interval;
 		}
@@ -1077,6 +1104,7 @@ EMBER_API int ember_running_stop(ember_agent **out, ember_running *r)
 	ember__agg_release(&c->wcur);
 	ember__agg_release(&c->wnext);
 	ember__wall_replay_free(&c->wreplay);
+	ember__u64map_free(&c->wall_carry);
 	c->state = STATE_READY;
 	return rc;
 }

@@ -85,7 +85,7 @@ static int send_wall(ember__wall *w, int32_t tid, int64_t weight_ns)
  * once it was committed), which the agent resolves to its stack. Counted
  * as dropped if the ring is full, like a handler's sample.
  */
-static void record_repeat(ember__sigstate *st, int32_t tid, int64_t weight_ns, uint32_t seq)
+void ember__wall_record_repeat(ember__sigstate *st, int32_t tid, int64_t weight_ns, uint32_t seq)
 {
 	ember__sample_rec *r = ember__sampbuf_claim(&st->buf);
 	if (!r) {
@@ -106,6 +106,50 @@ static void record_repeat(ember__sigstate *st, int32_t tid, int64_t weight_ns, u
 	atomic_fetch_add_explicit(&st->wall_samples, 1, memory_order_relaxed);
 }
 
+/*
+ * One tick: the next threads of the rotation, each recorded again (left
+ * asleep), sampled without a signal (blocked in a system call) or
+ * signalled (running). With `final` (at stop) running threads are not
+ * signalled: no signal may arrive after the handler is gone. Returns how
+ * many threads were picked; *nthreads is how many there are.
+ */
+static size_t tick(ember__wall *w, int64_t now, int final, size_t *nthreads)
+{
+	int32_t tids[EMBER__WALL_MAX_PER_TICK];
+	int64_t weights[EMBER__WALL_MAX_PER_TICK];
+	uint32_t repeat[EMBER__WALL_MAX_PER_TICK];
+	size_t n = ember__threads_wall_pick(w->threads, now, w->skip_idle, tids, weights, repeat,
+					    EMBER__WALL_MAX_PER_TICK, nthreads);
+	uint64_t sent = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (weights[i] < 0) /* none: the agent counts it as unweighed */
+			weights[i] = 0;
+		if (repeat[i]) { /* counted by the agent as it resolves them */
+			ember__wall_record_repeat(w->threads->sig, tids[i], weights[i], repeat[i]);
+			continue;
+		}
+		if (w->skip_idle) { /* blocked: sampled without waking it */
+			ember__sigstate *st = w->threads->sig;
+			ember__threadtab *tab = atomic_load(&st->tab);
+			ember__thread_ent *e = tab ? ember__threadtab_find(tab, tids[i]) : NULL;
+			int rr = e ? ember__wall_remote_sample(&w->remote, st, e, tids[i])
+				   : EMBER_WALL_REMOTE_RUNNING;
+			if (rr == EMBER_WALL_REMOTE_TAKEN)
+				atomic_fetch_add(&w->remote_samples, 1);
+			if (rr != EMBER_WALL_REMOTE_RUNNING)
+				continue;
+		}
+		if (!final && send_wall(w, tids[i], weights[i]) == 0)
+			sent++;
+	}
+	atomic_fetch_add(&w->signals, sent);
+	if (!final)
+		atomic_fetch_add(&w->ticks, 1);
+	if (n > atomic_load(&w->max_per_tick))
+		atomic_store(&w->max_per_tick, n);
+	return n;
+}
+
 static void *wall_main(void *arg)
 {
 	ember__wall *w = arg;
@@ -116,6 +160,7 @@ static void *wall_main(void *arg)
 	ember__threads_exclude(w->threads, (int32_t)gettid());
 
 	int64_t next = mono_ns() + w->interval_ns;
+	size_t nthreads = 0;
 	pthread_mutex_lock(&w->mu);
 	while (!w->stop) {
 		struct timespec dl = {next / 1000000000, next % 1000000000};
@@ -126,38 +171,7 @@ static void *wall_main(void *arg)
 		if (now < next)
 			continue; /* woken early */
 		pthread_mutex_unlock(&w->mu);
-		int32_t tids[EMBER__WALL_MAX_PER_TICK];
-		int64_t weights[EMBER__WALL_MAX_PER_TICK];
-		uint32_t repeat[EMBER__WALL_MAX_PER_TICK];
-		size_t nthreads = 0;
-		size_t n = ember__threads_wall_pick(w->threads, now, w->skip_idle, tids, weights,
-						    repeat, EMBER__WALL_MAX_PER_TICK, &nthreads);
-		uint64_t sent = 0;
-		for (size_t i = 0; i < n; i++) {
-			if (weights[i] < 0) /* none: the agent counts it as unweighed */
-				weights[i] = 0;
-			if (repeat[i]) { /* counted by the agent as it resolves them */
-				record_repeat(w->threads->sig, tids[i], weights[i], repeat[i]);
-				continue;
-			}
-			if (w->skip_idle) { /* blocked: sampled without waking it */
-				ember__sigstate *st = w->threads->sig;
-				ember__threadtab *tab = atomic_load(&st->tab);
-				ember__thread_ent *e = tab ? ember__threadtab_find(tab, tids[i]) : NULL;
-				int rr = e ? ember__wall_remote_sample(&w->remote, st, e, tids[i])
-					   : EMBER_WALL_REMOTE_RUNNING;
-				if (rr == EMBER_WALL_REMOTE_TAKEN)
-					atomic_fetch_add(&w->remote_samples, 1);
-				if (rr != EMBER_WALL_REMOTE_RUNNING)
-					continue;
-			}
-			if (send_wall(w, tids[i], weights[i]) == 0)
-				sent++;
-		}
-		atomic_fetch_add(&w->signals, sent);
-		atomic_fetch_add(&w->ticks, 1);
-		if (n > atomic_load(&w->max_per_tick))
-			atomic_store(&w->max_per_tick, n);
+		tick(w, now, 0, &nthreads);
 		/* The next tick from the schedule, not from now, so the pace
 		 * holds; after a stall, start again from now rather than burst. */
 		next += ember__wall_tick_ns(w->interval_ns, nthreads, EMBER__WALL_MAX_PER_TICK,
@@ -167,6 +181,11 @@ static void *wall_main(void *arg)
 		pthread_mutex_lock(&w->mu);
 	}
 	pthread_mutex_unlock(&w->mu);
+	/* At stop, the time of threads asleep since their last sample: one
+	 * pass over every thread, without signals. */
+	size_t passes = (nthreads + EMBER__WALL_MAX_PER_TICK - 1) / EMBER__WALL_MAX_PER_TICK;
+	for (size_t p = 0; p < passes && p < 100000; p++)
+		tick(w, mono_ns(), 1, &nthreads);
 	ember__wall_remote_free(&w->remote);
 	return NULL;
 }
@@ -197,6 +216,9 @@ int ember__wall_start(ember__wall *w, struct ember__threads *t, int signo, unsig
 		return ember__error_errno(EMBER_ERR_SYS, rc, "cannot start the wall-clock thread");
 	}
 	w->started = 1;
+	pthread_mutex_lock(&t->mu);
+	t->wall_final = 1;
+	pthread_mutex_unlock(&t->mu);
 	return 0;
 }
 
@@ -204,6 +226,9 @@ void ember__wall_stop(ember__wall *w)
 {
 	if (!w->started)
 		return;
+	pthread_mutex_lock(&w->threads->mu);
+	w->threads->wall_final = 0;
+	pthread_mutex_unlock(&w->threads->mu);
 	pthread_mutex_lock(&w->mu);
 	w->stop = 1;
 	pthread_cond_broadcast(&w->cv);

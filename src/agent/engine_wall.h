@@ -78,6 +78,17 @@ typedef struct ember__wall {
  */
 int ember__wall_start(ember__wall *w, struct ember__threads *t, int signo, unsigned interval_ms);
 
+/*
+ * Records, without a signal, another sample of thread `tid` still asleep
+ * since its sleeping sample `seq`, weighing `weight_ns`: a stackless
+ * EMBER_SAMPLE_REPEAT record in st's ring that the agent resolves to that
+ * sample's stack (wall_replay.h). Counted as dropped if the ring is full.
+ * Any thread; async-signal-safe (a ring claim and clock_gettime).
+ */
+struct ember__sigstate;
+void ember__wall_record_repeat(struct ember__sigstate *st, int32_t tid, int64_t weight_ns,
+			       uint32_t seq);
+
 /* Stops and joins the timer thread (no more wall signals are sent after
  * it returns). Harmless if never started. */
 void ember__wall_stop(ember__wall *w);

@@ -19,6 +19,7 @@
 
 #include "agent/engine_perf.h"
 #include "agent/engine_wall.h"
+#include "agent/wall_remote.h"
 #include "agent/sigsetup.h"
 #include "emberprof.h"
 #include "symbols/procmaps.h"
@@ -241,8 +242,21 @@ static void drop_perf(ember__threads *t, ember__thread_rec *r)
 	r->perf_fd1 = 0;
 }
 
+static int bounds_from_sp(ember__threads *t, ember__thread_rec *r, ember__thread_ent *e,
+			  uintptr_t sp, uintptr_t self);
+
 static void send_probe(ember__threads *t, ember__thread_rec *r)
 {
+	/* A thread blocked in a system call is not signalled (its call would
+	 * return EINTR): the kernel tells its stack pointer (wall_remote.h),
+	 * and the stack's mapping bounds it - up to the mapping's end, which
+	 * holds the thread's TCB above the stack, mapped as well. */
+	long nr;
+	uintptr_t sp, pc;
+	ember__thread_ent *e = ember__threadtab_find(t->tab, r->tid);
+	if (e && ember__wall_blocked_in(r->tid, &nr, &sp, &pc) == 1 &&
+	    bounds_from_sp(t, r, e, sp, 0) == 0)
+		return;
 	siginfo_t si;
 	memset(&si, 0, sizeof(si));
 	si.si_signo = t->signo;
@@ -295,17 +309,16 @@ static void forget_thread(ember__threads *t, ember__thread_rec *r)
  * mapping, just above the stack: it bounds the stack exactly. For the main
  * thread it lies elsewhere, and the "[stack]" mapping's end is the top.
  */
-static void resolve_probe(ember__threads *t, ember__thread_rec *r, ember__thread_ent *e)
+/* Sets the bounds of the stack holding sp (self: the thread's TCB if
+ * known, else 0). 0, or -1 if no mapping holds sp. */
+static int bounds_from_sp(ember__threads *t, ember__thread_rec *r, ember__thread_ent *e,
+			  uintptr_t sp, uintptr_t self)
 {
-	uintptr_t sp = atomic_load_explicit(&e->probe_sp, memory_order_acquire);
-	uintptr_t self = atomic_load_explicit(&e->probe_self, memory_order_relaxed);
+	(void)t;
 	ember__procmap m;
 	char path[32];
-	if (ember__procmaps_self_find(sp, &m, path, sizeof(path)) != 0) {
-		r->bounds = BOUNDS_FAILED;
-		t->probe_failures++;
-		return;
-	}
+	if (ember__procmaps_self_find(sp, &m, path, sizeof(path)) != 0)
+		return -1;
 	uintptr_t lo = m.start, hi = m.end;
 	if (self > sp && self < m.end) {
 		hi = self;
@@ -320,6 +333,17 @@ static void resolve_probe(ember__threads *t, ember__thread_rec *r, ember__thread
 	}
 	ember__threadtab_set_bounds(e, lo, hi);
 	r->bounds = BOUNDS_KNOWN;
+	return 0;
+}
+
+static void resolve_probe(ember__threads *t, ember__thread_rec *r, ember__thread_ent *e)
+{
+	uintptr_t sp = atomic_load_explicit(&e->probe_sp, memory_order_acquire);
+	uintptr_t self = atomic_load_explicit(&e->probe_self, memory_order_relaxed);
+	if (bounds_from_sp(t, r, e, sp, self) != 0) {
+		r->bounds = BOUNDS_FAILED;
+		t->probe_failures++;
+	}
 }
 
 /* ---- scanning ---- */
@@ -763,6 +787,36 @@ void ember__threads_on_start(void)
 	pthread_mutex_unlock(&t->mu);
 }
 
+/*
+ * An exiting thread's wall time since its last wall sample, which no tick
+ * will weigh any more (lock held, on the thread itself, before its bounds
+ * are cleared): if it was asleep at that sample, that sample again (it
+ * slept there for most of the time since, then ran its way out); else a
+ * wall sample of its own, through the handler (a signal to itself,
+ * delivered before this call returns unless it blocks the signal).
+ */
+static void wall_final_sample(ember__threads *t, int32_t tid)
+{
+	ember__thread_ent *e = ember__threadtab_find(t->tab, tid);
+	if (!e)
+		return;
+	uint32_t seq = atomic_load_explicit(&e->wall_seq, memory_order_acquire);
+	if (seq) {
+		int64_t now = mono_now(), last = atomic_exchange(&e->wall_last_ns, now);
+		if (last > 0 && now > last)
+			ember__wall_record_repeat(t->sig, tid, now - last, seq);
+		return;
+	}
+	siginfo_t si;
+	memset(&si, 0, sizeof(si));
+	si.si_signo = t->signo;
+	si.si_code = SI_QUEUE;
+	si.si_pid = t->pid;
+	si.si_uid = getuid();
+	si.si_value.sival_ptr = (void *)(uintptr_t)EMBER_WALL_VALUE(0);
+	syscall(SYS_rt_tgsigqueueinfo, t->pid, tid, t->signo, &si);
+}
+
 void ember__threads_on_exit(void)
 {
 	ember__threads *t = atomic_load(&g_threads);
@@ -771,6 +825,8 @@ void ember__threads_on_exit(void)
 	pthread_mutex_lock(&t->mu);
 	if (atomic_load(&g_threads) == t) {
 		ember__thread_rec *r = rec_find(t, (int32_t)gettid());
+		if (r && t->wall_final)
+			wall_final_sample(t, r->tid);
 		if (r)
 			forget_thread(t, r);
 	}

@@ -65,6 +65,7 @@ typedef struct ember__threads {
 	uint64_t gen;
 	int hook_active;
 	int stopped; /* set by ember__threads_stop: no timer, probe or scan after it */
+	int wall_final; /* the wall-clock engine runs: an exiting thread records its last wall time */
 	/* counters */
 	uint64_t threads_seen, timer_failures, probe_failures, table_full, perf_events;
 	char first_error[256]; /* first timer failure, for the log */
