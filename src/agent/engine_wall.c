@@ -68,14 +68,8 @@ static int64_t mono_ns(void)
 
 static int send_wall(ember__wall *w, int32_t tid, int64_t weight_ns)
 {
-	siginfo_t si;
-	memset(&si, 0, sizeof(si));
-	si.si_signo = w->signo;
-	si.si_code = SI_QUEUE;
-	si.si_pid = w->pid;
-	si.si_uid = getuid();
-	si.si_value.sival_ptr = (void *)(uintptr_t)EMBER_WALL_VALUE(weight_ns);
-	return (int)syscall(SYS_rt_tgsigqueueinfo, w->pid, tid, w->signo, &si);
+	union sigval v = {.sival_ptr = (void *)(uintptr_t)EMBER_WALL_VALUE(weight_ns)};
+	return ember__queue_signal(w->pid, tid, w->signo, v);
 }
 
 /*

@@ -245,6 +245,18 @@ static void drop_perf(ember__threads *t, ember__thread_rec *r)
 static int bounds_from_sp(ember__threads *t, ember__thread_rec *r, ember__thread_ent *e,
 			  uintptr_t sp, uintptr_t self);
 
+int ember__queue_signal(pid_t pid, int32_t tid, int signo, union sigval value)
+{
+	siginfo_t si;
+	memset(&si, 0, sizeof(si));
+	si.si_signo = signo;
+	si.si_code = SI_QUEUE;
+	si.si_pid = pid;
+	si.si_uid = getuid();
+	si.si_value = value;
+	return (int)syscall(SYS_rt_tgsigqueueinfo, pid, tid, signo, &si);
+}
+
 static void send_probe(ember__threads *t, ember__thread_rec *r)
 {
 	/* A thread blocked in a system call is not signalled (its call would
@@ -257,14 +269,10 @@ static void send_probe(ember__threads *t, ember__thread_rec *r)
 	if (e && ember__wall_blocked_in(r->tid, &nr, &sp, &pc) == 1 &&
 	    bounds_from_sp(t, r, e, sp, 0) == 0)
 		return;
-	siginfo_t si;
-	memset(&si, 0, sizeof(si));
-	si.si_signo = t->signo;
-	si.si_code = SI_QUEUE;
-	si.si_pid = t->pid;
-	si.si_uid = getuid();
-	si.si_value.sival_int = EMBER_PROBE_MAGIC;
-	if (syscall(SYS_rt_tgsigqueueinfo, t->pid, r->tid, t->signo, &si) == 0)
+	union sigval v;
+	memset(&v, 0, sizeof(v));
+	v.sival_int = EMBER_PROBE_MAGIC;
+	if (ember__queue_signal(t->pid, r->tid, t->signo, v) == 0)
 		r->bounds = BOUNDS_PROBED;
 	else
 		r->bounds = BOUNDS_FAILED; /* thread gone; the next scan forgets it */
@@ -807,14 +815,8 @@ static void wall_final_sample(ember__threads *t, int32_t tid)
 			ember__wall_record_repeat(t->sig, tid, now - last, seq);
 		return;
 	}
-	siginfo_t si;
-	memset(&si, 0, sizeof(si));
-	si.si_signo = t->signo;
-	si.si_code = SI_QUEUE;
-	si.si_pid = t->pid;
-	si.si_uid = getuid();
-	si.si_value.sival_ptr = (void *)(uintptr_t)EMBER_WALL_VALUE(0);
-	syscall(SYS_rt_tgsigqueueinfo, t->pid, tid, t->signo, &si);
+	union sigval v = {.sival_ptr = (void *)(uintptr_t)EMBER_WALL_VALUE(0)};
+	ember__queue_signal(t->pid, tid, t->signo, v);
 }
 
 void ember__threads_on_exit(void)

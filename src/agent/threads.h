@@ -24,6 +24,7 @@
 #define EMBER_THREADS_H
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <time.h>
@@ -86,6 +87,13 @@ int ember__threads_start(ember__threads *t, ember__sigstate *sig, int signo, int
 
 /* The engine in use: "perf_events", "per-thread CPU timers" or "setitimer(ITIMER_PROF)". */
 const char *ember__threads_engine_name(const ember__threads *t);
+
+/*
+ * Queues `signo` to thread `tid` of process `pid` from ourselves
+ * (SI_QUEUE, our pid: what the handler accepts for probes and wall
+ * samples) with `value`. 0 or -1 (errno).
+ */
+int ember__queue_signal(pid_t pid, int32_t tid, int signo, union sigval value);
 
 /* Never samples thread `tid` (forgotten now if known): the wall-clock
  * engine's own thread calls this for itself. */
