@@ -190,7 +190,9 @@ int ember__wall_remote_sample(ember__wall_remote *w, ember__sigstate *st, ember_
 		flags = EMBER_UNWIND_NO_BOUNDS;
 	else
 		n = ember__unwind(st->unwind_mode, snap, &regs, &cb, w->pcs, w->max_depth, &flags);
-	if (flags & EMBER_UNWIND_TRUNCATED) {
+	/* frame pointers only: fp 0 ends the walk at once, as complete */
+	if (len && ((flags & EMBER_UNWIND_TRUNCATED) || n <= 1 ||
+		    st->unwind_mode == EMBER_UNWIND_MODE_FP)) {
 		/* The frame pointer is not in the syscall file: try the likely
 		 * frame records, keep the first complete walk, or the deepest. */
 		int tried = 0;
