@@ -499,7 +499,10 @@ int main(int argc, char **argv)
 	IT_CHECK(jsum >= 0.98 * sum_life && jsum <= 1.02 * sum_life_hi,
 		 "JFR: sum over threads %.3f s vs lifetimes %.3f..%.3f s", jsum, sum_life, sum_life_hi);
 	IT_CHECK(unnamed == 0, "%.3f s of wall time has no thread name", unnamed);
-	IT_CHECK(full_windows >= 1, "no window spanned by every thread: the test cannot tell");
+	/* late: what is left after a slow start (sanitizers) may hold no whole
+	 * window; the early run always does */
+	IT_CHECK(full_windows >= 1 || late_mode,
+		 "no window spanned by every thread: the test cannot tell");
 	IT_CHECK(st.wall_repeats_lost == 0 && st.wall_unweighed == 0, "lost or unweighed samples");
 	printf("ok\n");
 	return 0;
