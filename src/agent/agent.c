@@ -75,6 +75,8 @@ typedef struct ember__core {
 	ember__agg wcur, wnext; /* wall-clock samples of the same windows */
 	ember__wall_replay wreplay; /* stacks of threads left asleep (wall_replay.h) */
 	ember__u64map wall_carry;   /* JFR: wall time per thread not yet in whole samples (jfr.h) */
+	int32_t starter_tid;        /* the thread that called start, and its TCB */
+	uintptr_t starter_self;
 	int64_t win_start, win_end;
 	uint32_t seq;
 	int64_t last_scan;
@@ -776,6 +778,8 @@ static void *agent_main(void *arg)
 										       : EMBER__LINES_APP);
 	int rc = ember__threads_start(&c->threads, &c->sig, c->cfg.signo, c->period_ns,
 				      c->cfg.engine, c->cfg.perf_refuse, (int32_t)gettid());
+	if (rc == 0)
+		ember__threads_set_tcb(&c->threads, c->starter_tid, c->starter_self);
 	if (rc == 0 && c->cfg.wall_ms) {
 		rc = ember__wall_start(&c->wall, &c->threads, c->cfg.signo, c->cfg.wall_ms);
 		if (rc)
@@ -915,6 +919,10 @@ EMBER_API int ember_agent_start(ember_running **out, ember_agent *a)
 	memset(&c->sig, 0, sizeof(c->sig));
 	c->sig.max_depth = (int)c->cfg.max_depth;
 	c->sig.unwind_mode = c->cfg.unwind; /* ember_unwind_mode = EMBER_UNWIND_MODE_* */
+	/* the thread calling start waits for the agent thread (blocked, not
+	 * probed): its TCB, for the wall clock (wall_remote.h) */
+	c->starter_tid = (int32_t)gettid();
+	c->starter_self = (uintptr_t)pthread_self();
 	c->period_ns = 1000000000LL / c->cfg.hz;
 	int rc = ember__sampbuf_init(&c->sig.buf, ring_slots(c->cfg.hz, c->cfg.wall_ms),
 				     c->cfg.max_depth);

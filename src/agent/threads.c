@@ -291,6 +291,7 @@ static void adopt_thread(ember__threads *t, int32_t tid)
 	if (!e)
 		return;
 	atomic_store_explicit(&e->wall_seq, 0, memory_order_release); /* a reused entry */
+	atomic_store_explicit(&e->probe_self, 0, memory_order_relaxed);
 	atomic_store_explicit(&e->wall_last_ns, r->wall_last, memory_order_relaxed);
 	arm_thread(t, r, e);
 	send_probe(t, r);
@@ -672,6 +673,15 @@ void ember__threads_stop(ember__threads *t)
 	pthread_mutex_unlock(&t->mu);
 }
 
+void ember__threads_set_tcb(ember__threads *t, int32_t tid, uintptr_t self)
+{
+	pthread_mutex_lock(&t->mu);
+	ember__thread_ent *e = t->tab ? ember__threadtab_find(t->tab, tid) : NULL;
+	if (e && !atomic_load_explicit(&e->probe_self, memory_order_relaxed))
+		atomic_store_explicit(&e->probe_self, self, memory_order_relaxed);
+	pthread_mutex_unlock(&t->mu);
+}
+
 void ember__threads_exclude(ember__threads *t, int32_t tid)
 {
 	pthread_mutex_lock(&t->mu);
@@ -779,6 +789,9 @@ void ember__threads_on_start(void)
 		ember__thread_ent *e = r ? table_entry(t, tid) : NULL;
 		if (r && e) {
 			atomic_store_explicit(&e->wall_seq, 0, memory_order_release);
+			/* its TCB, where wall_remote.c finds its labels and poll */
+			atomic_store_explicit(&e->probe_self, (uintptr_t)pthread_self(),
+					      memory_order_relaxed);
 			r->seen_gen = t->gen;
 			if (!r->wall_last)
 				r->wall_last = mono_now();

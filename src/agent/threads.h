@@ -95,6 +95,10 @@ const char *ember__threads_engine_name(const ember__threads *t);
  */
 int ember__queue_signal(pid_t pid, int32_t tid, int signo, union sigval value);
 
+/* Records thread tid's TCB (pthread_self()) in its entry unless known:
+ * for the thread that started the agent, which is not probed. */
+void ember__threads_set_tcb(ember__threads *t, int32_t tid, uintptr_t self);
+
 /* Never samples thread `tid` (forgotten now if known): the wall-clock
  * engine's own thread calls this for itself. */
 void ember__threads_exclude(ember__threads *t, int32_t tid);

@@ -5,6 +5,7 @@
 #include "agent/wall_remote.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sample/labels.h"
+#include "sample/polltls.h"
 #include "symbols/procmaps.h"
 #include "unwind/unwind.h"
 
@@ -127,6 +130,38 @@ static int code_like(const ember__unwind_snapshot *snap, uint64_t v, uintptr_t l
 	return called_from((uintptr_t)v);
 }
 
+/*
+ * Whether the thread whose TCB is `self` has what only its own handler
+ * can record: it is inside a pollcatch poll, or has dynamic labels pushed
+ * (both thread-local; initial-exec, so at the same offset from every
+ * thread's TCB as from ours). 1 yes, 0 no, -1 cannot tell (TCB unknown or
+ * unreadable).
+ */
+static int needs_handler(uintptr_t self)
+{
+	if (!self)
+		return -1;
+	uintptr_t me = (uintptr_t)pthread_self();
+	ember__polltls poll;
+	ember__tlabels *labels = NULL;
+	struct iovec local[2] = {{&poll, sizeof(poll)}, {&labels, sizeof(labels)}};
+	struct iovec remote[2] = {
+		{(void *)(self + ((uintptr_t)&ember__tls_poll - me)), sizeof(poll)},
+		{(void *)(self + ((uintptr_t)&ember__tls_labels - me)), sizeof(labels)}};
+	if (process_vm_readv(getpid(), local, 2, remote, 2, 0) !=
+	    (ssize_t)(sizeof(poll) + sizeof(labels)))
+		return -1;
+	if (poll.depth)
+		return 1;
+	if (!labels)
+		return 0;
+	uint32_t n = 0;
+	struct iovec ln = {&n, sizeof(n)}, rn = {(void *)&labels->n, sizeof(n)};
+	if (process_vm_readv(getpid(), &ln, 1, &rn, 1, 0) != (ssize_t)sizeof(n))
+		return -1;
+	return n > 0;
+}
+
 int ember__wall_remote_sample(ember__wall_remote *w, ember__sigstate *st, ember__thread_ent *e,
 			      int32_t tid)
 {
@@ -139,6 +174,9 @@ int ember__wall_remote_sample(ember__wall_remote *w, ember__sigstate *st, ember_
 	if (b < 0)
 		return EMBER_WALL_REMOTE_SKIP;
 	if (b == 0)
+		return EMBER_WALL_REMOTE_RUNNING;
+	/* in a pollcatch poll or labelled: the handler's sample (one EINTR) */
+	if (needs_handler(atomic_load_explicit(&e->probe_self, memory_order_relaxed)) == 1)
 		return EMBER_WALL_REMOTE_RUNNING;
 	if (!w->copy || w->max_depth != st->max_depth) {
 		ember__wall_remote_free(w);

@@ -21,8 +21,13 @@
  * the thread ran meanwhile and the sample is given up for this tick
  * (its time goes to its next sample: the weights tile the thread's time).
  *
- * What a signal would have taken from the thread itself is missing from
- * such a sample: its dynamic labels (thread-local) and pollcatch's poll.
+ * What a signal takes from the thread itself - its dynamic labels and
+ * pollcatch's poll, both thread-local - is read from the thread's TLS
+ * (its TCB is known from the pthread_create hook or the bounds probe): a
+ * thread with labels pushed or inside a poll is signalled as before (one
+ * EINTR per blocking episode), so its samples keep them. Where the TCB is
+ * not known (a thread blocked since before the agent started, adopted
+ * without a probe), the sample has neither.
  *
  * Wall-clock thread only (it owns the copy buffer); not async-signal-safe.
  */
@@ -51,7 +56,7 @@ typedef struct ember__wall_remote {
 } ember__wall_remote;
 
 enum {
-	EMBER_WALL_REMOTE_RUNNING = 0, /* not blocked in a system call: signal it */
+	EMBER_WALL_REMOTE_RUNNING = 0, /* not blocked in a call, or labelled/in a poll: signal it */
 	EMBER_WALL_REMOTE_TAKEN = 1,   /* sample recorded; repeats may follow */
 	EMBER_WALL_REMOTE_SKIP = 2     /* it ran meanwhile or vanished: nothing this tick */
 };

@@ -478,15 +478,22 @@ int main(int argc, char **argv)
 		IT_CHECK(atomic_load(&eintr[k]) == 0, "%s: a blocked call returned EINTR", names[k]);
 		IT_CHECK(died[k] - born[k] > DUR_S * 0.95, "%s: its call lasted only %.3f s",
 			 names[k], died[k] - born[k]);
-		IT_CHECK(total[k] >= 0.98 * life && total[k] <= 1.02 * life_hi,
+		/* late: threads created before the agent started have no exit
+		 * hook, so the time after their last tick (< one interval) is
+		 * not recorded (a known limitation, docs/ARCHITECTURE.md) */
+		double slack = late_mode ? WALL_MS / 1e3 : 0;
+		IT_CHECK(total[k] >= 0.98 * life - slack && total[k] <= 1.02 * life_hi,
 			 "%s: wall total %.3f s is not its lifetime %.3f..%.3f s within 2%%", names[k],
 			 total[k], life, life_hi);
-		IT_CHECK(jtotal[k] >= 0.98 * life && jtotal[k] <= 1.02 * life_hi,
+		IT_CHECK(jtotal[k] >= 0.98 * life - slack && jtotal[k] <= 1.02 * life_hi,
 			 "%s: JFR wall total %.3f s is not its lifetime %.3f..%.3f s within 2%%",
 			 names[k], jtotal[k], life, life_hi);
 		IT_CHECK(share >= 0.98, "%s: only %.1f%% %s", names[k], 100 * share,
 			 blocked ? "sleeping" : "running");
-		IT_CHECK(in_func[k] >= 0.98 * total[k], "%s: only %.1f%% of its stacks hold %s",
+		/* late: a running thread's samples are leaf-only until the
+		 * answer to its bounds probe is read (blocked ones need none) */
+		IT_CHECK(in_func[k] >= (late_mode && !blocked ? 0.95 : 0.98) * total[k],
+			 "%s: only %.1f%% of its stacks hold %s",
 			 names[k], total[k] ? 100 * in_func[k] / total[k] : 0, funcs[k]);
 		if (blocked)
 			IT_CHECK(jsleep[k] >= 0.98 * jtotal[k], "%s: JFR state not SLEEPING", names[k]);
