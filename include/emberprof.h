@@ -273,6 +273,12 @@ typedef struct ember_stats {
 	uint64_t uploads_expired;     /**< windows older than the server accepts (Pyroscope:
 					   1 h, EMBERPROF_SERVER_MAX_AGE): dropped unsent,
 					   or refused by the server as too old; logged */
+	/* Wall clock (since 0.2). */
+	uint64_t wall_asleep;         /**< wall samples of threads blocked in a system call,
+					   taken without a signal (their stacks read without
+					   waking them) */
+	uint64_t wall_unweighed;      /**< wall samples that could not be weighed (no
+					   previous sample to measure from); logged at stop */
 } ember_stats;
 
 /* ---- version and errors ---- */

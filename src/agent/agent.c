@@ -82,6 +82,9 @@ typedef struct ember__core {
 	ember__agg cur, next;
 	ember__agg wcur, wnext; /* wall-clock samples of the same windows */
 	ember__wall_replay wreplay; /* stacks of threads left asleep (wall_replay.h) */
+	ember__u64map wall_carry;   /* JFR: wall time per thread not yet in whole samples (jfr.h) */
+	int32_t starter_tid;        /* the thread that called start, and its TCB */
+	uintptr_t starter_self;
 	int64_t win_start, win_end;
 	uint32_t seq;
 	int64_t last_scan;
@@ -93,6 +96,7 @@ typedef struct ember__core {
 	_Atomic uint64_t cpu_unsampled_ns; /* threads that really block the signal */
 	_Atomic uint64_t perf_events, wall_samples, wall_signals, wall_max_per_tick;
 	_Atomic uint64_t fd_reopens; /* /proc/self/task reopened (threads.c) */
+	_Atomic uint64_t wall_asleep, wall_unweighed;
 
 	/* pollcatch: samples taken in a poll wait here until the poll ends */
 	ember__pollres polls;
@@ -329,6 +333,23 @@ static void log_event(ember__core *c, ember__agg *a, int64_t time_ns, int32_t ti
 	}
 }
 
+/*
+ * How long a window stays open after its end with wall-clock profiling
+ * on: a wall sample weighs the time since its thread's previous one, so
+ * the samples taken just after a window's end (within a pass of the
+ * timer thread, delayed a little under load) carry time of that window,
+ * which add_sample() gives it. Two wall intervals and a drain, at most
+ * half a window; 0 without wall-clock profiling.
+ */
+static int64_t wall_grace_ns(const ember__core *c)
+{
+	if (!c->cfg.wall_ms)
+		return 0;
+	int64_t g = 2 * (int64_t)c->cfg.wall_ms * 1000000 + 100000000;
+	int64_t half = (int64_t)c->cfg.interval_ms * 500000;
+	return g < half ? g : half;
+}
+
 /* Adds one sample to the aggregate of the window its time falls in (a
  * sample held back by pollcatch past its window's end goes to the current
  * one), and for JFR logs it as an event. `agg_tid` is 0 without thread
@@ -339,6 +360,14 @@ static void add_sample(ember__core *c, int32_t agg_tid, int32_t tid, uint32_t fl
 {
 	int wall = (flags & EMBER_SAMPLE_WALL) != 0;
 	int later = time_ns >= c->win_end;
+	if (wall && later && (int64_t)weight > time_ns - c->win_end) {
+		/* a wall sample whose time began before the window's end: the
+		 * part before it belongs to the window (still open: see
+		 * wall_grace_ns), the rest to the next */
+		uint64_t before = weight - (uint64_t)(time_ns - c->win_end);
+		add_sample(c, agg_tid, tid, flags, c->win_end - 1, pcs, depth, lb, lblen, before);
+		weight -= before;
+	}
 	ember__agg *a = wall ? (later ? &c->wnext : &c->wcur) : (later ? &c->next : &c->cur);
 	if (ember__agg_add(a, agg_tid, pcs, depth, lb, lblen, weight) != 0)
 		atomic_fetch_add(&c->dropped_full, 1);
@@ -388,6 +417,8 @@ static void drain(ember__core *c)
 		const uint64_t *pcs = r->pcs;
 		uint32_t depth = r->depth;
 		uint64_t poll_start = r->poll_start;
+		if (wall && r->weight == 0) /* recorded, but with no time to stand for */
+			atomic_fetch_add(&c->wall_unweighed, 1);
 		if (wall && (r->flags & EMBER_SAMPLE_REPEAT)) {
 			/* a thread left asleep: its last sleeping sample again (in
 			 * the same pollcatch poll: it has not run since) */
@@ -631,6 +662,7 @@ static int report_jfr(ember__core *c, ember__profile *const *profiles, int64_t e
 		.cpu_interval_ns = c->cfg.hz ? 1000000000 / c->cfg.hz : 0,
 		.alloc_interval = c->cfg.alloc_mean,
 		.max_depth = c->cfg.max_depth,
+		.wall_carry = &c->wall_carry,
 	};
 	if (rc == 0)
 		rc = ember__jfr_encode(&w, &jfr, &len);
@@ -814,6 +846,8 @@ static void *agent_main(void *arg)
 										       : EMBER__LINES_APP);
 	int rc = ember__threads_start(&c->threads, &c->sig, c->cfg.signo, c->period_ns,
 				      c->cfg.engine, c->cfg.perf_refuse, (int32_t)gettid());
+	if (rc == 0)
+		ember__threads_set_tcb(&c->threads, c->starter_tid, c->starter_self);
 	if (rc == 0 && c->cfg.wall_ms) {
 		rc = ember__wall_start(&c->wall, &c->threads, c->cfg.signo, c->cfg.wall_ms);
 		if (rc)
@@ -851,7 +885,7 @@ static void *agent_main(void *arg)
 	pthread_mutex_lock(&c->mu);
 	while (!c->stop_req && !atomic_load(&c->exit_req)) {
 		int64_t rt = now_ns(CLOCK_REALTIME);
-		int64_t wait = c->win_end - rt;
+		int64_t wait = c->win_end + wall_grace_ns(c) - rt;
 		if (wait > c->drain_ns)
 			wait = c->drain_ns;
 		if (wait > scan_every)
@@ -877,7 +911,7 @@ static void *agent_main(void *arg)
 		if (active_utab(c) && ember__unwind_tables_poll(c->utab) != 0)
 			ember__log(&c->cfg, EMBER_LOG_DEBUG, "unwind tables refresh: %s", ember_last_error());
 		rt = now_ns(CLOCK_REALTIME);
-		while (rt >= c->win_end) {
+		while (rt >= c->win_end + wall_grace_ns(c)) {
 			close_window(c, c->win_end, 0);
 			c->win_end += interval;
 		}
@@ -930,6 +964,7 @@ static void add_sig_totals(ember__core *c)
 	atomic_fetch_add(&c->perf_events, c->threads.perf_events);
 	atomic_fetch_add(&c->wall_samples, atomic_load(&c->sig.wall_samples));
 	atomic_fetch_add(&c->wall_signals, atomic_load(&c->wall.signals));
+	atomic_fetch_add(&c->wall_asleep, atomic_load(&c->wall.remote_samples));
 	uint64_t m = atomic_load(&c->wall.max_per_tick);
 	if (m > atomic_load(&c->wall_max_per_tick))
 		atomic_store(&c->wall_max_per_tick, m);
@@ -981,6 +1016,10 @@ EMBER_API int ember_agent_start(ember_running **out, ember_agent *a)
 	memset(&c->sig, 0, sizeof(c->sig));
 	c->sig.max_depth = (int)c->cfg.max_depth;
 	c->sig.unwind_mode = c->cfg.unwind; /* ember_unwind_mode = EMBER_UNWIND_MODE_* */
+	/* the thread calling start waits for the agent thread (blocked, not
+	 * probed): its TCB, for the wall clock (wall_remote.h) */
+	c->starter_tid = (int32_t)gettid();
+	c->starter_self = (uintptr_t)pthread_self();
 	c->period_ns = 1000000000LL / c->cfg.hz;
 	int rc = ember__sampbuf_init(&c->sig.buf, ring_slots(c->cfg.hz, c->cfg.wall_ms),
 				     c->cfg.max_depth);
@@ -1162,9 +1201,12 @@ EMBER_API int ember_running_stop(ember_agent **out, ember_running *r)
 	if (c->cfg.wall_ms)
 		ember__log(&c->cfg, EMBER_LOG_INFO,
 			   "wall clock: %" PRIu64 " samples, %" PRIu64 " signals, %" PRIu64
-			   " threads left asleep recorded without a signal, %" PRIu64 " of them lost",
+			   " threads left asleep recorded without a signal, %" PRIu64
+			   " of them lost, %" PRIu64 " blocked threads sampled without waking them, %" PRIu64
+			   " samples that could not be weighed",
 			   atomic_load(&c->wall_samples), atomic_load(&c->wall_signals),
-			   atomic_load(&c->wreplay.repeated), atomic_load(&c->wreplay.lost));
+			   atomic_load(&c->wreplay.repeated), atomic_load(&c->wreplay.lost),
+			   atomic_load(&c->wall_asleep), atomic_load(&c->wall_unweighed));
 	ember__threads_release(&c->threads);
 	ember__sampbuf_destroy(&c->sig.buf);
 	ember__agg_release(&c->cur);
@@ -1172,6 +1214,7 @@ EMBER_API int ember_running_stop(ember_agent **out, ember_running *r)
 	ember__agg_release(&c->wcur);
 	ember__agg_release(&c->wnext);
 	ember__wall_replay_free(&c->wreplay);
+	ember__u64map_free(&c->wall_carry);
 	c->state = STATE_READY;
 	return rc;
 }
@@ -1196,6 +1239,8 @@ static void fill_stats(const ember__core *c, ember_stats *s, int running)
 	s->wall_unsignalled = atomic_load(&c->wreplay.repeated);
 	s->wall_repeats_lost = atomic_load(&c->wreplay.lost);
 	s->fds_reopened = atomic_load(&c->fd_reopens);
+	s->wall_asleep = atomic_load(&c->wall_asleep);
+	s->wall_unweighed = atomic_load(&c->wall_unweighed);
 	if (running) {
 		s->fds_reopened += c->threads.fd_reopens;
 		s->samples += atomic_load(&c->sig.samples);
@@ -1211,6 +1256,7 @@ static void fill_stats(const ember__core *c, ember_stats *s, int running)
 		s->perf_events += c->threads.perf_events;
 		s->wall_samples += atomic_load(&c->sig.wall_samples);
 		s->wall_signals += atomic_load(&c->wall.signals);
+		s->wall_asleep += atomic_load(&c->wall.remote_samples);
 		if (atomic_load(&c->wall.max_per_tick) > s->wall_max_per_tick)
 			s->wall_max_per_tick = atomic_load(&c->wall.max_per_tick);
 	}

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "agent/threads.h"
+#include "agent/wall_remote.h"
 #include "emberprof.h"
 #include "sample/handler.h"
 #include "sample/sigvirt.h"
@@ -68,14 +69,8 @@ static int64_t mono_ns(void)
 
 static int send_wall(ember__wall *w, int32_t tid, int64_t weight_ns)
 {
-	siginfo_t si;
-	memset(&si, 0, sizeof(si));
-	si.si_signo = w->signo;
-	si.si_code = SI_QUEUE;
-	si.si_pid = w->pid;
-	si.si_uid = getuid();
-	si.si_value.sival_ptr = (void *)(uintptr_t)EMBER_WALL_VALUE(weight_ns);
-	return (int)syscall(SYS_rt_tgsigqueueinfo, w->pid, tid, w->signo, &si);
+	union sigval v = {.sival_ptr = (void *)(uintptr_t)EMBER_WALL_VALUE(weight_ns)};
+	return ember__queue_signal(w->pid, tid, w->signo, v);
 }
 
 /*
@@ -85,7 +80,7 @@ static int send_wall(ember__wall *w, int32_t tid, int64_t weight_ns)
  * once it was committed), which the agent resolves to its stack. Counted
  * as dropped if the ring is full, like a handler's sample.
  */
-static void record_repeat(ember__sigstate *st, int32_t tid, int64_t weight_ns, uint32_t seq)
+void ember__wall_record_repeat(ember__sigstate *st, int32_t tid, int64_t weight_ns, uint32_t seq)
 {
 	ember__sample_rec *r = ember__sampbuf_claim(&st->buf);
 	if (!r) {
@@ -106,6 +101,50 @@ static void record_repeat(ember__sigstate *st, int32_t tid, int64_t weight_ns, u
 	atomic_fetch_add_explicit(&st->wall_samples, 1, memory_order_relaxed);
 }
 
+/*
+ * One tick: the next threads of the rotation, each recorded again (left
+ * asleep), sampled without a signal (blocked in a system call) or
+ * signalled (running). With `final` (at stop) running threads are not
+ * signalled: no signal may arrive after the handler is gone. Returns how
+ * many threads were picked; *nthreads is how many there are.
+ */
+static size_t tick(ember__wall *w, int64_t now, int final, size_t *nthreads)
+{
+	int32_t tids[EMBER__WALL_MAX_PER_TICK];
+	int64_t weights[EMBER__WALL_MAX_PER_TICK];
+	uint32_t repeat[EMBER__WALL_MAX_PER_TICK];
+	size_t n = ember__threads_wall_pick(w->threads, now, w->skip_idle, tids, weights, repeat,
+					    EMBER__WALL_MAX_PER_TICK, nthreads);
+	uint64_t sent = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (weights[i] < 0) /* none: the agent counts it as unweighed */
+			weights[i] = 0;
+		if (repeat[i]) { /* counted by the agent as it resolves them */
+			ember__wall_record_repeat(w->threads->sig, tids[i], weights[i], repeat[i]);
+			continue;
+		}
+		if (w->skip_idle) { /* blocked: sampled without waking it */
+			ember__sigstate *st = w->threads->sig;
+			ember__threadtab *tab = atomic_load(&st->tab);
+			ember__thread_ent *e = tab ? ember__threadtab_find(tab, tids[i]) : NULL;
+			int rr = e ? ember__wall_remote_sample(&w->remote, st, e, tids[i])
+				   : EMBER_WALL_REMOTE_RUNNING;
+			if (rr == EMBER_WALL_REMOTE_TAKEN)
+				atomic_fetch_add(&w->remote_samples, 1);
+			if (rr != EMBER_WALL_REMOTE_RUNNING)
+				continue;
+		}
+		if (!final && send_wall(w, tids[i], weights[i]) == 0)
+			sent++;
+	}
+	atomic_fetch_add(&w->signals, sent);
+	if (!final)
+		atomic_fetch_add(&w->ticks, 1);
+	if (n > atomic_load(&w->max_per_tick))
+		atomic_store(&w->max_per_tick, n);
+	return n;
+}
+
 static void *wall_main(void *arg)
 {
 	ember__wall *w = arg;
@@ -116,6 +155,7 @@ static void *wall_main(void *arg)
 	ember__threads_exclude(w->threads, (int32_t)gettid());
 
 	int64_t next = mono_ns() + w->interval_ns;
+	size_t nthreads = 0;
 	pthread_mutex_lock(&w->mu);
 	while (!w->stop) {
 		struct timespec dl = {next / 1000000000, next % 1000000000};
@@ -126,30 +166,12 @@ static void *wall_main(void *arg)
 		if (now < next)
 			continue; /* woken early */
 		pthread_mutex_unlock(&w->mu);
-		int32_t tids[EMBER__WALL_MAX_PER_TICK];
-		int64_t weights[EMBER__WALL_MAX_PER_TICK];
-		uint32_t repeat[EMBER__WALL_MAX_PER_TICK];
-		size_t nthreads = 0, n = 0;
-		uint64_t sent = 0;
-		/* No signal while the process execs (threads.h): the batch is
-		 * picked and sent inside the gate. */
+		/* No signal while the process execs (threads.h): a tick picks and
+		 * signals threads inside the gate. */
 		if (ember__threads_gate_enter(w->threads)) {
-			n = ember__threads_wall_pick(w->threads, now, w->skip_idle, tids, weights,
-						     repeat, EMBER__WALL_MAX_PER_TICK, &nthreads);
-			for (size_t i = 0; i < n; i++) {
-				if (weights[i] <= 0)
-					continue;
-				if (repeat[i]) /* counted by the agent as it resolves them */
-					record_repeat(w->threads->sig, tids[i], weights[i], repeat[i]);
-				else if (send_wall(w, tids[i], weights[i]) == 0)
-					sent++;
-			}
+			tick(w, now, 0, &nthreads);
 			ember__threads_gate_leave(w->threads);
 		}
-		atomic_fetch_add(&w->signals, sent);
-		atomic_fetch_add(&w->ticks, 1);
-		if (n > atomic_load(&w->max_per_tick))
-			atomic_store(&w->max_per_tick, n);
 		/* The next tick from the schedule, not from now, so the pace
 		 * holds; after a stall, start again from now rather than burst. */
 		next += ember__wall_tick_ns(w->interval_ns, nthreads, EMBER__WALL_MAX_PER_TICK,
@@ -159,6 +181,12 @@ static void *wall_main(void *arg)
 		pthread_mutex_lock(&w->mu);
 	}
 	pthread_mutex_unlock(&w->mu);
+	/* At stop, the time of threads asleep since their last sample: one
+	 * pass over every thread, without signals. */
+	size_t passes = (nthreads + EMBER__WALL_MAX_PER_TICK - 1) / EMBER__WALL_MAX_PER_TICK;
+	for (size_t p = 0; p < passes && p < 100000; p++)
+		tick(w, mono_ns(), 1, &nthreads);
+	ember__wall_remote_free(&w->remote);
 	return NULL;
 }
 
@@ -188,6 +216,9 @@ int ember__wall_start(ember__wall *w, struct ember__threads *t, int signo, unsig
 		return ember__error_errno(EMBER_ERR_SYS, rc, "cannot start the wall-clock thread");
 	}
 	w->started = 1;
+	pthread_mutex_lock(&t->mu);
+	t->wall_final = 1;
+	pthread_mutex_unlock(&t->mu);
 	return 0;
 }
 
@@ -195,6 +226,9 @@ void ember__wall_stop(ember__wall *w)
 {
 	if (!w->started)
 		return;
+	pthread_mutex_lock(&w->threads->mu);
+	w->threads->wall_final = 0;
+	pthread_mutex_unlock(&w->threads->mu);
 	pthread_mutex_lock(&w->mu);
 	w->stop = 1;
 	pthread_cond_broadcast(&w->cv);

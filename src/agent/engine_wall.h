@@ -28,6 +28,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "agent/wall_remote.h"
+
 #define EMBER__WALL_MAX_PER_TICK 8
 #define EMBER__WALL_MIN_TICK_NS 1000000LL /* at most 8000 wall signals per second */
 
@@ -62,6 +64,10 @@ typedef struct ember__wall {
 	int stop;
 	int skip_idle; /* record threads left asleep without a signal (default) */
 	_Atomic uint64_t signals, ticks, max_per_tick;
+	/* blocked threads sampled without a signal (wall_remote.h), and the
+	 * timer thread's buffers for it */
+	_Atomic uint64_t remote_samples;
+	ember__wall_remote remote;
 } ember__wall;
 
 /*
@@ -71,6 +77,17 @@ typedef struct ember__wall {
  * excludes itself from `t`. 0 or ember_err.
  */
 int ember__wall_start(ember__wall *w, struct ember__threads *t, int signo, unsigned interval_ms);
+
+/*
+ * Records, without a signal, another sample of thread `tid` still asleep
+ * since its sleeping sample `seq`, weighing `weight_ns`: a stackless
+ * EMBER_SAMPLE_REPEAT record in st's ring that the agent resolves to that
+ * sample's stack (wall_replay.h). Counted as dropped if the ring is full.
+ * Any thread; async-signal-safe (a ring claim and clock_gettime).
+ */
+struct ember__sigstate;
+void ember__wall_record_repeat(struct ember__sigstate *st, int32_t tid, int64_t weight_ns,
+			       uint32_t seq);
 
 /* Stops and joins the timer thread (no more wall signals are sent after
  * it returns). Harmless if never started. */

@@ -20,6 +20,7 @@
 
 #include "agent/engine_perf.h"
 #include "agent/engine_wall.h"
+#include "agent/wall_remote.h"
 #include "agent/sigsetup.h"
 #include "emberprof.h"
 #include "sample/sigvirt.h"
@@ -288,7 +289,10 @@ static void drop_perf(ember__threads *t, ember__thread_rec *r)
 	close_perf(t, r);
 }
 
-static void send_probe(ember__threads *t, ember__thread_rec *r)
+static int bounds_from_sp(ember__threads *t, ember__thread_rec *r, ember__thread_ent *e,
+			  uintptr_t sp, uintptr_t self);
+
+int ember__queue_signal(pid_t pid, int32_t tid, int signo, union sigval value)
 {
 	if (t->suspended) { /* sent by the next poll if the exec fails */
 		r->bounds = BOUNDS_PROBED;
@@ -296,12 +300,30 @@ static void send_probe(ember__threads *t, ember__thread_rec *r)
 	}
 	siginfo_t si;
 	memset(&si, 0, sizeof(si));
-	si.si_signo = t->signo;
+	si.si_signo = signo;
 	si.si_code = SI_QUEUE;
-	si.si_pid = t->pid;
+	si.si_pid = pid;
 	si.si_uid = getuid();
-	si.si_value.sival_int = EMBER_PROBE_MAGIC;
-	if (syscall(SYS_rt_tgsigqueueinfo, t->pid, r->tid, t->signo, &si) == 0)
+	si.si_value = value;
+	return (int)syscall(SYS_rt_tgsigqueueinfo, pid, tid, signo, &si);
+}
+
+static void send_probe(ember__threads *t, ember__thread_rec *r)
+{
+	/* A thread blocked in a system call is not signalled (its call would
+	 * return EINTR): the kernel tells its stack pointer (wall_remote.h),
+	 * and the stack's mapping bounds it - up to the mapping's end, which
+	 * holds the thread's TCB above the stack, mapped as well. */
+	long nr;
+	uintptr_t sp, pc;
+	ember__thread_ent *e = ember__threadtab_find(t->tab, r->tid);
+	if (e && ember__wall_blocked_in(r->tid, &nr, &sp, &pc) == 1 &&
+	    bounds_from_sp(t, r, e, sp, 0) == 0)
+		return;
+	union sigval v;
+	memset(&v, 0, sizeof(v));
+	v.sival_int = EMBER_PROBE_MAGIC;
+	if (ember__queue_signal(t->pid, r->tid, t->signo, v) == 0)
 		r->bounds = BOUNDS_PROBED;
 	else
 		r->bounds = BOUNDS_FAILED; /* thread gone; the next scan forgets it */
@@ -320,6 +342,7 @@ static void adopt_thread(ember__threads *t, int32_t tid)
 	if (!e)
 		return;
 	atomic_store_explicit(&e->wall_seq, 0, memory_order_release); /* a reused entry */
+	atomic_store_explicit(&e->probe_self, 0, memory_order_relaxed);
 	atomic_store_explicit(&e->wall_last_ns, r->wall_last, memory_order_relaxed);
 	arm_thread(t, r, e);
 	send_probe(t, r);
@@ -354,17 +377,16 @@ static void forget_thread(ember__threads *t, ember__thread_rec *r)
  * mapping, just above the stack: it bounds the stack exactly. For the main
  * thread it lies elsewhere, and the "[stack]" mapping's end is the top.
  */
-static void resolve_probe(ember__threads *t, ember__thread_rec *r, ember__thread_ent *e)
+/* Sets the bounds of the stack holding sp (self: the thread's TCB if
+ * known, else 0). 0, or -1 if no mapping holds sp. */
+static int bounds_from_sp(ember__threads *t, ember__thread_rec *r, ember__thread_ent *e,
+			  uintptr_t sp, uintptr_t self)
 {
-	uintptr_t sp = atomic_load_explicit(&e->probe_sp, memory_order_acquire);
-	uintptr_t self = atomic_load_explicit(&e->probe_self, memory_order_relaxed);
+	(void)t;
 	ember__procmap m;
 	char path[32];
-	if (ember__procmaps_self_find(sp, &m, path, sizeof(path)) != 0) {
-		r->bounds = BOUNDS_FAILED;
-		t->probe_failures++;
-		return;
-	}
+	if (ember__procmaps_self_find(sp, &m, path, sizeof(path)) != 0)
+		return -1;
 	uintptr_t lo = m.start, hi = m.end;
 	if (self > sp && self < m.end) {
 		hi = self;
@@ -379,6 +401,17 @@ static void resolve_probe(ember__threads *t, ember__thread_rec *r, ember__thread
 	}
 	ember__threadtab_set_bounds(e, lo, hi);
 	r->bounds = BOUNDS_KNOWN;
+	return 0;
+}
+
+static void resolve_probe(ember__threads *t, ember__thread_rec *r, ember__thread_ent *e)
+{
+	uintptr_t sp = atomic_load_explicit(&e->probe_sp, memory_order_acquire);
+	uintptr_t self = atomic_load_explicit(&e->probe_self, memory_order_relaxed);
+	if (bounds_from_sp(t, r, e, sp, self) != 0) {
+		r->bounds = BOUNDS_FAILED;
+		t->probe_failures++;
+	}
 }
 
 /* ---- scanning ---- */
@@ -810,6 +843,15 @@ void ember__threads_stop(ember__threads *t)
 	pthread_mutex_unlock(&t->mu);
 }
 
+void ember__threads_set_tcb(ember__threads *t, int32_t tid, uintptr_t self)
+{
+	pthread_mutex_lock(&t->mu);
+	ember__thread_ent *e = t->tab ? ember__threadtab_find(t->tab, tid) : NULL;
+	if (e && !atomic_load_explicit(&e->probe_self, memory_order_relaxed))
+		atomic_store_explicit(&e->probe_self, self, memory_order_relaxed);
+	pthread_mutex_unlock(&t->mu);
+}
+
 void ember__threads_exclude(ember__threads *t, int32_t tid)
 {
 	pthread_mutex_lock(&t->mu);
@@ -1030,6 +1072,9 @@ void ember__threads_on_start(void)
 		ember__thread_ent *e = r ? table_entry(t, tid) : NULL;
 		if (r && e) {
 			atomic_store_explicit(&e->wall_seq, 0, memory_order_release);
+			/* its TCB, where wall_remote.c finds its labels and poll */
+			atomic_store_explicit(&e->probe_self, (uintptr_t)pthread_self(),
+					      memory_order_relaxed);
 			r->seen_gen = t->gen;
 			if (!r->wall_last)
 				r->wall_last = mono_now();
@@ -1046,6 +1091,30 @@ void ember__threads_on_start(void)
 	pthread_mutex_unlock(&t->mu);
 }
 
+/*
+ * An exiting thread's wall time since its last wall sample, which no tick
+ * will weigh any more (lock held, on the thread itself, before its bounds
+ * are cleared): if it was asleep at that sample, that sample again (it
+ * slept there for most of the time since, then ran its way out); else a
+ * wall sample of its own, through the handler (a signal to itself,
+ * delivered before this call returns unless it blocks the signal).
+ */
+static void wall_final_sample(ember__threads *t, int32_t tid)
+{
+	ember__thread_ent *e = ember__threadtab_find(t->tab, tid);
+	if (!e)
+		return;
+	uint32_t seq = atomic_load_explicit(&e->wall_seq, memory_order_acquire);
+	if (seq) {
+		int64_t now = mono_now(), last = atomic_exchange(&e->wall_last_ns, now);
+		if (last > 0 && now > last)
+			ember__wall_record_repeat(t->sig, tid, now - last, seq);
+		return;
+	}
+	union sigval v = {.sival_ptr = (void *)(uintptr_t)EMBER_WALL_VALUE(0)};
+	ember__queue_signal(t->pid, tid, t->signo, v);
+}
+
 void ember__threads_on_exit(void)
 {
 	ember__threads *t = atomic_load(&g_threads);
@@ -1054,6 +1123,8 @@ void ember__threads_on_exit(void)
 	pthread_mutex_lock(&t->mu);
 	if (atomic_load(&g_threads) == t) {
 		ember__thread_rec *r = rec_find(t, (int32_t)gettid());
+		if (r && t->wall_final)
+			wall_final_sample(t, r->tid);
 		if (r)
 			forget_thread(t, r);
 		/* Its name, for samples the agent drains after it is gone. */

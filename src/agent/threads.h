@@ -24,6 +24,7 @@
 #define EMBER_THREADS_H
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <time.h>
@@ -88,6 +89,7 @@ typedef struct ember__threads {
 	 * by the exec'ing thread from the suspension until the exec fails. */
 	_Atomic int suspended;
 	pthread_mutex_t gate;
+	int wall_final; /* the wall-clock engine runs: an exiting thread records its last wall time */
 	/* counters */
 	uint64_t threads_seen, timer_failures, probe_failures, table_full, perf_events;
 	/* CPU time of threads that really block the sampling signal (through
@@ -131,6 +133,17 @@ int ember__threads_start(ember__threads *t, ember__sigstate *sig, int signo, int
 
 /* The engine in use: "perf_events", "per-thread CPU timers" or "setitimer(ITIMER_PROF)". */
 const char *ember__threads_engine_name(const ember__threads *t);
+
+/*
+ * Queues `signo` to thread `tid` of process `pid` from ourselves
+ * (SI_QUEUE, our pid: what the handler accepts for probes and wall
+ * samples) with `value`. 0 or -1 (errno).
+ */
+int ember__queue_signal(pid_t pid, int32_t tid, int signo, union sigval value);
+
+/* Records thread tid's TCB (pthread_self()) in its entry unless known:
+ * for the thread that started the agent, which is not probed. */
+void ember__threads_set_tcb(ember__threads *t, int32_t tid, uintptr_t self);
 
 /* Never samples thread `tid` (forgotten now if known): the wall-clock
  * engine's own thread calls this for itself. */

@@ -540,7 +540,7 @@ typedef struct enc {
 	uint32_t *stack_key[EMBER_JFR_NKINDS]; /* per profile: sample index -> stack key */
 	struct { uint8_t kind; uint32_t sample; } *stacks; /* key - 1 -> sample */
 	uint32_t nstacks, cap_stacks;
-	ember__u64map tids;  /* tid -> 1: threads with events */
+	ember__u64map tids;  /* threads with events (-> wall carry without w->wall_carry) */
 	ember__u64map names; /* tid -> index + 1 in w->threads */
 	uint32_t descriptor; /* symbol key of "()L;" */
 	int oom;
@@ -835,11 +835,25 @@ static void write_event(enc *e, ember__pbuf *b, ember__pbuf *ev, const ember__jf
 	case EMBER_JFR_WALL: {
 		uint64_t n = 1;
 		if (w->wall_interval_ns > 0) {
-			n = (x->weight + (uint64_t)w->wall_interval_ns / 2) / (uint64_t)w->wall_interval_ns;
-			if (n < 1)
-				n = 1;
-			if (n > INT32_MAX)
-				n = INT32_MAX;
+			/* the thread's carry plus this weight, in whole intervals
+			 * (rounded; 0 for an event that stands for less than
+			 * half of one), the rest carried to its next event */
+			int64_t iv = w->wall_interval_ns;
+			ember__u64map *cm = w->wall_carry ? w->wall_carry : &e->tids;
+			int ins = 0;
+			uint64_t *carry = ember__u64map_put(cm, (uint64_t)(uint32_t)x->tid, &ins);
+			int64_t have = (int64_t)(x->weight > (uint64_t)INT64_MAX / 2 ? (uint64_t)INT64_MAX / 2
+										   : x->weight);
+			if (carry && !ins)
+				have += (int64_t)*carry;
+			int64_t q = have > 0 ? (have + iv / 2) / iv : 0;
+			if (q > INT32_MAX)
+				q = INT32_MAX;
+			if (carry)
+				*carry = (uint64_t)(have - q * iv);
+			else
+				e->oom = 1;
+			n = (uint64_t)q;
 		}
 		put_var(ev, T_WALL_CLOCK_SAMPLE);
 		put_var(ev, ticks);

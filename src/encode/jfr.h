@@ -13,7 +13,9 @@
  *   EMBER_JFR_WALL   profiler.WallClockSample {startTime, sampledThread,
  *                                              stackTrace, state, samples}
  *                    (async-profiler's type; `samples` = the event's weight
- *                    in wall-clock intervals, rounded, at least 1)
+ *                    in wall-clock intervals, rounded with the rest carried
+ *                    to the thread's next event (wall_carry), so 0 for an
+ *                    event worth less than the carry leaves to round up)
  *   EMBER_JFR_MALLOC profiler.Malloc          {startTime, eventThread,
  *                                              stackTrace, address, size}
  *                    (async-profiler's native-allocation type, which its
@@ -123,6 +125,15 @@ typedef struct ember__jfr_window {
 	uint64_t alloc_interval;
 	const char *engine;
 	uint32_t max_depth;        /* stacks this deep are marked truncated; 0: never */
+	/*
+	 * Per thread (tid -> int64_t ns stored as uint64_t), the wall time not
+	 * yet expressed in whole WallClockSample.samples: each event's count
+	 * is its weight plus its thread's carry, rounded, and the rest is
+	 * carried, so a thread's counts add up to its wall time within half an
+	 * interval over any run of windows. Caller-owned, kept across windows;
+	 * NULL: carried within this window only.
+	 */
+	struct ember__u64map *wall_carry;
 } ember__jfr_window;
 
 /*

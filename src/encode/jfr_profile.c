@@ -218,8 +218,9 @@ static int kind_of(const ember__jfr_class *type)
 static int add_event(conv *c, int kind, const ember__jfr_value *ev)
 {
 	int64_t v = 1;
-	if (kind == K_WALL && ember__jfr_get_int(ev, "samples") > 1)
-		v = ember__jfr_get_int(ev, "samples");
+	const ember__jfr_value *cnt = kind == K_WALL ? ember__jfr_get(ev, "samples") : NULL;
+	if (cnt && cnt->kind == EMBER_JFR_INT)
+		v = cnt->u.i; /* 0: its time went to the thread's next event (jfr.h) */
 	else if (kind == K_ALLOC)
 		v = ember__jfr_get_int(ev, "size");
 	if (v <= 0)

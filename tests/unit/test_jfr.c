@@ -16,6 +16,7 @@
 #include "emberprof.h"
 #include "encode/jfr.h"
 #include "encode/jfr_profile.h"
+#include "util/hashmap.h"
 
 #define T0 1764515000123456789LL /* window start, ns since the epoch */
 
@@ -134,7 +135,7 @@ static int encode_window(fixture *fx, uint8_t **out, size_t *len)
 		{T0 + 1000, 10000000, 0, 0, 101, EMBER_JFR_CPU, EMBER_JFR_STATE_RUNNABLE},
 		{T0 + 2000, 10000000, 0, 0, 102, EMBER_JFR_CPU, EMBER_JFR_STATE_RUNNABLE},
 		{T0 + 4000, 149000000, 0, 0, 103, EMBER_JFR_WALL, EMBER_JFR_STATE_SLEEPING},
-		{T0 + 5000, 1000, 0, 0, 101, EMBER_JFR_WALL, EMBER_JFR_STATE_DEFAULT},
+		{T0 + 5000, 40000000, 0, 0, 101, EMBER_JFR_WALL, EMBER_JFR_STATE_DEFAULT},
 		{T0 + 9876543210LL, 4096, 0x7f1234567890, 0, 101, EMBER_JFR_MALLOC, 0},
 	};
 	ember__jfr_thread th[] = {{101, "worker-a"}, {102, "worker-b"}};
@@ -400,6 +401,57 @@ static void test_long_polls(void)
 	free_profiles(&fx);
 }
 
+/* The wall total (WallClockSample.samples summed) of a recording. */
+static int64_t wall_total(const uint8_t *jfr, size_t len)
+{
+	ember__profile *p = NULL;
+	if (ember__jfr_to_profile(jfr, len, &p) != 0 || !p)
+		return -1;
+	int64_t total = 0;
+	for (uint32_t v = 0; v < p->nvalues; v++)
+		if (!strcmp(p->sample_type[v].type, "wall"))
+			for (uint32_t i = 0; i < p->nsamples; i++)
+				total += p->samples[i].values[v];
+	ember__profile_free(p);
+	return total;
+}
+
+/* WallClockSample.samples carry the rest of each event's weight to the
+ * thread's next event, across windows with a caller's map: four 30 ms
+ * events at 50 ms intervals count 2 in all (120 ms: 2.4 intervals, where
+ * rounding each up to one counted 4), and the next window's 30 ms event,
+ * with the 20 ms left over, counts 1. */
+static void test_wall_carry(void)
+{
+	fixture fx;
+	make_profiles(&fx);
+	ember__jfr_event ev[4];
+	for (int i = 0; i < 4; i++)
+		ev[i] = (ember__jfr_event){T0 + 1000 * (i + 1), 30000000, 0, 0, 7, EMBER_JFR_WALL,
+					   EMBER_JFR_STATE_SLEEPING};
+	ember__u64map carry;
+	memset(&carry, 0, sizeof(carry));
+	ember__jfr_window w = {
+		.start_ns = T0, .end_ns = T0 + 1000000000,
+		.profiles = {fx.cpu, fx.wall, fx.mem},
+		.events = ev, .nevents = 4, .wall_interval_ns = 50000000, .wall_carry = &carry,
+	};
+	uint8_t *out = NULL;
+	size_t len = 0;
+	CHECK_EQ_INT(ember__jfr_encode(&w, &out, &len), 0);
+	CHECK_EQ_INT(wall_total(out, len), 2);
+	free(out);
+	w.start_ns = T0 + 1000000000;
+	w.end_ns = T0 + 2000000000;
+	w.nevents = 1;
+	ev[0].time_ns = w.start_ns + 1000;
+	CHECK_EQ_INT(ember__jfr_encode(&w, &out, &len), 0);
+	CHECK_EQ_INT(wall_total(out, len), 1); /* 20 ms carried + 30 ms */
+	free(out);
+	ember__u64map_free(&carry);
+	free_profiles(&fx);
+}
+
 int main(void)
 {
 	RUN(test_window_read_by_jdk);
@@ -408,5 +460,6 @@ int main(void)
 	RUN(test_bad_input);
 	RUN(test_varint_layout);
 	RUN(test_long_polls);
+	RUN(test_wall_carry);
 	return CHECK_DONE();
 }

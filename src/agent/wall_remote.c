@@ -1,0 +1,299 @@
+/*
+ * wall_remote.c - wall-clock samples of blocked threads without a signal
+ * (wall_remote.h).
+ */
+#include "agent/wall_remote.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sample/labels.h"
+#include "sample/polltls.h"
+#include "symbols/procmaps.h"
+#include "unwind/unwind.h"
+
+#define COPY_MAX (512u << 10) /* live stack copied; deeper stacks are truncated */
+#define FP_CANDIDATES 32
+
+int ember__wall_blocked_in(int32_t tid, long *nr, uintptr_t *sp, uintptr_t *pc)
+{
+	char path[64], buf[256];
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	/* "running", "-1 sp pc" (blocked, not in a call), or
+	 * "nr a1 a2 a3 a4 a5 a6 sp pc" */
+	char *end;
+	long num = strtol(buf, &end, 10);
+	if (end == buf || num < 0)
+		return 0;
+	unsigned long v[8];
+	int k = 0;
+	for (char *p = end; k < 8; k++) {
+		v[k] = strtoul(p, &end, 16);
+		if (end == p)
+			break;
+		p = end;
+	}
+	if (k != 8 || v[6] == 0 || v[7] == 0)
+		return 0;
+	*nr = num;
+	*sp = (uintptr_t)v[6];
+	*pc = (uintptr_t)v[7];
+	return 1;
+}
+
+/* Thread tid's CPU time in ns (its CPU clock, as in threads.c), or -1. */
+static int64_t thread_cpu_ns(int32_t tid)
+{
+	struct timespec ts;
+	clockid_t clk = (clockid_t)((~(unsigned)tid << 3) | 6u);
+	if (clock_gettime(clk, &ts) != 0)
+		return -1;
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* The top of the stack holding sp, when the thread's bounds are not known
+ * yet: the end of its mapping (the copy may include the thread's TCB above
+ * the stack; the walk ends at the outermost frame anyway). */
+static uintptr_t top_from_maps(uintptr_t sp)
+{
+	ember__procmap m;
+	return ember__procmaps_self_find(sp, &m, NULL, 0) == 0 ? (uintptr_t)m.end : 0;
+}
+
+/*
+ * Whether ra is a return address: the instruction before it is a call
+ * (x86-64: e8 rel32; ff /2 with a ModRM of 1 to 6 bytes). The code is
+ * read with process_vm_readv, so an address that is not mapped is only a
+ * "no". A function's address held in a variable (a function pointer) is
+ * preceded by padding or a return, not a call.
+ */
+static int called_from(uintptr_t ra)
+{
+#if defined(__x86_64__)
+	uint8_t c[8];
+	if (ra < 4096 + sizeof(c))
+		return 0;
+	struct iovec local = {c, sizeof(c)}, remote = {(void *)(ra - sizeof(c)), sizeof(c)};
+	if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != (ssize_t)sizeof(c))
+		return 0;
+	if (c[3] == 0xe8)
+		return 1; /* call rel32 */
+	for (int len = 2; len <= 7; len++) /* ff /2: call r/m64 */
+		if (c[8 - len] == 0xff && (c[9 - len] & 0x38) == 0x10)
+			return 1;
+	return 0;
+#else
+	(void)ra;
+	return 1;
+#endif
+}
+
+/* Whether every caller in a walk (pcs[1..n)) was reached by a call. */
+static int walk_plausible(const uint64_t *pcs, int n)
+{
+	for (int i = 1; i < n; i++)
+		if (!called_from((uintptr_t)pcs[i]))
+			return 0;
+	return 1;
+}
+
+/* Whether a word looks like a return address: outside the stack, and
+ * covered by unwind tables when there are any. */
+static int code_like(const ember__unwind_snapshot *snap, uint64_t v, uintptr_t lo, uintptr_t hi)
+{
+	if (v < 4096 || (v >= lo && v < hi))
+		return 0;
+	if (snap && !ember__unwind_find_row(snap, (uintptr_t)v - 1, NULL))
+		return 0;
+	return called_from((uintptr_t)v);
+}
+
+/*
+ * Whether the thread whose TCB is `self` has what only its own handler
+ * can record: it is inside a pollcatch poll, or has dynamic labels pushed
+ * (both thread-local; initial-exec, so at the same offset from every
+ * thread's TCB as from ours). 1 yes, 0 no, -1 cannot tell (TCB unknown or
+ * unreadable).
+ */
+static int needs_handler(uintptr_t self)
+{
+	if (!self)
+		return -1;
+	uintptr_t me = (uintptr_t)pthread_self();
+	ember__polltls poll;
+	ember__tlabels *labels = NULL;
+	struct iovec local[2] = {{&poll, sizeof(poll)}, {&labels, sizeof(labels)}};
+	struct iovec remote[2] = {
+		{(void *)(self + ((uintptr_t)&ember__tls_poll - me)), sizeof(poll)},
+		{(void *)(self + ((uintptr_t)&ember__tls_labels - me)), sizeof(labels)}};
+	if (process_vm_readv(getpid(), local, 2, remote, 2, 0) !=
+	    (ssize_t)(sizeof(poll) + sizeof(labels)))
+		return -1;
+	if (poll.depth)
+		return 1;
+	if (!labels)
+		return 0;
+	uint32_t n = 0;
+	struct iovec ln = {&n, sizeof(n)}, rn = {(void *)&labels->n, sizeof(n)};
+	if (process_vm_readv(getpid(), &ln, 1, &rn, 1, 0) != (ssize_t)sizeof(n))
+		return -1;
+	return n > 0;
+}
+
+int ember__wall_remote_sample(ember__wall_remote *w, ember__sigstate *st, ember__thread_ent *e,
+			      int32_t tid)
+{
+	long nr;
+	uintptr_t sp, pc;
+	int64_t cpu0 = thread_cpu_ns(tid);
+	if (cpu0 < 0)
+		return EMBER_WALL_REMOTE_SKIP;
+	int b = ember__wall_blocked_in(tid, &nr, &sp, &pc);
+	if (b < 0)
+		return EMBER_WALL_REMOTE_SKIP;
+	if (b == 0)
+		return EMBER_WALL_REMOTE_RUNNING;
+	/* in a pollcatch poll or labelled: the handler's sample (one EINTR) */
+	if (needs_handler(atomic_load_explicit(&e->probe_self, memory_order_relaxed)) == 1)
+		return EMBER_WALL_REMOTE_RUNNING;
+	if (!w->copy || w->max_depth != st->max_depth) {
+		ember__wall_remote_free(w);
+		w->copy = malloc(COPY_MAX);
+		w->pcs = malloc(2 * (size_t)(st->max_depth > 0 ? st->max_depth : 1) * sizeof(uint64_t));
+		if (!w->copy || !w->pcs) {
+			ember__wall_remote_free(w);
+			return EMBER_WALL_REMOTE_RUNNING;
+		}
+		w->alt = w->pcs + st->max_depth;
+		w->max_depth = st->max_depth;
+		w->cap = COPY_MAX;
+	}
+	ember__threadtab *tab = atomic_load_explicit(&st->tab, memory_order_acquire);
+	ember__stack_bounds bounds = {0, 0};
+	if (!tab || !ember__threadtab_bounds(tab, tid, &bounds) || sp < bounds.lo || sp >= bounds.hi)
+		bounds.hi = top_from_maps(sp);
+	size_t len = 0;
+	if (bounds.hi > sp) {
+		len = bounds.hi - sp;
+		if (len > w->cap)
+			len = w->cap;
+		len &= ~(size_t)7;
+		struct iovec local = {w->copy, len}, remote = {(void *)sp, len};
+		ssize_t got = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+		len = got > 0 ? (size_t)got & ~(size_t)7 : 0;
+	}
+	/* Stack addresses held in the stack (saved frame pointers, signal
+	 * frames' registers) now point into the copy. */
+	uintptr_t base = (uintptr_t)w->copy, delta = base - sp;
+	size_t nw = len / 8;
+	for (size_t i = 0; i < nw; i++)
+		if (w->copy[i] >= sp && w->copy[i] < sp + len)
+			w->copy[i] += delta;
+
+	/* As a handler: the unwind snapshot stays valid while we count as
+	 * one running (unwind_tables.c frees old ones only when none runs). */
+	ember__sigpath_enter();
+	const ember__unwind_snapshot *snap =
+		st->unwind_mode == EMBER_UNWIND_MODE_FP
+			? NULL
+			: atomic_load_explicit(&st->unwind_snap, memory_order_seq_cst);
+	ember__stack_bounds cb = {base, base + len};
+	ember__regs regs = {pc, base, 0, 0};
+	unsigned flags = 0;
+	int n = 1;
+	w->pcs[0] = pc;
+	if (!len)
+		flags = EMBER_UNWIND_NO_BOUNDS;
+	else
+		n = ember__unwind(st->unwind_mode, snap, &regs, &cb, w->pcs, w->max_depth, &flags);
+	/* frame pointers only: fp 0 ends the walk at once, as complete */
+	if (len && ((flags & EMBER_UNWIND_TRUNCATED) || n <= 1 ||
+		    st->unwind_mode == EMBER_UNWIND_MODE_FP)) {
+		/* The frame pointer is not in the syscall file: try the likely
+		 * frame records, keep the first complete walk, or the deepest. */
+		int tried = 0;
+		for (size_t i = 0; i + 1 < nw && tried < FP_CANDIDATES; i++) {
+			uint64_t saved = w->copy[i], ra = w->copy[i + 1];
+			/* the caller's saved fp: 0, garbage (code without frame
+			 * pointers above), or a higher frame of this stack */
+			if ((saved >= base && saved <= base + i * 8) ||
+			    !code_like(snap, ra, base, base + len))
+				continue;
+			tried++;
+			unsigned f = 0;
+			regs.fp = base + i * 8;
+			int m = ember__unwind(st->unwind_mode, snap, &regs, &cb, w->alt, w->max_depth,
+					      &f);
+			if ((m > n || !(f & EMBER_UNWIND_TRUNCATED)) && walk_plausible(w->alt, m)) {
+				memcpy(w->pcs, w->alt, (size_t)m * sizeof(uint64_t));
+				n = m;
+				flags = f;
+				if (!(f & EMBER_UNWIND_TRUNCATED))
+					break;
+			}
+		}
+	}
+	ember__sigpath_leave();
+	if (thread_cpu_ns(tid) != cpu0)
+		return EMBER_WALL_REMOTE_SKIP; /* it ran: the copy may be torn */
+	ember__sample_rec *r = ember__sampbuf_claim(&st->buf);
+	if (!r) {
+		atomic_fetch_add_explicit(&st->dropped_full, 1, memory_order_relaxed);
+		return EMBER_WALL_REMOTE_SKIP;
+	}
+	memcpy(r->pcs, w->pcs, (size_t)n * sizeof(uint64_t));
+	int64_t now = mono_ns(), last = atomic_exchange(&e->wall_last_ns, now);
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	uint32_t seq = atomic_fetch_add_explicit(&st->wall_seq, 1, memory_order_relaxed) + 1;
+	if (!seq)
+		seq = atomic_fetch_add_explicit(&st->wall_seq, 1, memory_order_relaxed) + 1;
+	r->depth = (uint32_t)n;
+	r->tid = tid;
+	r->flags = flags | EMBER_SAMPLE_WALL | EMBER_SAMPLE_SLEEPING;
+	r->label_len = 0;
+	r->reserved = seq;
+	r->poll_start = 0;
+	r->weight = last > 0 && now > last ? (uint64_t)(now - last) : 0;
+	r->time_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	ember__sampbuf_commit(r);
+	/* after the commit, as the handler: repeats follow this sample */
+	atomic_store_explicit(&e->wall_cpu_ns, (uint64_t)cpu0, memory_order_relaxed);
+	atomic_store_explicit(&e->wall_seq, seq, memory_order_release);
+	atomic_fetch_add_explicit(&st->wall_samples, 1, memory_order_relaxed);
+	if (flags & EMBER_UNWIND_NO_BOUNDS)
+		atomic_fetch_add_explicit(&st->no_bounds, 1, memory_order_relaxed);
+	else if (flags & EMBER_UNWIND_TRUNCATED)
+		atomic_fetch_add_explicit(&st->truncated, 1, memory_order_relaxed);
+	(void)nr;
+	return EMBER_WALL_REMOTE_TAKEN;
+}
+
+void ember__wall_remote_free(ember__wall_remote *w)
+{
+	free(w->copy);
+	free(w->pcs);
+	memset(w, 0, sizeof(*w));
+}
