@@ -41,7 +41,7 @@
  * whose CFA needs it then ends the walk as truncated.
  */
 typedef struct ember__regs {
-	uintptr_t pc, sp, fp, aux;
+	uintptr_t pc, sp, fp, aux; /* aarch64: aux is the link register, x30 */
 } ember__regs;
 
 /*
@@ -110,6 +110,20 @@ enum {
 	EMBER_CFI_AUX_SHIFT = 5,
 	EMBER_CFI_AUX_MASK = 0xe0,
 	EMBER_CFI_AUX_LOST = 7
+};
+
+/*
+ * On an architecture with a link register (arch.h: EMBER_ARCH_LINK_REG,
+ * aarch64) aux is that register, and bits 5-7 say instead where the
+ * frame's return address is:
+ */
+enum {
+	EMBER_CFI_LR_REG = 0,    /* still in the link register: only a frame the
+				    walk starts in (or a signal interrupted) has it */
+	EMBER_CFI_LR_RECORD = 1, /* at CFA + fp * UNIT + 8: the frame record
+				    {caller's fp, return address} */
+	EMBER_CFI_LR_SLOT = 2    /* at CFA + fp * UNIT, the caller's fp unchanged
+				    (fp holds the return address's slot) */
 };
 
 /* The aux-save code of a row (see EMBER_CFI_AUX_SHIFT). */
@@ -206,5 +220,13 @@ void ember__regs_from_ucontext(const void *ucontext, ember__regs *out);
  * wholly inside [sp, hi) and sp is aligned; else 0. Async-signal-safe.
  */
 int ember__regs_from_sigframe(uintptr_t sp, uintptr_t hi, ember__regs *out);
+
+/*
+ * Architecture part: whether the thread a signal interrupted (ucontext,
+ * its pc) was blocked in a system call - 1 - or running - 0 - or -1 when
+ * that cannot be told. Reads the code bytes next to pc only inside pc's
+ * page. Async-signal-safe.
+ */
+int ember__regs_in_syscall(const void *ucontext, uintptr_t pc);
 
 #endif

@@ -233,12 +233,39 @@ int ember__unwind_dwarf(const ember__unwind_snapshot *snap, int strict, const em
 			fp_off = EMBER_FP_RULE_FP_OFF;
 			break;
 		}
+		uintptr_t ra, nfp = fp;
+		if (EMBER_ARCH_LINK_REG && (kind == EMBER_CFI_SP || kind == EMBER_CFI_FP)) {
+			/* The row says where the return address is (unwind.h). */
+			switch (EMBER_CFI_AUX_CODE(row->kind)) {
+			case EMBER_CFI_LR_REG:
+				/* Only where the walk started, or a signal
+				 * interrupted, is the link register known; a
+				 * frame that has not allocated yet has CFA ==
+				 * sp, once. */
+				if (!exact || aux == 0 || cfa < sp || cfa > hi)
+					goto truncated;
+				ra = aux;
+				goto have_ra;
+			case EMBER_CFI_LR_RECORD:
+				ra_off = fp_off + 8;
+				break;
+			case EMBER_CFI_LR_SLOT:
+				ra_off = fp_off;
+				fp_off = 0;
+				break;
+			default:
+				goto truncated;
+			}
+		}
 		/* The caller's frame lies above ours: sp strictly increases. */
 		if (cfa <= sp || cfa > hi)
 			goto truncated;
-		uintptr_t ra, nfp = fp;
 		if (!read_word(cfa + (uintptr_t)ra_off, sp, hi, &ra))
 			goto truncated;
+	have_ra:
+		/* Signed return addresses (PAC): keep the address bits only;
+		 * a no-op where there is no signing (arch.h). */
+		ra &= EMBER_ARCH_PC_MASK;
 		if (fp_off != 0) {
 			uintptr_t at = cfa + (uintptr_t)fp_off;
 			/* A save slot below sp was popped already (an epilogue
@@ -250,7 +277,12 @@ int ember__unwind_dwarf(const ember__unwind_snapshot *snap, int strict, const em
 		if (row && (row->kind & EMBER_CFI_F_FP_LOST) && fp_off == 0)
 			nfp = FP_INVALID;
 		unsigned aux_code = row ? EMBER_CFI_AUX_CODE(row->kind) : 0;
-		if (aux_code == EMBER_CFI_AUX_LOST) {
+		if (EMBER_ARCH_LINK_REG) {
+			/* The caller's link register held the return address
+			 * we just used, and it is not read again: a caller is
+			 * never where the walk started. */
+			aux = aux_at = 0;
+		} else if (aux_code == EMBER_CFI_AUX_LOST) {
 			aux = aux_at = 0;
 		} else if (aux_code != 0) {
 			/* As for fp: a slot below sp was popped already. */
