@@ -12,9 +12,9 @@ set(EMBER_CROSS_TRIPLE aarch64-linux-gnu)
 set(CMAKE_C_COMPILER ${EMBER_CROSS_TRIPLE}-gcc)
 set(CMAKE_CXX_COMPILER ${EMBER_CROSS_TRIPLE}-g++)
 
-# The cross C library lives in /usr/aarch64-linux-gnu; the multiarch
-# libraries (libdw, libcurl, ...) in /usr/lib/aarch64-linux-gnu, which the
-# cross gcc searches too.
+# The cross C library lives in /usr/aarch64-linux-gnu (what the compiler
+# links against); the multiarch libraries (libdw, libcurl, ...) in
+# /usr/lib/aarch64-linux-gnu, which the cross gcc searches too.
 set(CMAKE_FIND_ROOT_PATH /usr/${EMBER_CROSS_TRIPLE})
 set(CMAKE_LIBRARY_ARCHITECTURE ${EMBER_CROSS_TRIPLE})
 set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)
@@ -26,7 +26,9 @@ set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE BOTH)
 set(ENV{PKG_CONFIG_LIBDIR} /usr/lib/${EMBER_CROSS_TRIPLE}/pkgconfig:/usr/share/pkgconfig)
 set(ENV{PKG_CONFIG_PATH} "")
 
-# -L: the dynamic loader and the C library of the cross toolchain; qemu
-# falls back to the host's paths (the multiarch arm64 libraries) for the
-# rest.
-set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64;-L;/usr/${EMBER_CROSS_TRIPLE})
+# No -L: the programs run with the multiarch libc6:arm64 (its loader is
+# /lib/ld-linux-aarch64.so.1, its libraries in /lib/aarch64-linux-gnu,
+# next to libdw:arm64 & co). `-L /usr/aarch64-linux-gnu` would pair the
+# cross toolchain's loader with that libc - two builds of glibc whose
+# private ABI differs - and pthread_create then spins forever.
+set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64)

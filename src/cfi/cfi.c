@@ -158,10 +158,11 @@ static int units(int64_t off, int64_t lo, int64_t hi, int64_t *out)
  * of the frame record whose lower half is the caller's fp (`stp x29, x30,
  * [sp, #-n]!`, what GCC and Clang emit); or saved alone while fp is
  * unchanged (-fomit-frame-pointer code: the slot goes into row->fp).
- * Anything else leaves the frame to the frame-pointer rule (*kind becomes
- * UNKNOWN). row->fp already holds the fp slot, if any.
+ * or as the record at the CFA's base (sp or x29: a frame too large for
+ * the fp field). Anything else leaves the frame to the frame-pointer rule
+ * (*kind becomes UNKNOWN). row->fp already holds the fp slot, if any.
  */
-static unsigned lr_code(const cfstate *st, unsigned *kind, ember__cfi_row *row)
+static unsigned lr_code(const cfstate *st, unsigned *kind, unsigned *flags, ember__cfi_row *row)
 {
 	int64_t u;
 	if (st->ra.how == RULE_UNDEF)
@@ -172,6 +173,15 @@ static unsigned lr_code(const cfstate *st, unsigned *kind, ember__cfi_row *row)
 	    (*kind == EMBER_CFI_SP || *kind == EMBER_CFI_FP || *kind == EMBER_CFI_AUX)) {
 		if (st->fp.how == RULE_OFFSET && row->fp != 0 && st->ra.off == st->fp.off + 8)
 			return EMBER_CFI_LR_RECORD;
+		/* A frame too large for the fp field keeps its record at the
+		 * bottom (GCC: `sub sp, sp, #n; stp x29, x30, [sp]`), where the
+		 * CFA's base register points. */
+		if (st->fp.how == RULE_OFFSET && st->fp.off == -st->cfa_off &&
+		    st->ra.off == st->fp.off + 8) {
+			row->fp = 0;
+			*flags &= ~(unsigned)EMBER_CFI_F_FP_LOST;
+			return EMBER_CFI_LR_RECORD_BASE;
+		}
 		if (st->fp.how != RULE_OFFSET && units(st->ra.off, INT8_MIN, INT8_MAX, &u) && u != 0) {
 			row->fp = (int8_t)u;
 			return EMBER_CFI_LR_SLOT;
@@ -219,7 +229,7 @@ static ember__cfi_row make_row(uint64_t loc, const cfstate *st, int signal)
 	unsigned aux = EMBER_CFI_AUX_LOST;
 	if (EMBER_ARCH_LINK_REG) {
 		/* The aux bits say where the return address is. */
-		aux = lr_code(st, &kind, &row);
+		aux = lr_code(st, &kind, &flags, &row);
 	} else if (st->aux.how == RULE_SAME) {
 		/* Where the caller's aux register is. Under the frame-pointer
 		 * rule the CFA is a guess, so a saved aux counts as lost. */

@@ -122,8 +122,11 @@ enum {
 				    walk starts in (or a signal interrupted) has it */
 	EMBER_CFI_LR_RECORD = 1, /* at CFA + fp * UNIT + 8: the frame record
 				    {caller's fp, return address} */
-	EMBER_CFI_LR_SLOT = 2    /* at CFA + fp * UNIT, the caller's fp unchanged
+	EMBER_CFI_LR_SLOT = 2,   /* at CFA + fp * UNIT, the caller's fp unchanged
 				    (fp holds the return address's slot) */
+	EMBER_CFI_LR_RECORD_BASE = 3 /* the frame record at CFA - cfa * UNIT, where
+					the CFA's base register (sp or fp) points:
+					large frames; fp is 0 */
 };
 
 /* The aux-save code of a row (see EMBER_CFI_AUX_SHIFT). */

@@ -253,6 +253,10 @@ int ember__unwind_dwarf(const ember__unwind_snapshot *snap, int strict, const em
 				ra_off = fp_off;
 				fp_off = 0;
 				break;
+			case EMBER_CFI_LR_RECORD_BASE:
+				fp_off = -(intptr_t)row->cfa * EMBER_CFI_UNIT;
+				ra_off = fp_off + 8;
+				break;
 			default:
 				goto truncated;
 			}

@@ -25,7 +25,11 @@
 #include "check.h"
 
 #if defined(__aarch64__)
+#include <dlfcn.h>
+#include <link.h>
+
 #include "cfi/cfi.h"
+#include "cfi/cfi_elf.h"
 #include "unwind/arch.h"
 #include "unwind/unwind.h"
 
@@ -98,23 +102,23 @@ static void test_cfi_rows(void)
 	CHECK_EQ_INT(ember__cfi_finish(b, &t), 0);
 	const ember__cfi_row *r;
 	/* Entry: CFA = sp, return address in x30. */
-	r = ember__cfi_rows_find(t->rows, t->nrows, 0x1000);
+	r = ember__cfi_rows_find(t->rows, t->nrows, VADDR + 0x1000);
 	CHECK(r && (r->kind & EMBER_CFI_KIND_MASK) == EMBER_CFI_SP && r->cfa == 0);
 	CHECK(r && EMBER_CFI_AUX_CODE(r->kind) == EMBER_CFI_LR_REG);
 	/* After the stp: CFA = sp + 32, the record at CFA - 32. */
-	r = ember__cfi_rows_find(t->rows, t->nrows, 0x1008);
+	r = ember__cfi_rows_find(t->rows, t->nrows, VADDR + 0x1008);
 	CHECK(r && (r->kind & EMBER_CFI_KIND_MASK) == EMBER_CFI_SP && r->cfa == 4 && r->fp == -4);
 	CHECK(r && EMBER_CFI_AUX_CODE(r->kind) == EMBER_CFI_LR_RECORD);
 	/* Body: CFA = x29 + 32. */
-	r = ember__cfi_rows_find(t->rows, t->nrows, 0x1010);
+	r = ember__cfi_rows_find(t->rows, t->nrows, VADDR + 0x1010);
 	CHECK(r && (r->kind & EMBER_CFI_KIND_MASK) == EMBER_CFI_FP && r->cfa == 4 && r->fp == -4);
 	CHECK(r && EMBER_CFI_AUX_CODE(r->kind) == EMBER_CFI_LR_RECORD);
 	/* After the ldp: back to the entry's rule. */
-	r = ember__cfi_rows_find(t->rows, t->nrows, 0x1030);
+	r = ember__cfi_rows_find(t->rows, t->nrows, VADDR + 0x1030);
 	CHECK(r && (r->kind & EMBER_CFI_KIND_MASK) == EMBER_CFI_SP && r->cfa == 0);
 	CHECK(r && EMBER_CFI_AUX_CODE(r->kind) == EMBER_CFI_LR_REG);
 	/* G: x30 alone at CFA - 16, fp unchanged. */
-	r = ember__cfi_rows_find(t->rows, t->nrows, 0x2004);
+	r = ember__cfi_rows_find(t->rows, t->nrows, VADDR + 0x2004);
 	CHECK(r && (r->kind & EMBER_CFI_KIND_MASK) == EMBER_CFI_SP && r->cfa == 2 && r->fp == -2);
 	CHECK(r && EMBER_CFI_AUX_CODE(r->kind) == EMBER_CFI_LR_SLOT);
 	CHECK(r && !(r->kind & EMBER_CFI_F_FP_LOST));
@@ -287,9 +291,59 @@ static void test_regs(void)
 	CHECK(r.pc == 1 && r.sp == 2 && r.fp == 3 && r.aux == 4);
 }
 
+/*
+ * The real libc of this machine (arm64 glibc built by GCC, PAC-signed
+ * where Debian's flags say so): every FDE compiles, each function's entry
+ * row says "CFA = sp, return address in x30", few rows are left to the
+ * frame-pointer rule, and the index agrees with the plain search.
+ */
+static void test_real_libc(void)
+{
+	void *h = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+	struct link_map *lm = NULL;
+	CHECK(h && dlinfo(h, RTLD_DI_LINKMAP, &lm) == 0 && lm);
+	if (!lm)
+		return;
+	ember__cfi_table *t = NULL;
+	ember__cfi_module_info info;
+	CHECK_EQ_INT(ember__cfi_build_file(lm->l_name, &t, &info), 0);
+	if (!t)
+		return;
+	uint32_t lr_rows[8] = {0};
+	for (uint32_t i = 0; i < t->nrows; i++)
+		if ((t->rows[i].kind & EMBER_CFI_KIND_MASK) != EMBER_CFI_NONE)
+			lr_rows[EMBER_CFI_AUX_CODE(t->rows[i].kind)]++;
+	printf("  %s: %u rows, %u FDEs, %u unknown; return address in x30 %u, record %u, "
+	       "slot %u, record at base %u; negate_ra_state %u\n",
+	       lm->l_name, t->nrows, t->stats.fdes, t->stats.unknown_rows, lr_rows[0], lr_rows[1],
+	       lr_rows[2], lr_rows[3], t->stats.ra_sign_ops);
+	CHECK(t->nrows > 5000);
+	CHECK_EQ_INT(t->stats.bad_fdes, 0);
+	CHECK_EQ_INT(t->stats.bad_cies, 0);
+	CHECK(t->stats.unknown_rows * 50 < t->stats.raw_rows); /* < 2 % */
+	static const char *const fns[] = {"qsort", "getenv", "strtol", "fopen"};
+	for (size_t i = 0; i < sizeof(fns) / sizeof(*fns); i++) {
+		void *fn = dlsym(h, fns[i]);
+		const ember__cfi_row *r =
+			fn ? ember__cfi_rows_find(t->rows, t->nrows,
+						  (uint32_t)((uintptr_t)fn - lm->l_addr))
+			   : NULL;
+		CHECK(r && (r->kind & EMBER_CFI_KIND_MASK) == EMBER_CFI_SP && r->cfa == 0 &&
+		      EMBER_CFI_AUX_CODE(r->kind) == EMBER_CFI_LR_REG);
+	}
+	uint32_t wrong = 0;
+	for (uint32_t pc = t->rows[0].pc; pc < t->rows[t->nrows - 1].pc; pc += 13)
+		wrong += ember__cfi_rows_find_indexed(t->rows, t->nrows, t->index, t->nindex,
+						      t->index_shift, pc) !=
+			 ember__cfi_rows_find(t->rows, t->nrows, pc);
+	CHECK_EQ_INT(wrong, 0);
+	ember__cfi_table_free(t);
+}
+
 int main(void)
 {
 	RUN(test_cfi_rows);
+	RUN(test_real_libc);
 	RUN(test_walk);
 	RUN(test_fp_walk);
 	RUN(test_signal_frame);
