@@ -158,8 +158,8 @@ static int units(int64_t off, int64_t lo, int64_t hi, int64_t *out)
  * of the frame record whose lower half is the caller's fp (`stp x29, x30,
  * [sp, #-n]!`, what GCC and Clang emit); or saved alone while fp is
  * unchanged (-fomit-frame-pointer code: the slot goes into row->fp).
- * or as the record at the CFA's base (sp or x29: a frame too large for
- * the fp field). Anything else leaves the frame to the frame-pointer rule
+ * or as the record, or the return address alone, at the CFA's base (sp
+ * or x29: a frame too large for the fp field). Anything else leaves the frame to the frame-pointer rule
  * (*kind becomes UNKNOWN). row->fp already holds the fp slot, if any.
  */
 static unsigned lr_code(const cfstate *st, unsigned *kind, unsigned *flags, ember__cfi_row *row)
@@ -186,6 +186,9 @@ static unsigned lr_code(const cfstate *st, unsigned *kind, unsigned *flags, embe
 			row->fp = (int8_t)u;
 			return EMBER_CFI_LR_SLOT;
 		}
+		/* ... or x30 alone at the CFA's base (`sub sp, sp, #n; str x30, [sp]`). */
+		if (st->ra.off == -st->cfa_off && st->ra.off != 0)
+			return EMBER_CFI_LR_SLOT_BASE;
 	}
 	*kind = EMBER_CFI_UNKNOWN;
 	return EMBER_CFI_AUX_LOST;

@@ -68,4 +68,20 @@ EMBER_STACK_READ int ember__regs_in_syscall(const void *ucontext, uintptr_t pc)
 		return 1; /* interrupted, not restarted */
 	return 0;
 }
+
+/*
+ * A sigreturn trampoline without call-frame information: `mov x8, #139
+ * (rt_sigreturn); svc #0`, the two instructions of the kernel's
+ * __kernel_rt_sigreturn, which some runtimes place without an FDE (qemu-
+ * user's signal trampoline page; vDSOs older than Linux 5.8 had a broken
+ * one). pc is a return address the walk reached (a handler's x30), so
+ * its page is mapped; both words are read only when they lie in it.
+ */
+EMBER_STACK_READ int ember__regs_at_sigreturn(uintptr_t pc)
+{
+	if ((pc & 3) || (pc & 4095u) > 4088u || pc < 4096)
+		return 0;
+	const volatile uint32_t *p = (const volatile uint32_t *)pc;
+	return p[0] == 0xd2801168u && p[1] == SVC_0;
+}
 #endif

@@ -124,9 +124,11 @@ enum {
 				    {caller's fp, return address} */
 	EMBER_CFI_LR_SLOT = 2,   /* at CFA + fp * UNIT, the caller's fp unchanged
 				    (fp holds the return address's slot) */
-	EMBER_CFI_LR_RECORD_BASE = 3 /* the frame record at CFA - cfa * UNIT, where
+	EMBER_CFI_LR_RECORD_BASE = 3, /* the frame record at CFA - cfa * UNIT, where
 					the CFA's base register (sp or fp) points:
 					large frames; fp is 0 */
+	EMBER_CFI_LR_SLOT_BASE = 4    /* alone at CFA - cfa * UNIT (large frames);
+					 fp as for SP and FP rows */
 };
 
 /* The aux-save code of a row (see EMBER_CFI_AUX_SHIFT). */
@@ -231,5 +233,13 @@ int ember__regs_from_sigframe(uintptr_t sp, uintptr_t hi, ember__regs *out);
  * page. Async-signal-safe.
  */
 int ember__regs_in_syscall(const void *ucontext, uintptr_t pc);
+
+/*
+ * Architecture part: whether pc, a return address the walk reached
+ * outside every module with call-frame information, is a sigreturn
+ * trampoline known by its instructions (reads them inside pc's page).
+ * Async-signal-safe.
+ */
+int ember__regs_at_sigreturn(uintptr_t pc);
 
 #endif

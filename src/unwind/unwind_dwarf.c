@@ -21,7 +21,8 @@
  * and regs_<arch>.c. Every stack read is proved to lie inside [sp, hi),
  * the live part of the current thread's stack, which is mapped; tables are
  * ours (never the module's memory) and stay valid while the snapshot is
- * published. Code is never read. Garbage CFI or a corrupted stack ends the
+ * published. Code is read only to recognise a sigreturn trampoline that
+ * has no CFI (regs_<arch>.c: two words in a return address's page). Garbage CFI or a corrupted stack ends the
  * walk with EMBER_UNWIND_TRUNCATED, and strictly increasing sp bounds it.
  */
 #include "unwind/unwind.h"
@@ -172,6 +173,8 @@ int ember__unwind_dwarf(const ember__unwind_snapshot *snap, int strict, const em
 		uintptr_t look = exact ? pc : pc - 1;
 		const ember__cfi_row *row = snap ? frame_row(snap, &last, pc, look) : NULL;
 		unsigned kind = row ? row->kind & EMBER_CFI_KIND_MASK : EMBER_CFI_NONE;
+		if (!row && !exact && ember__regs_at_sigreturn(pc))
+			kind = EMBER_CFI_SIGNAL; /* a trampoline without CFI */
 		uintptr_t cfa;
 		intptr_t ra_off = EMBER_CFI_RA_OFF, fp_off = 0;
 
@@ -256,6 +259,9 @@ int ember__unwind_dwarf(const ember__unwind_snapshot *snap, int strict, const em
 			case EMBER_CFI_LR_RECORD_BASE:
 				fp_off = -(intptr_t)row->cfa * EMBER_CFI_UNIT;
 				ra_off = fp_off + 8;
+				break;
+			case EMBER_CFI_LR_SLOT_BASE:
+				ra_off = -(intptr_t)row->cfa * EMBER_CFI_UNIT;
 				break;
 			default:
 				goto truncated;
