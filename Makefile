@@ -5,7 +5,7 @@ BUILD_ASAN ?= build-asan
 BUILD_FUZZ ?= build-fuzz
 JOBS       ?= $(shell nproc)
 
-.PHONY: all deps build demo test test-unit test-asan test-fuzz bench clean
+.PHONY: all deps build demo test test-unit test-asan test-fuzz test-aarch64 bench clean
 
 all: build
 
@@ -34,11 +34,17 @@ test-fuzz: deps
 	cmake --build $(BUILD_FUZZ) -j $(JOBS) --target fuzz_pprof_read fuzz_cfi fuzz_aws fuzz_jeheap fuzz_jfr_read
 	cd $(BUILD_FUZZ) && ctest --output-on-failure -L fuzz
 
-# Every test: the normal build, then the sanitizer build, then the fuzzers.
-test: test-unit test-asan test-fuzz
+# aarch64 (issue 17): cross build, tests under qemu-aarch64 (scripts/test-aarch64.sh).
+BUILD_AARCH64 ?= build-aarch64
+test-aarch64: deps
+	JOBS=$(JOBS) bash scripts/test-aarch64.sh $(BUILD_AARCH64)
+
+# Every test: the normal build, then the sanitizer build, then the fuzzers,
+# then the aarch64 build under emulation.
+test: test-unit test-asan test-fuzz test-aarch64
 
 bench: build
 	bash bench/run.sh $(BUILD)
 
 clean:
-	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD_FUZZ)
+	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD_FUZZ) $(BUILD_AARCH64)
