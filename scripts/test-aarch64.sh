@@ -44,6 +44,10 @@ done
 # Sampling tests count samples of CPU timers; the emulated program runs
 # slower and the machine may be loaded: a failed one is rerun once
 # (the assertions themselves are the x86-64 ones).
-(cd "$B" && ctest -E "$exclude" -j 2 --timeout 600 --output-on-failure --repeat until-pass:2)
+status=0
+(cd "$B" && ctest -E "$exclude" -j 2 --timeout 600 --output-on-failure --repeat until-pass:2) || status=1
+# `emberprof run` on the aarch64 demo, read by the host's go tool pprof.
+bash tests/aarch64/run_demo.sh "$B" || status=1
 end=$(date +%s)
 echo "aarch64: build $((built - start)) s, tests $((end - built)) s under qemu-aarch64"
+exit $status
