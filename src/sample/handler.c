@@ -205,6 +205,7 @@ static void perf_sample(ember__sigstate *st, int fd, void *uc)
 void ember__sigpath_handler(int sig, siginfo_t *si, void *uc)
 {
 	(void)sig;
+	ember__regs_note_sigreturn((uintptr_t)__builtin_return_address(0)); /* regs_<arch>.c */
 	int saved_errno = errno;
 	ember__sig_depth++;
 	/* seq_cst: pairs with the agent's store of a new unwind snapshot and

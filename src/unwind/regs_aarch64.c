@@ -8,6 +8,7 @@
 #if defined(__aarch64__)
 #include <errno.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <ucontext.h>
 
@@ -73,13 +74,24 @@ EMBER_STACK_READ int ember__regs_in_syscall(const void *ucontext, uintptr_t pc)
  * A sigreturn trampoline without call-frame information: `mov x8, #139
  * (rt_sigreturn); svc #0`, the two instructions of the kernel's
  * __kernel_rt_sigreturn, which some runtimes place without an FDE (qemu-
- * user's signal trampoline page; vDSOs older than Linux 5.8 had a broken
- * one). pc is a return address the walk reached (a handler's x30), so
- * its page is mapped; both words are read only when they lie in it.
+ * user's signal trampoline page). Reading code at an arbitrary return
+ * address could fault (a garbage slot), so only the one address our own
+ * handler was entered to return to (ember__regs_note_sigreturn: its x30,
+ * set by the kernel) is examined; that page stays mapped.
  */
+static _Atomic uintptr_t g_sigreturn;
+
+void ember__regs_note_sigreturn(uintptr_t ra)
+{
+	if (atomic_load_explicit(&g_sigreturn, memory_order_relaxed) != ra)
+		atomic_store_explicit(&g_sigreturn, ra, memory_order_relaxed);
+}
+
 EMBER_STACK_READ int ember__regs_at_sigreturn(uintptr_t pc)
 {
-	if ((pc & 3) || (pc & 4095u) > 4088u || pc < 4096)
+	if (pc == 0 || pc != atomic_load_explicit(&g_sigreturn, memory_order_relaxed))
+		return 0;
+	if ((pc & 3) || (pc & 4095u) > 4088u)
 		return 0;
 	const volatile uint32_t *p = (const volatile uint32_t *)pc;
 	return p[0] == 0xd2801168u && p[1] == SVC_0;

@@ -82,4 +82,9 @@ int ember__regs_at_sigreturn(uintptr_t pc)
 	(void)pc;
 	return 0;
 }
+
+void ember__regs_note_sigreturn(uintptr_t ra)
+{
+	(void)ra;
+}
 #endif

@@ -236,10 +236,18 @@ int ember__regs_in_syscall(const void *ucontext, uintptr_t pc);
 
 /*
  * Architecture part: whether pc, a return address the walk reached
- * outside every module with call-frame information, is a sigreturn
- * trampoline known by its instructions (reads them inside pc's page).
+ * outside every module with call-frame information, is the sigreturn
+ * trampoline noted by ember__regs_note_sigreturn and known by its
+ * instructions.
  * Async-signal-safe.
  */
 int ember__regs_at_sigreturn(uintptr_t pc);
+
+/*
+ * Architecture part: the signal handler's own return address, noted on
+ * every entry - the trampoline the kernel (or an emulator) returns through;
+ * ember__regs_at_sigreturn examines only that address. Async-signal-safe.
+ */
+void ember__regs_note_sigreturn(uintptr_t ra);
 
 #endif

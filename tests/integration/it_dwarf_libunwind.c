@@ -141,6 +141,9 @@ static void on_sigprof(int sig, siginfo_t *si, void *uc)
 {
 	(void)sig;
 	(void)si;
+	/* As emberprof's own handler does: where signal handlers return to
+	 * (aarch64 under qemu: a trampoline without CFI, regs_aarch64.c). */
+	ember__regs_note_sigreturn((uintptr_t)__builtin_return_address(0));
 	record(uc, 1);
 }
 
