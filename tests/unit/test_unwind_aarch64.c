@@ -20,11 +20,11 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 #include <ucontext.h>
 
-#include "check.h"
-
 #if defined(__aarch64__)
+#include "check.h"
 #include <dlfcn.h>
 #include <link.h>
 
