@@ -33,6 +33,47 @@ if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
   PKGS+=(nodejs npm)
 fi
 
+# ---- aarch64 cross build and emulation (issue 17; `make test-aarch64`) ----
+# The arm64 build needs a cross compiler, the arm64 multiarch -dev packages
+# of the libraries CMakeLists.txt requires (linked or whose headers it
+# uses), libunwind (it_dwarf_libunwind's reference unwinder) and qemu-user
+# to run the tests. Installed here, before the early exit below, so that a
+# machine with every x86-64 package still gets them.
+ARM64_PKGS=(
+  gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross  # cross toolchain
+  qemu-user                                   # qemu-aarch64: runs the arm64 tests (no binfmt needed)
+  libc6:arm64 libc6-dev:arm64                 # the loader and libc the tests run with under qemu
+  libelf-dev:arm64 libdw-dev:arm64            # elfutils (linked)
+  zlib1g-dev:arm64 libjansson-dev:arm64       # gzip, JSON (linked)
+  libcurl4-openssl-dev:arm64 libzip-dev:arm64 # headers; dlopen'ed at run time
+  libiberty-dev:arm64                         # the demangler (static)
+  libunwind-dev:arm64                         # tests only: it_dwarf_libunwind's reference unwinder
+  libc6-dbg:arm64                             # tests: libc's local symbols (start_thread) for the chain checks
+)
+arm64_deps() {
+  local miss=() p
+  for p in "${ARM64_PKGS[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || miss+=("$p")
+  done
+  [ ${#miss[@]} -eq 0 ] && return 0
+  echo "emberprof: installing the aarch64 cross build's packages: ${miss[*]}" >&2
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "emberprof: error: the aarch64 packages are missing and installing them needs root:" >&2
+    echo "    sudo dpkg --add-architecture arm64 && sudo apt-get update && sudo apt-get install -y ${miss[*]}" >&2
+    exit 1
+  fi
+  dpkg --print-foreign-architectures | grep -qx arm64 || dpkg --add-architecture arm64
+  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 install -y -qq \
+    --no-install-recommends "${miss[@]}" >/dev/null
+  for p in "${miss[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || {
+      echo "emberprof: error: package $p failed to install" >&2; exit 1; }
+  done
+}
+arm64_deps
+# ---- end of the aarch64 block ----
+
 missing=()
 for p in "${PKGS[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

@@ -27,6 +27,7 @@
 #include "emberprof.h"
 #include "heap/hook.h"
 #include "sample/sigvirt.h"
+#include "unwind/arch.h"
 
 typedef int (*pthread_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 
@@ -53,7 +54,7 @@ static pthread_create_fn resolve_real(void)
 		 * return an older compatibility version on some systems. */
 		f = (pthread_create_fn)dlvsym(RTLD_NEXT, "pthread_create", "GLIBC_2.34");
 		if (!f)
-			f = (pthread_create_fn)dlvsym(RTLD_NEXT, "pthread_create", "GLIBC_2.2.5");
+			f = (pthread_create_fn)dlvsym(RTLD_NEXT, "pthread_create", EMBER_GLIBC_BASE);
 		if (!f)
 			f = (pthread_create_fn)dlsym(RTLD_NEXT, "pthread_create");
 		if (!f)
@@ -134,7 +135,8 @@ int ember__threads_hooked(const ember__threads *t)
 	if (!entry)
 		return 0;
 	/* Programs built against glibc >= 2.34 bind pthread_create@GLIBC_2.34,
-	 * older ones pthread_create@GLIBC_2.2.5: check what each resolves to. */
+	 * older ones pthread_create@EMBER_GLIBC_BASE (GLIBC_2.2.5 on x86-64,
+	 * GLIBC_2.17 on aarch64): check what each resolves to. */
 	return dlvsym(RTLD_DEFAULT, "pthread_create", "GLIBC_2.34") == entry ||
 	       dlsym(RTLD_DEFAULT, "pthread_create") == entry;
 }

@@ -44,6 +44,7 @@ typedef struct cfstate {
 	uint64_t cfa_reg;
 	int64_t cfa_off;
 	rule fp, ra, aux;
+	uint8_t ra_signed; /* DW_CFA_AARCH64_negate_ra_state toggles it */
 } cfstate;
 
 #define STATE_STACK 16
@@ -149,6 +150,50 @@ static int units(int64_t off, int64_t lo, int64_t hi, int64_t *out)
 	return 1;
 }
 
+/*
+ * Link-register architectures (arch.h: EMBER_ARCH_LINK_REG): where a
+ * row's return address is, as an EMBER_CFI_LR_* code (unwind.h), from the
+ * rule of the return-address column. Still in the link register (the
+ * CIE's default: the register keeps its value); saved as the upper half
+ * of the frame record whose lower half is the caller's fp (`stp x29, x30,
+ * [sp, #-n]!`, what GCC and Clang emit); or saved alone while fp is
+ * unchanged (-fomit-frame-pointer code: the slot goes into row->fp).
+ * or as the record, or the return address alone, at the CFA's base (sp
+ * or x29: a frame too large for the fp field). Anything else leaves the frame to the frame-pointer rule
+ * (*kind becomes UNKNOWN). row->fp already holds the fp slot, if any.
+ */
+static unsigned lr_code(const cfstate *st, unsigned *kind, unsigned *flags, ember__cfi_row *row)
+{
+	int64_t u;
+	if (st->ra.how == RULE_UNDEF)
+		return EMBER_CFI_LR_REG; /* the outermost frame: never read */
+	if (st->ra.how == RULE_SAME || st->ra.how == RULE_NONE)
+		return EMBER_CFI_LR_REG;
+	if (st->ra.how == RULE_OFFSET &&
+	    (*kind == EMBER_CFI_SP || *kind == EMBER_CFI_FP || *kind == EMBER_CFI_AUX)) {
+		if (st->fp.how == RULE_OFFSET && row->fp != 0 && st->ra.off == st->fp.off + 8)
+			return EMBER_CFI_LR_RECORD;
+		/* A frame too large for the fp field keeps its record at the
+		 * bottom (GCC: `sub sp, sp, #n; stp x29, x30, [sp]`), where the
+		 * CFA's base register points. */
+		if (st->fp.how == RULE_OFFSET && st->fp.off == -st->cfa_off &&
+		    st->ra.off == st->fp.off + 8) {
+			row->fp = 0;
+			*flags &= ~(unsigned)EMBER_CFI_F_FP_LOST;
+			return EMBER_CFI_LR_RECORD_BASE;
+		}
+		if (st->fp.how != RULE_OFFSET && units(st->ra.off, INT8_MIN, INT8_MAX, &u) && u != 0) {
+			row->fp = (int8_t)u;
+			return EMBER_CFI_LR_SLOT;
+		}
+		/* ... or x30 alone at the CFA's base (`sub sp, sp, #n; str x30, [sp]`). */
+		if (st->ra.off == -st->cfa_off && st->ra.off != 0)
+			return EMBER_CFI_LR_SLOT_BASE;
+	}
+	*kind = EMBER_CFI_UNKNOWN;
+	return EMBER_CFI_AUX_LOST;
+}
+
 /* The row for `loc` under state st (see ember__cfi_row). */
 static ember__cfi_row make_row(uint64_t loc, const cfstate *st, int signal)
 {
@@ -163,7 +208,7 @@ static ember__cfi_row make_row(uint64_t loc, const cfstate *st, int signal)
 	int64_t u;
 	if (st->cfa_how == CFA_REG && units(st->cfa_off, INT16_MIN, INT16_MAX, &u) &&
 	    (st->cfa_reg == EMBER_DWARF_REG_SP || st->cfa_reg == EMBER_DWARF_REG_FP ||
-	     st->cfa_reg == EMBER_DWARF_REG_AUX)) {
+	     (!EMBER_ARCH_LINK_REG && st->cfa_reg == EMBER_DWARF_REG_AUX))) {
 		kind = st->cfa_reg == EMBER_DWARF_REG_SP   ? EMBER_CFI_SP
 		       : st->cfa_reg == EMBER_DWARF_REG_FP ? EMBER_CFI_FP
 							   : EMBER_CFI_AUX;
@@ -176,7 +221,7 @@ static ember__cfi_row make_row(uint64_t loc, const cfstate *st, int signal)
 	}
 	if (st->ra.how == RULE_UNDEF)
 		flags |= EMBER_CFI_F_RA_UNDEF;
-	else if (st->ra.how != RULE_OFFSET || st->ra.off != EMBER_CFI_RA_OFF)
+	else if (!EMBER_ARCH_LINK_REG && (st->ra.how != RULE_OFFSET || st->ra.off != EMBER_CFI_RA_OFF))
 		kind = EMBER_CFI_UNKNOWN;
 	if (kind == EMBER_CFI_SP || kind == EMBER_CFI_FP || kind == EMBER_CFI_AUX) {
 		if (st->fp.how == RULE_OFFSET && st->fp.off != 0 && units(st->fp.off, INT8_MIN, INT8_MAX, &u))
@@ -184,14 +229,18 @@ static ember__cfi_row make_row(uint64_t loc, const cfstate *st, int signal)
 		else if (st->fp.how != RULE_SAME)
 			flags |= EMBER_CFI_F_FP_LOST;
 	}
-	/* Where the caller's aux register is. Under the frame-pointer rule
-	 * the CFA is a guess, so a saved aux counts as lost there. */
 	unsigned aux = EMBER_CFI_AUX_LOST;
-	if (st->aux.how == RULE_SAME)
+	if (EMBER_ARCH_LINK_REG) {
+		/* The aux bits say where the return address is. */
+		aux = lr_code(st, &kind, &flags, &row);
+	} else if (st->aux.how == RULE_SAME) {
+		/* Where the caller's aux register is. Under the frame-pointer
+		 * rule the CFA is a guess, so a saved aux counts as lost. */
 		aux = 0;
-	else if (kind != EMBER_CFI_UNKNOWN && st->aux.how == RULE_OFFSET &&
-		 units(st->aux.off, -(int64_t)EMBER_CFI_AUX_LOST, -2, &u))
+	} else if (kind != EMBER_CFI_UNKNOWN && st->aux.how == RULE_OFFSET &&
+		   units(st->aux.off, -(int64_t)EMBER_CFI_AUX_LOST, -2, &u)) {
 		aux = (unsigned)(-u - 1);
+	}
 	if (kind == EMBER_CFI_UNKNOWN) {
 		row.cfa = 0;
 		row.fp = 0;
@@ -420,6 +469,16 @@ static int run_program(ember__cfi_builder *b, rd *r, const cie *c, const ptr_ctx
 				rd_sleb(r);
 				set_rule(st, c, reg, RULE_OTHER, 0);
 				break;
+			case 0x2d: /* DW_CFA_AARCH64_negate_ra_state (GNU_window_save elsewhere) */
+				if (!EMBER_ARCH_PAC)
+					return PROG_BAD;
+				/* From here the saved return address carries a
+				 * PAC signature; the unwinder strips every return
+				 * address (EMBER_ARCH_PC_MASK), so the state only
+				 * has to be followed, and is counted. */
+				st->ra_signed ^= 1;
+				b->stats.ra_sign_ops++;
+				break;
 			case 0x2e: /* GNU_args_size */
 				rd_uleb(r);
 				break;
@@ -581,7 +640,10 @@ static int parse_cie(ember__cfi_builder *b, const uint8_t *d, size_t len, size_t
 	memset(&c->init, 0, sizeof(c->init));
 	c->init.fp.how = RULE_SAME;
 	c->init.aux.how = RULE_SAME; /* callee-saved: the ABI's default */
-	c->init.ra.how = RULE_NONE;
+	/* Without a link register the CIE always places the return address;
+	 * with one, an unmentioned return-address column keeps its value: it
+	 * is the link register until the function saves it. */
+	c->init.ra.how = EMBER_ARCH_LINK_REG ? RULE_SAME : RULE_NONE;
 	rd ins = {d, r.pos, e.next, 0};
 	ptr_ctx none = {vaddr, 0, 0};
 	if (run_program(b, &ins, c, &none, &c->init, NULL, 0, 0) != PROG_OK)

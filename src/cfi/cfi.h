@@ -41,6 +41,7 @@ typedef struct ember__cfi_stats {
 	uint32_t plt_rows;     /* rows with the PLT CFA expression */
 	uint32_t unknown_rows; /* rows left to the frame-pointer rule */
 	uint32_t raw_rows;     /* rows before merging */
+	uint32_t ra_sign_ops;  /* DW_CFA_AARCH64_negate_ra_state seen (PAC-signed code) */
 } ember__cfi_stats;
 
 /* The finished table of one module. */

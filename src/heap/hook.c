@@ -50,6 +50,7 @@
 #include "heap/sampler.h"
 #include "sample/handler.h"
 #include "sample/threadtab.h"
+#include "unwind/arch.h"
 #include "unwind/unwind.h"
 #include "util/hashmap.h"
 #include "util/ticks.h"
@@ -326,13 +327,7 @@ static int in_hook(uint64_t pc)
 
 /* The registers of the calling point. Inline: the frame they describe
  * must be live while the unwinder walks from it. */
-#if defined(__x86_64__)
-#define CURRENT_REGS(r)                                                                      \
-	__asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"                \
-			 : "=r"((r).pc), "=r"((r).sp), "=r"((r).fp))
-#else
-#error "the allocation hook captures registers for x86-64 only"
-#endif
+#define CURRENT_REGS(r) EMBER_ARCH_CURRENT_REGS(r) /* unwind/arch.h */
 
 /* Writes the record of p. `from`: the registers of malloc's caller (the
  * return address - 1 as pc), where the unwind starts; NULL: it starts
@@ -517,7 +512,9 @@ EMBER_HEAP_HOOK_SECTION __attribute__((noinline)) void *ember__heap_malloc_slow(
 	uintptr_t ret = (uintptr_t)__builtin_return_address(0);
 	if (in_hook(ret))
 		return slow(p, n, NULL);
-	ember__regs from = {.pc = ret - 1, .sp = (uintptr_t)(fr + 2), .fp = fr[0]};
+	/* The caller's sp is this frame's CFA (x86-64: fr + 2; aarch64,
+	 * whose frame record may sit below locals: not always). */
+	ember__regs from = {.pc = ret - 1, .sp = (uintptr_t)__builtin_dwarf_cfa(), .fp = fr[0]};
 	return slow(p, n, &from);
 }
 

@@ -158,8 +158,7 @@ static pthread_once_t g_rate_once = PTHREAD_ONCE_INIT;
 static void measure_rate(void)
 {
 #if defined(__aarch64__)
-	uint64_t f;
-	__asm__ __volatile__("mrs %0, cntfrq_el0" : "=r"(f));
+	uint64_t f = ember__ticks_hz();
 	if (f) {
 		g_ticks_per_sec = (double)f;
 		return;

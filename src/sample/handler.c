@@ -60,49 +60,12 @@ static void answer_probe(ember__sigstate *st, void *uc)
 	atomic_fetch_add_explicit(&st->probes, 1, memory_order_relaxed);
 }
 
-/*
- * Whether the interrupted thread was blocked in a system call, told from
- * the signal frame (x86-64). A signal that interrupts a blocking call
- * either restarts it - the kernel moves the PC back onto the 2-byte
- * `syscall` instruction (0f 05) and puts the call number back in rax - or
- * makes it fail with EINTR - the PC is just after the instruction and rax
- * is -EINTR. A thread that was running and merely passed through a quick
- * system call when the signal arrived is after the instruction with the
- * call's result in rax, so it counts as running (a bare "PC next to a
- * syscall" test would call every syscall-heavy loop sleeping).
- *
- * Code bytes are read only inside the 4 KiB page that holds pc: pc is
- * where the thread executes next, so that page is mapped and readable
- * (code is never execute-only on Linux/x86-64). [pc-2, pc) is read only
- * when it starts in that page, [pc, pc+2) only when it ends in it; at a
- * page edge the answer may be "cannot tell". 1: in a system call,
- * 0: running, -1: cannot tell.
- */
-EMBER_STACK_READ static int in_syscall(void *uc, uintptr_t pc)
+/* Whether the interrupted thread was blocked in a system call: 1, 0
+ * (running) or -1 (cannot tell). The instruction-set part lives in
+ * regs_<arch>.c (ember__regs_in_syscall). */
+static int in_syscall(void *uc, uintptr_t pc)
 {
-#if defined(__x86_64__)
-	const ucontext_t *u = uc;
-	long ax = (long)u->uc_mcontext.gregs[REG_RAX];
-	unsigned off = (unsigned)(pc & 4095u);
-	int told = 0;
-	if (off <= 4094) {
-		const volatile uint8_t *p = (const volatile uint8_t *)pc;
-		if (p[0] == 0x0f && p[1] == 0x05)
-			return 1; /* to be restarted */
-		told = 1;
-	}
-	if (off >= 2) {
-		const volatile uint8_t *p = (const volatile uint8_t *)(pc - 2);
-		if (p[0] == 0x0f && p[1] == 0x05 && ax == -EINTR)
-			return 1; /* interrupted, not restarted */
-		told = 1;
-	}
-	return told ? 0 : -1;
-#else
-	(void)uc;
-	(void)pc;
-	return -1;
-#endif
+	return ember__regs_in_syscall(uc, pc);
 }
 
 static int64_t mono_ns(void)
@@ -242,6 +205,7 @@ static void perf_sample(ember__sigstate *st, int fd, void *uc)
 
 void ember__sigpath_handler(int sig, siginfo_t *si, void *uc)
 {
+	ember__regs_note_sigreturn((uintptr_t)__builtin_return_address(0)); /* regs_<arch>.c */
 	int saved_errno = errno;
 	int foreign = 0, redeliver = 0;
 	ember__sig_depth++;

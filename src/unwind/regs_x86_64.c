@@ -7,6 +7,7 @@
 #include "unwind/unwind.h"
 
 #if defined(__x86_64__)
+#include <errno.h>
 #include <stddef.h>
 #include <ucontext.h>
 
@@ -35,5 +36,55 @@ EMBER_STACK_READ int ember__regs_from_sigframe(uintptr_t sp, uintptr_t hi, ember
 		return 0;
 	ember__regs_from_ucontext((const void *)sp, out);
 	return 1;
+}
+
+/*
+ * A signal that interrupts a blocking call either restarts it - the
+ * kernel moves the PC back onto the 2-byte `syscall` instruction (0f 05)
+ * and puts the call number back in rax - or makes it fail with EINTR -
+ * the PC is just after the instruction and rax is -EINTR. A thread that
+ * was running and merely passed through a quick system call when the
+ * signal arrived is after the instruction with the call's result in rax,
+ * so it counts as running (a bare "PC next to a syscall" test would call
+ * every syscall-heavy loop sleeping).
+ *
+ * Code bytes are read only inside the 4 KiB page that holds pc: pc is
+ * where the thread executes next, so that page is mapped and readable
+ * (code is never execute-only on Linux/x86-64). [pc-2, pc) is read only
+ * when it starts in that page, [pc, pc+2) only when it ends in it; at a
+ * page edge the answer may be "cannot tell".
+ */
+EMBER_STACK_READ int ember__regs_in_syscall(const void *ucontext, uintptr_t pc)
+{
+	const ucontext_t *u = ucontext;
+	long ax = (long)u->uc_mcontext.gregs[REG_RAX];
+	unsigned off = (unsigned)(pc & 4095u);
+	int told = 0;
+	if (off <= 4094) {
+		const volatile uint8_t *p = (const volatile uint8_t *)pc;
+		if (p[0] == 0x0f && p[1] == 0x05)
+			return 1; /* to be restarted */
+		told = 1;
+	}
+	if (off >= 2) {
+		const volatile uint8_t *p = (const volatile uint8_t *)(pc - 2);
+		if (p[0] == 0x0f && p[1] == 0x05 && ax == -EINTR)
+			return 1; /* interrupted, not restarted */
+		told = 1;
+	}
+	return told ? 0 : -1;
+}
+
+/* glibc's x86-64 signal trampoline (__restore_rt) has call-frame
+ * information; nothing is recognised by its code. */
+int ember__regs_at_sigreturn(uintptr_t pc)
+{
+	(void)pc;
+	return 0;
+}
+
+void ember__regs_note_sigreturn(uintptr_t ra)
+{
+	(void)ra;
 }
 #endif

@@ -41,7 +41,7 @@
  * whose CFA needs it then ends the walk as truncated.
  */
 typedef struct ember__regs {
-	uintptr_t pc, sp, fp, aux;
+	uintptr_t pc, sp, fp, aux; /* aarch64: aux is the link register, x30 */
 } ember__regs;
 
 /*
@@ -110,6 +110,25 @@ enum {
 	EMBER_CFI_AUX_SHIFT = 5,
 	EMBER_CFI_AUX_MASK = 0xe0,
 	EMBER_CFI_AUX_LOST = 7
+};
+
+/*
+ * On an architecture with a link register (arch.h: EMBER_ARCH_LINK_REG,
+ * aarch64) aux is that register, and bits 5-7 say instead where the
+ * frame's return address is:
+ */
+enum {
+	EMBER_CFI_LR_REG = 0,    /* still in the link register: only a frame the
+				    walk starts in (or a signal interrupted) has it */
+	EMBER_CFI_LR_RECORD = 1, /* at CFA + fp * UNIT + 8: the frame record
+				    {caller's fp, return address} */
+	EMBER_CFI_LR_SLOT = 2,   /* at CFA + fp * UNIT, the caller's fp unchanged
+				    (fp holds the return address's slot) */
+	EMBER_CFI_LR_RECORD_BASE = 3, /* the frame record at CFA - cfa * UNIT, where
+					the CFA's base register (sp or fp) points:
+					large frames; fp is 0 */
+	EMBER_CFI_LR_SLOT_BASE = 4    /* alone at CFA - cfa * UNIT (large frames);
+					 fp as for SP and FP rows */
 };
 
 /* The aux-save code of a row (see EMBER_CFI_AUX_SHIFT). */
@@ -206,5 +225,29 @@ void ember__regs_from_ucontext(const void *ucontext, ember__regs *out);
  * wholly inside [sp, hi) and sp is aligned; else 0. Async-signal-safe.
  */
 int ember__regs_from_sigframe(uintptr_t sp, uintptr_t hi, ember__regs *out);
+
+/*
+ * Architecture part: whether the thread a signal interrupted (ucontext,
+ * its pc) was blocked in a system call - 1 - or running - 0 - or -1 when
+ * that cannot be told. Reads the code bytes next to pc only inside pc's
+ * page. Async-signal-safe.
+ */
+int ember__regs_in_syscall(const void *ucontext, uintptr_t pc);
+
+/*
+ * Architecture part: whether pc, a return address the walk reached
+ * outside every module with call-frame information, is the sigreturn
+ * trampoline noted by ember__regs_note_sigreturn and known by its
+ * instructions.
+ * Async-signal-safe.
+ */
+int ember__regs_at_sigreturn(uintptr_t pc);
+
+/*
+ * Architecture part: the signal handler's own return address, noted on
+ * every entry - the trampoline the kernel (or an emulator) returns through;
+ * ember__regs_at_sigreturn examines only that address. Async-signal-safe.
+ */
+void ember__regs_note_sigreturn(uintptr_t ra);
 
 #endif

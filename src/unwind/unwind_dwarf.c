@@ -21,7 +21,8 @@
  * and regs_<arch>.c. Every stack read is proved to lie inside [sp, hi),
  * the live part of the current thread's stack, which is mapped; tables are
  * ours (never the module's memory) and stay valid while the snapshot is
- * published. Code is never read. Garbage CFI or a corrupted stack ends the
+ * published. Code is read only to recognise a sigreturn trampoline that
+ * has no CFI (regs_<arch>.c: two words in a return address's page). Garbage CFI or a corrupted stack ends the
  * walk with EMBER_UNWIND_TRUNCATED, and strictly increasing sp bounds it.
  */
 #include "unwind/unwind.h"
@@ -172,6 +173,8 @@ int ember__unwind_dwarf(const ember__unwind_snapshot *snap, int strict, const em
 		uintptr_t look = exact ? pc : pc - 1;
 		const ember__cfi_row *row = snap ? frame_row(snap, &last, pc, look) : NULL;
 		unsigned kind = row ? row->kind & EMBER_CFI_KIND_MASK : EMBER_CFI_NONE;
+		if (!row && !exact && ember__regs_at_sigreturn(pc))
+			kind = EMBER_CFI_SIGNAL; /* a trampoline without CFI */
 		uintptr_t cfa;
 		intptr_t ra_off = EMBER_CFI_RA_OFF, fp_off = 0;
 
@@ -233,12 +236,46 @@ int ember__unwind_dwarf(const ember__unwind_snapshot *snap, int strict, const em
 			fp_off = EMBER_FP_RULE_FP_OFF;
 			break;
 		}
+		uintptr_t ra, nfp = fp;
+		if (EMBER_ARCH_LINK_REG && (kind == EMBER_CFI_SP || kind == EMBER_CFI_FP)) {
+			/* The row says where the return address is (unwind.h). */
+			switch (EMBER_CFI_AUX_CODE(row->kind)) {
+			case EMBER_CFI_LR_REG:
+				/* Only where the walk started, or a signal
+				 * interrupted, is the link register known; a
+				 * frame that has not allocated yet has CFA ==
+				 * sp, once. */
+				if (!exact || aux == 0 || cfa < sp || cfa > hi)
+					goto truncated;
+				ra = aux;
+				goto have_ra;
+			case EMBER_CFI_LR_RECORD:
+				ra_off = fp_off + 8;
+				break;
+			case EMBER_CFI_LR_SLOT:
+				ra_off = fp_off;
+				fp_off = 0;
+				break;
+			case EMBER_CFI_LR_RECORD_BASE:
+				fp_off = -(intptr_t)row->cfa * EMBER_CFI_UNIT;
+				ra_off = fp_off + 8;
+				break;
+			case EMBER_CFI_LR_SLOT_BASE:
+				ra_off = -(intptr_t)row->cfa * EMBER_CFI_UNIT;
+				break;
+			default:
+				goto truncated;
+			}
+		}
 		/* The caller's frame lies above ours: sp strictly increases. */
 		if (cfa <= sp || cfa > hi)
 			goto truncated;
-		uintptr_t ra, nfp = fp;
 		if (!read_word(cfa + (uintptr_t)ra_off, sp, hi, &ra))
 			goto truncated;
+	have_ra:
+		/* Signed return addresses (PAC): keep the address bits only;
+		 * a no-op where there is no signing (arch.h). */
+		ra &= EMBER_ARCH_PC_MASK;
 		if (fp_off != 0) {
 			uintptr_t at = cfa + (uintptr_t)fp_off;
 			/* A save slot below sp was popped already (an epilogue
@@ -250,7 +287,12 @@ int ember__unwind_dwarf(const ember__unwind_snapshot *snap, int strict, const em
 		if (row && (row->kind & EMBER_CFI_F_FP_LOST) && fp_off == 0)
 			nfp = FP_INVALID;
 		unsigned aux_code = row ? EMBER_CFI_AUX_CODE(row->kind) : 0;
-		if (aux_code == EMBER_CFI_AUX_LOST) {
+		if (EMBER_ARCH_LINK_REG) {
+			/* The caller's link register held the return address
+			 * we just used, and it is not read again: a caller is
+			 * never where the walk started. */
+			aux = aux_at = 0;
+		} else if (aux_code == EMBER_CFI_AUX_LOST) {
 			aux = aux_at = 0;
 		} else if (aux_code != 0) {
 			/* As for fp: a slot below sp was popped already. */

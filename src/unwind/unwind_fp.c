@@ -2,7 +2,8 @@
  * unwind_fp.c - the frame-pointer unwinder.
  *
  * With frame pointers each frame starts with the caller's frame pointer and
- * the return address above it: fp[0] = caller's fp, fp[1] = return address.
+ * the return address above it: fp[0] = caller's fp, fp[1] = return address
+ * (x86-64's push rbp after call; aarch64's frame record {x29, x30}).
  * Stacks grow down, so a well-formed chain moves strictly upwards towards
  * the stack's top, where the thread's first frame has fp == 0 (glibc's
  * clone() and _start clear it). Async-signal-safe: it reads only inside
@@ -12,6 +13,8 @@
 #include "unwind/unwind.h"
 
 #include <stddef.h>
+
+#include "unwind/arch.h"
 
 EMBER_STACK_READ int ember__unwind_fp(const ember__regs *regs, const ember__stack_bounds *bounds,
 		     uint64_t *pcs, int max, unsigned *flags)
@@ -39,7 +42,9 @@ EMBER_STACK_READ int ember__unwind_fp(const ember__regs *regs, const ember__stac
 		}
 		const uintptr_t *frame = (const uintptr_t *)fp;
 		uintptr_t next = frame[0];
-		uintptr_t ra = frame[1];
+		/* aarch64: the record's return address may carry a PAC
+		 * signature; strip it (arch.h; a no-op on x86-64). */
+		uintptr_t ra = frame[1] & EMBER_ARCH_PC_MASK;
 		if (ra == 0)
 			return n;
 		/* A "return address" inside this thread's stack is data, not

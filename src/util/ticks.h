@@ -28,6 +28,20 @@ static inline uint64_t ember__ticks_now(void)
 #endif
 }
 
+/* The counter's nominal rate in Hz where the CPU states it (aarch64:
+ * CNTFRQ_EL0), else 0 (x86-64: the TSC's rate is measured). Readable
+ * from user space; async-signal-safe. */
+static inline uint64_t ember__ticks_hz(void)
+{
+#if defined(__aarch64__)
+	uint64_t f;
+	__asm__ __volatile__("mrs %0, cntfrq_el0" : "=r"(f));
+	return f;
+#else
+	return 0;
+#endif
+}
+
 /* A (ticks, nanoseconds of clock `id`) pair read as close together as we
  * can: the tightest of a few tries, so a preemption between the two
  * reads does not skew it. Not async-signal-safe only in that it takes a

@@ -211,7 +211,9 @@ static int is_bottom(const char *name, int main_thread)
 {
 	if (main_thread)
 		return !strcmp(name, "_start");
-	return strstr(name, "clone") != NULL;
+	/* x86-64 glibc: clone3 / clone; aarch64 glibc: their child's entry
+	 * label thread_start, whose CFI marks x30 undefined. */
+	return strstr(name, "clone") != NULL || !strcmp(name, "thread_start");
 }
 
 /* names[0..n) from the leaf, then the thread's bottom frames. */

@@ -114,6 +114,8 @@ static void record(void *uc, int signal_ctx)
 	r->n_lu = 0;
 	if (rc != 0)
 		return;
+	int after_tramp = 0;
+	(void)after_tramp;
 	while (r->n_lu < MAXD) {
 		unw_word_t ip;
 		unw_get_reg(&cur, UNW_REG_IP, &ip);
@@ -121,7 +123,14 @@ static void record(void *uc, int signal_ctx)
 		/* libunwind (x86-64) flags the frame it reached by restoring a
 		 * signal frame's registers: the interrupted one. The first
 		 * frame comes from our own context, not from a step. */
+#if defined(__aarch64__)
+		/* libunwind (aarch64) flags the trampoline's frame instead:
+		 * the interrupted one is the next. */
+		r->lu_after_signal[r->n_lu] = (unsigned char)after_tramp;
+		after_tramp = r->n_lu > 0 && unw_is_signal_frame(&cur) > 0;
+#else
 		r->lu_after_signal[r->n_lu] = r->n_lu > 0 && unw_is_signal_frame(&cur) > 0;
+#endif
 		r->n_lu++;
 		if (unw_step(&cur) <= 0)
 			break;
@@ -132,6 +141,9 @@ static void on_sigprof(int sig, siginfo_t *si, void *uc)
 {
 	(void)sig;
 	(void)si;
+	/* As emberprof's own handler does: where signal handlers return to
+	 * (aarch64 under qemu: a trampoline without CFI, regs_aarch64.c). */
+	ember__regs_note_sigreturn((uintptr_t)__builtin_return_address(0));
 	record(uc, 1);
 }
 

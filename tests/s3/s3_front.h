@@ -168,7 +168,8 @@ static __attribute__((unused)) uint8_t *make_jfr(size_t *len)
 static __attribute__((unused)) void check_object(const char *key, const uint8_t *jfr, size_t jfr_len, int64_t start_ms)
 {
 	char q[700];
-	snprintf(q, sizeof(q), "/%s/%s", bucket, key);
+	int qn = snprintf(q, sizeof(q), "/%s/%s", bucket, key);
+	ST_CHECK(qn > 0 && (size_t)qn < sizeof(q), "object key too long: %s", key);
 	/* the key holds ':' only for ECS; here it is plain */
 	long st;
 	blob b = s3_get(q, &st);

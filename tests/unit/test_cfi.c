@@ -898,6 +898,15 @@ static void test_real_others(void)
 
 int main(void)
 {
+	RUN(test_malformed);
+	RUN(test_truncation_and_noise);
+	if (EMBER_ARCH_LINK_REG) {
+		/* The rest is x86-64's CFI (return address column 16 at CFA - 8,
+		 * rbx, the PLT expression, x86-64 libraries);
+		 * test_unwind_aarch64.c checks aarch64's. */
+		printf("skipped: the x86-64 CFI tests (this is %s)\n", EMBER_ARCH_NAME);
+		return CHECK_DONE();
+	}
 	RUN(test_basic_rows);
 	RUN(test_state_and_rules);
 	RUN(test_row_limits);
@@ -906,8 +915,6 @@ int main(void)
 	RUN(test_merge_and_gaps);
 	RUN(test_sparse_index);
 	RUN(test_encodings);
-	RUN(test_malformed);
-	RUN(test_truncation_and_noise);
 	RUN(test_eh_frame_hdr);
 	RUN(test_debug_frame);
 	RUN(test_real_libc);

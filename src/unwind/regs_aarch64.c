@@ -1,0 +1,99 @@
+/*
+ * regs_aarch64.c - AArch64 registers from a signal's ucontext and from the
+ * signal frame __kernel_rt_sigreturn runs on, and the "blocked in a system
+ * call" test. Async-signal-safe. The x86-64 twin is regs_x86_64.c.
+ */
+#include "unwind/unwind.h"
+
+#if defined(__aarch64__)
+#include <errno.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <ucontext.h>
+
+void ember__regs_from_ucontext(const void *ucontext, ember__regs *out)
+{
+	const ucontext_t *uc = ucontext;
+	out->pc = (uintptr_t)uc->uc_mcontext.pc;
+	out->sp = (uintptr_t)uc->uc_mcontext.sp;
+	out->fp = (uintptr_t)uc->uc_mcontext.regs[29];
+	out->aux = (uintptr_t)uc->uc_mcontext.regs[30]; /* the link register */
+}
+
+/*
+ * The kernel's arm64 rt_sigframe is { siginfo_t info; struct ucontext uc; }
+ * (followed by a frame record), and the handler is entered with sp at its
+ * start and x30 = __kernel_rt_sigreturn (the vDSO's), so the trampoline
+ * runs with sp = &info. glibc's ucontext_t has the kernel's layout (its
+ * 128-byte sigset_t is the kernel's sigmask plus padding), so offsetof
+ * applies. Only the general registers, sp and pc are read, never the
+ * extension records (FP/SIMD, SVE) after them. qemu-user builds the same
+ * frame for the programs it runs.
+ */
+EMBER_STACK_READ int ember__regs_from_sigframe(uintptr_t sp, uintptr_t hi, ember__regs *out)
+{
+	const size_t uc_at = sizeof(siginfo_t);
+	const size_t need = uc_at + offsetof(ucontext_t, uc_mcontext.pstate);
+	if ((sp & 15) || sp >= hi || hi - sp < need)
+		return 0;
+	ember__regs_from_ucontext((const void *)(sp + uc_at), out);
+	return 1;
+}
+
+/*
+ * `svc #0` is the 4-byte instruction 0xd4000001. A signal that interrupts
+ * a blocking call either restarts it - the kernel moves the PC back onto
+ * the svc and restores x0 - or makes it fail with EINTR - the PC is just
+ * after the svc and x0 is -EINTR. Having merely passed through a quick
+ * call leaves the PC after the svc with the call's result in x0: running.
+ * Instructions are 4-byte aligned, so [pc-4, pc) and [pc, pc+4) lie in
+ * pc's page unless pc starts a page (then the first is not read). pc is
+ * where the thread executes next, so its page is mapped, and readable:
+ * Linux maps code read+execute (execute-only user mappings are not
+ * used by Debian's toolchains or ld.so).
+ */
+#define SVC_0 0xd4000001u
+
+EMBER_STACK_READ int ember__regs_in_syscall(const void *ucontext, uintptr_t pc)
+{
+	const ucontext_t *u = ucontext;
+	if (pc & 3)
+		return -1;
+	long x0 = (long)u->uc_mcontext.regs[0];
+	if (*(const volatile uint32_t *)pc == SVC_0)
+		return 1; /* to be restarted */
+	if ((pc & 4095u) == 0)
+		return -1;
+	if (*(const volatile uint32_t *)(pc - 4) == SVC_0 && x0 == -EINTR)
+		return 1; /* interrupted, not restarted */
+	return 0;
+}
+
+/*
+ * A sigreturn trampoline without call-frame information: `mov x8, #139
+ * (rt_sigreturn); svc #0`, the two instructions of the kernel's
+ * __kernel_rt_sigreturn, which some runtimes place without an FDE (qemu-
+ * user's signal trampoline page). Reading code at an arbitrary return
+ * address could fault (a garbage slot), so only the one address our own
+ * handler was entered to return to (ember__regs_note_sigreturn: its x30,
+ * set by the kernel) is examined; that page stays mapped.
+ */
+static _Atomic uintptr_t g_sigreturn;
+
+void ember__regs_note_sigreturn(uintptr_t ra)
+{
+	if (atomic_load_explicit(&g_sigreturn, memory_order_relaxed) != ra)
+		atomic_store_explicit(&g_sigreturn, ra, memory_order_relaxed);
+}
+
+EMBER_STACK_READ int ember__regs_at_sigreturn(uintptr_t pc)
+{
+	if (pc == 0 || pc != atomic_load_explicit(&g_sigreturn, memory_order_relaxed))
+		return 0;
+	if ((pc & 3) || (pc & 4095u) > 4088u)
+		return 0;
+	const volatile uint32_t *p = (const volatile uint32_t *)pc;
+	return p[0] == 0xd2801168u && p[1] == SVC_0;
+}
+#endif

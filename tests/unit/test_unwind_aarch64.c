@@ -1,0 +1,366 @@
+/*
+ * test_unwind_aarch64.c - the aarch64 parts of the DWARF unwinder and of
+ * the CFI compiler (issue 17), on hand-made input so each rule is checked
+ * on its own; runs on aarch64 only (under qemu-user in CI) and skips
+ * elsewhere. test_unwind_dwarf.c has the x86-64 twin of the synthetic
+ * part; the real-stack tests there and in tests/integration run on both.
+ *
+ * - .eh_frame as GCC emits it for aarch64 (CIE: CFA = sp, return address
+ *   column 30 left in the link register), with a PAC-signed prologue
+ *   (paciasp + DW_CFA_AARCH64_negate_ra_state), a frame record saved by
+ *   `stp x29, x30, [sp, #-32]!` and an -fomit-frame-pointer function that
+ *   saves x30 alone: the rows' return-address codes.
+ * - The walk: a leaf whose return address is still in x30 with CFA == sp,
+ *   a frame-record frame, a saved-alone frame with a signed return address
+ *   (stripped to the 48-bit address), the thread's start; the link register
+ *   refused in a caller; a signal frame (rt_sigframe: siginfo, then the
+ *   ucontext); the `svc #0` test of the wall-clock engine.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdio.h>
+#include <ucontext.h>
+
+#if defined(__aarch64__)
+#include "check.h"
+#include <dlfcn.h>
+#include <link.h>
+
+#include "cfi/cfi.h"
+#include "cfi/cfi_elf.h"
+#include "unwind/arch.h"
+#include "unwind/unwind.h"
+
+#define VADDR 0x10000u
+
+/* ---- the CFI compiler ---- */
+
+/* CIE: version 1, "zR", code align 4, data align -8, RA column 30, FDE
+ * pointers pcrel|sdata4, then DW_CFA_def_cfa sp+0 (GCC's aarch64 CIE). */
+static const uint8_t cie[] = {
+	0x10, 0, 0, 0,          /* length 16 */
+	0, 0, 0, 0,             /* CIE id */
+	1, 'z', 'R', 0,         /* version, augmentation */
+	4, 0x78, 30,            /* caf 4, daf -8, ra 30 */
+	1, 0x1b,                /* aug data: pcrel sdata4 */
+	0x0c, 31, 0,            /* def_cfa sp + 0 */
+};
+
+/* Appends an FDE for [begin, begin + range) with instructions ins. */
+static size_t fde(uint8_t *out, size_t at, uint32_t begin, uint32_t range, const uint8_t *ins,
+		  size_t nins)
+{
+	size_t len = 4 + 4 + 4 + 1 + nins;
+	size_t pad = (4 - (len + 4) % 4) % 4;
+	len += pad;
+	uint32_t l = (uint32_t)len, cie_ptr = (uint32_t)(at + 4);
+	memcpy(out + at, &l, 4);
+	memcpy(out + at + 4, &cie_ptr, 4);
+	int32_t rel = (int32_t)(begin - (VADDR + at + 8));
+	memcpy(out + at + 8, &rel, 4);
+	memcpy(out + at + 12, &range, 4);
+	out[at + 16] = 0; /* aug data length */
+	memcpy(out + at + 17, ins, nins);
+	memset(out + at + 17 + nins, 0, pad); /* DW_CFA_nop */
+	return at + 4 + len;
+}
+
+static void test_cfi_rows(void)
+{
+	/* F at 0x1000: paciasp; stp x29, x30, [sp, #-32]!; mov x29, sp; ...
+	 * ldp; autiasp; ret (the epilogue's CFI: restore state). */
+	static const uint8_t f_ins[] = {
+		0x41, 0x2d,             /* advance 4; negate_ra_state */
+		0x41, 0x0e, 32,         /* advance 4; def_cfa_offset 32 */
+		0x9d, 4, 0x9e, 3,       /* x29 at cfa-32, x30 at cfa-24 */
+		0x41, 0x0d, 29,         /* advance 4; def_cfa_register x29 */
+		0x48, 0x0a,             /* advance 32; remember_state */
+		0x0c, 31, 0,            /* def_cfa sp + 0 (after ldp) */
+		0xdd, 0xde,             /* restore x29, x30 */
+		0x41, 0x2d,             /* advance 4; negate_ra_state (autiasp) */
+		0x41, 0x0b,             /* advance 4; restore_state */
+	};
+	/* G at 0x2000 (-fomit-frame-pointer): str x30, [sp, #-16]! */
+	static const uint8_t g_ins[] = {
+		0x41, 0x0e, 16,         /* advance 4; def_cfa_offset 16 */
+		0x9e, 2,                /* x30 at cfa-16 */
+	};
+	uint8_t sec[256];
+	memset(sec, 0, sizeof(sec));
+	memcpy(sec, cie, sizeof(cie));
+	size_t at = fde(sec, sizeof(cie), VADDR + 0x1000, 0x60, f_ins, sizeof(f_ins));
+	at = fde(sec, at, VADDR + 0x2000, 0x20, g_ins, sizeof(g_ins));
+	ember__cfi_builder *b;
+	CHECK_EQ_INT(ember__cfi_builder_new(&b), 0);
+	CHECK_EQ_INT(ember__cfi_add_section(b, sec, at, VADDR, EMBER_CFI_EH_FRAME, 1), 0);
+	CHECK_EQ_INT(ember__cfi_builder_stats(b)->bad_fdes, 0);
+	CHECK_EQ_INT(ember__cfi_builder_stats(b)->fdes, 2);
+	CHECK_EQ_INT(ember__cfi_builder_stats(b)->ra_sign_ops, 2);
+	ember__cfi_table *t;
+	CHECK_EQ_INT(ember__cfi_finish(b, &t), 0);
+	const ember__cfi_row *r;
+	/* Entry: CFA = sp, return address in x30. */
+	r = ember__cfi_rows_find(t->rows, t->nrows, VADDR + 0x1000);
+	CHECK(r && (r->kind & EMBER_CFI_KIND_MASK) == EMBER_CFI_SP && r->cfa == 0);
+	CHECK(r && EMBER_CFI_AUX_CODE(r->kind) == EMBER_CFI_LR_REG);
+	/* After the stp: CFA = sp + 32, the record at CFA - 32. */
+	r = ember__cfi_rows_find(t->rows, t->nrows, VADDR + 0x1008);
+	CHECK(r && (r->kind & EMBER_CFI_KIND_MASK) == EMBER_CFI_SP && r->cfa == 4 && r->fp == -4);
+	CHECK(r && EMBER_CFI_AUX_CODE(r->kind) == EMBER_CFI_LR_RECORD);
+	/* Body: CFA = x29 + 32. */
+	r = ember__cfi_rows_find(t->rows, t->nrows, VADDR + 0x1010);
+	CHECK(r && (r->kind & EMBER_CFI_KIND_MASK) == EMBER_CFI_FP && r->cfa == 4 && r->fp == -4);
+	CHECK(r && EMBER_CFI_AUX_CODE(r->kind) == EMBER_CFI_LR_RECORD);
+	/* After the ldp: back to the entry's rule. */
+	r = ember__cfi_rows_find(t->rows, t->nrows, VADDR + 0x1030);
+	CHECK(r && (r->kind & EMBER_CFI_KIND_MASK) == EMBER_CFI_SP && r->cfa == 0);
+	CHECK(r && EMBER_CFI_AUX_CODE(r->kind) == EMBER_CFI_LR_REG);
+	/* G: x30 alone at CFA - 16, fp unchanged. */
+	r = ember__cfi_rows_find(t->rows, t->nrows, VADDR + 0x2004);
+	CHECK(r && (r->kind & EMBER_CFI_KIND_MASK) == EMBER_CFI_SP && r->cfa == 2 && r->fp == -2);
+	CHECK(r && EMBER_CFI_AUX_CODE(r->kind) == EMBER_CFI_LR_SLOT);
+	CHECK(r && !(r->kind & EMBER_CFI_F_FP_LOST));
+	ember__cfi_table_free(t);
+}
+
+/* ---- the walk ---- */
+
+#define MOD_START 0x100000u
+#define MOD_END 0x200000u
+#define A(off) ((uintptr_t)MOD_START + (off))
+
+static uintptr_t stack[1024] __attribute__((aligned(16)));
+
+static ember__unwind_snapshot *make_snap(const ember__cfi_row *rows, uint32_t n)
+{
+	ember__unwind_snapshot *s = malloc(sizeof(*s) + sizeof(s->mods[0]));
+	memset(s, 0, sizeof(*s) + sizeof(s->mods[0]));
+	s->n = 1;
+	s->mods[0].start = MOD_START;
+	s->mods[0].end = MOD_END;
+	s->mods[0].base = MOD_START;
+	s->mods[0].rows = rows;
+	s->mods[0].nrows = n;
+	return s;
+}
+
+#define LR(code) ((unsigned)(code) << EMBER_CFI_AUX_SHIFT)
+
+/* L at 0x100: leaf, nothing allocated, return address in x30. R at 0x200:
+ * frame record at CFA - 32 (CFA sp+32). S at 0x300: x30 alone at
+ * CFA - 16 (CFA sp+16), signed. T at 0x400: the thread's start. */
+static const ember__cfi_row rows_lrst[] = {
+	{0x100, 0, 0, EMBER_CFI_SP | LR(EMBER_CFI_LR_REG)},
+	{0x200, 4, -4, EMBER_CFI_SP | LR(EMBER_CFI_LR_RECORD)},
+	{0x300, 2, -2, EMBER_CFI_SP | LR(EMBER_CFI_LR_SLOT)},
+	{0x400, 2, 0, EMBER_CFI_SP | EMBER_CFI_F_RA_UNDEF},
+	{0x500, 0, 0, EMBER_CFI_NONE},
+};
+
+static void test_walk(void)
+{
+	ember__unwind_snapshot *s = make_snap(rows_lrst, 5);
+	ember__stack_bounds b = {(uintptr_t)&stack[0], (uintptr_t)&stack[1024]};
+	memset(stack, 0xab, sizeof(stack));
+	/* R's frame: sp = &stack[0], CFA = &stack[4]; record at stack[0..1]. */
+	stack[0] = (uintptr_t)&stack[100]; /* R's caller's x29 */
+	stack[1] = A(0x310);               /* R returns into S */
+	/* S's frame: sp = &stack[4], CFA = &stack[6]; x30 at stack[4], signed. */
+	stack[4] = A(0x410) | ((uintptr_t)0x5a3c << 48);
+	ember__regs r = {.pc = A(0x110), .sp = (uintptr_t)&stack[0], .fp = 0x77, .aux = A(0x210)};
+	uint64_t pcs[8];
+	unsigned flags = 0;
+	int n = ember__unwind_dwarf(s, 1, &r, &b, pcs, 8, &flags);
+	CHECK_EQ_INT(n, 4);
+	CHECK_EQ_INT(pcs[0], A(0x110));
+	CHECK_EQ_INT(pcs[1], A(0x210)); /* from x30 */
+	CHECK_EQ_INT(pcs[2], A(0x310)); /* from the frame record */
+	CHECK_EQ_INT(pcs[3], A(0x410)); /* PAC bits stripped */
+	CHECK_EQ_INT(flags, 0);
+
+	/* The link register is unknown (an unwind that starts from a
+	 * captured frame, not a signal): the leaf ends the walk, truncated. */
+	r.aux = 0;
+	flags = 0;
+	CHECK_EQ_INT(ember__unwind_dwarf(s, 1, &r, &b, pcs, 8, &flags), 1);
+	CHECK(flags & EMBER_UNWIND_TRUNCATED);
+
+	/* A caller whose row says "still in x30" cannot be: its x30 was
+	 * overwritten by its call. Start in R, whose caller is L's code. */
+	stack[1] = A(0x110);
+	r = (ember__regs){.pc = A(0x210), .sp = (uintptr_t)&stack[0], .fp = 0, .aux = A(0x999)};
+	flags = 0;
+	CHECK_EQ_INT(ember__unwind_dwarf(s, 1, &r, &b, pcs, 8, &flags), 2);
+	CHECK(flags & EMBER_UNWIND_TRUNCATED);
+	free(s);
+}
+
+/* The frame-pointer walk: records {x29, x30}, a signed x30 stripped. */
+static void test_fp_walk(void)
+{
+	ember__stack_bounds b = {(uintptr_t)&stack[0], (uintptr_t)&stack[1024]};
+	memset(stack, 0, sizeof(stack));
+	stack[10] = (uintptr_t)&stack[20];
+	stack[11] = 0x401000 | ((uintptr_t)0x1234 << 48);
+	stack[20] = 0; /* the outermost record */
+	stack[21] = 0x402000;
+	ember__regs r = {.pc = 0x400100, .sp = (uintptr_t)&stack[0], .fp = (uintptr_t)&stack[10]};
+	uint64_t pcs[8];
+	unsigned flags = 0;
+	CHECK_EQ_INT(ember__unwind_fp(&r, &b, pcs, 8, &flags), 3);
+	CHECK_EQ_INT(pcs[1], 0x401000);
+	CHECK_EQ_INT(pcs[2], 0x402000);
+	CHECK_EQ_INT(flags, 0);
+}
+
+/* A signal frame: handler H (0x100, record at CFA - 16, CFA sp+16) returns
+ * to the trampoline T (SIGNAL row at 0x200); at T's sp the kernel's
+ * rt_sigframe: siginfo_t, then the ucontext of the interrupted E (0x300),
+ * whose return address is still in x30. */
+static void test_signal_frame(void)
+{
+	static const ember__cfi_row rows[] = {
+		{0x100, 2, -2, EMBER_CFI_SP | LR(EMBER_CFI_LR_RECORD)},
+		{0x180, 0, 0, EMBER_CFI_NONE},
+		{0x200, 0, 0, EMBER_CFI_SIGNAL},
+		{0x210, 0, 0, EMBER_CFI_NONE},
+		{0x300, 0, 0, EMBER_CFI_SP | LR(EMBER_CFI_LR_REG)},
+		{0x380, 2, 0, EMBER_CFI_SP | EMBER_CFI_F_RA_UNDEF},
+	};
+	ember__unwind_snapshot *s = make_snap(rows, 6);
+	ember__stack_bounds b = {(uintptr_t)&stack[0], (uintptr_t)&stack[1024]};
+	memset(stack, 0, sizeof(stack));
+	stack[0] = 0;          /* H's caller's x29 */
+	stack[1] = A(0x200);   /* H returns to the trampoline */
+	uintptr_t frame = (uintptr_t)&stack[2];
+	ucontext_t *uc = (ucontext_t *)(frame + sizeof(siginfo_t));
+	uintptr_t interrupted_sp = (uintptr_t)&stack[900];
+	uc->uc_mcontext.pc = A(0x300);
+	uc->uc_mcontext.sp = interrupted_sp;
+	uc->uc_mcontext.regs[29] = 0x1234;
+	uc->uc_mcontext.regs[30] = A(0x390);
+	ember__regs r = {.pc = A(0x110), .sp = (uintptr_t)&stack[0], .fp = 0, .aux = 0};
+	uint64_t pcs[8];
+	unsigned flags = 0;
+	int n = ember__unwind_dwarf(s, 1, &r, &b, pcs, 8, &flags);
+	CHECK_EQ_INT(n, 4);
+	CHECK_EQ_INT(pcs[1], A(0x200));
+	CHECK_EQ_INT(pcs[2], A(0x300) + 1); /* the interrupted PC + 1 */
+	CHECK_EQ_INT(pcs[3], A(0x390));     /* from the interrupted x30 */
+	CHECK_EQ_INT(flags, 0);
+	/* The ucontext does not fit below the stack's top. */
+	ember__stack_bounds cut = {(uintptr_t)&stack[0], (uintptr_t)&stack[20]};
+	flags = 0;
+	CHECK_EQ_INT(ember__unwind_dwarf(s, 1, &r, &cut, pcs, 8, &flags), 2);
+	CHECK(flags & EMBER_UNWIND_TRUNCATED);
+	free(s);
+}
+
+/* `svc #0` before the PC with x0 == -EINTR, or at the PC: in a call. */
+static void test_in_syscall(void)
+{
+	static uint32_t code[1024] __attribute__((aligned(4096)));
+	code[10] = 0xd4000001u; /* svc #0 */
+	code[11] = 0xd503201fu; /* nop */
+	ucontext_t uc;
+	memset(&uc, 0, sizeof(uc));
+	uc.uc_mcontext.regs[0] = (uint64_t)(int64_t)-EINTR;
+	CHECK_EQ_INT(ember__regs_in_syscall(&uc, (uintptr_t)&code[11]), 1); /* EINTR */
+	CHECK_EQ_INT(ember__regs_in_syscall(&uc, (uintptr_t)&code[10]), 1); /* restart */
+	uc.uc_mcontext.regs[0] = 3; /* a quick call's result: running */
+	CHECK_EQ_INT(ember__regs_in_syscall(&uc, (uintptr_t)&code[11]), 0);
+	CHECK_EQ_INT(ember__regs_in_syscall(&uc, (uintptr_t)&code[12]), 0);
+	/* The first word of a page: [pc-4, pc) is not read. */
+	code[0] = 0xd503201fu;
+	CHECK_EQ_INT(ember__regs_in_syscall(&uc, (uintptr_t)&code[0]), -1);
+}
+
+/* The registers a signal handler sees. */
+static void test_regs(void)
+{
+	ucontext_t uc;
+	memset(&uc, 0, sizeof(uc));
+	uc.uc_mcontext.pc = 1;
+	uc.uc_mcontext.sp = 2;
+	uc.uc_mcontext.regs[29] = 3;
+	uc.uc_mcontext.regs[30] = 4;
+	ember__regs r;
+	ember__regs_from_ucontext(&uc, &r);
+	CHECK(r.pc == 1 && r.sp == 2 && r.fp == 3 && r.aux == 4);
+}
+
+/*
+ * The real libc of this machine (arm64 glibc built by GCC, PAC-signed
+ * where Debian's flags say so): every FDE compiles, each function's entry
+ * row says "CFA = sp, return address in x30", few rows are left to the
+ * frame-pointer rule, and the index agrees with the plain search.
+ */
+static void test_real_libc(void)
+{
+	void *h = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+	struct link_map *lm = NULL;
+	CHECK(h && dlinfo(h, RTLD_DI_LINKMAP, &lm) == 0 && lm);
+	if (!lm)
+		return;
+	ember__cfi_table *t = NULL;
+	ember__cfi_module_info info;
+	CHECK_EQ_INT(ember__cfi_build_file(lm->l_name, &t, &info), 0);
+	if (!t)
+		return;
+	uint32_t lr_rows[8] = {0};
+	for (uint32_t i = 0; i < t->nrows; i++)
+		if ((t->rows[i].kind & EMBER_CFI_KIND_MASK) != EMBER_CFI_NONE)
+			lr_rows[EMBER_CFI_AUX_CODE(t->rows[i].kind)]++;
+	printf("  %s: %u rows, %u FDEs, %u unknown; return address in x30 %u, record %u, "
+	       "slot %u, record at base %u; negate_ra_state %u\n",
+	       lm->l_name, t->nrows, t->stats.fdes, t->stats.unknown_rows, lr_rows[0], lr_rows[1],
+	       lr_rows[2], lr_rows[3], t->stats.ra_sign_ops);
+	CHECK(t->nrows > 5000);
+	CHECK_EQ_INT(t->stats.bad_fdes, 0);
+	CHECK_EQ_INT(t->stats.bad_cies, 0);
+	CHECK(t->stats.unknown_rows * 50 < t->stats.raw_rows); /* < 2 % */
+	static const char *const fns[] = {"qsort", "getenv", "strtol", "fopen"};
+	for (size_t i = 0; i < sizeof(fns) / sizeof(*fns); i++) {
+		void *fn = dlsym(h, fns[i]);
+		const ember__cfi_row *r =
+			fn ? ember__cfi_rows_find(t->rows, t->nrows,
+						  (uint32_t)((uintptr_t)fn - lm->l_addr))
+			   : NULL;
+		CHECK(r && (r->kind & EMBER_CFI_KIND_MASK) == EMBER_CFI_SP && r->cfa == 0 &&
+		      EMBER_CFI_AUX_CODE(r->kind) == EMBER_CFI_LR_REG);
+	}
+	uint32_t wrong = 0;
+	for (uint32_t pc = t->rows[0].pc; pc < t->rows[t->nrows - 1].pc; pc += 13)
+		wrong += ember__cfi_rows_find_indexed(t->rows, t->nrows, t->index, t->nindex,
+						      t->index_shift, pc) !=
+			 ember__cfi_rows_find(t->rows, t->nrows, pc);
+	CHECK_EQ_INT(wrong, 0);
+	ember__cfi_table_free(t);
+}
+
+int main(void)
+{
+	RUN(test_cfi_rows);
+	RUN(test_real_libc);
+	RUN(test_walk);
+	RUN(test_fp_walk);
+	RUN(test_signal_frame);
+	RUN(test_in_syscall);
+	RUN(test_regs);
+	return CHECK_DONE();
+}
+#else
+int main(void)
+{
+	printf("SKIP: aarch64 only (this is %s); make test-aarch64 runs it under qemu\n",
+#if defined(__x86_64__)
+	       "x86-64"
+#else
+	       "another architecture"
+#endif
+	);
+	return 77;
+}
+#endif
