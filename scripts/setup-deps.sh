@@ -23,6 +23,17 @@ PKGS=(
   libjansson-dev                        # JSON of the AWS metadata and credential answers
   libjemalloc-dev                       # the jemalloc backend of the memory profile: its tests and bench/heap.sh (with libjemalloc2)
   time                                  # /usr/bin/time: bench/heap.sh measures each run's CPU with it
+  # --- real-programs suite and soak (issue 13, tests/realprog/) ---
+  # Programs nobody here wrote, profiled by `emberprof run` in every mode.
+  # (sort, python3, perl, node, java, gcc, make, git come from above or the base image.)
+  xz-utils                              # xz -T2: workers that block every signal
+  sqlite3                               # sqlite3's VDBE loop (sqlite3VdbeExec)
+  git                                   # git init/commit/log: many short fork+execs
+  make                                  # make -j2 under --follow-children
+  redis-server redis-tools              # redis-server + redis-benchmark on 127.0.0.1
+  nginx-light                           # nginx with a bounded load on 127.0.0.1
+  curl                                  # the nginx test's client
+  # --- end real-programs block ---
 )
 
 # The S3 tests run s3rver behind a SigV4-verifying front (Node.js). The
