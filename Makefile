@@ -36,7 +36,8 @@ test-fuzz: deps
 
 # aarch64 (issue 17): cross build, tests under qemu-aarch64 (scripts/test-aarch64.sh).
 BUILD_AARCH64 ?= build-aarch64
-test-aarch64: deps
+test-aarch64:
+	EMBER_AARCH64=1 bash scripts/setup-deps.sh
 	JOBS=$(JOBS) bash scripts/test-aarch64.sh $(BUILD_AARCH64)
 
 # Every test: the normal build, then the sanitizer build, then the fuzzers.

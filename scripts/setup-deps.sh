@@ -25,6 +25,17 @@ PKGS=(
   time                                  # /usr/bin/time: bench/heap.sh measures each run's CPU with it
   chromium                              # tests/flame: the flame graph pages are checked in a real browser
   debhelper lintian                     # tests/install/test_deb.sh: build the Debian packages (debian/), check them
+  # --- real-programs suite and soak (issue 13, tests/realprog/) ---
+  # Programs nobody here wrote, profiled by `emberprof run` in every mode.
+  # (sort, python3, perl, node, java, gcc, make, git come from above or the base image.)
+  xz-utils                              # xz -T2: workers that block every signal
+  sqlite3                               # sqlite3's VDBE loop (sqlite3VdbeExec)
+  git                                   # git init/commit/log: many short fork+execs
+  make                                  # make -j2 under --follow-children
+  redis-server redis-tools              # redis-server + redis-benchmark on 127.0.0.1
+  nginx-light                           # nginx with a bounded load on 127.0.0.1
+  curl                                  # the nginx test's client
+  # --- end real-programs block ---
 )
 
 # The S3 tests run s3rver behind a SigV4-verifying front (Node.js). The
@@ -71,7 +82,11 @@ arm64_deps() {
       echo "emberprof: error: package $p failed to install" >&2; exit 1; }
   done
 }
-arm64_deps
+# Only for `make test-aarch64` (EMBER_AARCH64=1), which `make test` does
+# not run yet: a plain build or test run does not need them.
+if [ "${EMBER_AARCH64:-0}" = 1 ]; then
+  arm64_deps
+fi
 # ---- end of the aarch64 block ----
 
 missing=()

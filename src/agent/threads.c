@@ -351,12 +351,12 @@ static void adopt_thread(ember__threads *t, int32_t tid)
 static void forget_thread(ember__threads *t, ember__thread_rec *r)
 {
 	/* On the exiting thread itself (exit hook) its clock still reads. */
-	uint64_t now = r->blocks_signal ? thread_cpu_ns(r->tid) : 0;
+	uint64_t now = r->blocks_signal >= 2 ? thread_cpu_ns(r->tid) : 0;
 	if (r->blocked_cpu_at && now > r->blocked_cpu_at) {
 		r->unsampled_ns += now - r->blocked_cpu_at;
 		t->unsampled_cpu_ns += now - r->blocked_cpu_at;
 	}
-	if (r->unsampled_ns)
+	if (r->unsampled_ns && r->comm[0])
 		add_note(t, r, 1);
 	if (r->has_timer)
 		timer_delete(r->timer);
@@ -494,11 +494,16 @@ static void check_blocked(ember__threads *t, ember__thread_rec *r)
 	if (b < 0)
 		return;
 	uint64_t now = b ? thread_cpu_ns(r->tid) : 0;
-	if (r->blocks_signal && r->blocked_cpu_at && now > r->blocked_cpu_at) {
+	int seen = b ? r->blocks_signal + 1 : 0; /* scans in a row that saw it */
+	if (seen >= 2 && r->blocked_cpu_at && now > r->blocked_cpu_at) {
 		r->unsampled_ns += now - r->blocked_cpu_at;
 		t->unsampled_cpu_ns += now - r->blocked_cpu_at;
 	}
-	if (b && !r->comm[0]) { /* first time: tell the agent */
+	/* Seen on two scans in a row before the agent is told: a thread is
+	 * blocked for a moment inside our handler (the kernel blocks the
+	 * signal it is delivering) and while the agent starts its own threads
+	 * with every signal blocked; neither is a thread that blocks it. */
+	if (seen >= 2 && !r->comm[0]) { /* first time: tell the agent */
 		char path[48];
 		snprintf(path, sizeof(path), "/proc/self/task/%d/comm", (int)r->tid);
 		int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -511,7 +516,7 @@ static void check_blocked(ember__threads *t, ember__thread_rec *r)
 			snprintf(r->comm, sizeof(r->comm), "?");
 		add_note(t, r, 0);
 	}
-	r->blocks_signal = b;
+	r->blocks_signal = seen < 2 ? seen : 2;
 	r->blocked_cpu_at = now;
 }
 
@@ -521,7 +526,7 @@ size_t ember__threads_take_blocked(ember__threads *t, ember__blocked_note *out, 
 	pthread_mutex_lock(&t->mu);
 	if (live)
 		for (size_t i = 0; i < t->nrecs; i++)
-			if (t->recs[i].unsampled_ns)
+			if (t->recs[i].unsampled_ns && t->recs[i].comm[0])
 				add_note(t, &t->recs[i], 1);
 	size_t n = t->nnotes < max ? t->nnotes : max;
 	memcpy(out, t->notes, n * sizeof(*out));

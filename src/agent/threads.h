@@ -39,8 +39,11 @@ typedef struct ember__thread_rec {
 	uint64_t perf_id;  /* its PERF_EVENT_IOC_ID, to tell it from a reused number */
 	int armed;         /* counted in threads_seen, engine armed (or tried) */
 	int parked;        /* engine left unarmed while an exec is under way */
-	/* The thread really blocks the sampling signal (seen in its SigBlk at
-	 * a scan): its CPU time since then is not sampled, and is counted. */
+	/* Scans in a row (0, 1, 2 = two or more) that saw the sampling signal
+	 * really blocked in its SigBlk. One sighting is not enough: a thread
+	 * is blocked for a moment inside a handler, in glibc's raise() and
+	 * while the agent starts its threads. From two on, its CPU time is
+	 * not sampled, is counted, and the agent is told. */
 	int blocks_signal;
 	char comm[16];           /* its name when first seen blocking */
 	uint64_t blocked_cpu_at; /* its CPU clock at the last scan, while blocking */

@@ -1,0 +1,50 @@
+# test_nginx.sh - nginx (master + forked worker, profiled) under a bounded
+# load of 100 requests from curl (not profiled) on 127.0.0.1, then a
+# graceful quit (SIGQUIT) from the client.
+. "$(dirname "$0")/lib.sh"
+need nginx curl python3
+
+# setup_dir DIR: a private config on a free port, and the client started in
+# the background: it waits for the server (bounded), sends 100 requests,
+# writes what it got to DIR/client.out and asks nginx to quit.
+setup_dir() {
+	port=$(free_port)
+	mkdir -p "$1/html" "$1/logs" "$1/tmp"
+	# nginx's worker runs as nobody: the scratch directory (mode 700) must
+	# let it reach html/
+	chmod a+x "$T" "$T/nginx" "$1" "$1/html"
+	seq 20000 >"$1/html/index.html"
+	cat >"$1/nginx.conf" <<CEOF
+daemon off;
+master_process on;
+worker_processes 1;
+pid $1/nginx.pid;
+error_log $1/logs/error.log;
+events { worker_connections 64; }
+http {
+	access_log off;
+	client_body_temp_path $1/tmp; proxy_temp_path $1/tmp; fastcgi_temp_path $1/tmp;
+	uwsgi_temp_path $1/tmp; scgi_temp_path $1/tmp;
+	server { listen 127.0.0.1:$port; root $1/html; }
+}
+CEOF
+	(
+		i=0
+		until [ -s "$1/nginx.pid" ] && curl -s -o /dev/null "http://127.0.0.1:$port/"; do
+			i=$((i + 1)); [ $i -gt 600 ] && { echo "nginx did not start" >"$1/client.out"; break; }
+			sleep 0.05
+		done
+		for i in $(seq 100); do curl -s "http://127.0.0.1:$port/index.html" | cksum; done | sort | uniq -c >"$1/client.out"
+		kill -QUIT "$(cat "$1/nginx.pid")"
+	) </dev/null >/dev/null 2>&1 &
+}
+check_output() {
+	[ "$2" = plain ] && d=$T/nginx/plain || d=$T/nginx/$2
+	expect="    100 $(seq 20000 | cksum)"
+	[ "$(cat "$d/client.out" 2>/dev/null)" = "$expect" ] && return 0
+	sed 's/^/    client: /' "$d/client.out" >&2
+	return 1
+}
+# nginx quits when the client is done (bounded: the client's wait is)
+realprog nginx -p -- nginx -e stderr -p . -c nginx.conf
+done_tests
