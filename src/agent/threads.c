@@ -294,10 +294,6 @@ static int bounds_from_sp(ember__threads *t, ember__thread_rec *r, ember__thread
 
 int ember__queue_signal(pid_t pid, int32_t tid, int signo, union sigval value)
 {
-	if (t->suspended) { /* sent by the next poll if the exec fails */
-		r->bounds = BOUNDS_PROBED;
-		return;
-	}
 	siginfo_t si;
 	memset(&si, 0, sizeof(si));
 	si.si_signo = signo;
@@ -310,6 +306,10 @@ int ember__queue_signal(pid_t pid, int32_t tid, int signo, union sigval value)
 
 static void send_probe(ember__threads *t, ember__thread_rec *r)
 {
+	if (t->suspended) { /* sent by the next poll if the exec fails */
+		r->bounds = BOUNDS_PROBED;
+		return;
+	}
 	/* A thread blocked in a system call is not signalled (its call would
 	 * return EINTR): the kernel tells its stack pointer (wall_remote.h),
 	 * and the stack's mapping bounds it - up to the mapping's end, which
