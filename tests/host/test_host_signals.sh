@@ -33,18 +33,19 @@ for engine in perf timer; do
 	check_exit "$engine: program with its own SIGPROF handler" 0 $?
 	at_least "$engine: its CPU is still profiled" "$(total_cpu p1)" 0.6
 
-	# A program's own ITIMER_PROF profiler counts only its own ticks.
-	"$H" own-itimer 1.5 >plain.out
+	# A program's own ITIMER_PROF profiler counts only its own ticks: at
+	# most one per 10 ms of its CPU time (a loaded machine loses some;
+	# with our samples delivered to its handler it counted twice as many).
 	rm -rf p2
 	$E -o p2 -- "$H" own-itimer 1.5 >prof.out 2>err
 	check_exit "$engine: own ITIMER_PROF profiler" 0 $?
-	plain=$(sed -n 's/^ticks=\([0-9]*\).*/\1/p' plain.out)
 	prof=$(sed -n 's/^ticks=\([0-9]*\).*/\1/p' prof.out)
-	if [ -n "$plain" ] && [ -n "$prof" ] &&
-		awk -v a="$plain" -v b="$prof" 'BEGIN { exit !(b >= 0.8 * a && b <= 1.2 * a) }'; then
-		ok "$engine: its tick count is its own ($prof profiled, $plain plain)"
+	cpu=$(sed -n 's/.*cpu=\([0-9.]*\).*/\1/p' prof.out)
+	if [ -n "$prof" ] && [ -n "$cpu" ] &&
+		awk -v t="$prof" -v c="$cpu" 'BEGIN { exit !(t >= 1 && t <= 1.15 * c * 100 + 3) }'; then
+		ok "$engine: its tick count is its own ($prof for ${cpu}s of CPU)"
 	else
-		fail "$engine: its tick count changed: ${prof:-?} profiled, ${plain:-?} plain"
+		fail "$engine: its tick count is not its own: ${prof:-?} ticks for ${cpu:-?}s of CPU"
 	fi
 	at_least "$engine: emberprof still samples beside it" "$(total_cpu p2)" 0.9
 
