@@ -43,6 +43,7 @@
 #include "agent/threads.h"
 #include "heap/hook.h"
 #include "sample/sigvirt.h"
+#include "unwind/arch.h" /* EMBER_GLIBC_BASE */
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -222,7 +223,7 @@ EXPORT int ember__pthread_sigmask_v225(int how, const sigset_t *set, sigset_t *o
 }
 
 __asm__(".symver ember__pthread_sigmask_v232, pthread_sigmask@@GLIBC_2.32");
-__asm__(".symver ember__pthread_sigmask_v225, pthread_sigmask@GLIBC_2.2.5");
+__asm__(".symver ember__pthread_sigmask_v225, pthread_sigmask@" EMBER_GLIBC_BASE);
 
 /* ---- synchronous waits ---- */
 
