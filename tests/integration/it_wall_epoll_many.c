@@ -5,10 +5,9 @@
  * Every window that all threads span whole must hold 200 x its length
  * within 2 %, and no thread may see more than 2 EINTRs (counted as
  * it_wall_idle does: each thread loops on epoll_wait with a long timeout
- * and counts the early returns). The issue asks for 10 s; RUN_S is 4 s to
- * keep CI short: it still gives at least two whole windows (each checked
- * on its own) and 80 ticks per thread, where one signal per tick would
- * show as 80 EINTRs. Prints the measured numbers; no timing is asserted.
+ * and counts the early returns). 10 s, as the issue asks: at least eight
+ * whole windows, each checked on its own, and 200 ticks per thread, where
+ * one signal per tick would show as 200 EINTRs. Prints the measured numbers; no timing is asserted.
  */
 #include "it_common.h"
 
@@ -17,7 +16,7 @@
 #include <sys/epoll.h>
 
 #define NTHREADS 200
-#define RUN_S 4
+#define RUN_S 10
 #define WALL_MS 50
 
 static int epfd, wake_pipe[2];
