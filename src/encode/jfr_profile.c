@@ -292,10 +292,16 @@ int ember__jfr_to_profile(const uint8_t *data, size_t len, ember__profile **out)
 	int64_t first = INT64_MAX, last = INT64_MIN;
 	for (size_t i = 0; i < ember__jfr_nchunks(j); i++) {
 		const ember__jfr_chunk_info *ci = ember__jfr_chunk(j, i);
-		if (ci && ci->start_nanos < first)
+		if (!ci)
+			continue;
+		/* A damaged header can hold any numbers: saturate, never overflow. */
+		int64_t end;
+		if (__builtin_add_overflow(ci->start_nanos, ci->duration_nanos, &end))
+			end = ci->duration_nanos > 0 ? INT64_MAX : INT64_MIN;
+		if (ci->start_nanos < first)
 			first = ci->start_nanos;
-		if (ci && ci->start_nanos + ci->duration_nanos > last)
-			last = ci->start_nanos + ci->duration_nanos;
+		if (end > last)
+			last = end;
 	}
 	if (rc == 0 && c.p->nvalues == 0)
 		rc = ember__error(EMBER_ERR_FORMAT, "the recording has no CPU, wall-clock or "
@@ -305,9 +311,10 @@ int ember__jfr_to_profile(const uint8_t *data, size_t len, ember__profile **out)
 		for (int k = K_N - 1; k >= 0; k--)
 			if (c.value_of[k] >= 0)
 				c.p->default_sample_type = c.p->sample_type[c.value_of[k]].type;
-		if (first <= last) {
+		int64_t span;
+		if (first <= last && !__builtin_sub_overflow(last, first, &span)) {
 			c.p->time_nanos = first;
-			c.p->duration_nanos = last - first;
+			c.p->duration_nanos = span;
 		}
 	}
 	ember__jfr_free(j);
