@@ -26,6 +26,7 @@
 #include "sample/sigvirt.h"
 #include "symbols/procmaps.h"
 #include "util/error.h"
+#include "util/fileio.h"
 #include "util/ownfd.h"
 
 enum { BOUNDS_UNKNOWN = 0, BOUNDS_PROBED = 1, BOUNDS_KNOWN = 2, BOUNDS_FAILED = 3 };
@@ -463,16 +464,9 @@ static uint64_t thread_cpu_ns(int32_t tid)
  * /proc): 1, 0, or -1 if it cannot be read (the thread is gone). */
 static int task_blocks(int32_t tid, int signo)
 {
-	char path[48], buf[2048];
-	snprintf(path, sizeof(path), "/proc/self/task/%d/status", (int)tid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	char buf[2048];
+	if (ember__read_task_file(tid, "status", buf, sizeof(buf)) < 0)
 		return -1;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
 	const char *p = strstr(buf, "\nSigBlk:");
 	if (!p)
 		return -1;
@@ -504,13 +498,8 @@ static void check_blocked(ember__threads *t, ember__thread_rec *r)
 	 * signal it is delivering) and while the agent starts its own threads
 	 * with every signal blocked; neither is a thread that blocks it. */
 	if (seen >= 2 && !r->comm[0]) { /* first time: tell the agent */
-		char path[48];
-		snprintf(path, sizeof(path), "/proc/self/task/%d/comm", (int)r->tid);
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-		ssize_t n = fd >= 0 ? read(fd, r->comm, sizeof(r->comm) - 1) : -1;
-		if (fd >= 0)
-			close(fd);
-		r->comm[n > 0 ? n : 0] = '\0';
+		if (ember__read_task_file(r->tid, "comm", r->comm, sizeof(r->comm)) < 0)
+			r->comm[0] = '\0';
 		r->comm[strcspn(r->comm, "\n")] = '\0';
 		if (!r->comm[0])
 			snprintf(r->comm, sizeof(r->comm), "?");

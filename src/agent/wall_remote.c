@@ -18,22 +18,16 @@
 #include "sample/polltls.h"
 #include "symbols/procmaps.h"
 #include "unwind/unwind.h"
+#include "util/fileio.h"
 
 #define COPY_MAX (512u << 10) /* live stack copied; deeper stacks are truncated */
 #define FP_CANDIDATES 32
 
 int ember__wall_blocked_in(int32_t tid, long *nr, uintptr_t *sp, uintptr_t *pc)
 {
-	char path[64], buf[256];
-	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	char buf[256];
+	if (ember__read_task_file(tid, "syscall", buf, sizeof(buf)) < 0)
 		return -1;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
 	/* "running", "-1 sp pc" (blocked, not in a call), or
 	 * "nr a1 a2 a3 a4 a5 a6 sp pc" */
 	char *end;

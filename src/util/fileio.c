@@ -4,6 +4,7 @@
 #include "util/fileio.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,4 +75,21 @@ int ember__read_file(const char *path, size_t max, uint8_t **out, size_t *len)
 	*out = buf;
 	*len = n;
 	return 0;
+}
+
+long ember__read_task_file(int32_t tid, const char *name, char *buf, size_t len)
+{
+	char path[64];
+	if (len == 0)
+		return -1;
+	snprintf(path, sizeof(path), "/proc/self/task/%d/%s", (int)tid, name);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, len - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	return (long)n;
 }

@@ -20,4 +20,11 @@ int ember__write_all(int fd, const void *buf, size_t n);
  */
 int ember__read_file(const char *path, size_t max, uint8_t **out, size_t *len);
 
+/*
+ * Reads /proc/self/task/TID/NAME (status, syscall, comm: one read, as the
+ * kernel makes these files) into buf, NUL-terminated. Returns the length,
+ * or -1 if the thread is gone or the file cannot be read. No allocation.
+ */
+long ember__read_task_file(int32_t tid, const char *name, char *buf, size_t len);
+
 #endif
