@@ -484,15 +484,13 @@ static void check_blocked(ember__threads *t, ember__thread_rec *r)
 {
 	if (t->process_timer)
 		return; /* SIGPROF from ITIMER_PROF goes to any thread that takes it */
+	if (r->own)
+		return;
 	int b = task_blocks(r->tid, t->signo);
 	if (b < 0)
 		return;
 	uint64_t now = b ? thread_cpu_ns(r->tid) : 0;
 	int seen = b ? r->blocks_signal + 1 : 0; /* scans in a row that saw it */
-	if (seen >= 2 && r->blocked_cpu_at && now > r->blocked_cpu_at) {
-		r->unsampled_ns += now - r->blocked_cpu_at;
-		t->unsampled_cpu_ns += now - r->blocked_cpu_at;
-	}
 	/* Seen on two scans in a row before the agent is told: a thread is
 	 * blocked for a moment inside our handler (the kernel blocks the
 	 * signal it is delivering) and while the agent starts its own threads
@@ -503,7 +501,19 @@ static void check_blocked(ember__threads *t, ember__thread_rec *r)
 		r->comm[strcspn(r->comm, "\n")] = '\0';
 		if (!r->comm[0])
 			snprintf(r->comm, sizeof(r->comm), "?");
+		/* Our own helper threads (the uploader "emberprof-up", the
+		 * async-profiler driver) block every signal on purpose and
+		 * name themselves so: not the program's CPU, nothing to say. */
+		if (!strncmp(r->comm, "emberprof", 9)) {
+			r->own = 1;
+			r->blocked_cpu_at = 0;
+			return;
+		}
 		add_note(t, r, 0);
+	}
+	if (seen >= 2 && r->blocked_cpu_at && now > r->blocked_cpu_at) {
+		r->unsampled_ns += now - r->blocked_cpu_at;
+		t->unsampled_cpu_ns += now - r->blocked_cpu_at;
 	}
 	r->blocks_signal = seen < 2 ? seen : 2;
 	r->blocked_cpu_at = now;

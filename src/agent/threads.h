@@ -45,6 +45,7 @@ typedef struct ember__thread_rec {
 	 * while the agent starts its threads. From two on, its CPU time is
 	 * not sampled, is counted, and the agent is told. */
 	int blocks_signal;
+	int own;                 /* one of emberprof's threads (name "emberprof*") */
 	char comm[16];           /* its name when first seen blocking */
 	uint64_t blocked_cpu_at; /* its CPU clock at the last scan, while blocking */
 	uint64_t unsampled_ns;   /* CPU time it used while blocking */
