@@ -162,9 +162,12 @@ static void test_itimer(void)
 	 * expirations meanwhile, with no overrun count. It measures 0.93x on
 	 * an idle machine (anchor measurements), but with the 2 cores busy
 	 * with other work it kept 0.1-0.4x of the CPU time, so no lower bound
-	 * is checked beyond "it samples". */
+	 * is checked beyond "it samples". Nor is it a tight upper bound: the
+	 * kernel charges ITIMER_PROF by whole scheduler ticks, and on a loaded
+	 * virtual machine (steal time) the ASan build once counted 0.82 s of
+	 * ticks for 0.68 s of CPU. 1.5x still catches a double count. */
 	IT_CHECK(total > 0 && odd == 0, "itimer samples (%u with a weight not whole periods)", odd);
-	IT_CHECK(total / 1e9 < 1.2 * cpu, "itimer totals above the CPU used");
+	IT_CHECK(total / 1e9 < 1.5 * cpu, "itimer totals above the CPU used");
 	struct sigaction now;
 	sigaction(SIGPROF, NULL, &now);
 	IT_CHECK(now.sa_handler == SIG_DFL, "SIGPROF back to default after stop");
