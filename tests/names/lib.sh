@@ -1,0 +1,54 @@
+# lib.sh - helpers of the names tests (issue 15), sourced by test_*.sh
+# after ../cli/lib.sh's set-up (scratch directory $T, fail/ok/done_tests).
+#
+#   profile DIR OPTS... -- CMD ARGS...   runs CMD under `emberprof run -q`
+#                                         writing to DIR; then DIR.raw holds
+#                                         `go tool pprof -raw` of every
+#                                         profile, DIR.firstmaps the first
+#                                         mapping line of each
+. "$(dirname "$0")/../cli/lib.sh"
+
+command -v go >/dev/null 2>&1 || { echo "go not installed: profiles cannot be checked"; exit 77; }
+
+pprof_raw() {
+	HOME=$T GOCACHE=$T/gocache go tool pprof -raw "$1"
+}
+
+profile() {
+	pr_dir=$1
+	shift
+	"$EMBERPROF" run -q -o "$pr_dir" "$@" >"$pr_dir.out" 2>"$pr_dir.err"
+	pr_rc=$?
+	if [ "$pr_rc" -ne 0 ]; then
+		fail "emberprof run $*: exit $pr_rc"
+		sed 's/^/    /' "$pr_dir.err" >&2
+	fi
+	: >"$pr_dir.raw"
+	: >"$pr_dir.firstmaps"
+	pr_n=0
+	for f in "$pr_dir"/*.pb.gz; do
+		[ -e "$f" ] || continue
+		pr_n=$((pr_n + 1))
+		if ! pprof_raw "$f" >"$pr_dir.one" 2>"$pr_dir.perr"; then
+			fail "go tool pprof cannot read $(basename "$f"):"
+			sed 's/^/    /' "$pr_dir.perr" >&2
+			continue
+		fi
+		cat "$pr_dir.one" >>"$pr_dir.raw"
+		printf '%s ' "$(basename "$f")" >>"$pr_dir.firstmaps"
+		sed -n '/^Mappings/{n;p;}' "$pr_dir.one" >>"$pr_dir.firstmaps"
+	done
+	if [ "$pr_n" -eq 0 ]; then
+		fail "no profile written by emberprof run $*"
+		sed 's/^/    /' "$pr_dir.err" >&2
+	fi
+	return 0
+}
+
+# function_names RAW : the function names of a raw dump's locations, one
+# a line (the text after the address and mapping, up to " :" or " s=").
+function_names() {
+	sed -n '/^Locations/,/^Mappings/p' "$1" |
+		sed -n 's/^ *[0-9]*: 0x[0-9a-f]* M=[0-9]* \(.*\)$/\1/p; s/^ *\([^ ].*\) s=[0-9]*$/\1/p' |
+		sed 's/ [^ ]*:[0-9]* s=[0-9]*$//; s/ s=[0-9]*$//'
+}
