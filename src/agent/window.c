@@ -23,9 +23,11 @@
  */
 #include "agent/window.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <unistd.h>
 
 #include "sample/labels.h"
 #include "symbols/procmaps.h"
@@ -123,14 +125,32 @@ static int in_exec_mapping(builder *b, uint64_t addr)
 	return m && (m->perms & EMBER_MAP_EXEC);
 }
 
-/* Makes the main executable's module mapping 1 (see the top). */
+/* Makes the main executable's module mapping 1 (see the top): the module
+ * holding AT_ENTRY, else (no module there) the first module of the file
+ * /proc/self/exe names. */
 static void main_mapping_first(builder *b)
 {
 	ember__symbol_info si;
 	unsigned long entry = getauxval(AT_ENTRY);
-	if (b->sym && entry && b->p->nmappings == 0 &&
-	    ember__symbolizer_lookup(b->sym, entry, &si) == 0 && si.module)
+	if (!b->sym || b->p->nmappings != 0)
+		return;
+	if (entry && ember__symbolizer_lookup(b->sym, entry, &si) == 0 && si.module) {
 		mapping_for(b, si.module);
+		return;
+	}
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return;
+	exe[n] = '\0';
+	const ember__module_info *mods;
+	size_t nmods = ember__symbolizer_modules(b->sym, &mods);
+	for (size_t i = 0; i < nmods; i++) {
+		if (!strcmp(mods[i].path, exe)) {
+			mapping_for(b, &mods[i]);
+			return;
+		}
+	}
 }
 
 /* The location of addr; `leaf`: addr is an interrupted PC, which was code

@@ -187,10 +187,10 @@ static void start_over(ember__perfmap_file *f)
 	f->found = 0;
 }
 
-int ember__perfmap_file_update(ember__perfmap_file *f, int force)
+int ember__perfmap_file_update(ember__perfmap_file *f, int64_t interval_ns)
 {
 	int64_t now = mono_ns();
-	if (!force && f->checked_ns && now - f->checked_ns < EMBER_PERFMAP_RECHECK_NS)
+	if (f->checked_ns && now - f->checked_ns < interval_ns)
 		return 0;
 	f->checked_ns = now;
 	pid_t pid = getpid();

@@ -73,6 +73,7 @@ void ember__perfmap_reset(ember__perfmap *m);
 
 #define EMBER_PERFMAP_MAX_BYTES ((uint64_t)256 << 20) /* read from one file, in all */
 #define EMBER_PERFMAP_RECHECK_NS 100000000           /* look at the file at most every 100 ms */
+#define EMBER_PERFMAP_MISS_RECHECK_NS 10000000       /* ... or 10 ms after an address missed */
 
 /*
  * /tmp/perf-PID.map of the current process, followed as it grows. A file
@@ -94,14 +95,13 @@ typedef struct ember__perfmap_file {
 #define EMBER_PERFMAP_FILE_INIT {0}
 
 /*
- * Reads what was appended to the file since the last call, if at least
- * EMBER_PERFMAP_RECHECK_NS passed since then (or `force`). A fork (a new
- * pid) starts over with the new process's file. Returns 0 or
- * EMBER_ERR_NOMEM (what was read is kept); a missing or unreadable file
- * is not an error (f->found is 0). Opens the file only for the read,
- * O_CLOEXEC.
+ * Reads what was appended to the file since the last look, if at least
+ * `interval_ns` passed since then (0: look now). A fork (a new pid) starts
+ * over with the new process's file. Returns 0 or EMBER_ERR_NOMEM (what was
+ * read is kept); a missing or unreadable file is not an error (f->found is
+ * 0). Opens the file only for the read, O_CLOEXEC.
  */
-int ember__perfmap_file_update(ember__perfmap_file *f, int force);
+int ember__perfmap_file_update(ember__perfmap_file *f, int64_t interval_ns);
 
 /* Frees everything; f is EMBER_PERFMAP_FILE_INIT again. */
 void ember__perfmap_file_reset(ember__perfmap_file *f);

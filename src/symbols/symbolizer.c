@@ -535,11 +535,12 @@ static int jit_lookup(ember__symbolizer *s, uint64_t addr, ember__symbol_info *o
 	ptrdiff_t j = find_jit(s, addr);
 	if (j < 0)
 		return 0;
-	int err = ember__perfmap_file_update(&s->pmf, 0);
+	int err = ember__perfmap_file_update(&s->pmf, EMBER_PERFMAP_RECHECK_NS);
 	const char *name = s->pmf.found ? ember__perfmap_find(&s->pmf.map, addr) : NULL;
 	if (!name && s->pmf.found) {
-		/* perhaps written since the last look: look once more now */
-		err = ember__perfmap_file_update(&s->pmf, 1) ?: err;
+		/* perhaps written since the last look: look again, unless that
+		 * was just now (a window may hold many unnamed addresses) */
+		err = ember__perfmap_file_update(&s->pmf, EMBER_PERFMAP_MISS_RECHECK_NS) ?: err;
 		name = ember__perfmap_find(&s->pmf.map, addr);
 	}
 	if (!s->pmf.found)

@@ -108,7 +108,7 @@ int ember__symbolizer_covers(const ember__symbolizer *s, uint64_t addr);
  * ember__symbolizer_modules()) and one frame named from the map, if a
  * line of it covers the address (function == system_name; the string lives
  * until the next lookup or refresh: copy it). The map is re-read when it
- * grew, at most every 100 ms, or at once when an address misses. Returns
+ * grew, at most every 100 ms, or every 10 ms while addresses miss. Returns
  * <0 only for real errors: EMBER_ERR_INVALID (NULL argument) or
  * EMBER_ERR_NOMEM.
  */

@@ -52,3 +52,15 @@ function_names() {
 		sed -n 's/^ *[0-9]*: 0x[0-9a-f]* M=[0-9]* \(.*\)$/\1/p; s/^ *\([^ ].*\) s=[0-9]*$/\1/p' |
 		sed 's/ [^ ]*:[0-9]* s=[0-9]*$//; s/ s=[0-9]*$//'
 }
+
+# check_first_mapping WHAT DIR PROGRAM : mapping 1 of every profile in DIR
+# (profile's DIR.firstmaps) is PROGRAM.
+check_first_mapping() {
+	cf_bad=$(grep -v " $3 " "$2.firstmaps" | grep -v "^$" || true)
+	if [ -n "$cf_bad" ]; then
+		fail "$1: mapping 1 is not $3 in:"
+		echo "$cf_bad" | sed 's/^/    /' >&2
+	else
+		ok "$1: mapping 1 is $3 in all $(wc -l <"$2.firstmaps") profiles"
+	fi
+}

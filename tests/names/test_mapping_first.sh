@@ -8,16 +8,7 @@ n=$(wc -l <"$T/m.firstmaps")
 if [ "$n" -lt 3 ]; then
 	fail "mapping 1: only $n profiles; expected CPU, wall and memory ones"
 fi
-for kind in cpu wall memory; do
-	grep -q "$kind" "$T/m.firstmaps" 2>/dev/null || true
-done
-bad=$(grep -v " $EMBER_NAMES_PROG " "$T/m.firstmaps" | grep -v "^$" || true)
-if [ -n "$bad" ]; then
-	fail "mapping 1 is not $EMBER_NAMES_PROG in:"
-	echo "$bad" | sed 's/^/    /' >&2
-else
-	ok "mapping 1 is the program in all $n profiles"
-fi
+check_first_mapping "CPU, wall, memory" "$T/m" "$EMBER_NAMES_PROG"
 ls "$T/m" >"$T/m.files"
 check_grep "memory profile written" "$T/m.files" ".memory.pb.gz"
 check_grep "wall profile written" "$T/m.files" "wall"

@@ -16,6 +16,7 @@ check_grep "perf map, appended later" "$T/j.raw" " jit_fx_second "
 check_no_grep "perf map, replaced line" "$T/j.raw" "jit_stale_name"
 # their mapping is named after the map, as perf's report names the DSO
 check_grep "JIT mapping" "$T/j.raw" "/tmp/perf-"
+check_first_mapping "with JIT code" "$T/j" "$EMBER_NAMES_PROG"
 # 4 malformed lines (names_prog.c), counted and said
 check_grep "malformed lines counted" "$T/j.err" "malformed lines skipped"
 if grep -q "perf map /tmp/perf-[0-9]*.map: 3 JIT symbols from [0-9]* bytes, 4 malformed lines skipped" "$T/j.err"; then

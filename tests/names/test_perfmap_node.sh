@@ -36,6 +36,7 @@ else
 fi
 check_grep "node: JIT mapping" "$T/n.raw" "/tmp/perf-"
 check_grep "node: map read" "$T/n.err" "JIT symbols from"
+check_first_mapping "node" "$T/n" "$(readlink -f "$(command -v node)")"
 
 profile "$T/c" --rate 1000 -- node "$T/hot.js"
 cleanup_maps "$T/c"
