@@ -8,7 +8,8 @@
  * Functions are shared by name, system name and file.
  *
  * Mapping 1 is the main executable whenever the program's entry point
- * (AT_ENTRY) lies in a module, whatever the first sample's leaf is:
+ * (AT_ENTRY) lies in a module (else the module of /proc/self/exe's file),
+ * whatever the first sample's leaf is, also in a profile without samples:
  * pprof readers and Grafana Pyroscope take mapping[0] as the main binary
  * (Pyroscope's distributor writes the service version into it,
  * injectMappingVersions in pkg/distributor/distributor.go).
@@ -276,8 +277,7 @@ int ember__window_profile(const ember__agg *a, ember__symbolizer *sym, const emb
 	if (!b.p)
 		return ember__error_oom("profile");
 	ember__profile *p = b.p;
-	if (a->n)
-		main_mapping_first(&b);
+	main_mapping_first(&b); /* even in an empty profile: every file names the program */
 	int wall = kind == EMBER__PROFILE_WALL;
 	int64_t period = wall ? (int64_t)cfg->wall_ms * 1000000 : 1000000000 / (int64_t)cfg->hz;
 	p->nvalues = 2;
@@ -334,8 +334,7 @@ int ember__window_rows(ember__profile *p, ember__symbolizer *sym, const ember__c
 		       const ember__window_row *rows, size_t n)
 {
 	builder b = {.sym = sym, .p = p};
-	if (n)
-		main_mapping_first(&b);
+	main_mapping_first(&b);
 	int rc = 0;
 	for (size_t i = 0; i < n && rc == 0; i++) {
 		const ember__window_row *r = &rows[i];
