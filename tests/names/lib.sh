@@ -46,11 +46,17 @@ profile() {
 }
 
 # function_names RAW : the function names of a raw dump's locations, one
-# a line (the text after the address and mapping, up to " :" or " s=").
+# a line: each location line "ID: 0xADDR M=N NAME FILE:LINE s=N" and each
+# inlined frame's line "NAME FILE:LINE s=N", without the rest.
 function_names() {
-	sed -n '/^Locations/,/^Mappings/p' "$1" |
-		sed -n 's/^ *[0-9]*: 0x[0-9a-f]* M=[0-9]* \(.*\)$/\1/p; s/^ *\([^ ].*\) s=[0-9]*$/\1/p' |
-		sed 's/ [^ ]*:[0-9]* s=[0-9]*$//; s/ s=[0-9]*$//'
+	sed -n '/^Locations/,/^Mappings/{
+		/^Locations/d
+		/^Mappings/d
+		s/^ *[0-9]*: 0x[0-9a-f]* M=[0-9]* //
+		s/^ *//
+		s/ [^ ]*:[0-9]* s=[0-9]*$//
+		p
+	}' "$1"
 }
 
 # check_first_mapping WHAT DIR PROGRAM : mapping 1 of every profile in DIR
