@@ -21,6 +21,7 @@ declare -A SKIP=(
   # without binfmt_misc the host kernel cannot execute an aarch64 ELF, and
   # qemu-user does not follow a guest's execve into another emulator.
   ['cli\..*']="shell tests exec the aarch64 emberprof/demo directly (no binfmt_misc here)"
+  ['names\..*']="shell tests exec the aarch64 emberprof and helpers directly (no binfmt_misc); aarch64 PLTs are checked on the host (test_plt_objdump.sh)"
   ['s3\.(it_s3_meta|it_s3_real|it_s3_agent|example_args|cli_run)']="scripts and tests exec aarch64 helpers or the CLI directly (no binfmt_misc)"
   ['asprof\.(not_cwd|cli|real_library)']="scripts exec the aarch64 CLI or helpers directly (no binfmt_misc)"
   ['pollcatch\.(longpolls_cli|longpolls_jfr)']="scripts exec aarch64 binaries directly (no binfmt_misc)"

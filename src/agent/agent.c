@@ -1099,6 +1099,22 @@ static void log_upload_stats(const ember__core *c)
 		   s.uploads_dropped, s.uploads_expired, s.bytes_sent);
 }
 
+/* JIT symbols read from a perf map (issue 15), if the runtime wrote one. */
+static void log_perfmap_stats(const ember__core *c)
+{
+	ember__jit_stats j;
+	ember__symbolizer_jit_stats(c->sym, &j);
+	if (j.path)
+		ember__log(&c->cfg, j.bad_lines || j.dropped || j.capped ? EMBER_LOG_WARN : EMBER_LOG_INFO,
+			   "perf map %s: %zu JIT symbols from %" PRIu64 " bytes, %" PRIu64
+			   " malformed lines skipped, %" PRIu64 " lines dropped (table full)%s",
+			   j.path, j.symbols, j.bytes, j.bad_lines, j.dropped,
+			   j.capped ? ", read up to its size limit" : "");
+	else if (j.refused)
+		ember__log(&c->cfg, EMBER_LOG_WARN,
+			   "perf map of this process ignored: not a regular file owned by us or root");
+}
+
 static void log_heap_stats(const ember__core *c)
 {
 	if (!c->heap)
@@ -1187,6 +1203,7 @@ EMBER_API int ember_running_stop(ember_agent **out, ember_running *r)
 			   atomic_load(&c->jfr_events_dropped));
 	log_upload_stats(c);
 	log_heap_stats(c);
+	log_perfmap_stats(c);
 	ember__heapprof_stop(c->heap);
 	if (c->polls.samples_labelled || ember__poll_records_dropped())
 		ember__log(&c->cfg, EMBER_LOG_INFO,

@@ -499,8 +499,8 @@ static void check_blocked(ember__threads *t, ember__thread_rec *r)
 		if (ember__read_task_file(r->tid, "comm", r->comm, sizeof(r->comm)) < 0)
 			r->comm[0] = '\0';
 		r->comm[strcspn(r->comm, "\n")] = '\0';
-		if (!r->comm[0])
-			snprintf(r->comm, sizeof(r->comm), "?");
+		if (!r->comm[0]) /* gone already: its id, as in profiles */
+			snprintf(r->comm, sizeof(r->comm), "thread-%d", (int)r->tid);
 		/* Our own helper threads (the uploader "emberprof-up", the
 		 * async-profiler driver) block every signal on purpose and
 		 * name themselves so: not the program's CPU, nothing to say. */

@@ -8,7 +8,8 @@
  * Functions are shared by name, system name and file.
  *
  * Mapping 1 is the main executable whenever the program's entry point
- * (AT_ENTRY) lies in a module, whatever the first sample's leaf is:
+ * (AT_ENTRY) lies in a module (else the module of /proc/self/exe's file),
+ * whatever the first sample's leaf is, also in a profile without samples:
  * pprof readers and Grafana Pyroscope take mapping[0] as the main binary
  * (Pyroscope's distributor writes the service version into it,
  * injectMappingVersions in pkg/distributor/distributor.go).
@@ -23,9 +24,11 @@
  */
 #include "agent/window.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <unistd.h>
 
 #include "sample/labels.h"
 #include "symbols/procmaps.h"
@@ -123,14 +126,32 @@ static int in_exec_mapping(builder *b, uint64_t addr)
 	return m && (m->perms & EMBER_MAP_EXEC);
 }
 
-/* Makes the main executable's module mapping 1 (see the top). */
+/* Makes the main executable's module mapping 1 (see the top): the module
+ * holding AT_ENTRY, else (no module there) the first module of the file
+ * /proc/self/exe names. */
 static void main_mapping_first(builder *b)
 {
 	ember__symbol_info si;
 	unsigned long entry = getauxval(AT_ENTRY);
-	if (b->sym && entry && b->p->nmappings == 0 &&
-	    ember__symbolizer_lookup(b->sym, entry, &si) == 0 && si.module)
+	if (!b->sym || b->p->nmappings != 0)
+		return;
+	if (entry && ember__symbolizer_lookup(b->sym, entry, &si) == 0 && si.module) {
 		mapping_for(b, si.module);
+		return;
+	}
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return;
+	exe[n] = '\0';
+	const ember__module_info *mods;
+	size_t nmods = ember__symbolizer_modules(b->sym, &mods);
+	for (size_t i = 0; i < nmods; i++) {
+		if (!strcmp(mods[i].path, exe)) {
+			mapping_for(b, &mods[i]);
+			return;
+		}
+	}
 }
 
 /* The location of addr; `leaf`: addr is an interrupted PC, which was code
@@ -256,8 +277,7 @@ int ember__window_profile(const ember__agg *a, ember__symbolizer *sym, const emb
 	if (!b.p)
 		return ember__error_oom("profile");
 	ember__profile *p = b.p;
-	if (a->n)
-		main_mapping_first(&b);
+	main_mapping_first(&b); /* even in an empty profile: every file names the program */
 	int wall = kind == EMBER__PROFILE_WALL;
 	int64_t period = wall ? (int64_t)cfg->wall_ms * 1000000 : 1000000000 / (int64_t)cfg->hz;
 	p->nvalues = 2;
@@ -314,8 +334,7 @@ int ember__window_rows(ember__profile *p, ember__symbolizer *sym, const ember__c
 		       const ember__window_row *rows, size_t n)
 {
 	builder b = {.sym = sym, .p = p};
-	if (n)
-		main_mapping_first(&b);
+	main_mapping_first(&b);
 	int rc = 0;
 	for (size_t i = 0; i < n && rc == 0; i++) {
 		const ember__window_row *r = &rows[i];

@@ -29,14 +29,18 @@
 
 #include <elfutils/libdwfl.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "emberprof.h"
 #include "symbols/debugfile.h"
 #include "symbols/demangle.h"
+#include "symbols/perfmap.h"
 #include "symbols/procmaps.h"
 #include "symbols/symindex.h"
 #include "util/arena.h"
@@ -79,6 +83,11 @@ struct ember__symbolizer {
 	int lines; /* EMBER__LINES_* */
 	cache_entry *cache;
 	size_t cache_cap, cache_count;
+	/* JIT code: the anonymous executable mappings, sorted by start, named
+	 * from the perf map /tmp/perf-PID.map when the runtime writes one */
+	ember__module_info *jits;
+	size_t njits;
+	ember__perfmap_file pmf;
 };
 
 static uint64_t hash_str(const char *s)
@@ -297,6 +306,29 @@ static void cache_put(ember__symbolizer *s, cache_entry *e)
 /* ---------------------------------------------------------------------- */
 /* Resolving one address                                                   */
 
+/* Demangles a name, keeping a PLT stub's "@plt" suffix (as perf does:
+ * "_ZN3foo3barEv@plt" is "foo::bar()@plt"). Malloc'd, or NULL if the name
+ * is not mangled. */
+static char *demangle_stub(const char *name)
+{
+	size_t len = strlen(name);
+	if (len <= 4 || strcmp(name + len - 4, "@plt") != 0)
+		return ember__demangle(name);
+	char *base = strndup(name, len - 4);
+	char *d = base ? ember__demangle(base) : NULL;
+	free(base);
+	if (!d)
+		return NULL;
+	size_t dl = strlen(d);
+	char *full = realloc(d, dl + 5);
+	if (!full) {
+		free(d);
+		return NULL;
+	}
+	memcpy(full + dl, "@plt", 5);
+	return full;
+}
+
 /* Interns one raw frame's strings into the module; demangles the name. */
 static int finish_frame(sym_module *m, const ember__raw_frame *raw, ember__symbol_frame *f)
 {
@@ -308,7 +340,7 @@ static int finish_frame(sym_module *m, const ember__raw_frame *raw, ember__symbo
 		return 0;
 	if (!(f->system_name = intern(m, raw->system_name)))
 		return ember__error_oom("symbol strings");
-	char *demangled = ember__demangle(raw->system_name);
+	char *demangled = demangle_stub(raw->system_name);
 	if (demangled) {
 		f->function = intern(m, demangled);
 		free(demangled);
@@ -424,20 +456,115 @@ static void fill_info(const ember__symbolizer *s, const cache_entry *e, ember__s
 		out->frames[i] = e->rest[i - 1];
 }
 
-/* Index of the module containing addr, or -1. */
-static ptrdiff_t find_module(const ember__symbolizer *s, uint64_t addr)
+/* Index of the range of v[0..n) (sorted, disjoint) containing addr, or -1. */
+static ptrdiff_t find_range(const ember__module_info *v, size_t n, uint64_t addr)
 {
-	size_t lo = 0, hi = s->nmods;
+	size_t lo = 0, hi = n;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		if (addr < s->infos[mid].start)
+		if (addr < v[mid].start)
 			hi = mid;
-		else if (addr >= s->infos[mid].limit)
+		else if (addr >= v[mid].limit)
 			lo = mid + 1;
 		else
 			return (ptrdiff_t)mid;
 	}
 	return -1;
+}
+
+/* Index of the module containing addr, or -1. */
+static ptrdiff_t find_module(const ember__symbolizer *s, uint64_t addr)
+{
+	return find_range(s->infos, s->nmods, addr);
+}
+
+/* ---------------------------------------------------------------------- */
+/* JIT code                                                                */
+
+/* Is pm memory a runtime may generate code into: executable, anonymous? */
+static int is_jit_mapping(const ember__procmap *pm)
+{
+	return (pm->perms & EMBER_MAP_EXEC) && (pm->path[0] == '\0' || !strncmp(pm->path, "[anon", 5));
+}
+
+/* Index of the JIT mapping containing addr, or -1. */
+static ptrdiff_t find_jit(const ember__symbolizer *s, uint64_t addr)
+{
+	return find_range(s->jits, s->njits, addr);
+}
+
+/* The JIT mappings of `maps`, keeping the ids of those seen before. */
+static int rebuild_jits(ember__symbolizer *s, const ember__procmaps *maps)
+{
+	size_t count = 0;
+	for (size_t i = 0; i < maps->n; i++)
+		count += is_jit_mapping(&maps->maps[i]);
+	ember__module_info *v = calloc(count ? count : 1, sizeof(*v));
+	if (!v)
+		return ember__error_oom("JIT mappings");
+	size_t n = 0;
+	for (size_t i = 0; i < maps->n; i++) {
+		const ember__procmap *pm = &maps->maps[i];
+		if (!is_jit_mapping(pm))
+			continue;
+		ptrdiff_t old = find_jit(s, pm->start);
+		uint32_t id = old >= 0 && s->jits[old].start == pm->start &&
+				      s->jits[old].limit == pm->end
+			      ? s->jits[old].id
+			      : s->next_id++;
+		v[n++] = (ember__module_info){.id = id,
+					      .path = s->pmf.path,
+					      .start = pm->start,
+					      .limit = pm->end,
+					      .build_id = "",
+					      .has_symbols = 1};
+	}
+	free(s->jits);
+	s->jits = v;
+	s->njits = n;
+	return 0;
+}
+
+/*
+ * addr lies in no module: if it is in JIT code and the runtime writes a
+ * perf map, its mapping is named after the map and its function comes
+ * from the map (read again if it grew). Otherwise no module, as before.
+ */
+static int jit_lookup(ember__symbolizer *s, uint64_t addr, ember__symbol_info *out)
+{
+	ptrdiff_t j = find_jit(s, addr);
+	if (j < 0)
+		return 0;
+	int err = ember__perfmap_file_update(&s->pmf, EMBER_PERFMAP_RECHECK_NS);
+	const char *name = s->pmf.found ? ember__perfmap_find(&s->pmf.map, addr) : NULL;
+	if (!name && s->pmf.found) {
+		/* perhaps written since the last look: look again, unless that
+		 * was just now (a window may hold many unnamed addresses) */
+		err = ember__perfmap_file_update(&s->pmf, EMBER_PERFMAP_MISS_RECHECK_NS) ?: err;
+		name = ember__perfmap_find(&s->pmf.map, addr);
+	}
+	if (!s->pmf.found)
+		return err;
+	out->module = &s->jits[j];
+	if (name) {
+		out->nframes = 1;
+		out->frames[0] = (ember__symbol_frame){.function = name, .system_name = name};
+	}
+	return err;
+}
+
+void ember__symbolizer_jit_stats(const ember__symbolizer *s, ember__jit_stats *out)
+{
+	*out = (ember__jit_stats){0};
+	if (!s)
+		return;
+	out->path = s->pmf.found ? s->pmf.path : NULL;
+	out->symbols = s->pmf.map.n;
+	out->bad_lines = s->pmf.map.bad_lines;
+	out->dropped = s->pmf.map.dropped;
+	out->bytes = s->pmf.off;
+	out->capped = s->pmf.capped;
+	out->refused = s->pmf.refused;
 }
 
 int ember__symbolizer_lookup(ember__symbolizer *s, uint64_t addr, ember__symbol_info *out)
@@ -448,7 +575,7 @@ int ember__symbolizer_lookup(ember__symbolizer *s, uint64_t addr, ember__symbol_
 	out->nframes = 0;
 	ptrdiff_t idx = find_module(s, addr);
 	if (idx < 0)
-		return 0;
+		return jit_lookup(s, addr, out);
 
 	cache_entry *hit = cache_get(s, addr);
 	if (hit) {
@@ -469,7 +596,7 @@ int ember__symbolizer_lookup(ember__symbolizer *s, uint64_t addr, ember__symbol_
 
 int ember__symbolizer_covers(const ember__symbolizer *s, uint64_t addr)
 {
-	return s && find_module(s, addr) >= 0;
+	return s && (find_module(s, addr) >= 0 || find_jit(s, addr) >= 0);
 }
 
 size_t ember__symbolizer_modules(const ember__symbolizer *s, const ember__module_info **out)
@@ -636,6 +763,8 @@ int ember__symbolizer_refresh(ember__symbolizer *s)
 		}
 	}
 	err = rebuild_modules(s, &maps);
+	if (!err)
+		err = rebuild_jits(s, &maps);
 	ember__procmaps_free(&maps);
 	return err ? err : rerr;
 }
@@ -675,6 +804,8 @@ void ember__symbolizer_free(ember__symbolizer *s)
 		module_free(s->mods[i]);
 	free(s->mods);
 	free(s->infos);
+	free(s->jits);
+	ember__perfmap_file_reset(&s->pmf);
 	if (s->dwfl)
 		dwfl_end(s->dwfl);
 	free(s);

@@ -87,7 +87,8 @@ int ember__symbolizer_refresh(ember__symbolizer *s);
 
 /*
  * Returns 1 if addr lies inside an executable mapping known since the last
- * refresh, else 0 (also for s == NULL). A binary search; no allocation.
+ * refresh (a module's, or anonymous executable memory: JIT code), else 0
+ * (also for s == NULL). A binary search; no allocation.
  */
 int ember__symbolizer_covers(const ember__symbolizer *s, uint64_t addr);
 
@@ -100,7 +101,14 @@ int ember__symbolizer_covers(const ember__symbolizer *s, uint64_t addr);
  * symbol table when a symbol covers addr (else from DWARF); the frames
  * before it are calls inlined into it, named from DWARF (system_name is
  * the linkage name when the compiler recorded one, else the plain name).
- * Results are cached per address, so repeated lookups are cheap. Returns
+ * Results are cached per address, so repeated lookups are cheap.
+ * JIT code: an address in anonymous executable memory, when the process
+ * has a perf map (/tmp/perf-PID.map, perfmap.h), gets a module standing
+ * for that memory (path: the map's, build id "", not among
+ * ember__symbolizer_modules()) and one frame named from the map, if a
+ * line of it covers the address (function == system_name; the string lives
+ * until the next lookup or refresh: copy it). The map is re-read when it
+ * grew, at most every 100 ms, or every 10 ms while addresses miss. Returns
  * <0 only for real errors: EMBER_ERR_INVALID (NULL argument) or
  * EMBER_ERR_NOMEM.
  */
@@ -111,6 +119,20 @@ int ember__symbolizer_lookup(ember__symbolizer *s, uint64_t addr, ember__symbol_
  * returns its length. The array is borrowed; see the lifetime rules above.
  */
 size_t ember__symbolizer_modules(const ember__symbolizer *s, const ember__module_info **out);
+
+/* What the perf map gave, for logs and tests. */
+typedef struct ember__jit_stats {
+	const char *path;   /* the perf map read, NULL if none was found */
+	size_t symbols;     /* its entries */
+	uint64_t bad_lines; /* malformed lines skipped */
+	uint64_t dropped;   /* lines past the entry limit */
+	uint64_t bytes;     /* bytes consumed */
+	int capped;         /* the byte limit was reached: no more reading */
+	uint64_t refused;   /* looks at a file not ours (owner, type) */
+} ember__jit_stats;
+
+/* Fills *out (all zero for s == NULL); out->path is borrowed from s. */
+void ember__symbolizer_jit_stats(const ember__symbolizer *s, ember__jit_stats *out);
 
 /* Which modules get file/line and inline frames from DWARF. */
 enum {

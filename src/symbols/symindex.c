@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "symbols/pltsyms.h"
 #include "util/error.h"
 
 #define MAX_SCOPES 64 /* inline depth we look at before trimming */
@@ -17,6 +18,7 @@ void ember__symindex_reset(ember__symindex *ix)
 {
 	free(ix->syms);
 	free(ix->funcs);
+	ember__arena_release(&ix->names);
 	*ix = (ember__symindex)EMBER_SYMINDEX_INIT;
 }
 
@@ -64,22 +66,62 @@ static unsigned sym_rank(const GElf_Sym *sym)
 	return GELF_ST_TYPE(sym->st_info) == STT_NOTYPE ? r + 3 : r;
 }
 
+/* The name without a symbol version: "memcpy@@GLIBC_2.14" and
+ * "memcpy@GLIBC_2.2.5" are "memcpy" (a copy in the index's arena), any
+ * other name is itself. NULL on OOM. */
+static const char *unversioned(ember__symindex *ix, const char *name)
+{
+	const char *at = strchr(name, '@');
+	if (!at || at == name)
+		return name;
+	return ember__arena_strndup(&ix->names, name, (size_t)(at - name));
+}
+
+/* Appends the module's PLT stubs that lie in [start, limit) to v, which
+ * has room for `room` more entries beyond *n (grown as needed). */
+static int add_plt_stubs(ember__symindex *ix, Dwfl_Module *dm, uint64_t start, uint64_t limit,
+			 ember__sym_entry **v, size_t *n)
+{
+	Dwarf_Addr bias;
+	Elf *elf = dwfl_module_getelf(dm, &bias);
+	ember__plt_stub *stubs;
+	size_t ns;
+	int err = ember__plt_stubs(elf, &ix->names, &stubs, &ns);
+	if (err || !ns)
+		return err;
+	ember__sym_entry *nv = realloc(*v, (*n + ns) * sizeof(*nv));
+	if (!nv) {
+		free(stubs);
+		return ember__error_oom("symbol index");
+	}
+	*v = nv;
+	for (size_t i = 0; i < ns; i++) {
+		uint64_t addr = stubs[i].addr + bias;
+		if (addr >= start && addr < limit)
+			nv[(*n)++] = (ember__sym_entry){addr, stubs[i].size, stubs[i].name, 0};
+	}
+	free(stubs);
+	return 0;
+}
+
 int ember__symindex_build_syms(ember__symindex *ix, Dwfl_Module *dm, uint64_t start,
 			       uint64_t limit)
 {
 	free(ix->syms);
 	ix->syms = NULL;
 	ix->nsyms = 0;
+	ember__arena_release(&ix->names);
 	ix->syms_built = 1;
 	int total = dm ? dwfl_module_getsymtab(dm) : -1;
-	if (total <= 1)
-		return 0;
+	if (total < 1)
+		total = 1; /* no symbol table: the PLT stubs may still be named */
 	ember__sym_entry *v = malloc((size_t)total * sizeof(*v));
 	if (!v) {
 		ix->syms_built = 0;
 		return ember__error_oom("symbol index");
 	}
 	size_t n = 0;
+	int err = 0;
 	for (int i = 1; i < total; i++) {
 		GElf_Sym sym;
 		GElf_Addr addr;
@@ -93,7 +135,19 @@ int ember__symindex_build_syms(ember__symindex *ix, Dwfl_Module *dm, uint64_t st
 			continue;
 		if (addr < start || addr >= limit)
 			continue;
+		if (!(name = unversioned(ix, name))) {
+			err = ember__error_oom("symbol names");
+			break;
+		}
 		v[n++] = (ember__sym_entry){addr, sym.st_size, name, sym_rank(&sym)};
+	}
+	if (!err && dm)
+		err = add_plt_stubs(ix, dm, start, limit, &v, &n);
+	if (err) {
+		free(v);
+		ember__arena_release(&ix->names);
+		ix->syms_built = 0;
+		return err;
 	}
 	if (n > 1)
 		qsort(v, n, sizeof(*v), cmp_sym);

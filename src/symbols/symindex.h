@@ -24,10 +24,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "util/arena.h"
+
 /* One function symbol of a module's index; name is libelf-owned. */
 typedef struct ember__sym_entry {
 	uint64_t addr, size;
-	const char *name;
+	const char *name; /* libelf's, or in the index's arena (see below) */
 	unsigned rank; /* preference among symbols at one address, lower wins */
 } ember__sym_entry;
 
@@ -43,6 +45,7 @@ typedef struct ember__symindex {
 	ember__sym_entry *syms;   /* sorted by addr, one per address */
 	size_t nsyms;
 	int syms_built;           /* syms reflects the module's symbol table */
+	ember__arena names;       /* names made here: "foo@plt", version-less copies */
 	ember__func_range *funcs; /* sorted by lo */
 	size_t nfuncs;
 	int funcs_built;          /* funcs reflects the module's DWARF */
@@ -69,8 +72,11 @@ void ember__symindex_reset(ember__symindex *ix);
 /*
  * (Re)builds the symbol index from the function symbols of dm that lie in
  * [start, limit): .symtab (the file's or its debug file's), else .dynsym,
- * as dwfl_module_getsym_info() enumerates them, already relocated. At one
- * address only the preferred symbol is kept. A NULL dm or a module without
+ * as dwfl_module_getsym_info() enumerates them, already relocated, plus
+ * the module's PLT stubs as "foo@plt" (pltsyms.h). A symbol version in a
+ * name ("memcpy@@GLIBC_2.14", as .symtab spells versioned definitions) is
+ * dropped: the name is "memcpy". At one address only the preferred symbol
+ * is kept. A NULL dm or a module without
  * symbols gives an empty, built index. Sets syms_built; on failure
  * (EMBER_ERR_NOMEM) the index is empty and left unbuilt. The names point
  * into libelf data owned by dm.

@@ -1,0 +1,15 @@
+# test_mapping_first.sh - mapping 1 of every profile written (CPU, wall,
+# memory) is the main executable, though the program's time and
+# allocations are all in a library: `go tool pprof` prints mapping 1 as
+# the "File:" and Grafana Pyroscope takes mapping[0] as the binary.
+. "$(dirname "$0")/lib.sh"
+profile "$T/m" --rate 1000 --wall --alloc -i 1s -- "$EMBER_NAMES_PROG" alloc 1.5
+n=$(wc -l <"$T/m.firstmaps")
+if [ "$n" -lt 3 ]; then
+	fail "mapping 1: only $n profiles; expected CPU, wall and memory ones"
+fi
+check_first_mapping "CPU, wall, memory" "$T/m" "$EMBER_NAMES_PROG"
+ls "$T/m" >"$T/m.files"
+check_grep "memory profile written" "$T/m.files" ".memory.pb.gz"
+check_grep "wall profile written" "$T/m.files" "wall"
+done_tests
