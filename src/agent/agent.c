@@ -174,6 +174,9 @@ static int bind_reporters(ember__config *cfg)
 		unsigned cap = ember__reporter_max_depth(r);
 		if (cap && cfg->max_depth > cap)
 			clamp_depth = cap;
+		/* async-profiler's own depth (2048 by default) obeys the cap too */
+		if (cap && (!cfg->asprof.max_depth || cfg->asprof.max_depth > cap))
+			cfg->asprof.max_depth = cap;
 		if (!r->bind)
 			continue;
 		ember__error_clear();

@@ -193,10 +193,13 @@ int ember__asprof_start_command(char *buf, size_t cap, const ember__asprof_confi
 {
 	uint64_t ns = cfg->cpu_interval_ns ? cfg->cpu_interval_ns : EMBER__ASPROF_DEFAULT_CPU_NS;
 	unsigned ms = cfg->wall_interval_ms ? cfg->wall_interval_ms : EMBER__ASPROF_DEFAULT_WALL_MS;
+	char depth[32] = "";
+	if (cfg->max_depth) /* async-profiler keeps the leaf side too (jstackdepth) */
+		snprintf(depth, sizeof(depth), ",jstackdepth=%u", cfg->max_depth);
 	int n = snprintf(buf, cap,
 			 "start,event=cpu,interval=%" PRIu64 ",wall=%ums,jfr,cstack=dwarf,"
-			 "file=/proc/self/fd/%d%s%s",
-			 ns, ms, fd, cfg->native_mem[0] ? ",nativemem=" : "", cfg->native_mem);
+			 "file=/proc/self/fd/%d%s%s%s",
+			 ns, ms, fd, cfg->native_mem[0] ? ",nativemem=" : "", cfg->native_mem, depth);
 	if (n < 0 || (size_t)n >= cap)
 		return ember__error(EMBER_ERR_INVALID, "async-profiler start command too long");
 	return 0;

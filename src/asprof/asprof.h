@@ -36,6 +36,7 @@ typedef struct ember__asprof_config {
 	char native_mem[EMBER__ASPROF_NATIVEMEM_MAX + 1]; /* "": off */
 	char library[EMBER__ASPROF_LIBRARY_MAX + 1];      /* "": EMBER__ASPROF_LIBNAME */
 	int stop_start; /* rotate windows with stop/start instead of dump (EMBERPROF_ASPROF_ROTATE) */
+	unsigned max_depth; /* jstackdepth: a reporter's frame cap (Pyroscope 1000); 0: the library's 2048 */
 } ember__asprof_config;
 
 /* The loaded library's entry points (optional ones may be NULL). */
@@ -71,6 +72,7 @@ const char *ember__asprof_api_path(const ember__asprof_api *api);
 /*
  * Writes the start command for a recording into the file open as `fd`:
  *   start,event=cpu,interval=<ns>,wall=<ms>ms,jfr,cstack=dwarf,file=/proc/self/fd/<fd>[,nativemem=<str>]
+ *   [,jstackdepth=<n>]
  * 0, or EMBER_ERR_INVALID if it does not fit in `cap`.
  */
 int ember__asprof_start_command(char *buf, size_t cap, const ember__asprof_config *cfg, int fd);

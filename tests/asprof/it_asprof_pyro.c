@@ -156,7 +156,9 @@ static void refusals(void)
 int main(void)
 {
 	refusals();
-	setenv("FAKE_ASPROF_LOG", "/dev/null", 1);
+	char logpath[64];
+	snprintf(logpath, sizeof(logpath), "/tmp/it_asprof_pyro.%d.log", (int)getpid());
+	setenv("FAKE_ASPROF_LOG", logpath, 1);
 	fake_server f;
 	fake_start(&f, NULL);
 
@@ -165,6 +167,15 @@ int main(void)
 	IT_CHECK(ember_agent_start(&run, a) == 0, "start: %s", ember_last_error());
 	fake_wait_accepted(&f, 3, 120);
 	IT_CHECK(ember_running_stop(&a, run) == 0, "stop: %s", ember_last_error());
+	/* The server keeps 1000 frames: async-profiler is told to keep no more
+	 * (its default is 2048), as our own sampler is. */
+	size_t loglen;
+	char *log = slurp(logpath, &loglen);
+	IT_CHECK(strstr(log, "exec start,") && strstr(log, ",jstackdepth=1000"),
+		 "async-profiler was not started with jstackdepth=1000");
+	free(log);
+	unlink(logpath);
+	setenv("FAKE_ASPROF_LOG", "/dev/null", 1);
 	ember_stats st;
 	ember_agent_stats(a, &st);
 	int acc, rej, req;

@@ -232,6 +232,11 @@ static void start_command_strings(void)
 	CHECK_EQ_STR(buf, "start,event=cpu,interval=1000000000,wall=10000ms,jfr,cstack=dwarf,"
 			  "file=/proc/self/fd/257,nativemem=5000000");
 	CHECK_EQ_INT(ember__asprof_start_command(buf, 20, &c, 257), EMBER_ERR_INVALID);
+	c.native_mem[0] = '\0';
+	c.max_depth = 1000; /* a Pyroscope reporter's cap */
+	CHECK_EQ_INT(ember__asprof_start_command(buf, sizeof(buf), &c, 257), 0);
+	CHECK_EQ_STR(buf, "start,event=cpu,interval=1000000000,wall=10000ms,jfr,cstack=dwarf,"
+			  "file=/proc/self/fd/257,jstackdepth=1000");
 }
 
 /* The options and the environment, down to the command they produce. */
