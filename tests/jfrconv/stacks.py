@@ -15,7 +15,9 @@ be compared stack by stack.
                                        within C of B's divided by N, where
                                        C holds per stack the number of
                                        events (rounding: each event's value
-                                       is rounded, and at least 1)
+                                       is rounded, and at least 1); a
+                                       stack of B may be missing from A
+                                       when it weighs less than that
   stacks.py keys WHAT A B              the same stacks, values aside
   stacks.py html FILE                  async-profiler's HTML flame graph:
                                        "TOTAL" then every frame name, one
@@ -157,8 +159,14 @@ def same(what, a, b):
 
 def near(what, a, b, n, c):
     x, y, z = read_folded(a), read_folded(b), read_folded(c)
+    # JFR counts whole samples: each event's weight plus its thread's
+    # carry, rounded, the rest carried to the thread's next event (jfr.c).
+    # So a stack's count may be off by up to one per event, and a stack
+    # whose events each weigh less than one interval may round to none.
     bad = [k for k in sorted(set(x) | set(y))
-           if k not in x or k not in y or abs(x[k] - y[k] / n) > max(1, z.get(k, 0))]
+           if k not in y
+           or (k not in x and y[k] / n >= max(1, z.get(k, 0)))
+           or (k in x and abs(x[k] - y[k] / n) > max(1, z.get(k, 0)))]
     print("%s: %d stacks, total %d vs %d stacks, total %.1f; %d differ" % (
         what, len(x), sum(x.values()), len(y), sum(y.values()) / n, len(bad)))
     for k in bad[:10]:

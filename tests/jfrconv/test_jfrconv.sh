@@ -35,8 +35,9 @@ esac
 S="$EMBER_TEST_SRCDIR/tests/jfrconv/stacks.py"
 st() { "$EMBER_PYTHON3" "$S" "$@"; }
 
+# About 3 s of work on an idle machine: at least two full 1 s windows.
 "$EMBERPROF" run -q --format both --wall --alloc --interval 1s -o "$T/rec" \
-	-- "$EMBER_HEAP_WORKLOAD" 2 4000000 >out 2>err
+	-- "$EMBER_HEAP_WORKLOAD" 2 12000000 >out 2>err
 check_exit "emberprof run --format both --wall --alloc" 0 $?
 n=0
 for f in $(ls "$T"/rec/*.jfr | sort -t- -k4,4n); do
