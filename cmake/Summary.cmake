@@ -44,8 +44,15 @@ endif()
 ember_summary_line("tests (BUILD_TESTING)" ember_sum_tests "")
 ember_summary_line("Pyroscope reporter (libcurl)" LIBCURL_FOUND
   "libcurl ${LIBCURL_VERSION} headers; libcurl4 is loaded when used")
-ember_summary_line("S3 reporter (jansson, libzip)" LIBZIP_FOUND
-  "jansson ${JANSSON_VERSION}, libzip ${LIBZIP_VERSION} headers; libzip4 is loaded when used")
+if(EMBER_HAVE_S3)
+  ember_summary_line("S3 reporter (EMBER_S3=${EMBER_S3})" EMBER_HAVE_S3
+    "jansson ${JANSSON_VERSION}, libzip ${LIBZIP_VERSION} headers; libzip4 is loaded when used")
+elseif(EMBER_S3 STREQUAL "OFF")
+  ember_summary_line("S3 reporter (EMBER_S3=OFF)" EMBER_HAVE_S3 "left out on request")
+else()
+  ember_summary_line("S3 reporter (EMBER_S3=${EMBER_S3})" EMBER_HAVE_S3
+    "install libjansson-dev and libzip-dev to build it")
+endif()
 if(EMBER_SUM_UV_FOUND AND EMBER_SUM_EVENT_FOUND)
   ember_summary_line("libuv/libevent helper tests" ON "libuv ${EMBER_SUM_UV_VERSION}, libevent ${EMBER_SUM_EVENT_VERSION}")
 else()
