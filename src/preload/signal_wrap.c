@@ -13,7 +13,9 @@
  *  - exec first disarms every sampling source and makes sure no sampling
  *    signal is pending (ember__threads_exec_begin), so the new program,
  *    which starts with the default disposition, never receives one; if
- *    the exec fails sampling resumes.
+ *    the exec fails sampling resumes. In a fork child whose agent starts
+ *    lazily (fork_child.c), a start not yet begun is held meanwhile and a
+ *    start under way is waited for.
  * Every other signal, and every call while no agent samples, goes straight
  * to libc. emberprof's own threads (agent, uploads, wall clock) bypass the
  * virtual view: they really block every signal.
@@ -42,6 +44,7 @@
 #include "agent/sigsetup.h"
 #include "agent/threads.h"
 #include "heap/hook.h"
+#include "preload/fork_child.h"
 #include "sample/sigvirt.h"
 #include "unwind/arch.h" /* EMBER_GLIBC_BASE */
 
@@ -318,10 +321,12 @@ EXPORT int sigwait(const sigset_t *set, int *sig)
 
 #define AROUND_EXEC(call)                                                                    \
 	do {                                                                                 \
+		int held_ = ember__fork_child_exec_hold();                                   \
 		int state_ = ember__threads_exec_begin();                                    \
 		int rc_ = (call);                                                            \
 		int errno_ = errno;                                                          \
 		ember__threads_exec_end(state_);                                             \
+		ember__fork_child_exec_failed(held_);                                        \
 		errno = errno_;                                                              \
 		return rc_;                                                                  \
 	} while (0)
