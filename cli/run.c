@@ -759,9 +759,10 @@ static void hint_no_profile(const char *cmd)
 				 "LD_PRELOAD, and a program that clears its environment drops it",
 				 base, e.children_cpu_s);
 	else
-		ember__cli_error("hint: %s used %.2f s of CPU but no process wrote a profile; a "
-				 "process still running in the background (a daemon) writes its "
-				 "profiles when it ends, after this summary",
+		ember__cli_error("hint: %s used %.2f s of CPU but no process wrote a profile: a "
+				 "statically linked or set-user-ID program (or interpreter) ignores "
+				 "LD_PRELOAD, and a process still running in the background (a daemon) "
+				 "writes its profiles when it ends, after this summary",
 				 base, e.cpu_s);
 }
 

@@ -55,6 +55,11 @@ static _Atomic pid_t preload_pid;
 ember_running *ember__preload_agent(void)
 {
 	ember__fork_child_settle();
+	return ember__preload_agent_now();
+}
+
+ember_running *ember__preload_agent_now(void)
+{
 	return preload_pid == getpid() ? preload_running : NULL;
 }
 
