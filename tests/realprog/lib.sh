@@ -39,16 +39,6 @@ esac
 
 command -v go >/dev/null 2>&1 || { echo "go not installed: profiles cannot be checked"; exit 77; }
 
-# need PROGRAM... : skip (77) when a program is missing.
-need() {
-	for p in "$@"; do
-		if ! command -v "$p" >/dev/null 2>&1; then
-			echo "$p not installed (scripts/setup-deps.sh installs it): skipped"
-			exit 77
-		fi
-	done
-}
-
 # free_port : a TCP port nothing listens on now, on 127.0.0.1.
 free_port() {
 	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
