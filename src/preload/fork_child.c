@@ -38,6 +38,7 @@
  * thread of the parent held (the dynamic loader's, say) can only stop the
  * helper, never the program's thread, whose exit waits at most the bound.
  */
+#include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -45,7 +46,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent/threads.h"
+#include "heap/hook.h"
+#include "sample/sigvirt.h"
 #include "preload/fork_child.h"
 #include "util/envsnap.h"
 
@@ -64,6 +66,13 @@ enum {
 #define FC_SETTLE_MS 2000      /* the longest exit or exec waits for a start */
 
 static int (*g_start)(void);  /* set in the first profiled process, inherited */
+typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+static create_fn g_create;    /* libc's pthread_create, found before main() */
+/* The helper's stack: a fork child inherits it untouched (no mmap, no
+ * guard page to make, pages faulted in only as used). glibc keeps the
+ * thread's descriptor at its top. Enough for the agent's start. */
+#define FC_STACK (256u << 10)
+static char g_stack[FC_STACK] __attribute__((aligned(4096)));
 static _Atomic int g_state;
 static _Atomic pid_t g_pid;   /* the process g_state belongs to */
 static int64_t g_forked_ns;   /* CLOCK_MONOTONIC at the fork */
@@ -83,7 +92,6 @@ static int64_t clock_ns(clockid_t clk)
 static void *helper_main(void *arg)
 {
 	(void)arg;
-	pthread_setname_np(pthread_self(), "emberprof-fork");
 	for (;;) {
 		struct timespec nap = {0, FC_POLL_NS};
 		nanosleep(&nap, NULL);
@@ -99,6 +107,9 @@ static void *helper_main(void *arg)
 	int expect = FC_PENDING;
 	if (!atomic_compare_exchange_strong(&g_state, &expect, FC_STARTING))
 		return NULL;
+	/* (not before: most helpers end at an exec within a millisecond) */
+	ember__heap_set_internal(1); /* our allocations are never profiled */
+	pthread_setname_np(pthread_self(), "emberprof-fork");
 	g_start();
 	atomic_store(&g_state, FC_DONE);
 	return NULL;
@@ -114,16 +125,18 @@ static void atfork_child(void)
 	g_forked_ns = clock_ns(CLOCK_MONOTONIC);
 	atomic_store(&g_state, FC_PENDING);
 	pthread_attr_t attr;
-	sigset_t all;
+	sigset_t all, old;
 	sigfillset(&all);
 	pthread_attr_init(&attr);
-	pthread_attr_setstacksize(&attr, 256u << 10);
+	pthread_attr_setstack(&attr, g_stack, sizeof(g_stack));
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	/* the program's signals are never delivered to our thread */
-	pthread_attr_setsigmask_np(&attr, &all);
+	/* the program's signals are never delivered to our thread: it starts
+	 * with every signal blocked */
+	ember__sigmask_kernel(SIG_SETMASK, &all, &old);
 	pthread_t th;
-	if (ember__real_pthread_create(&th, &attr, helper_main, NULL) != 0)
+	if (!g_create || g_create(&th, &attr, helper_main, NULL) != 0)
 		atomic_store(&g_state, FC_NONE); /* runs unprofiled */
+	ember__sigmask_kernel(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);
 }
 
@@ -131,6 +144,8 @@ void ember__fork_follow_enable(int (*start)(void))
 {
 	static int registered; /* per program image; a fork child inherits it */
 	g_start = start;
+	if (!g_create)
+		g_create = (create_fn)dlsym(RTLD_NEXT, "pthread_create");
 	if (!registered && pthread_atfork(NULL, NULL, atfork_child) == 0)
 		registered = 1;
 }
