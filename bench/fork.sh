@@ -14,8 +14,8 @@ lib=$build/libemberprof_noalloc.so
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 for mode in exit exec; do
-	n=2000
-	[ $mode = exec ] && n=1000
+	n=${EMBER_BENCH_FORKS:-500}
+	[ $mode = exec ] && n=$((n / 2))
 	for r in $(seq "$rounds"); do
 		env -u LD_PRELOAD "$fc" $n $mode "$st" >>"$out/$mode.plain"
 		LD_PRELOAD=$lib EMBERPROF_OUTPUT_DIR=$out/p EMBERPROF_FOLLOW_CHILDREN=0 "$fc" $n $mode "$st" >>"$out/$mode.nofollow"
