@@ -754,9 +754,11 @@ static void hint_no_profile(const char *cmd)
 				 "LD_PRELOAD, and a program that clears its environment drops it",
 				 base, e.comm, e.cpu_s);
 	else if (e.children_cpu_s > 0)
-		ember__cli_error("hint: %s's child processes used %.2f s of CPU but wrote no "
-				 "profile: a statically linked or set-user-ID program ignores "
-				 "LD_PRELOAD, and a program that clears its environment drops it",
+		ember__cli_error("hint: %s's child processes used %.2f s of CPU in all but wrote "
+				 "no profile: processes of a few ms each (most of it before the "
+				 "agent starts) may take no sample; a statically linked or "
+				 "set-user-ID program ignores LD_PRELOAD, and a program that clears "
+				 "its environment drops it",
 				 base, e.children_cpu_s);
 	else
 		ember__cli_error("hint: %s used %.2f s of CPU but no process wrote a profile: a "

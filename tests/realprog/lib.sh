@@ -102,7 +102,8 @@ realprog() {
 		# stderr: the program's own, plus the one line -q prints
 		rp_line='^emberprof: [0-9]* profiles\{0,1\} written to '
 		[ "$rp_empty" = 1 ] && rp_line='^emberprof: \([0-9]* profiles\{0,1\}\|no profiles were\) written to '
-		grep -v "$rp_line" "$rp_dir/$rp_mode.err" >"$rp_dir/$rp_mode.err.rest"
+		rp_hint='^emberprof: hint: ' # why no profile came back (-e)
+		grep -v "$rp_line" "$rp_dir/$rp_mode.err" | { [ "$rp_empty" = 1 ] && grep -v "$rp_hint" || cat; } >"$rp_dir/$rp_mode.err.rest"
 		if [ "$(grep -c "$rp_line" "$rp_dir/$rp_mode.err")" != 1 ]; then
 			fail "$rp_what: no 'profiles written to' line on stderr:"
 			sed 's/^/    /' "$rp_dir/$rp_mode.err" >&2
