@@ -63,7 +63,7 @@ enum {
 #define FC_POLL_NS 1000000LL   /* the helper looks every 1 ms */
 #define FC_CPU_NS 2000000LL    /* start after 2 ms of CPU... */
 #define FC_LIFE_NS 20000000LL  /* ...or 20 ms of life */
-#define FC_SETTLE_MS 2000      /* the longest exit or exec waits for a start */
+#define FC_SETTLE_MS 10000     /* the longest exit or exec waits for a start (as _exit for a flush) */
 
 static int (*g_start)(void);  /* set in the first profiled process, inherited */
 typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);

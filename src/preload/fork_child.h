@@ -19,7 +19,7 @@ void ember__fork_follow_enable(int (*start)(void));
  * Settles this process's lazy start before an exit or an exec: a start
  * not yet begun is cancelled (the process leaves before it would have
  * been worth an agent); a start under way is waited for, at most about
- * 2 s, so the caller then sees the agent it made (or none). Nothing to do
+ * 10 s, so the caller then sees the agent it made (or none). Nothing to do
  * in a process whose agent started before main. Async-signal-safe
  * (atomics, nanosleep): called from _exit and the exec wrappers.
  */
