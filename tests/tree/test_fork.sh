@@ -1,11 +1,13 @@
 # test_fork.sh - a fork child that never execs, with exit() or _exit(), and
 # a double-fork daemon: each is profiled by `emberprof run` with no flag,
 # under its own pid, with its CPU (its own getrusage(RUSAGE_THREAD)) within
-# 10 %. With --no-follow-children the child is left alone.
+# 10 %. A child whose program uses SIGPROF itself (inherited handler, its
+# own ITIMER_PROF) keeps its ticks and handler while it is profiled. With
+# --no-follow-children the child is left alone.
 . "$(dirname "$0")/lib.sh"
 : "${EMBER_TREE_WORK:?EMBER_TREE_WORK must name tree_work}"
 
-for mode in fork-exit fork-_exit daemon; do
+for mode in fork-exit fork-_exit daemon fork-sigprof; do
 	"$EMBERPROF" run -q -o "$T/p-$mode" -- "$EMBER_TREE_WORK" "$mode" 1.0 "$T/$mode.cpu" >"$T/$mode.out" 2>"$T/$mode.err"
 	check_exit "$mode" 0 $?
 	wait_for "$T/$mode.cpu" || { fail "$mode: the child never reported its CPU"; continue; }

@@ -6,6 +6,11 @@
  *   tree_work fork-_exit SECS OUT    the same, then _exit()
  *   tree_work daemon SECS OUT        double fork: the grandchild (setsid)
  *                                    burns, the child _exits at once
+ *   tree_work fork-sigprof SECS OUT  the parent handles SIGPROF (the default
+ *                                    sampling signal); the child burns under
+ *                                    its own ITIMER_PROF and exits 4 unless
+ *                                    its handler got its ticks and is still
+ *                                    installed
  *
  * It also serves as a script's interpreter ("#!/path/to/tree_work" then
  * `script MODE SECS OUT`): the script's path comes first and is skipped.
@@ -20,12 +25,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/resource.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 static volatile unsigned long sink;
+static volatile int prof_hits;
+
+static void on_prof(int sig)
+{
+	(void)sig;
+	prof_hits++;
+}
 
 static double thread_cpu(void)
 {
@@ -65,7 +79,7 @@ int main(int argc, char **argv)
 		argc--;
 	}
 	if (argc != 4) {
-		fprintf(stderr, "usage: tree_work burn|fork-exit|fork-_exit|daemon SECS OUT\n");
+		fprintf(stderr, "usage: tree_work burn|fork-exit|fork-_exit|daemon|fork-sigprof SECS OUT\n");
 		return 2;
 	}
 	const char *mode = argv[1], *out = argv[3];
@@ -74,6 +88,13 @@ int main(int argc, char **argv)
 		tree_burn(secs);
 		note(out);
 		return 0;
+	}
+	int sigprof = !strcmp(mode, "fork-sigprof");
+	if (sigprof) {
+		struct sigaction sa;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_prof;
+		sigaction(SIGPROF, &sa, NULL);
 	}
 	pid_t p = fork();
 	if (p < 0) {
@@ -87,8 +108,23 @@ int main(int argc, char **argv)
 				_exit(q < 0);
 			setsid();
 		}
+		struct itimerval it = {{0, 10000}, {0, 10000}};
+		if (sigprof)
+			setitimer(ITIMER_PROF, &it, NULL);
 		tree_burn(secs);
 		note(out);
+		if (sigprof) {
+			struct itimerval off;
+			memset(&off, 0, sizeof(off));
+			setitimer(ITIMER_PROF, &off, NULL);
+			struct sigaction cur;
+			sigaction(SIGPROF, NULL, &cur);
+			if (cur.sa_handler != on_prof || prof_hits < (int)(secs * 100 * 0.5)) {
+				fprintf(stderr, "child: %d SIGPROF ticks, handler %s\n", prof_hits,
+					cur.sa_handler == on_prof ? "kept" : "lost");
+				_exit(4);
+			}
+		}
 		if (!strcmp(mode, "fork-_exit") || !strcmp(mode, "daemon"))
 			_exit(0);
 		exit(0);
