@@ -152,6 +152,16 @@ char *ember__cli_ld_preload_with(const char *old, const char *lib);
  */
 int ember__cli_spawn_wait(const char *path, char *const argv[], int *status, int *killed_by);
 
+/* What the last ember__cli_spawn_wait() saw of the program as it ended,
+ * from /proc/PID/stat before reaping it (known = 0 if it could not). */
+typedef struct ember__cli_child_end {
+	int known;
+	char comm[17];         /* the program it ran last: exec changes it */
+	double cpu_s;          /* its own CPU time */
+	double children_cpu_s; /* the CPU time of the children it waited for */
+} ember__cli_child_end;
+void ember__cli_last_child(ember__cli_child_end *out);
+
 /* ---- outdir.c ---- */
 
 /*

@@ -70,6 +70,7 @@ enum {
 	OPT_QUIET,
 	OPT_HELP,
 	OPT_FLAME,
+	OPT_NO_FOLLOW, /* sets EMBERPROF_FOLLOW_CHILDREN=0 through OPT_FOLLOW */
 };
 
 typedef struct option_def {
@@ -112,6 +113,7 @@ static const option_def option_defs[] = {
 	[OPT_QUIET] = { "quiet", 'q', 0, NULL },
 	[OPT_HELP] = { "help", 'h', 0, NULL },
 	[OPT_FLAME] = { "flame", 0, 0, NULL },
+	[OPT_NO_FOLLOW] = { "no-follow-children", 0, 0, NULL },
 };
 #define NOPTIONS (sizeof(option_defs) / sizeof(option_defs[0]))
 
@@ -124,6 +126,7 @@ static const char *const known_vars[] = {
 	"EMBERPROF_ALLOC_BACKEND", /* the jemalloc backend (src/heap/jemalloc.c) */
 	"EMBERPROF_SIGNAL",	   "EMBERPROF_TAGS",	     "EMBERPROF_THREAD_LABELS",
 	"EMBERPROF_LOG_LEVEL",	   "EMBERPROF_OUTPUT_DIR",  "EMBERPROF_FOLLOW_CHILDREN",
+	"EMBERPROF_PROFILE_PID", /* set by the library under EMBERPROF_FOLLOW_CHILDREN=0 */
 	"EMBERPROF_OUTPUT_FORMAT",
 	"EMBERPROF_AUTOSTART",	   "EMBERPROF_LIB",
 	"EMBERPROF_POLLCATCH_THRESHOLD", "EMBERPROF_WALL_SIGNAL_IDLE", /* read by the agent too */
@@ -182,8 +185,11 @@ void ember__cli_run_usage(FILE *out)
 		"  -t, --tag KEY=VALUE      a label on every sample; repeatable [EMBERPROF_TAGS]\n"
 		"      --thread-labels      label samples with thread id and name\n"
 		"                           [EMBERPROF_THREAD_LABELS]\n"
-		"  -f, --follow-children    also profile the programs CMD executes\n"
-		"                           [EMBERPROF_FOLLOW_CHILDREN]\n"
+		"  -f, --follow-children    profile the whole process tree (the default): CMD\n"
+		"                           whatever it execs into, and every process it\n"
+		"                           starts, forked or exec'd [EMBERPROF_FOLLOW_CHILDREN]\n"
+		"      --no-follow-children only the process CMD starts as (and what it execs\n"
+		"                           in place) [EMBERPROF_FOLLOW_CHILDREN=0]\n"
 		"      --log-level LEVEL    off, error, warn, info or debug (warn)\n"
 		"                           [EMBERPROF_LOG_LEVEL]\n"
 		"      --unwind auto|fp|dwarf\n"
@@ -346,6 +352,9 @@ static int apply_option(run_opts *o, int id, const char *value)
 	case OPT_THREAD_LABELS:
 	case OPT_FOLLOW:
 		o->value[id] = "1";
+		return 0;
+	case OPT_NO_FOLLOW:
+		o->value[OPT_FOLLOW] = "0";
 		return 0;
 	case OPT_WALL:
 	case OPT_ALLOC:
@@ -698,9 +707,70 @@ static void free_paths(char **v, size_t n)
 	free(v);
 }
 
+/* Whether the run profiles the whole tree (EMBERPROF_FOLLOW_CHILDREN). */
+static int following(void)
+{
+	const char *v = getenv(EMBER_ENV_FOLLOW_CHILDREN);
+	int flag = 1;
+	if (v && ember__parse_bool(v, &flag) < 0)
+		flag = 1;
+	return flag;
+}
+
+/*
+ * After "no profiles were written": why, as far as the end of CMD's
+ * process tells (ember__cli_last_child): it exec'd into another program,
+ * its children used CPU, or it used too little CPU for a sample.
+ */
+static void hint_no_profile(const char *cmd)
+{
+	ember__cli_child_end e;
+	ember__cli_last_child(&e);
+	if (!e.known)
+		return;
+	const char *base = strrchr(cmd, '/');
+	base = base ? base + 1 : cmd;
+	int execd = strncmp(e.comm, base, 15) != 0;
+	const char *rate = getenv("EMBERPROF_SAMPLE_RATE");
+	double hz = rate && atof(rate) > 0 ? atof(rate) : 100;
+	if (!following() && e.children_cpu_s > 0) {
+		ember__cli_error("hint: %s's child processes used %.2f s of CPU, and "
+				 "--no-follow-children (EMBERPROF_FOLLOW_CHILDREN=0) profiles only the "
+				 "process it started as: run without it to profile them",
+				 base, e.children_cpu_s);
+		return;
+	}
+	if (e.cpu_s + e.children_cpu_s < 2 / hz) {
+		ember__cli_error("hint: %s%s%s%s used only %.0f ms of CPU (its children it waited "
+				 "for included): less than a sample at %.0f Hz; sample more often "
+				 "(--rate) or profile a longer run",
+				 base, execd ? " (which exec'd into " : "", execd ? e.comm : "",
+				 execd ? ")" : "", (e.cpu_s + e.children_cpu_s) * 1000, hz);
+		return;
+	}
+	if (execd)
+		ember__cli_error("hint: %s exec'd into '%s', which used %.2f s of CPU but wrote no "
+				 "profile: a statically linked or set-user-ID program ignores "
+				 "LD_PRELOAD, and a program that clears its environment drops it",
+				 base, e.comm, e.cpu_s);
+	else if (e.children_cpu_s > 0)
+		ember__cli_error("hint: %s's child processes used %.2f s of CPU in all but wrote "
+				 "no profile: processes of a few ms each (most of it before the "
+				 "agent starts) may take no sample; a statically linked or "
+				 "set-user-ID program ignores LD_PRELOAD, and a program that clears "
+				 "its environment drops it",
+				 base, e.children_cpu_s);
+	else
+		ember__cli_error("hint: %s used %.2f s of CPU but no process wrote a profile: a "
+				 "statically linked or set-user-ID program (or interpreter) ignores "
+				 "LD_PRELOAD, and a process still running in the background (a daemon) "
+				 "writes its profiles when it ends, after this summary",
+				 base, e.cpu_s);
+}
+
 /* Prints where the profiles went and the table of those this run wrote. */
 static void summarize(const run_opts *o, const char *dir, const ember__cli_names *before,
-		      const ember__cli_names *jfr_before, int killed_by)
+		      const ember__cli_names *jfr_before, int killed_by, const char *cmd)
 {
 	char **jfr = NULL, **paths = NULL;
 	size_t njfr = 0, n = 0;
@@ -723,6 +793,8 @@ static void summarize(const run_opts *o, const char *dir, const ember__cli_names
 				 killed_by ? " (a program killed by a signal cannot write its last "
 					     "window)"
 					   : "");
+		if (!killed_by)
+			hint_no_profile(cmd);
 	} else {
 		fprintf(stderr, "emberprof: %zu profile%s written to %s\n", n, n == 1 ? "" : "s",
 			dir);
@@ -758,7 +830,7 @@ static int run_and_summarize(const run_opts *o, const char *path, char **cmd_arg
 	if (killed_by)
 		ember__cli_error("%s was killed by signal %d (%s)", cmd_argv[0], killed_by,
 				 strsignal(killed_by));
-	summarize(o, dir, &before, &jfr_before, killed_by);
+	summarize(o, dir, &before, &jfr_before, killed_by, cmd_argv[0]);
 	ember__cli_names_free(&before);
 	ember__cli_names_free(&jfr_before);
 	return status;
@@ -784,6 +856,8 @@ int ember__cli_run(int argc, char **argv)
 	if ((code = validate_environment(&o, &alloc_hook)) != 0)
 		goto out;
 	warn_unknown_variables();
+	/* the library's own mark (a run nested in a --no-follow-children one) */
+	unsetenv(EMBER_ENV_PROFILE_PID);
 
 	/* 2. The program and the library. */
 	if ((code = ember__cli_find_program(cmd, &path)) != 0 ||

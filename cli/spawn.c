@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -97,6 +98,55 @@ static void restore_signals(const struct sigaction *saved)
 		sigaction(forwarded[i], &saved[i], NULL);
 }
 
+static ember__cli_child_end last_end;
+
+void ember__cli_last_child(ember__cli_child_end *out)
+{
+	*out = last_end;
+}
+
+/*
+ * Waits until the child has ended, without reaping it, and notes from its
+ * /proc/PID/stat the program it ran last (exec changes the name) and its
+ * CPU time, its own and that of the children it waited for: what
+ * `emberprof run` needs to say why no profile came back.
+ */
+static void note_end(pid_t pid)
+{
+	siginfo_t si;
+	memset(&last_end, 0, sizeof(last_end));
+	int rc;
+	do
+		rc = waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT);
+	while (rc < 0 && errno == EINTR);
+	if (rc < 0)
+		return;
+	char path[64], buf[1024];
+	snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	char *open = strchr(buf, '('), *close = strrchr(buf, ')');
+	if (!open || !close || close < open)
+		return;
+	snprintf(last_end.comm, sizeof(last_end.comm), "%.*s", (int)(close - open - 1), open + 1);
+	/* after ") ": state ppid pgrp session tty tpgid flags minflt cminflt
+	 * majflt cmajflt utime stime cutime cstime */
+	unsigned long long t[4];
+	if (sscanf(close + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %llu %llu", &t[0],
+		   &t[1], &t[2], &t[3]) != 4)
+		return;
+	long hz = sysconf(_SC_CLK_TCK);
+	if (hz <= 0)
+		hz = 100;
+	last_end.cpu_s = (double)(t[0] + t[1]) / (double)hz;
+	last_end.children_cpu_s = (double)(t[2] + t[3]) / (double)hz;
+	last_end.known = 1;
+}
+
 int ember__cli_spawn_wait(const char *path, char *const argv[], int *status, int *killed_by)
 {
 	sigset_t block, old;
@@ -135,6 +185,7 @@ int ember__cli_spawn_wait(const char *path, char *const argv[], int *status, int
 	int exec_err = exec_errno(pipefd[0]);
 	close(pipefd[0]);
 
+	note_end(pid);
 	int ws;
 	pid_t w;
 	do

@@ -16,6 +16,7 @@
 #include "report/s3.h"
 #include "util/error.h"
 #include "util/redact.h"
+#include "util/envsnap.h"
 
 void ember__config_defaults(ember__config *c)
 {
@@ -465,31 +466,31 @@ EMBER_API int ember_builder_apply_env(ember_builder *b)
 	const char *v;
 	unsigned long n;
 	int x;
-	if ((v = getenv("EMBERPROF_APP_NAME")) && *v) {
+	if ((v = ember__getenv("EMBERPROF_APP_NAME")) && *v) {
 		char *s = strdup(v);
 		if (!s)
 			return ember__error_oom("application name");
 		free(b->cfg.app_name);
 		b->cfg.app_name = s;
 	}
-	if ((v = getenv("EMBERPROF_SAMPLE_RATE"))) {
+	if ((v = ember__getenv("EMBERPROF_SAMPLE_RATE"))) {
 		if (ember__parse_uint(v, 1, 10000, &n))
 			return bad_env("EMBERPROF_SAMPLE_RATE", v, "expected a rate in Hz, 1..10000");
 		b->cfg.hz = (unsigned)n;
 	}
-	if ((v = getenv("EMBERPROF_INTERVAL"))) {
+	if ((v = ember__getenv("EMBERPROF_INTERVAL"))) {
 		unsigned ms;
 		if (ember__parse_duration_ms(v, &ms) || ms < 100 || ms > 3600000)
 			return bad_env("EMBERPROF_INTERVAL", v,
 				       "expected a duration such as 10s, 500ms or 1m (100ms..1h)");
 		b->cfg.interval_ms = ms;
 	}
-	if ((v = getenv("EMBERPROF_MAX_DEPTH"))) {
+	if ((v = ember__getenv("EMBERPROF_MAX_DEPTH"))) {
 		if (ember__parse_uint(v, 1, 1024, &n))
 			return bad_env("EMBERPROF_MAX_DEPTH", v, "expected a depth, 1..1024");
 		b->cfg.max_depth = (unsigned)n;
 	}
-	if ((v = getenv("EMBERPROF_UNWIND"))) {
+	if ((v = ember__getenv("EMBERPROF_UNWIND"))) {
 		if (!strcmp(v, "auto"))
 			b->cfg.unwind = EMBER_UNWIND_AUTO;
 		else if (!strcmp(v, "fp"))
@@ -499,7 +500,7 @@ EMBER_API int ember_builder_apply_env(ember_builder *b)
 		else
 			return bad_env("EMBERPROF_UNWIND", v, "expected auto, fp or dwarf");
 	}
-	if ((v = getenv("EMBERPROF_ENGINE"))) {
+	if ((v = ember__getenv("EMBERPROF_ENGINE"))) {
 		if (!strcmp(v, "auto"))
 			b->cfg.engine = EMBER_ENGINE_AUTO;
 		else if (!strcmp(v, "timer") || !strcmp(v, "thread-timer"))
@@ -511,7 +512,7 @@ EMBER_API int ember_builder_apply_env(ember_builder *b)
 		else
 			return bad_env("EMBERPROF_ENGINE", v, "expected auto, perf, timer or itimer");
 	}
-	if ((v = getenv("EMBERPROF_WALL"))) {
+	if ((v = ember__getenv("EMBERPROF_WALL"))) {
 		unsigned ms;
 		if (ember__parse_wall(v, &ms))
 			return bad_env("EMBERPROF_WALL", v,
@@ -522,14 +523,14 @@ EMBER_API int ember_builder_apply_env(ember_builder *b)
 	/* Allocation profiling (src/heap/): EMBERPROF_ALLOC turns it on (with a
 	 * mean, optionally); EMBERPROF_ALLOC_SAMPLE_BYTES sets the mean. */
 	uint64_t mean = 0;
-	if ((v = getenv("EMBERPROF_ALLOC_SAMPLE_BYTES"))) {
+	if ((v = ember__getenv("EMBERPROF_ALLOC_SAMPLE_BYTES"))) {
 		if (ember__parse_bytes(v, &mean))
 			return bad_env("EMBERPROF_ALLOC_SAMPLE_BYTES", v,
 				       "expected a byte count such as 524288, 512k or 1m (1..1g)");
 		if (b->cfg.alloc_mean)
 			b->cfg.alloc_mean = mean;
 	}
-	if ((v = getenv("EMBERPROF_ALLOC"))) {
+	if ((v = ember__getenv("EMBERPROF_ALLOC"))) {
 		uint64_t a;
 		if (ember__parse_alloc(v, &a))
 			return bad_env("EMBERPROF_ALLOC", v,
@@ -537,7 +538,7 @@ EMBER_API int ember_builder_apply_env(ember_builder *b)
 		b->cfg.alloc_mean = a && mean ? mean : a;
 	}
 	/* The memory profile's source (src/heap/jemalloc.c for jemalloc). */
-	if ((v = getenv("EMBERPROF_ALLOC_BACKEND"))) {
+	if ((v = ember__getenv("EMBERPROF_ALLOC_BACKEND"))) {
 		if (!strcmp(v, "auto"))
 			b->cfg.alloc_backend = EMBER_ALLOC_BACKEND_AUTO;
 		else if (!strcmp(v, "emberprof"))
@@ -548,7 +549,7 @@ EMBER_API int ember_builder_apply_env(ember_builder *b)
 			return bad_env("EMBERPROF_ALLOC_BACKEND", v,
 				       "expected auto, emberprof or jemalloc");
 	}
-	if ((v = getenv("EMBERPROF_POLLCATCH_THRESHOLD"))) {
+	if ((v = ember__getenv("EMBERPROF_POLLCATCH_THRESHOLD"))) {
 		unsigned ms;
 		if (!strcmp(v, "0") || !strcmp(v, "0ms"))
 			ms = 0;
@@ -559,17 +560,17 @@ EMBER_API int ember_builder_apply_env(ember_builder *b)
 	}
 	/* Test knob, not a user setting: makes the perf_events engine act as
 	 * if the kernel refused it, to exercise the fallback. */
-	if ((v = getenv("EMBERPROF_ENGINE_PERF_DISABLE"))) {
+	if ((v = ember__getenv("EMBERPROF_ENGINE_PERF_DISABLE"))) {
 		if (ember__parse_bool(v, &x))
 			return bad_env("EMBERPROF_ENGINE_PERF_DISABLE", v, "expected 0 or 1");
 		b->cfg.perf_refuse = x;
 	}
-	if ((v = getenv("EMBERPROF_SIGNAL"))) {
+	if ((v = ember__getenv("EMBERPROF_SIGNAL"))) {
 		if (ember__parse_signal(v, &x) || ember_builder_set_signal(b, x))
 			return bad_env("EMBERPROF_SIGNAL", v,
 				       "expected a signal name or number such as SIGPROF or SIGRTMIN+4");
 	}
-	if ((v = getenv("EMBERPROF_LINES"))) {
+	if ((v = ember__getenv("EMBERPROF_LINES"))) {
 		if (!strcmp(v, "app"))
 			b->cfg.lines = EMBER_LINES_APP;
 		else if (!strcmp(v, "all"))
@@ -579,22 +580,22 @@ EMBER_API int ember_builder_apply_env(ember_builder *b)
 		else
 			return bad_env("EMBERPROF_LINES", v, "expected app, all or none");
 	}
-	if ((v = getenv("EMBERPROF_THREAD_LABELS"))) {
+	if ((v = ember__getenv("EMBERPROF_THREAD_LABELS"))) {
 		if (ember__parse_bool(v, &x))
 			return bad_env("EMBERPROF_THREAD_LABELS", v, "expected 0 or 1");
 		b->cfg.thread_labels = x;
 	}
-	if ((v = getenv("EMBERPROF_LOG_LEVEL"))) {
+	if ((v = ember__getenv("EMBERPROF_LOG_LEVEL"))) {
 		if (ember__parse_log_level(v, &x))
 			return bad_env("EMBERPROF_LOG_LEVEL", v, "expected off, error, warn, info or debug");
 		b->cfg.log_level = x;
 	}
-	if ((v = getenv("EMBERPROF_TAGS")) && *v) {
+	if ((v = ember__getenv("EMBERPROF_TAGS")) && *v) {
 		int rc = apply_tags(b, "EMBERPROF_TAGS", v);
 		if (rc)
 			return rc;
 	}
-	if ((v = getenv("EMBERPROF_FOLLOW_CHILDREN"))) {
+	if ((v = ember__getenv("EMBERPROF_FOLLOW_CHILDREN"))) {
 		if (ember__parse_bool(v, &x))
 			return bad_env("EMBERPROF_FOLLOW_CHILDREN", v, "expected 0 or 1");
 	}
@@ -604,12 +605,12 @@ EMBER_API int ember_builder_apply_env(ember_builder *b)
 		return arc;
 	int asprof = b->cfg.backend == EMBER_BACKEND_ASYNC_PROFILER;
 	unsigned formats = asprof ? EMBER_FORMAT_JFR : EMBER_FORMAT_PPROF;
-	if ((v = getenv("EMBERPROF_OUTPUT_FORMAT")) && *v && ember__parse_formats(v, &formats))
+	if ((v = ember__getenv("EMBERPROF_OUTPUT_FORMAT")) && *v && ember__parse_formats(v, &formats))
 		return bad_env("EMBERPROF_OUTPUT_FORMAT", v, "expected pprof, jfr or both");
 	if (asprof && formats != EMBER_FORMAT_JFR)
 		return bad_env("EMBERPROF_OUTPUT_FORMAT", v, "the async-profiler backend "
 			       "(EMBERPROF_BACKEND=asprof) writes jfr only");
-	if ((v = getenv("EMBERPROF_OUTPUT_DIR")) && *v) {
+	if ((v = ember__getenv("EMBERPROF_OUTPUT_DIR")) && *v) {
 		ember_reporter r;
 		int rc = ember_reporter_local_ex(&r, v, formats);
 		if (rc == 0) {

@@ -18,6 +18,7 @@
 #include "sample/handler.h"
 #include "sample/sigvirt.h"
 #include "util/error.h"
+#include "util/envsnap.h"
 
 static int32_t tid_at(const void *base, size_t stride, size_t i)
 {
@@ -197,7 +198,7 @@ int ember__wall_start(ember__wall *w, struct ember__threads *t, int signo, unsig
 	w->signo = signo;
 	w->pid = getpid();
 	w->interval_ns = (int64_t)interval_ms * 1000000;
-	const char *all = getenv("EMBERPROF_WALL_SIGNAL_IDLE");
+	const char *all = ember__getenv("EMBERPROF_WALL_SIGNAL_IDLE");
 	w->skip_idle = !(all && !strcmp(all, "1"));
 	pthread_mutex_init(&w->mu, NULL);
 	pthread_condattr_t ca;

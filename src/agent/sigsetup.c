@@ -36,6 +36,14 @@ int ember__sigpath_install(ember__sigstate *st, int signo, struct sigaction *old
 {
 	if (__sigaction(signo, NULL, old) != 0)
 		return ember__error_errno(EMBER_ERR_SYS, errno, "sigaction(%d)", signo);
+	/* A fork child of a profiled process (src/preload/fork_child.c) still
+	 * has our handler installed and the program's action in the virtual
+	 * view: that action is the one to keep. */
+	ember__sigstate *active = ember__sigpath_enter();
+	ember__sigpath_leave();
+	if ((old->sa_flags & SA_SIGINFO) && old->sa_sigaction == ember__sigpath_handler &&
+	    ember__sigvirt_signo() == signo && !active)
+		ember__sigvirt_release(old);
 	int custom = (old->sa_flags & SA_SIGINFO) ? old->sa_sigaction != NULL
 						   : (old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN);
 	/* With the libc wrappers in effect the program's handler is kept and

@@ -17,6 +17,7 @@
 #include "asprof/asprof.h"
 #include "asprof/asprof_config.h"
 #include "util/error.h"
+#include "util/envsnap.h"
 
 EMBER_API int ember_builder_set_backend(ember_builder *b, ember_backend backend)
 {
@@ -100,7 +101,7 @@ int ember__asprof_apply_env(ember_builder *b)
 	const char *v;
 	ember__asprof_config c = b->cfg.asprof;
 	int backend = b->cfg.backend;
-	if ((v = getenv("EMBERPROF_BACKEND"))) {
+	if ((v = ember__getenv("EMBERPROF_BACKEND"))) {
 		if (!strcmp(v, "builtin") || !strcmp(v, "emberprof"))
 			backend = EMBER_BACKEND_BUILTIN;
 		else if (!strcmp(v, "asprof") || !strcmp(v, "async-profiler"))
@@ -108,20 +109,20 @@ int ember__asprof_apply_env(ember_builder *b)
 		else
 			return bad_env("EMBERPROF_BACKEND", v, "expected builtin or asprof");
 	}
-	if ((v = getenv("EMBERPROF_ASPROF_LIB")) && *v) {
+	if ((v = ember__getenv("EMBERPROF_ASPROF_LIB")) && *v) {
 		if (ember__asprof_check_library(v))
 			return bad_env("EMBERPROF_ASPROF_LIB", v, "expected the absolute path of "
 				       "libasyncProfiler.so (unset: found through LD_LIBRARY_PATH)");
 		snprintf(c.library, sizeof(c.library), "%s", v);
 	}
-	if ((v = getenv("EMBERPROF_ASPROF_CPU_INTERVAL"))) {
+	if ((v = ember__getenv("EMBERPROF_ASPROF_CPU_INTERVAL"))) {
 		uint64_t ns;
 		if (ember__asprof_parse_ns(v, &ns) || ns == 0 || check_cpu(ns))
 			return bad_env("EMBERPROF_ASPROF_CPU_INTERVAL", v, "expected CPU time per sample "
 				       "such as 10ms, 500us or 10000000 (nanoseconds), 10us..1h");
 		c.cpu_interval_ns = ns;
 	}
-	if ((v = getenv("EMBERPROF_ASPROF_WALL_INTERVAL"))) {
+	if ((v = ember__getenv("EMBERPROF_ASPROF_WALL_INTERVAL"))) {
 		uint64_t ns;
 		if (ember__asprof_parse_ns(v, &ns) || ns < 1000000 || ns % 1000000 ||
 		    ns / 1000000 > EMBER__ASPROF_MAX_WALL_MS)
@@ -129,7 +130,7 @@ int ember__asprof_apply_env(ember_builder *b)
 				       "milliseconds such as 1s or 200ms, 1ms..1h");
 		c.wall_interval_ms = (unsigned)(ns / 1000000);
 	}
-	if ((v = getenv("EMBERPROF_ASPROF_NATIVEMEM"))) {
+	if ((v = ember__getenv("EMBERPROF_ASPROF_NATIVEMEM"))) {
 		if (!*v || !strcasecmp(v, "off")) { /* "0" is a value: every allocation */
 			c.native_mem[0] = '\0';
 		} else if (ember__asprof_check_native_mem(v)) {
@@ -139,7 +140,7 @@ int ember__asprof_apply_env(ember_builder *b)
 			snprintf(c.native_mem, sizeof(c.native_mem), "%s", v);
 		}
 	}
-	if ((v = getenv("EMBERPROF_ASPROF_ROTATE"))) {
+	if ((v = ember__getenv("EMBERPROF_ASPROF_ROTATE"))) {
 		if (!strcmp(v, "dump"))
 			c.stop_start = 0;
 		else if (!strcmp(v, "stop"))

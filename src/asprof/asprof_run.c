@@ -29,6 +29,7 @@
 #include "asprof/asprof.h"
 #include "sample/sigvirt.h"
 #include "util/error.h"
+#include "util/envsnap.h"
 
 /* A recording larger than this is not read into memory (counted, logged). */
 #define MAX_JFR_BYTES (256ull << 20)
@@ -401,7 +402,7 @@ int ember__asprof_run_start(ember__asprof_run **out, const ember__config *cfg, u
 	r->dump = !cfg->asprof.stop_start;
 	/* The environment is read here, on the caller's thread, not later on
 	 * ours, where it could race with the application's setenv(). */
-	const char *tmp = secure_getenv("TMPDIR");
+	const char *tmp = ember__secure_getenv("TMPDIR");
 	if (tmp && strlen(tmp) < sizeof(r->tmpdir))
 		snprintf(r->tmpdir, sizeof(r->tmpdir), "%s", tmp);
 	pthread_mutex_init(&r->mu, NULL);

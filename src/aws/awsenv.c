@@ -18,13 +18,14 @@
 #include <strings.h>
 
 #include "util/error.h"
+#include "util/envsnap.h"
 
 #define IMDS_DEFAULT "http://169.254.169.254"
 #define ECS_CREDS_HOST "http://169.254.170.2"
 
 static int dup_env(char **slot, const char *name)
 {
-	const char *v = getenv(name);
+	const char *v = ember__getenv(name);
 	*slot = NULL;
 	if (!v || !*v)
 		return 0;
@@ -56,7 +57,7 @@ int ember__aws_env_load(ember__aws_env *e)
 	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
 		if (dup_env(vars[i].slot, vars[i].name))
 			goto oom;
-	const char *d = getenv("AWS_EC2_METADATA_DISABLED");
+	const char *d = ember__getenv("AWS_EC2_METADATA_DISABLED");
 	e->imds_disabled = d && !strcasecmp(d, "true");
 	if (!(e->ecs_credentials_host = strdup(ECS_CREDS_HOST)))
 		goto oom;

@@ -19,11 +19,17 @@
  * done by the agent thread, so a lock the interrupted code held cannot
  * deadlock the exit, only delay it by the bounded wait.
  *
+ * exec ends the program image too (the pid goes on as another program):
+ * the exec wrappers (signal_wrap.c) report the final window the same way
+ * first (ember__preload_exec_flush), so a wrapper that execs the real
+ * program (sh -c, pyenv's shims) keeps what it ran before.
+ *
  * Not covered: a raw exit_group system call (syscall(SYS_exit_group)),
  * which no library can see; such a run loses its last partial window.
  */
 #include <dlfcn.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -43,9 +49,8 @@ __attribute__((constructor)) static void find_real_exit(void)
 	real_exit = (exit_fn)dlsym(RTLD_NEXT, "_exit");
 }
 
-static void final_flush(void)
+static void flush_agent(ember_running *r)
 {
-	ember_running *r = ember__preload_agent();
 	if (!r)
 		return;
 	if (ember__running_exit_flush(r, EXIT_WAIT_MS) == 1) {
@@ -53,6 +58,18 @@ static void final_flush(void)
 					  "final window was not reported within 10 s: it is lost\n";
 		ember__logfd_write(msg, sizeof(msg) - 1);
 	}
+}
+
+static void final_flush(void)
+{
+	flush_agent(ember__preload_agent());
+}
+
+void ember__preload_exec_flush(const char *path)
+{
+	if (path && strchr(path, '/') && access(path, X_OK) != 0)
+		return; /* the exec will fail: the program goes on, profiled */
+	flush_agent(ember__preload_agent_now());
 }
 
 __attribute__((noreturn)) static void end_process(int status)

@@ -17,11 +17,15 @@
  * Only the copy that comes first in the symbol search order, the one the
  * program's ember_* calls reach, starts an agent.
  *
- * Unless EMBERPROF_FOLLOW_CHILDREN=1, the library removes itself from
- * LD_PRELOAD in the process's own environment, so programs it execs run
- * unprofiled. (A fork without exec keeps running our code but not our
- * agent: timers are not inherited, and the exit handler only acts in the
- * process that started the agent.)
+ * The whole process tree is profiled, as `perf record` does: the library
+ * stays in LD_PRELOAD, so the programs the process execs (in place, or in
+ * children) load it and start their own agents, and a fork child that
+ * keeps running starts one of its own (fork_child.c). With
+ * EMBERPROF_FOLLOW_CHILDREN=0 only the first process is profiled, whatever
+ * it execs into in place: its constructor records its pid in
+ * EMBERPROF_PROFILE_PID, and a constructor in another pid stays out of the
+ * way. (Editing LD_PRELOAD instead would not reach exec's in-place
+ * successor, and posix_spawn's children never pass through our wrappers.)
  *
  * This file is compiled into the shared library only. Nothing here is
  * async-signal-safe.
@@ -37,13 +41,24 @@
 #include "emberprof.h"
 #include "preload/preload_env.h"
 #include "preload/exit_hook.h"
+#include "preload/fork_child.h"
+#include "util/envsnap.h"
 
-static ember_running *preload_running; /* the agent we started, or NULL */
-static pid_t preload_pid;              /* the process that started it */
+/* The agent we started, or NULL, and the process that started it. Atomic:
+ * in a fork child another thread starts it (fork_child.c). */
+static _Atomic(ember_running *) preload_running;
+static _Atomic pid_t preload_pid;
 
 /* The agent this process started, for the _exit hook (exit_hook.c); NULL
- * in a fork child and once stopped. Async-signal-safe. */
+ * in a fork child whose agent did not start and once stopped. A lazy start
+ * in a fork child is cancelled or waited for first. Async-signal-safe. */
 ember_running *ember__preload_agent(void)
+{
+	ember__fork_child_settle();
+	return ember__preload_agent_now();
+}
+
+ember_running *ember__preload_agent_now(void)
 {
 	return preload_pid == getpid() ? preload_running : NULL;
 }
@@ -56,80 +71,9 @@ static void preload_complain(const char *what, const char *msg)
 		fprintf(stderr, "emberprof: %s\n", what);
 }
 
-/* Is the file name [base, base+n) libname, with or without a version suffix? */
-static int is_libname(const char *base, size_t n, const char *libname)
-{
-	size_t nlib = strlen(libname);
-	/* libemberprof.so, libemberprof.so.0, libemberprof.so.0.1.0 */
-	return n >= nlib && memcmp(base, libname, nlib) == 0 && (n == nlib || base[nlib] == '.');
-}
-
-/* Is the LD_PRELOAD entry [entry, entry+len) this library (either variant)? */
-static int is_our_library(const char *entry, size_t len, const char *self)
-{
-	const char *base = entry;
-	for (size_t i = 0; i < len; i++)
-		if (entry[i] == '/')
-			base = entry + i + 1;
-	size_t nbase = len - (size_t)(base - entry);
-	if (is_libname(base, nbase, EMBER_PRELOAD_LIBNAME) ||
-	    is_libname(base, nbase, EMBER_PRELOAD_NOALLOC_LIBNAME))
-		return 1;
-	return self && strlen(self) == len && memcmp(self, entry, len) == 0;
-}
-
-/*
- * Removes this library from LD_PRELOAD (entries are separated by spaces
- * or colons; the rest keep their order and are joined with ':'). The
- * variable is unset if nothing else remains.
- */
-static void remove_self_from_ld_preload(void)
-{
-	const char *old = getenv("LD_PRELOAD");
-	if (!old)
-		return;
-	const char *self = NULL;
-	Dl_info info;
-	if (dladdr((void *)remove_self_from_ld_preload, &info) && info.dli_fname)
-		self = info.dli_fname;
-
-	size_t n = strlen(old);
-	char *out = malloc(n + 1);
-	if (!out) {
-		preload_complain("out of memory editing LD_PRELOAD", NULL);
-		return;
-	}
-	size_t len = 0;
-	int removed = 0;
-	const char *p = old;
-	while (*p) {
-		size_t skip = strspn(p, " :");
-		p += skip;
-		size_t tok = strcspn(p, " :");
-		if (tok == 0)
-			break;
-		if (is_our_library(p, tok, self)) {
-			removed = 1;
-		} else {
-			if (len > 0)
-				out[len++] = ':';
-			memcpy(out + len, p, tok);
-			len += tok;
-		}
-		p += tok;
-	}
-	out[len] = '\0';
-	if (removed) {
-		if (len == 0)
-			unsetenv("LD_PRELOAD");
-		else
-			setenv("LD_PRELOAD", out, 1);
-	}
-	free(out);
-}
-
 static void preload_stop(void)
 {
+	ember__fork_child_settle();
 	ember_running *r = preload_running;
 	/* A forked child inherits this handler but not the agent's thread. */
 	if (!r || getpid() != preload_pid)
@@ -141,9 +85,12 @@ static void preload_stop(void)
 	ember_agent_shutdown(a);
 }
 
-/* Builds and starts the agent; returns 0 or prints why not and fails. */
+/* Builds and starts the agent; returns 0 or prints why not and fails.
+ * On the thread running the constructor, or in a fork child on its
+ * helper thread (fork_child.c). */
 static int preload_start(void)
 {
+	static int exit_registered; /* a fork child inherits the registration */
 	ember_builder *b = NULL;
 	ember_agent *a = NULL;
 	ember_running *r = NULL;
@@ -167,9 +114,9 @@ static int preload_start(void)
 		ember_agent_shutdown(a);
 		return -1;
 	}
-	preload_running = r;
 	preload_pid = getpid();
-	if (atexit(preload_stop) != 0) {
+	preload_running = r;
+	if (!exit_registered && atexit(preload_stop) != 0) {
 		/* Without an exit hook the final window would be lost silently:
 		 * better not to profile at all. */
 		preload_complain("cannot register the exit handler, not profiling", NULL);
@@ -178,6 +125,7 @@ static int preload_start(void)
 		ember_agent_shutdown(a);
 		return -1;
 	}
+	exit_registered = 1;
 	return 0;
 }
 
@@ -193,6 +141,24 @@ static int env_flag(const char *name, int *out)
 	fprintf(stderr, "emberprof: %s=\"%s\" is invalid (expected 0 or 1), not profiling\n", name,
 		v);
 	return -1;
+}
+
+/*
+ * With EMBERPROF_FOLLOW_CHILDREN=0: is this the one process to profile?
+ * The first constructor to run records its pid in EMBERPROF_PROFILE_PID;
+ * the same pid after an exec in place is still it, any other is not.
+ */
+static int is_profiled_pid(void)
+{
+	const char *v = getenv(EMBER_ENV_PROFILE_PID);
+	char buf[24];
+	snprintf(buf, sizeof(buf), "%ld", (long)getpid());
+	if (v && *v)
+		return strcmp(v, buf) == 0;
+	if (setenv(EMBER_ENV_PROFILE_PID, buf, 1) != 0)
+		preload_complain("cannot set " EMBER_ENV_PROFILE_PID ", its children may be profiled "
+				 "too", NULL);
+	return 1;
 }
 
 /* Is this copy of emberprof the first in the symbol search order? */
@@ -223,11 +189,15 @@ __attribute__((constructor)) static void preload_init(void)
 	if (!(dir && *dir) && !autostart && !(server && *server))
 		goto out; /* preloaded but not asked to profile: stay out of the way */
 
-	int follow_ok = env_flag(EMBER_ENV_FOLLOW_CHILDREN, &follow) == 0;
-	if (!follow)
-		remove_self_from_ld_preload();
-	if (follow_ok)
-		preload_start();
+	follow = 1; /* the default: the whole tree */
+	if (getenv(EMBER_ENV_FOLLOW_CHILDREN) && env_flag(EMBER_ENV_FOLLOW_CHILDREN, &follow) < 0)
+		goto out;
+	if (!follow && !is_profiled_pid())
+		goto out; /* another process of a --no-follow-children run */
+	if (follow)
+		ember__env_snapshot_take(); /* for fork children (fork_child.c) */
+	if (preload_start() == 0 && follow)
+		ember__fork_follow_enable(preload_start);
 out:
 	errno = saved_errno;
 }

@@ -11,6 +11,9 @@
 
 #define EMBER_ENV_AUTOSTART "EMBERPROF_AUTOSTART"
 #define EMBER_ENV_FOLLOW_CHILDREN "EMBERPROF_FOLLOW_CHILDREN"
+/* With EMBERPROF_FOLLOW_CHILDREN=0, the pid of the one process profiled
+ * (set by the library in that process; `emberprof run` clears it). */
+#define EMBER_ENV_PROFILE_PID "EMBERPROF_PROFILE_PID"
 #define EMBER_ENV_OUTPUT_DIR "EMBERPROF_OUTPUT_DIR"
 #define EMBER_ENV_APP_NAME "EMBERPROF_APP_NAME"
 

@@ -13,7 +13,10 @@
  *  - exec first disarms every sampling source and makes sure no sampling
  *    signal is pending (ember__threads_exec_begin), so the new program,
  *    which starts with the default disposition, never receives one; if
- *    the exec fails sampling resumes.
+ *    the exec fails sampling resumes. In a fork child whose agent starts
+ *    lazily (fork_child.c), a start not yet begun is held meanwhile and a
+ *    start under way is waited for. A running agent reports its last
+ *    window first (the program image ends; exit_hook.c).
  * Every other signal, and every call while no agent samples, goes straight
  * to libc. emberprof's own threads (agent, uploads, wall clock) bypass the
  * virtual view: they really block every signal.
@@ -32,6 +35,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -42,6 +46,8 @@
 #include "agent/sigsetup.h"
 #include "agent/threads.h"
 #include "heap/hook.h"
+#include "preload/exit_hook.h"
+#include "preload/fork_child.h"
 #include "sample/sigvirt.h"
 #include "unwind/arch.h" /* EMBER_GLIBC_BASE */
 
@@ -316,12 +322,15 @@ EXPORT int sigwait(const sigset_t *set, int *sig)
 
 /* ---- exec ---- */
 
-#define AROUND_EXEC(call)                                                                    \
+#define AROUND_EXEC(path, call)                                                              \
 	do {                                                                                 \
+		int held_ = ember__fork_child_exec_hold();                                   \
+		ember__preload_exec_flush(path);                                             \
 		int state_ = ember__threads_exec_begin();                                    \
 		int rc_ = (call);                                                            \
 		int errno_ = errno;                                                          \
 		ember__threads_exec_end(state_);                                             \
+		ember__fork_child_exec_failed(held_);                                        \
 		errno = errno_;                                                              \
 		return rc_;                                                                  \
 	} while (0)
@@ -338,42 +347,42 @@ EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 {
 	execve_fn f = REAL(execve, execve_fn);
 	NO_REAL(f);
-	AROUND_EXEC(f(path, argv, envp));
+	AROUND_EXEC(path, f(path, argv, envp));
 }
 
 EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 {
 	execve_fn f = REAL(execvpe, execve_fn);
 	NO_REAL(f);
-	AROUND_EXEC(f(file, argv, envp));
+	AROUND_EXEC(file, f(file, argv, envp));
 }
 
 EXPORT int execv(const char *path, char *const argv[])
 {
 	execv_fn f = REAL(execv, execv_fn);
 	NO_REAL(f);
-	AROUND_EXEC(f(path, argv));
+	AROUND_EXEC(path, f(path, argv));
 }
 
 EXPORT int execvp(const char *file, char *const argv[])
 {
 	execv_fn f = REAL(execvp, execv_fn);
 	NO_REAL(f);
-	AROUND_EXEC(f(file, argv));
+	AROUND_EXEC(file, f(file, argv));
 }
 
 EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 {
 	fexecve_fn f = REAL(fexecve, fexecve_fn);
 	NO_REAL(f);
-	AROUND_EXEC(f(fd, argv, envp));
+	AROUND_EXEC(NULL, f(fd, argv, envp));
 }
 
 EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[], int flags)
 {
 	execveat_fn f = REAL(execveat, execveat_fn);
 	NO_REAL(f);
-	AROUND_EXEC(f(dirfd, path, argv, envp, flags));
+	AROUND_EXEC(dirfd == AT_FDCWD ? path : NULL, f(dirfd, path, argv, envp, flags));
 }
 
 /* The list forms gather their arguments and call the vector forms above. */

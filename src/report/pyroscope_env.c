@@ -27,6 +27,7 @@
 #include "upload/http.h"
 #include "util/error.h"
 #include "util/redact.h"
+#include "util/envsnap.h"
 
 #define MAX_ENV_HEADERS 64
 
@@ -64,12 +65,12 @@ static int bad_var_last(const char *name, const char *value, int secret)
 /* A non-empty variable, or NULL. *which receives its name. */
 static const char *env2(const char *ours, const char *theirs, const char **which)
 {
-	const char *v = getenv(ours);
+	const char *v = ember__getenv(ours);
 	if (v && *v) {
 		*which = ours;
 		return v;
 	}
-	v = theirs ? getenv(theirs) : NULL;
+	v = theirs ? ember__getenv(theirs) : NULL;
 	if (v && *v) {
 		*which = theirs;
 		return v;
@@ -80,7 +81,7 @@ static const char *env2(const char *ours, const char *theirs, const char **which
 
 static int set_env_default(const char *name)
 {
-	const char *v = getenv(name);
+	const char *v = ember__getenv(name);
 	return v && *v;
 }
 
@@ -390,24 +391,24 @@ static int apply_agent_vars(ember_builder *b)
 	const char *v;
 	unsigned long n;
 	unsigned ms;
-	if (!set_env_default("EMBERPROF_APP_NAME") && (v = getenv("PYROSCOPE_APPLICATION_NAME")) && *v) {
+	if (!set_env_default("EMBERPROF_APP_NAME") && (v = ember__getenv("PYROSCOPE_APPLICATION_NAME")) && *v) {
 		int rc = apply_app_name(b, "PYROSCOPE_APPLICATION_NAME", v);
 		if (rc)
 			return rc;
 	}
-	if (!getenv("EMBERPROF_SAMPLE_RATE") && (v = getenv("PYROSCOPE_SAMPLE_RATE")) && *v) {
+	if (!ember__getenv("EMBERPROF_SAMPLE_RATE") && (v = ember__getenv("PYROSCOPE_SAMPLE_RATE")) && *v) {
 		if (ember__parse_uint(v, 1, 10000, &n))
 			return bad_var("PYROSCOPE_SAMPLE_RATE", v, 0, "expected a rate in Hz, 1..10000");
 		b->cfg.hz = (unsigned)n;
 	}
-	if (!getenv("EMBERPROF_INTERVAL") && (v = getenv("PYROSCOPE_UPLOAD_INTERVAL")) && *v) {
+	if (!ember__getenv("EMBERPROF_INTERVAL") && (v = ember__getenv("PYROSCOPE_UPLOAD_INTERVAL")) && *v) {
 		if (parse_java_interval_ms(v, &ms) || ms < 100 || ms > 3600000)
 			return bad_var("PYROSCOPE_UPLOAD_INTERVAL", v, 0, "expected a duration such as "
 				       "10s or 500ms (100ms..1h; a bare number is nanoseconds, as in "
 				       "the Java agent)");
 		b->cfg.interval_ms = ms;
 	}
-	if ((v = getenv("PYROSCOPE_LABELS")) && *v) {
+	if ((v = ember__getenv("PYROSCOPE_LABELS")) && *v) {
 		int rc = apply_labels(b, "PYROSCOPE_LABELS", v);
 		if (rc)
 			return rc;
@@ -425,15 +426,15 @@ typedef struct env_opts {
 
 static int read_auth(env_opts *e, ember_builder *b)
 {
-	const char *ut = getenv("EMBERPROF_SERVER_AUTH_TOKEN");
-	const char *uu = getenv("EMBERPROF_SERVER_BASIC_AUTH_USER");
-	const char *up = getenv("EMBERPROF_SERVER_BASIC_AUTH_PASSWORD");
+	const char *ut = ember__getenv("EMBERPROF_SERVER_AUTH_TOKEN");
+	const char *uu = ember__getenv("EMBERPROF_SERVER_BASIC_AUTH_USER");
+	const char *up = ember__getenv("EMBERPROF_SERVER_BASIC_AUTH_PASSWORD");
 	int ours = (ut && *ut) || (uu && *uu) || (up && *up);
 	const char *tok_var = ours ? "EMBERPROF_SERVER_AUTH_TOKEN" : "PYROSCOPE_AUTH_TOKEN";
 	const char *user_var = ours ? "EMBERPROF_SERVER_BASIC_AUTH_USER" : "PYROSCOPE_BASIC_AUTH_USER";
 	const char *pass_var = ours ? "EMBERPROF_SERVER_BASIC_AUTH_PASSWORD"
 				    : "PYROSCOPE_BASIC_AUTH_PASSWORD";
-	const char *tok = getenv(tok_var), *user = getenv(user_var), *pass = getenv(pass_var);
+	const char *tok = ember__getenv(tok_var), *user = ember__getenv(user_var), *pass = ember__getenv(pass_var);
 	tok = tok && *tok ? tok : NULL;
 	user = user && *user ? user : NULL;
 	pass = pass && *pass ? pass : NULL;
@@ -468,7 +469,7 @@ static int read_transport(env_opts *e)
 	unsigned ms;
 	unsigned long n;
 	int x;
-	if ((v = getenv("EMBERPROF_SERVER_PROTOCOL")) && *v) {
+	if ((v = ember__getenv("EMBERPROF_SERVER_PROTOCOL")) && *v) {
 		if (!strcmp(v, "push"))
 			e->o.protocol = EMBER_PYROSCOPE_PUSH;
 		else if (!strcmp(v, "ingest"))
@@ -491,28 +492,28 @@ static int read_transport(env_opts *e)
 		e->o.headers = (const char *const *)e->headers.v;
 		e->o.nheaders = e->headers.n;
 	}
-	if ((v = getenv("EMBERPROF_SERVER_CA_FILE")) && *v) {
+	if ((v = ember__getenv("EMBERPROF_SERVER_CA_FILE")) && *v) {
 		if (access(v, R_OK) < 0)
 			return bad_var("EMBERPROF_SERVER_CA_FILE", v, 0, strerror(errno));
 		e->o.ca_file = v;
 	}
-	if ((v = getenv("EMBERPROF_SERVER_INSECURE"))) {
+	if ((v = ember__getenv("EMBERPROF_SERVER_INSECURE"))) {
 		if (ember__parse_bool(v, &x))
 			return bad_var("EMBERPROF_SERVER_INSECURE", v, 0, "expected 0 or 1");
 		e->o.insecure = x;
 	}
-	if ((v = getenv("EMBERPROF_SERVER_CONNECT_TIMEOUT")) && *v) {
+	if ((v = ember__getenv("EMBERPROF_SERVER_CONNECT_TIMEOUT")) && *v) {
 		if (ember__parse_duration_ms(v, &ms) || ms > 600000)
 			return bad_var("EMBERPROF_SERVER_CONNECT_TIMEOUT", v, 0, "expected a duration "
 				       "such as 5s (at most 10m)");
 		e->o.connect_timeout_ms = ms;
 	}
-	if ((v = getenv("EMBERPROF_SERVER_TIMEOUT")) && *v) {
+	if ((v = ember__getenv("EMBERPROF_SERVER_TIMEOUT")) && *v) {
 		if (ember__parse_duration_ms(v, &ms) || ms > 3600000)
 			return bad_var("EMBERPROF_SERVER_TIMEOUT", v, 0, "expected a duration such as "
 				       "30s (at most 1h)");
 		e->o.timeout_ms = ms;
-	} else if ((v = getenv("PYROSCOPE_PROFILE_EXPORT_TIMEOUT")) && *v) {
+	} else if ((v = ember__getenv("PYROSCOPE_PROFILE_EXPORT_TIMEOUT")) && *v) {
 		if (parse_java_interval_ms(v, &ms) || ms > 3600000)
 			return bad_var("PYROSCOPE_PROFILE_EXPORT_TIMEOUT", v, 0, "expected a duration "
 				       "such as 10s (a bare number is nanoseconds, as in the Java "
@@ -520,7 +521,7 @@ static int read_transport(env_opts *e)
 		e->o.timeout_ms = ms;
 	}
 	if (e->o.connect_timeout_ms && e->o.timeout_ms && e->o.connect_timeout_ms > e->o.timeout_ms)
-		return bad_var("EMBERPROF_SERVER_CONNECT_TIMEOUT", getenv("EMBERPROF_SERVER_CONNECT_TIMEOUT"),
+		return bad_var("EMBERPROF_SERVER_CONNECT_TIMEOUT", ember__getenv("EMBERPROF_SERVER_CONNECT_TIMEOUT"),
 			       0, "longer than the total timeout");
 	if ((v = env2("EMBERPROF_SERVER_QUEUE_LEN", "PYROSCOPE_PUSH_QUEUE_CAPACITY", &which))) {
 		if (ember__parse_uint(v, 1, 4096, &n))
@@ -535,36 +536,36 @@ static int read_delivery(env_opts *e)
 	const char *v;
 	unsigned ms;
 	uint64_t sz;
-	if ((v = getenv("EMBERPROF_SERVER_SPOOL_DIR")) && *v) {
+	if ((v = ember__getenv("EMBERPROF_SERVER_SPOOL_DIR")) && *v) {
 		int fd = ember__local_open_dir(v); /* creates it 0700, refuses symlinks */
 		if (fd < 0)
 			return bad_var_last("EMBERPROF_SERVER_SPOOL_DIR", v, 0);
 		close(fd);
 		e->o.spool_dir = v;
 	}
-	if ((v = getenv("EMBERPROF_SERVER_SPOOL_MAX")) && *v) {
+	if ((v = ember__getenv("EMBERPROF_SERVER_SPOOL_MAX")) && *v) {
 		if (parse_size(v, &sz) || sz < 65536)
 			return bad_var("EMBERPROF_SERVER_SPOOL_MAX", v, 0, "expected a size such as "
 				       "64M or 1G (at least 64K)");
 		e->o.spool_max_bytes = sz;
 	}
-	if ((v = getenv("EMBERPROF_SERVER_UPLOAD_JITTER")) && *v) {
+	if ((v = ember__getenv("EMBERPROF_SERVER_UPLOAD_JITTER")) && *v) {
 		if (parse_duration_or_zero(v, &ms) || ms > 3600000)
 			return bad_var("EMBERPROF_SERVER_UPLOAD_JITTER", v, 0, "expected a duration "
 				       "such as 2s or 0 (at most 1h)");
 		e->o.upload_jitter_ms = ms;
 	}
-	if ((v = getenv("EMBERPROF_SERVER_FLUSH_TIMEOUT")) && *v) {
+	if ((v = ember__getenv("EMBERPROF_SERVER_FLUSH_TIMEOUT")) && *v) {
 		if (ember__parse_duration_ms(v, &ms) || ms > 600000)
 			return bad_var("EMBERPROF_SERVER_FLUSH_TIMEOUT", v, 0, "expected a duration "
 				       "such as 5s (at most 10m)");
 		e->o.flush_timeout_ms = ms;
 	}
-	if ((v = getenv("EMBERPROF_SERVER_USER_AGENT")) && *v)
+	if ((v = ember__getenv("EMBERPROF_SERVER_USER_AGENT")) && *v)
 		e->o.user_agent_suffix = v;
 	/* The server's validation.reject-older-than: "0" for a server that
 	 * has it off (no limit), else a duration of whole seconds. */
-	if ((v = getenv("EMBERPROF_SERVER_MAX_AGE")) && *v) {
+	if ((v = ember__getenv("EMBERPROF_SERVER_MAX_AGE")) && *v) {
 		if (!strcmp(v, "0")) {
 			e->o.max_age_s = UINT_MAX;
 		} else if (ember__parse_duration_ms(v, &ms) || ms < 60000 || ms % 1000) {
@@ -599,7 +600,7 @@ int ember__pyroscope_apply_env(ember_builder *b)
 	const char *url = env2("EMBERPROF_SERVER_URL", "PYROSCOPE_SERVER_ADDRESS", &e.url_var);
 	if (!url) {
 		for (size_t i = 0; i < sizeof(server_vars) / sizeof(server_vars[0]); i++) {
-			const char *v = getenv(server_vars[i]);
+			const char *v = ember__getenv(server_vars[i]);
 			if (v && *v)
 				return ember__error(EMBER_ERR_INVALID, "environment variable %s is set but "
 						    "EMBERPROF_SERVER_URL is not", server_vars[i]);

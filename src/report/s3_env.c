@@ -24,6 +24,7 @@
 #include "report/s3.h"
 #include "util/error.h"
 #include "util/redact.h"
+#include "util/envsnap.h"
 
 static const char *const s3_vars[] = {
 	"EMBERPROF_S3_PROFILING_GROUP", "EMBERPROF_S3_BUCKET_OWNER", "EMBERPROF_S3_ENDPOINT",
@@ -33,7 +34,7 @@ static const char *const s3_vars[] = {
 
 static const char *var(const char *name)
 {
-	const char *v = getenv(name);
+	const char *v = ember__getenv(name);
 	return v && *v ? v : NULL;
 }
 

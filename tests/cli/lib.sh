@@ -91,6 +91,16 @@ wait_for() {
 	[ -s "$1" ]
 }
 
+# need PROGRAM... : skip (77) when a program is missing.
+need() {
+	for p in "$@"; do
+		if ! command -v "$p" >/dev/null 2>&1; then
+			echo "$p not installed (scripts/setup-deps.sh installs it): skipped"
+			exit 77
+		fi
+	done
+}
+
 done_tests() {
 	if [ "$failures" -ne 0 ]; then
 		echo "$failures check(s) failed" >&2

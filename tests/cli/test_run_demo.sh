@@ -1,7 +1,7 @@
 # test_run_demo.sh - end to end: `emberprof run` on the demo writes
 # readable profiles whose CPU split matches the demo's 3:1 design, prints
-# the table on stderr only, honors --app, and keeps children unprofiled
-# unless --follow-children.
+# the table on stderr only, honors --app, and keeps the library in
+# LD_PRELOAD (the whole tree is profiled; --no-follow-children marks a pid).
 . "$(dirname "$0")/lib.sh"
 : "${EMBER_DEMO:?EMBER_DEMO must name the demo executable}"
 
@@ -68,18 +68,21 @@ else
 	fail "second run wrote no profile"
 fi
 
-# Children run unprofiled: the library leaves LD_PRELOAD ...
+# The library stays in LD_PRELOAD (the whole tree is profiled by default) ...
 "$EMBERPROF" run -q -o prof -- sh -c 'echo "[$LD_PRELOAD]"' >out 2>err; rc=$?
-check_exit "LD_PRELOAD removed" 0 $rc
-check_no_grep "LD_PRELOAD removed" out "libemberprof"
-# ... but keeps other preloaded libraries ...
+check_exit "LD_PRELOAD kept" 0 $rc
+check_grep "LD_PRELOAD kept" out "libemberprof"
+# ... with other preloaded libraries ...
 libm=$(${CC:-cc} -print-file-name=libm.so.6)
 if [ -e "$libm" ]; then
 	LD_PRELOAD="${LD_PRELOAD:+$LD_PRELOAD:}$libm" "$EMBERPROF" run -q -o prof -- sh -c 'echo "[$LD_PRELOAD]"' >out 2>err
 	check_grep "other preloads kept" out "$libm"
-	check_no_grep "other preloads kept" out "libemberprof"
 fi
-# ... unless asked to follow children.
+# ... also with --no-follow-children, which marks the one pid to profile.
+"$EMBERPROF" run -q -o prof --no-follow-children -- sh -c 'echo "[$LD_PRELOAD] [$EMBERPROF_PROFILE_PID] [$$]"' >out 2>err; rc=$?
+check_exit "--no-follow-children" 0 $rc
+check_grep "--no-follow-children" out "libemberprof"
+if grep -q '\] \[\([0-9]*\)\] \[\1\]$' out; then ok "--no-follow-children: EMBERPROF_PROFILE_PID is the shell's pid"; else fail "--no-follow-children: EMBERPROF_PROFILE_PID is not the shell's pid: $(cat out)"; fi
 "$EMBERPROF" run -q -o prof --follow-children -- sh -c 'echo "[$LD_PRELOAD]"' >out 2>err; rc=$?
 check_exit "--follow-children" 0 $rc
 check_grep "--follow-children" out "libemberprof"

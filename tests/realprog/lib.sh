@@ -39,16 +39,6 @@ esac
 
 command -v go >/dev/null 2>&1 || { echo "go not installed: profiles cannot be checked"; exit 77; }
 
-# need PROGRAM... : skip (77) when a program is missing.
-need() {
-	for p in "$@"; do
-		if ! command -v "$p" >/dev/null 2>&1; then
-			echo "$p not installed (scripts/setup-deps.sh installs it): skipped"
-			exit 77
-		fi
-	done
-}
-
 # free_port : a TCP port nothing listens on now, on 127.0.0.1.
 free_port() {
 	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
@@ -112,7 +102,8 @@ realprog() {
 		# stderr: the program's own, plus the one line -q prints
 		rp_line='^emberprof: [0-9]* profiles\{0,1\} written to '
 		[ "$rp_empty" = 1 ] && rp_line='^emberprof: \([0-9]* profiles\{0,1\}\|no profiles were\) written to '
-		grep -v "$rp_line" "$rp_dir/$rp_mode.err" >"$rp_dir/$rp_mode.err.rest"
+		rp_hint='^emberprof: hint: ' # why no profile came back (-e)
+		grep -v "$rp_line" "$rp_dir/$rp_mode.err" | { [ "$rp_empty" = 1 ] && grep -v "$rp_hint" || cat; } >"$rp_dir/$rp_mode.err.rest"
 		if [ "$(grep -c "$rp_line" "$rp_dir/$rp_mode.err")" != 1 ]; then
 			fail "$rp_what: no 'profiles written to' line on stderr:"
 			sed 's/^/    /' "$rp_dir/$rp_mode.err" >&2

@@ -1,0 +1,5 @@
+/* static_true.c - /bin/true, statically linked (bench/fork_cost.c). */
+int main(void)
+{
+	return 0;
+}

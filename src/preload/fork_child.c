@@ -1,0 +1,199 @@
+/*
+ * fork_child.c - a fork child that keeps running is profiled as its own
+ * process: its own agent, pid, windows and files.
+ *
+ * A fork child inherits none of its parent's sampling (timers and perf
+ * events are not inherited, the agent thread is not copied), and the
+ * parent's agent object must stay untouched there: another thread may
+ * have held any of its mutexes at the fork. So the child starts an agent
+ * of its own, built from the environment as the preload constructor
+ * builds the first one, lazily:
+ *
+ *  - the atfork child handler (on the forking thread, before fork()
+ *    returns in the child, while the child has that one thread) makes
+ *    the configuration come from the environment the program image
+ *    started with (util/envsnap.h: a forked worker may replace its
+ *    environment, nginx's keep only TZ) and creates one small helper
+ *    thread, every signal blocked, through the real pthread_create;
+ *  - the helper waits until the child shows it will not exec right away:
+ *    2 ms of CPU used or 20 ms lived, checked every millisecond. Most
+ *    fork children (a shell's before each command) exec within a
+ *    millisecond: exec ends the helper and nothing else was done;
+ *  - then it starts the agent (preload.c's start) and ends.
+ *
+ * Cost per fork that execs at once: the helper's creation (measured in
+ * docs/BENCHMARKS.md "fork"). What a child runs before its agent starts
+ * is not sampled: at most 2 ms of its CPU plus the agent's start-up.
+ *
+ * The exec wrappers (signal_wrap.c) hold a lazy start while an exec is
+ * under way (released if it fails) and wait for a start in progress, so
+ * an exec never races with an agent arming its timers. exit, _exit and
+ * _Exit cancel a start not yet begun (the process leaves too early to be
+ * worth an agent) or wait, bounded, for one under way, then stop that
+ * agent as any other (preload.c, exit_hook.c).
+ *
+ * glibc's fork re-initializes its own locks (malloc's arenas, the thread
+ * stack cache, stdio's list) before the child handlers run, which is what
+ * makes the helper's creation and the later start safe; a lock another
+ * thread of the parent held (the dynamic loader's, say) can only stop the
+ * helper, never the program's thread, whose exit waits at most the bound.
+ */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "heap/hook.h"
+#include "sample/sigvirt.h"
+#include "preload/fork_child.h"
+#include "util/envsnap.h"
+
+enum {
+	FC_NONE = 0,      /* no lazy start in this process */
+	FC_PENDING = 1,   /* the helper waits */
+	FC_HELD = 2,      /* an exec is under way: the helper keeps waiting */
+	FC_STARTING = 3,  /* the helper is starting the agent */
+	FC_DONE = 4,      /* started (or failed: preload.c said why) */
+	FC_CANCELLED = 5, /* the process left first */
+};
+
+#define FC_POLL_NS 1000000LL   /* the helper looks every 1 ms */
+#define FC_CPU_NS 2000000LL    /* start after 2 ms of CPU... */
+#define FC_LIFE_NS 20000000LL  /* ...or 20 ms of life */
+#define FC_SETTLE_MS 10000     /* the longest exit or exec waits for a start (as _exit for a flush) */
+
+static int (*g_start)(void);  /* set in the first profiled process, inherited */
+typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+static create_fn g_create;    /* libc's pthread_create, found before main() */
+/* The helper's stack: a fork child inherits it untouched (no mmap, no
+ * guard page to make, pages faulted in only as used). glibc keeps the
+ * thread's descriptor at its top. Enough for the agent's start. */
+#define FC_STACK (256u << 10)
+static char g_stack[FC_STACK] __attribute__((aligned(4096)));
+static _Atomic int g_state;
+static _Atomic pid_t g_pid;   /* the process g_state belongs to */
+static int64_t g_forked_ns;   /* CLOCK_MONOTONIC at the fork */
+
+static pid_t raw_getpid(void)
+{
+	return (pid_t)syscall(SYS_getpid);
+}
+
+static int64_t clock_ns(clockid_t clk)
+{
+	struct timespec ts;
+	clock_gettime(clk, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void *helper_main(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		struct timespec nap = {0, FC_POLL_NS};
+		nanosleep(&nap, NULL);
+		int s = atomic_load(&g_state);
+		if (s == FC_HELD)
+			continue;
+		if (s != FC_PENDING)
+			return NULL;
+		if (clock_ns(CLOCK_PROCESS_CPUTIME_ID) >= FC_CPU_NS ||
+		    clock_ns(CLOCK_MONOTONIC) - g_forked_ns >= FC_LIFE_NS)
+			break;
+	}
+	int expect = FC_PENDING;
+	if (!atomic_compare_exchange_strong(&g_state, &expect, FC_STARTING))
+		return NULL;
+	/* (not before: most helpers end at an exec within a millisecond) */
+	ember__heap_set_internal(1); /* our allocations are never profiled */
+	pthread_setname_np(pthread_self(), "emberprof-fork");
+	g_start();
+	atomic_store(&g_state, FC_DONE);
+	return NULL;
+}
+
+static void atfork_child(void)
+{
+	atomic_store(&g_pid, raw_getpid());
+	atomic_store(&g_state, FC_NONE);
+	if (!g_start)
+		return;
+	ember__env_snapshot_use();
+	g_forked_ns = clock_ns(CLOCK_MONOTONIC);
+	atomic_store(&g_state, FC_PENDING);
+	pthread_attr_t attr;
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_attr_init(&attr);
+	pthread_attr_setstack(&attr, g_stack, sizeof(g_stack));
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	/* the program's signals are never delivered to our thread: it starts
+	 * with every signal blocked */
+	ember__sigmask_kernel(SIG_SETMASK, &all, &old);
+	pthread_t th;
+	if (!g_create || g_create(&th, &attr, helper_main, NULL) != 0)
+		atomic_store(&g_state, FC_NONE); /* runs unprofiled */
+	ember__sigmask_kernel(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
+}
+
+void ember__fork_follow_enable(int (*start)(void))
+{
+	static int registered; /* per program image; a fork child inherits it */
+	g_start = start;
+	if (!g_create)
+		g_create = (create_fn)dlsym(RTLD_NEXT, "pthread_create");
+	if (!registered && pthread_atfork(NULL, NULL, atfork_child) == 0)
+		registered = 1;
+}
+
+/* Is this the process the lazy-start state belongs to? (Not a vfork
+ * child sharing our memory, not a fork child before its handler.) */
+static int ours(void)
+{
+	return atomic_load(&g_pid) == raw_getpid();
+}
+
+static void wait_started(void)
+{
+	for (int i = 0; i < FC_SETTLE_MS && atomic_load(&g_state) == FC_STARTING; i++) {
+		struct timespec nap = {0, 1000000};
+		nanosleep(&nap, NULL);
+	}
+}
+
+void ember__fork_child_settle(void)
+{
+	if (!ours())
+		return;
+	int s = FC_PENDING;
+	if (atomic_compare_exchange_strong(&g_state, &s, FC_CANCELLED))
+		return;
+	s = FC_HELD;
+	if (atomic_compare_exchange_strong(&g_state, &s, FC_CANCELLED))
+		return;
+	if (s == FC_STARTING)
+		wait_started();
+}
+
+int ember__fork_child_exec_hold(void)
+{
+	if (!ours())
+		return 0;
+	int s = FC_PENDING;
+	if (atomic_compare_exchange_strong(&g_state, &s, FC_HELD))
+		return 1;
+	if (s == FC_STARTING)
+		wait_started();
+	return 0;
+}
+
+void ember__fork_child_exec_failed(int held)
+{
+	int s = FC_HELD;
+	if (held && ours())
+		atomic_compare_exchange_strong(&g_state, &s, FC_PENDING);
+}

@@ -1,0 +1,61 @@
+/*
+ * envsnap.c - the environment the configuration is read from (envsnap.h).
+ */
+#include "util/envsnap.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+
+extern char **environ;
+
+/* One block: the pointer array, then the strings. Never freed: fork
+ * children inherit it. */
+static char **g_snap;
+static _Atomic int g_use;
+
+void ember__env_snapshot_take(void)
+{
+	if (g_snap)
+		return;
+	size_t n = 0, bytes = 0;
+	for (char **e = environ; e && *e; e++, n++)
+		bytes += strlen(*e) + 1;
+	char **v = malloc((n + 1) * sizeof(*v) + bytes);
+	if (!v)
+		return; /* children then read their live environment */
+	char *s = (char *)(v + n + 1);
+	for (size_t i = 0; i < n; i++) {
+		size_t len = strlen(environ[i]) + 1;
+		memcpy(s, environ[i], len);
+		v[i] = s;
+		s += len;
+	}
+	v[n] = NULL;
+	g_snap = v;
+}
+
+void ember__env_snapshot_use(void)
+{
+	if (g_snap)
+		atomic_store(&g_use, 1);
+}
+
+const char *ember__getenv(const char *name)
+{
+	if (!atomic_load(&g_use))
+		return getenv(name);
+	size_t n = strlen(name);
+	for (char **e = g_snap; *e; e++)
+		if (!strncmp(*e, name, n) && (*e)[n] == '=')
+			return *e + n + 1;
+	return NULL;
+}
+
+const char *ember__secure_getenv(const char *name)
+{
+	if (!atomic_load(&g_use))
+		return secure_getenv(name);
+	return getauxval(AT_SECURE) ? NULL : ember__getenv(name);
+}

@@ -1,0 +1,30 @@
+/*
+ * envsnap.h - the environment the configuration is read from.
+ *
+ * Every EMBERPROF_*, PYROSCOPE_* and AWS_* variable the library reads goes
+ * through ember__getenv(). Normally that is getenv(). In a fork child
+ * that profiles itself (src/preload/fork_child.c) it is the environment
+ * the program image started with, taken before main(): a forked worker
+ * may replace its environment before the child's agent starts (nginx's
+ * workers keep only TZ), and the child is profiled as its parent is.
+ */
+#ifndef EMBER_UTIL_ENVSNAP_H
+#define EMBER_UTIL_ENVSNAP_H
+
+/* Copies the current environment (once per program image; a fork child
+ * inherits the copy). Before main(), not async-signal-safe. */
+void ember__env_snapshot_take(void);
+
+/* From now on, ember__getenv() in this process reads the copy, if one
+ * was taken. Async-signal-safe (one store): called in an atfork child
+ * handler. */
+void ember__env_snapshot_use(void);
+
+/* getenv(), or the copy's value after ember__env_snapshot_use(). The
+ * string is owned by the environment (or the copy); do not free it. */
+const char *ember__getenv(const char *name);
+
+/* secure_getenv() in the same way (NULL in a set-user-ID program). */
+const char *ember__secure_getenv(const char *name);
+
+#endif

@@ -1,0 +1,70 @@
+# test_nginx_workers.sh - nginx, master and 2 forked workers (fork without
+# exec, an environment replaced by nginx, workers running as nobody), under
+# `emberprof run` with no flag and a bounded load from curl (not profiled)
+# on 127.0.0.1: at least 90 % of the workers' CPU is in profiles with their
+# pids. The workers' CPU is their main thread's (/proc/PID/task/PID/stat):
+# the program's own time, without the agent's threads in the process.
+. "$(dirname "$0")/lib.sh"
+not_in_asan "nginx"
+need nginx curl
+
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')
+W=$T/ng
+mkdir -p "$W/html" "$W/logs" "$W/tmp" "$W/prof"
+# the workers run as nobody: they must reach html/ and write their profiles
+chmod a+x "$T" "$W" "$W/html"
+chmod 777 "$W/prof"
+seq 20000 >"$W/html/index.html"
+cat >"$W/nginx.conf" <<CEOF
+daemon off;
+master_process on;
+worker_processes 2;
+pid $W/nginx.pid;
+error_log $W/logs/error.log;
+events { worker_connections 64; }
+http {
+	access_log off;
+	client_body_temp_path $W/tmp; proxy_temp_path $W/tmp; fastcgi_temp_path $W/tmp;
+	uwsgi_temp_path $W/tmp; scgi_temp_path $W/tmp;
+	server { listen 127.0.0.1:$port; root $W/html; keepalive_requests 100000; }
+}
+CEOF
+(cd "$W" && exec "$EMBERPROF" run -q -o "$W/prof" -- nginx -e stderr -p . -c nginx.conf) >"$W/run.out" 2>"$W/run.err" &
+run=$!
+i=0
+until [ -s "$W/nginx.pid" ] && curl -s -o /dev/null "http://127.0.0.1:$port/"; do
+	i=$((i + 1))
+	[ $i -gt 600 ] && { fail "nginx did not start"; kill $run; cat "$W/run.err" >&2; done_tests; }
+	sleep 0.05
+done
+master=$(cat "$W/nginx.pid")
+# the load: 4 clients on kept-alive connections, 1500 requests each
+clients=
+for c in 1 2 3 4; do
+	curl -s -o /dev/null "http://127.0.0.1:$port/index.html?[1-1500]" &
+	clients="$clients $!"
+done
+for p in $clients; do wait "$p"; done
+workers=$(ps -o pid= --ppid "$master")
+total=0
+for w in $workers; do
+	cpu=$(awk '{ printf "%.2f", ($14 + $15) / 100 }' "/proc/$w/task/$w/stat")
+	echo "worker $w: main thread $cpu s of CPU, process $(awk '{ printf "%.2f", ($14 + $15) / 100 }' "/proc/$w/stat") s"
+	total=$(python3 -c "print($total + $cpu)")
+	echo "$w $cpu" >>"$W/workers"
+done
+kill -QUIT "$master"
+wait "$run"
+check_exit "emberprof run -- nginx" 0 $?
+[ "$(wc -l <"$W/workers")" -eq 2 ] || fail "expected 2 workers, found: $workers"
+sum=0
+while read -r w cpu; do
+	c=$(profiled_cpu "$W/prof" "$w")
+	echo "worker $w: $c s in the profiles"
+	sum=$(python3 -c "print($sum + $c)")
+	[ "$c" != 0 ] || fail "worker $w: not in the profiles"
+done <"$W/workers"
+python3 -c "import sys; sys.exit(0 if $total >= 0.3 else 1)" || fail "the load gave the workers only $total s of CPU"
+# the graceful quit adds a little CPU after the measure: up to 120 %
+check_cover "nginx workers" "$sum" "$total" 0.9 1.2
+done_tests
