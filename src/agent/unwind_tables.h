@@ -45,6 +45,8 @@ typedef struct ember__unwind_tables_stats {
 	uint64_t refreshes;  /* reads of /proc/self/maps */
 	uint64_t bad_fdes;   /* malformed or unsupported FDEs skipped, all tables */
 	int64_t build_ns;    /* time spent building tables, all time */
+	uint64_t pending;    /* lazy: mapped modules whose table is not built yet */
+	uint64_t lazy_built; /* lazy: tables built because a sample landed in their module */
 } ember__unwind_tables_stats;
 
 /*
@@ -72,6 +74,32 @@ int ember__unwind_tables_refresh(ember__unwind_tables *t);
  * Returns what the refresh returned, else 0.
  */
 int ember__unwind_tables_poll(ember__unwind_tables *t);
+
+/*
+ * Lazy mode (the agent's; off by default, as tests of the registry expect):
+ * a refresh builds no table, it lists new modules as pending, and the
+ * snapshot marks them (ember__unwind_module.pending) so that the handler
+ * walks their frames by frame pointers and counts it. The agent thread
+ * hands the PCs of the samples it drains to ember__unwind_tables_note and
+ * then calls ember__unwind_tables_build_wanted, which builds the tables of
+ * the pending modules those PCs landed in and publishes them. A process
+ * that never takes a sample builds nothing.
+ */
+void ember__unwind_tables_set_lazy(ember__unwind_tables *t, int lazy);
+
+/*
+ * Marks the pending modules that hold any of pcs[0..n) (leaf first, the
+ * others return addresses) as wanted. Cheap when nothing is pending (one
+ * test). Returns 1 if a module became wanted, else 0. t may be NULL.
+ */
+int ember__unwind_tables_note(ember__unwind_tables *t, const uint64_t *pcs, uint32_t n);
+
+/*
+ * Builds the tables of the wanted modules and publishes a snapshot with
+ * them; frees retired memory no handler can still read. Returns 0 or
+ * EMBER_ERR_NOMEM (the published snapshot stays as it was). t may be NULL.
+ */
+int ember__unwind_tables_build_wanted(ember__unwind_tables *t);
 
 /* Current counters. */
 void ember__unwind_tables_get_stats(const ember__unwind_tables *t, ember__unwind_tables_stats *out);
