@@ -99,6 +99,7 @@ typedef struct ember__core {
 	_Atomic uint64_t wall_asleep, wall_unweighed;
 	_Atomic uint64_t unwind_pending; /* samples walked by fp: table not built yet */
 	int run_reported; /* this run reported a window (close_window) */
+	int stopping;     /* final_window: no more table builds */
 
 	/* pollcatch: samples taken in a poll wait here until the poll ends */
 	ember__pollres polls;
@@ -479,9 +480,14 @@ static void drain(ember__core *c)
 	 * (a process that never takes one never opens its ELF files). */
 	if ((any || heap_n) && !c->sym)
 		ensure_symbolizer(c);
-	/* Tables for the modules samples landed in, before more land there. */
-	if (ember__unwind_tables_build_wanted(utab) != 0)
-		ember__log(&c->cfg, EMBER_LOG_DEBUG, "unwind tables: %s", ember_last_error());
+	/* Tables for the modules samples landed in, before more land there
+	 * (within the build budget: the CPU the program's threads used, ours
+	 * left out); none once stopping: no sample would use them. */
+	if (!c->stopping && ember__unwind_tables_wanted(utab)) {
+		int64_t app_cpu = now_ns(CLOCK_PROCESS_CPUTIME_ID) - now_ns(CLOCK_THREAD_CPUTIME_ID);
+		if (ember__unwind_tables_build_wanted(utab, app_cpu) != 0)
+			ember__log(&c->cfg, EMBER_LOG_DEBUG, "unwind tables: %s", ember_last_error());
+	}
 	resolve_polls(c, INT64_MIN);
 	/* Code we have not seen mapped (a library dlopen'ed since): learn its
 	 * module now, while it is surely still loaded. */
@@ -799,6 +805,7 @@ static int close_window(ember__core *c, int64_t end, int final)
  */
 static void final_window(ember__core *c)
 {
+	c->stopping = 1;
 	drain(c);
 	int64_t end = now_ns(CLOCK_REALTIME);
 	int64_t interval = (int64_t)c->cfg.interval_ms * 1000000;
@@ -866,14 +873,20 @@ static void *agent_main(void *arg)
 
 	/* DWARF tables are built lazily (unwind_tables.h): here, while the
 	 * thread calling start waits, only the modules mapped are listed, as
-	 * pending; drain() builds a module's table once a sample lands in it.
+	 * pending; drain() builds a module's table once a sample lands in it
+	 * (eagerly, all of them here, with wall-clock profiling on).
 	 * Kept across restarts: a restart lists only new modules. */
 	if (c->sig.unwind_mode != EMBER_UNWIND_MODE_FP) {
 		int urc = 0;
 		if (c->utab)
 			ember__unwind_tables_attach(c->utab, &c->sig.unwind_snap);
-		else if ((urc = ember__unwind_tables_new(&c->utab, &c->sig.unwind_snap, &c->cfg)) == 0)
-			ember__unwind_tables_set_lazy(c->utab, 1);
+		else
+			urc = ember__unwind_tables_new(&c->utab, &c->sig.unwind_snap, &c->cfg);
+		/* Not with wall-clock profiling: a thread asleep since start
+		 * would have its one sleeping stack, taken before any table,
+		 * repeated for as long as it sleeps (wall_replay.h). */
+		if (urc == 0)
+			ember__unwind_tables_set_lazy(c->utab, !c->cfg.wall_ms);
 		if (urc != 0 || ember__unwind_tables_refresh(c->utab) != 0)
 			ember__log(&c->cfg, EMBER_LOG_WARN,
 				   "no DWARF unwind tables, frame pointers only: %s", ember_last_error());
@@ -1025,12 +1038,16 @@ static void log_unwind_stats(ember__core *c)
 		return;
 	ember__unwind_tables_stats us;
 	ember__unwind_tables_get_stats(c->utab, &us);
+	if (!us.lazy)
+		return; /* built at start: logged then */
 	ember__log(&c->cfg, EMBER_LOG_INFO,
 		   "DWARF unwind tables, built lazily: %" PRIu64 " modules built as samples landed "
-		   "in them (%" PRIu64 " rows, %.1f KiB, %.1f ms), %" PRIu64 " never needed; %" PRIu64
-		   " samples used frame pointers in a module whose table was not built yet",
+		   "in them (%" PRIu64 " rows, %.1f KiB, %.1f ms), %" PRIu64 " never built (%" PRIu64
+		   " of them sampled but left for later by the build budget, %d %% of the program's "
+		   "CPU); %" PRIu64 " samples used frame pointers in a module whose table was not built",
 		   us.lazy_built, us.rows, (double)us.bytes / 1024.0, (double)us.build_ns / 1e6,
-		   us.pending, atomic_load(&c->unwind_pending));
+		   us.pending, us.deferred, EMBER_UNWIND_BUILD_BUDGET_PCT,
+		   atomic_load(&c->unwind_pending));
 }
 
 void ember__agent_unwind_stats(const ember_agent *a, ember__unwind_tables_stats *out)
@@ -1098,6 +1115,7 @@ EMBER_API int ember_agent_start(ember_running **out, ember_agent *a)
 	c->win_end = (c->win_start / interval + 1) * interval; /* wall-clock aligned */
 	c->stop_req = 0;
 	c->run_reported = 0;
+	c->stopping = 0;
 	c->start_rc = 1;
 	c->last_scan = now_ns(CLOCK_MONOTONIC);
 	c->drain_ns = DRAIN_NS;

@@ -57,6 +57,8 @@ struct ember__unwind_tables {
 	unsigned long long dl_adds, dl_subs;
 	int dl_known;
 	int lazy;
+	int64_t built_ns;          /* lazy builds that made a table: their time... */
+	uint64_t built_code_bytes; /* ...and their modules' code (estimate_ns) */
 	ember__unwind_tables_stats st;
 };
 
@@ -163,7 +165,8 @@ static void build_mod(ember__unwind_tables *t, mod_table *x)
 	x->wanted = 0;
 	int64_t t0 = mono_ns();
 	int rc = ember__cfi_build_module(&src, &x->table, &info);
-	t->st.build_ns += mono_ns() - t0;
+	int64_t took = mono_ns() - t0;
+	t->st.build_ns += took;
 	if (rc) {
 		t->st.failed++;
 		logf_(t, EMBER_LOG_DEBUG, "no unwind table for %s: %s", x->path, ember_last_error());
@@ -175,9 +178,10 @@ static void build_mod(ember__unwind_tables *t, mod_table *x)
 	t->st.bad_fdes += x->table->stats.bad_fdes;
 	const ember__cfi_stats *s = &x->table->stats;
 	logf_(t, EMBER_LOG_DEBUG,
-	      "unwind table for %s%s: %u rows, %zu bytes from %s%s%s%s (%u FDEs, %u skipped, "
-	      "%u left to frame pointers)",
+	      "unwind table for %s%s: %u rows, %zu bytes in %.1f ms (%.1f MiB of code) from "
+	      "%s%s%s%s (%u FDEs, %u skipped, %u left to frame pointers)",
 	      x->path, t->lazy ? " (a sample landed in it)" : "", x->table->nrows, x->table->bytes,
+	      (double)took / 1e6, (double)(x->map_end - x->map_start) / 1048576.0,
 	      info.eh_frame_bytes ? (info.used_hdr ? ".eh_frame via .eh_frame_hdr" : ".eh_frame") : "",
 	      info.eh_frame_bytes && info.debug_frame_bytes ? " and " : "",
 	      info.debug_frame_bytes ? ".debug_frame " : (info.eh_frame_bytes ? "" : "no CFI"),
@@ -211,6 +215,8 @@ static mod_table *add_mod(ember__unwind_tables *t, const ember__procmap *m, uint
 	x->pending = 1;
 	if (!t->lazy)
 		build_mod(t, x);
+	else
+		logf_(t, EMBER_LOG_DEBUG, "module %s mapped: its unwind table waits for a sample", path);
 	return x;
 }
 
@@ -382,6 +388,7 @@ int ember__unwind_tables_refresh(ember__unwind_tables *t)
 void ember__unwind_tables_set_lazy(ember__unwind_tables *t, int lazy)
 {
 	t->lazy = lazy != 0;
+	t->st.lazy = (uint64_t)t->lazy;
 }
 
 /* The range holding addr (ranges are sorted and disjoint), or NULL. */
@@ -422,19 +429,54 @@ int ember__unwind_tables_note(ember__unwind_tables *t, const uint64_t *pcs, uint
 	return any;
 }
 
-int ember__unwind_tables_build_wanted(ember__unwind_tables *t)
+int ember__unwind_tables_wanted(const ember__unwind_tables *t)
+{
+	for (size_t i = 0; t && t->st.pending && i < t->nmods; i++)
+		if (t->mods[i].pending && t->mods[i].wanted)
+			return 1;
+	return 0;
+}
+
+/* What building x's table should cost, from the size of its code and
+ * the speed of the builds so far (10 ns a byte to begin with: ~10 ms per
+ * MiB, what rustc's and libc's modules took on the 2-vCPU machine of
+ * docs/BENCHMARKS.md). */
+static int64_t estimate_ns(const ember__unwind_tables *t, const mod_table *x)
+{
+	double per_byte = t->built_code_bytes >= (1u << 20)
+				  ? (double)t->built_ns / (double)t->built_code_bytes
+				  : 10.0;
+	return (int64_t)(per_byte * (double)(x->map_end - x->map_start));
+}
+
+int ember__unwind_tables_build_wanted(ember__unwind_tables *t, int64_t app_cpu_ns)
 {
 	if (!t)
 		return 0;
 	int rc = 0;
+	uint64_t deferred = 0;
 	/* Each table is published as soon as it is built: a big module
 	 * (hundreds of ms) does not hold back the small ones. */
-	for (size_t i = 0; rc == 0 && i < t->nmods; i++)
-		if (t->mods[i].pending && t->mods[i].wanted) {
-			build_mod(t, &t->mods[i]);
-			t->st.lazy_built++;
-			rc = publish(t);
+	for (size_t i = 0; rc == 0 && i < t->nmods; i++) {
+		mod_table *x = &t->mods[i];
+		if (!x->pending || !x->wanted)
+			continue;
+		int64_t est = estimate_ns(t, x);
+		if (est > EMBER_UNWIND_SMALL_BUILD_NS &&
+		    t->st.build_ns + est > app_cpu_ns / 100 * EMBER_UNWIND_BUILD_BUDGET_PCT) {
+			deferred++; /* not yet worth it: the program has not run long enough */
+			continue;
 		}
+		int64_t b0 = t->st.build_ns;
+		build_mod(t, x);
+		if (x->table) {
+			t->built_ns += t->st.build_ns - b0;
+			t->built_code_bytes += x->map_end - x->map_start;
+		}
+		t->st.lazy_built++;
+		rc = publish(t);
+	}
+	t->st.deferred = deferred;
 	free_retired(t);
 	return rc;
 }
