@@ -15,9 +15,11 @@
 # run`, `emberprof run -f`), rustc (`rustc -O` on a small file, the real
 # compiler, not rustup's proxy), clangxx (`clang++ -O2 -c` on a small
 # C++ file), node (`node -e` with a small loop). A case whose program is
-# absent is skipped with a note. EMBER_BENCH_ROUNDS sets the rounds (5);
-# EMBER_BENCH_EMBERPROF another emberprof binary to compare (e.g. an
-# older build: its library is the one next to it, as `emberprof run` finds).
+# absent is skipped with a note. EMBER_BENCH_ROUNDS sets the rounds (5).
+# EMBER_BENCH_BEFORE=PATH adds, in the same rounds, the configurations
+# "before..." run with another emberprof executable (an older build; it
+# preloads the library of its own build directory), for before/after
+# figures measured side by side.
 # Judges nothing: docs/BENCHMARKS.md holds the figures and targets.
 set -euo pipefail
 
@@ -30,10 +32,11 @@ shift
 cases=("$@")
 [ ${#cases[@]} -gt 0 ] || cases=(loop rustc clangxx node)
 rounds=${EMBER_BENCH_ROUNDS:-5}
-cmake --build "$build" --target ember_bench_cpurun emberprof -j 2 >/dev/null ||
+cmake --build "$build" --target ember_bench_cpurun emberprof_cli emberprof emberprof_noalloc -j 2 >/dev/null ||
 	{ echo "startcost.sh: building in $build failed" >&2; exit 1; }
 runner=$build/bench/ember_bench_cpurun
-ember=${EMBER_BENCH_EMBERPROF:-$build/emberprof}
+ember=$build/emberprof
+before=${EMBER_BENCH_BEFORE:-}
 work=$(mktemp -d /tmp/ember-startcost.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
@@ -82,7 +85,7 @@ run_case() {
 			}
 			cm = median(c, nr); mm = median(m, nr)
 			printf "  %-10s cpu %7.3f s  x%5.2f  (per round x%5.2f [%4.2f..%4.2f])  rss %7.1f MiB (%+6.1f)  files %d\n",
-				lab, cm, bcm > 0 ? cm / bcm : 0, median(q, nr), lo, hi, mm / 1024, (mm - brm) / 1024, median(f, nr)
+				lab, cm, (bcm > 0 ? cm / bcm : 0), median(q, nr), lo, hi, mm / 1024, (mm - brm) / 1024, median(f, nr)
 		}
 	}' "$tsv"
 }
@@ -91,9 +94,12 @@ for c in "${cases[@]}"; do
 	case $c in
 	loop)
 		loop='for i in $(seq 300); do /bin/true; done'
+		extra=()
+		[ -z "$before" ] || extra=("before|$before run -o @OUT@ -- bash -c '$loop'"
+			"before-f|$before run -f -o @OUT@ -- bash -c '$loop'")
 		run_case loop "unprofiled|$loop" \
 			"run|$ember run -o @OUT@ -- bash -c '$loop'" \
-			"run-f|$ember run -f -o @OUT@ -- bash -c '$loop'"
+			"run-f|$ember run -f -o @OUT@ -- bash -c '$loop'" ${extra[@]+"${extra[@]}"}
 		;;
 	rustc)
 		if ! command -v rustc >/dev/null; then
@@ -114,7 +120,8 @@ fn main() {
 }
 RS
 		cmd="$rc -O -o $work/small-rs $work/small.rs"
-		run_case rustc "unprofiled|$cmd" "run-f|$ember run -f -o @OUT@ -- $cmd"
+		run_case rustc "unprofiled|$cmd" "run-f|$ember run -f -o @OUT@ -- $cmd" \
+			${before:+"before-f|$before run -f -o @OUT@ -- $cmd"}
 		;;
 	clangxx)
 		if ! command -v clang++ >/dev/null; then
@@ -133,7 +140,8 @@ int count(const std::vector<std::string> &v) {
 }
 CC
 		cmd="clang++ -O2 -c -o $work/small.o $work/small.cc"
-		run_case clangxx "unprofiled|$cmd" "run-f|$ember run -f -o @OUT@ -- $cmd"
+		run_case clangxx "unprofiled|$cmd" "run-f|$ember run -f -o @OUT@ -- $cmd" \
+			${before:+"before-f|$before run -f -o @OUT@ -- $cmd"}
 		;;
 	node)
 		if ! command -v node >/dev/null; then
@@ -141,7 +149,8 @@ CC
 			continue
 		fi
 		cmd="node -e 'let s = 0; for (let i = 0; i < 3e6; i++) s += i % 7; console.log(s)'"
-		run_case node "unprofiled|$cmd" "run-f|$ember run -f -o @OUT@ -- $cmd"
+		run_case node "unprofiled|$cmd" "run-f|$ember run -f -o @OUT@ -- $cmd" \
+			${before:+"before-f|$before run -f -o @OUT@ -- $cmd"}
 		;;
 	*)
 		echo "startcost.sh: unknown case $c" >&2

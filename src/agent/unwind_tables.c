@@ -57,15 +57,17 @@ struct ember__unwind_tables {
 	unsigned long long dl_adds, dl_subs;
 	int dl_known;
 	int lazy;
-	int64_t built_ns;          /* lazy builds that made a table: their time... */
-	uint64_t built_code_bytes; /* ...and their modules' code (estimate_ns) */
+	int64_t built_ns;    /* lazy builds that made a table: their CPU time... */
+	uint64_t built_fdes; /* ...and their FDEs (estimate_ns) */
 	ember__unwind_tables_stats st;
 };
 
-static int64_t mono_ns(void)
+/* Build times are CPU time of the building thread: what a build costs
+ * the program, whatever else the machine runs. */
+static int64_t cpu_ns(void)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
@@ -163,9 +165,9 @@ static void build_mod(ember__unwind_tables *t, mod_table *x)
 	ember__cfi_module_info info;
 	x->pending = 0;
 	x->wanted = 0;
-	int64_t t0 = mono_ns();
+	int64_t t0 = cpu_ns();
 	int rc = ember__cfi_build_module(&src, &x->table, &info);
-	int64_t took = mono_ns() - t0;
+	int64_t took = cpu_ns() - t0;
 	t->st.build_ns += took;
 	if (rc) {
 		t->st.failed++;
@@ -178,10 +180,10 @@ static void build_mod(ember__unwind_tables *t, mod_table *x)
 	t->st.bad_fdes += x->table->stats.bad_fdes;
 	const ember__cfi_stats *s = &x->table->stats;
 	logf_(t, EMBER_LOG_DEBUG,
-	      "unwind table for %s%s: %u rows, %zu bytes in %.1f ms (%.1f MiB of code) from "
+	      "unwind table for %s%s: %u rows, %zu bytes in %.1f ms of CPU from "
 	      "%s%s%s%s (%u FDEs, %u skipped, %u left to frame pointers)",
 	      x->path, t->lazy ? " (a sample landed in it)" : "", x->table->nrows, x->table->bytes,
-	      (double)took / 1e6, (double)(x->map_end - x->map_start) / 1048576.0,
+	      (double)took / 1e6,
 	      info.eh_frame_bytes ? (info.used_hdr ? ".eh_frame via .eh_frame_hdr" : ".eh_frame") : "",
 	      info.eh_frame_bytes && info.debug_frame_bytes ? " and " : "",
 	      info.debug_frame_bytes ? ".debug_frame " : (info.eh_frame_bytes ? "" : "no CFI"),
@@ -437,16 +439,58 @@ int ember__unwind_tables_wanted(const ember__unwind_tables *t)
 	return 0;
 }
 
-/* What building x's table should cost, from the size of its code and
- * the speed of the builds so far (10 ns a byte to begin with: ~10 ms per
- * MiB, what rustc's and libc's modules took on the 2-vCPU machine of
- * docs/BENCHMARKS.md). */
+/* dl_iterate_phdr: the FDE count of the loaded object holding addr, from
+ * the size of its .eh_frame_hdr (PT_GNU_EH_FRAME: 12 bytes, then 8 per
+ * FDE), read from the program headers in memory, no file opened. */
+struct fde_query {
+	uint64_t addr;
+	uint64_t fdes;
+	int found;
+};
+
+static int fde_count_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct fde_query *q = data;
+	(void)size;
+	int holds = 0;
+	uint64_t hdr = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uint64_t lo = info->dlpi_addr + ph->p_vaddr;
+		if (ph->p_type == PT_LOAD && q->addr >= lo && q->addr < lo + ph->p_memsz)
+			holds = 1;
+		if (ph->p_type == PT_GNU_EH_FRAME)
+			hdr = ph->p_memsz;
+	}
+	if (!holds)
+		return 0;
+	q->found = 1;
+	q->fdes = hdr > 12 ? (hdr - 12) / 8 : 0;
+	return 1;
+}
+
+/* A module's FDE count (its .eh_frame_hdr's), or 0 when it cannot be told. */
+static uint64_t module_fdes(const mod_table *x)
+{
+	/* The middle of the mapping: its page-aligned start may lie below
+	 * the segment's first byte (lld's layouts). */
+	struct fde_query q = {x->map_start + (x->map_end - x->map_start) / 2, 0, 0};
+	dl_iterate_phdr(fde_count_cb, &q);
+	return q.found ? q.fdes : 0;
+}
+
+/*
+ * What building x's table should cost in CPU time, from its FDE count and
+ * the speed of the builds so far (3 us an FDE to begin with: libc's 3,713
+ * took 8 ms on the 2-vCPU machine of docs/BENCHMARKS.md). A module whose
+ * FDEs cannot be counted (no .eh_frame_hdr: .debug_frame only, or not
+ * loaded through the dynamic loader) is taken as small.
+ */
 static int64_t estimate_ns(const ember__unwind_tables *t, const mod_table *x)
 {
-	double per_byte = t->built_code_bytes >= (1u << 20)
-				  ? (double)t->built_ns / (double)t->built_code_bytes
-				  : 10.0;
-	return (int64_t)(per_byte * (double)(x->map_end - x->map_start));
+	double per_fde = t->built_fdes >= 10000 ? (double)t->built_ns / (double)t->built_fdes
+						: 3000.0;
+	return (int64_t)(per_fde * (double)module_fdes(x));
 }
 
 int ember__unwind_tables_build_wanted(ember__unwind_tables *t, int64_t app_cpu_ns)
@@ -467,11 +511,14 @@ int ember__unwind_tables_build_wanted(ember__unwind_tables *t, int64_t app_cpu_n
 			deferred++; /* not yet worth it: the program has not run long enough */
 			continue;
 		}
+		logf_(t, EMBER_LOG_DEBUG, "building the unwind table of %s: about %.1f ms of CPU "
+		      "(%" PRIu64 " FDEs), the program used %.1f ms", x->path, (double)est / 1e6,
+		      module_fdes(x), (double)app_cpu_ns / 1e6);
 		int64_t b0 = t->st.build_ns;
 		build_mod(t, x);
 		if (x->table) {
 			t->built_ns += t->st.build_ns - b0;
-			t->built_code_bytes += x->map_end - x->map_start;
+			t->built_fdes += x->table->stats.fdes + x->table->stats.bad_fdes;
 		}
 		t->st.lazy_built++;
 		rc = publish(t);

@@ -44,7 +44,7 @@ typedef struct ember__unwind_tables_stats {
 	uint64_t snapshots;  /* snapshots published */
 	uint64_t refreshes;  /* reads of /proc/self/maps */
 	uint64_t bad_fdes;   /* malformed or unsupported FDEs skipped, all tables */
-	int64_t build_ns;    /* time spent building tables, all time */
+	int64_t build_ns;    /* CPU time spent building tables, all time */
 	uint64_t pending;    /* lazy: mapped modules whose table is not built yet */
 	uint64_t lazy_built; /* lazy: tables built because a sample landed in their module */
 	uint64_t deferred;   /* lazy: wanted modules left for later by the budget, now */
