@@ -884,9 +884,11 @@ static void *agent_main(void *arg)
 			urc = ember__unwind_tables_new(&c->utab, &c->sig.unwind_snap, &c->cfg);
 		/* Not with wall-clock profiling: a thread asleep since start
 		 * would have its one sleeping stack, taken before any table,
-		 * repeated for as long as it sleeps (wall_replay.h). */
+		 * repeated for as long as it sleeps (wall_replay.h). Nor with
+		 * allocation profiling: its stacks do not reach drain(), and
+		 * blocks allocated at start stay in the in-use profile. */
 		if (urc == 0)
-			ember__unwind_tables_set_lazy(c->utab, !c->cfg.wall_ms);
+			ember__unwind_tables_set_lazy(c->utab, !c->cfg.wall_ms && !c->cfg.alloc_mean);
 		if (urc != 0 || ember__unwind_tables_refresh(c->utab) != 0)
 			ember__log(&c->cfg, EMBER_LOG_WARN,
 				   "no DWARF unwind tables, frame pointers only: %s", ember_last_error());
