@@ -97,6 +97,9 @@ typedef struct ember__core {
 	_Atomic uint64_t perf_events, wall_samples, wall_signals, wall_max_per_tick;
 	_Atomic uint64_t fd_reopens; /* /proc/self/task reopened (threads.c) */
 	_Atomic uint64_t wall_asleep, wall_unweighed;
+	_Atomic uint64_t unwind_pending; /* samples walked by fp: table not built yet */
+	int run_reported; /* this run reported a window (close_window) */
+	int stopping;     /* final_window: no more table builds */
 
 	/* pollcatch: samples taken in a poll wait here until the poll ends */
 	ember__pollres polls;
@@ -405,11 +408,34 @@ static void resolve_polls(ember__core *c, int64_t flush_before)
 		ember__log(&c->cfg, EMBER_LOG_WARN, "pollcatch: out of memory, long polls may be missed");
 }
 
+/*
+ * Makes the agent's symbolizer (kept across runs; its caches stay warm) on
+ * first need - the first samples, or a window to report - rather than at
+ * start: it reads /proc/self/maps and opens the mapped ELF files, which a
+ * process that lives a few milliseconds should not pay for. A symbolizer
+ * kept from a previous run is refreshed at start instead.
+ */
+static void ensure_symbolizer(ember__core *c)
+{
+	if (c->sym)
+		return;
+	if (ember__symbolizer_new(&c->sym) != 0) {
+		ember__log(&c->cfg, EMBER_LOG_WARN, "no symbolizer, profiles will hold addresses only: %s",
+			   ember_last_error());
+		c->sym = NULL;
+		return;
+	}
+	ember__symbolizer_set_lines(c->sym, c->cfg.lines == EMBER_LINES_ALL    ? EMBER__LINES_ALL
+					    : c->cfg.lines == EMBER_LINES_NONE ? EMBER__LINES_NONE
+									       : EMBER__LINES_APP);
+}
+
 /* Moves every published sample from the rings into the window
  * aggregates, and sets the wait before the next drain. */
 static void drain(ember__core *c)
 {
-	int need_refresh = 0;
+	int need_refresh = 0, any = 0;
+	ember__unwind_tables *utab = active_utab(c);
 	ember__sample_rec *r;
 	uint8_t labels[EMBER__LABEL_BYTES + 32];
 	while ((r = ember__sampbuf_peek(&c->sig.buf))) {
@@ -440,6 +466,9 @@ static void drain(ember__core *c)
 		    ember__pollres_hold(&c->polls, r->tid, tid, r->flags, r->time_ns, r->weight,
 					poll_start, pcs, depth, lb, lblen) != 0)
 			add_sample(c, tid, r->tid, r->flags, r->time_ns, pcs, depth, lb, lblen, r->weight);
+		any = 1;
+		/* Lazy unwind tables: the modules this stack passed through. */
+		ember__unwind_tables_note(utab, r->pcs, r->depth);
 		if (c->sym && !need_refresh)
 			for (uint32_t i = 0; i < r->depth; i++)
 				if (!ember__symbolizer_covers(c->sym, r->pcs[i])) {
@@ -450,6 +479,18 @@ static void drain(ember__core *c)
 	}
 	uint32_t heap_n = ember__heapprof_drain(c->heap, c->win_end);
 	c->drain_ns = ember__heapprof_next_drain(c->heap, c->drain_ns, heap_n);
+	/* The first samples: now the modules mapped are worth knowing by name
+	 * (a process that never takes one never opens its ELF files). */
+	if ((any || heap_n) && !c->sym)
+		ensure_symbolizer(c);
+	/* Tables for the modules samples landed in, before more land there
+	 * (within the build budget: the CPU the program's threads used, ours
+	 * left out); none once stopping: no sample would use them. */
+	if (!c->stopping && ember__unwind_tables_wanted(utab)) {
+		int64_t app_cpu = now_ns(CLOCK_PROCESS_CPUTIME_ID) - now_ns(CLOCK_THREAD_CPUTIME_ID);
+		if (ember__unwind_tables_build_wanted(utab, app_cpu) != 0)
+			ember__log(&c->cfg, EMBER_LOG_DEBUG, "unwind tables: %s", ember_last_error());
+	}
 	resolve_polls(c, INT64_MIN);
 	/* Code we have not seen mapped (a library dlopen'ed since): learn its
 	 * module now, while it is surely still loaded. */
@@ -558,6 +599,11 @@ static int report_memory(ember__core *c, int64_t end, int final, int *any, ember
 	ember__profile *p = NULL;
 	uint64_t n = 0;
 	int rc = ember__heapprof_window(c->heap, c->sym, &c->cfg, c->win_start, end, final, &p, &n);
+	if (rc == 0 && p && final && !c->run_reported && p->nsamples == 0) {
+		/* the final window of a run that had nothing at all */
+		ember__profile_free(p);
+		p = NULL;
+	}
 	if (!p && rc == 0)
 		return 0;
 	*any = 1;
@@ -699,8 +745,11 @@ static int report_jfr(ember__core *c, ember__profile *const *profiles, int64_t e
 /*
  * Reports the current window - its CPU profile, then with wall-clock
  * profiling on its wall profile, both with the same seq - then starts the
- * next. Empty profiles are skipped, except at the final window: stop
- * always reports, so a run always leaves at least one profile of each kind.
+ * next. Empty profiles are skipped, except at the final window of a run
+ * that reported something before (stop reports then, so that reporters
+ * see the final window and flush); the final window of a run that never
+ * had a sample reports nothing at all: a process that lives a few
+ * milliseconds leaves no empty profile behind.
  */
 static int close_window(ember__core *c, int64_t end, int final)
 {
@@ -708,6 +757,10 @@ static int close_window(ember__core *c, int64_t end, int final)
 	/* the profiles kept for the JFR recording, by EMBER_JFR_* kind */
 	ember__profile *jfr[EMBER_JFR_NKINDS] = {NULL};
 	resolve_polls(c, end);
+	if (final && !c->run_reported && !c->cur.samples && !c->wcur.samples)
+		final = 0; /* nothing this run: empty profiles are skipped */
+	if (c->cur.samples || c->wcur.samples || c->heap)
+		ensure_symbolizer(c);
 	if (c->cur.samples || final) {
 		rc = report_profile(c, &c->cur, EMBER__PROFILE_CPU, end, final,
 				    c->want_jfr ? &jfr[EMBER_JFR_CPU] : NULL);
@@ -730,9 +783,10 @@ static int close_window(ember__core *c, int64_t end, int final)
 	}
 	for (int k = 0; k < EMBER_JFR_NKINDS; k++)
 		ember__profile_free(jfr[k]);
-	if (any)
+	if (any) {
 		atomic_fetch_add(&c->windows, 1);
-	else
+		c->run_reported = 1;
+	} else
 		ember__log(&c->cfg, EMBER_LOG_DEBUG, "window %" PRIu32 " empty, not reported", c->seq);
 	c->seq++;
 	ember__agg_release(&c->cur);
@@ -754,6 +808,7 @@ static int close_window(ember__core *c, int64_t end, int final)
  */
 static void final_window(ember__core *c)
 {
+	c->stopping = 1;
 	drain(c);
 	int64_t end = now_ns(CLOCK_REALTIME);
 	int64_t interval = (int64_t)c->cfg.interval_ms * 1000000;
@@ -819,34 +874,33 @@ static void *agent_main(void *arg)
 	if (c->cfg.alloc_mean)
 		ember__jemalloc_exclude_current_thread();
 
-	/* DWARF tables before the first timer fires, so that the first
-	 * samples already have them, and while the thread calling start waits
-	 * (they open every mapped ELF file; see the symbolizer below). Kept
-	 * across restarts: a restart builds tables only for new modules. */
+	/* DWARF tables are built lazily (unwind_tables.h): here, while the
+	 * thread calling start waits, only the modules mapped are listed, as
+	 * pending; drain() builds a module's table once a sample lands in it
+	 * (eagerly, all of them here, with wall-clock profiling on).
+	 * Kept across restarts: a restart lists only new modules. */
 	if (c->sig.unwind_mode != EMBER_UNWIND_MODE_FP) {
 		int urc = 0;
 		if (c->utab)
 			ember__unwind_tables_attach(c->utab, &c->sig.unwind_snap);
 		else
 			urc = ember__unwind_tables_new(&c->utab, &c->sig.unwind_snap, &c->cfg);
+		/* Not with wall-clock profiling: a thread asleep since start
+		 * would have its one sleeping stack, taken before any table,
+		 * repeated for as long as it sleeps (wall_replay.h). Nor with
+		 * allocation profiling: its stacks do not reach drain(), and
+		 * blocks allocated at start stay in the in-use profile. */
+		if (urc == 0)
+			ember__unwind_tables_set_lazy(c->utab, !c->cfg.wall_ms && !c->cfg.alloc_mean);
 		if (urc != 0 || ember__unwind_tables_refresh(c->utab) != 0)
 			ember__log(&c->cfg, EMBER_LOG_WARN,
 				   "no DWARF unwind tables, frame pointers only: %s", ember_last_error());
 	}
 	/* One symbolizer per agent, kept across restarts (its caches stay
-	 * warm). Made here, while the thread calling start waits for us: it
-	 * opens every mapped ELF file, and a single-threaded program that
-	 * closes and re-dups a low descriptor (a shell's redirection) must
-	 * not race with those opens while it runs. */
+	 * warm), made on first need (ensure_symbolizer): a process that takes
+	 * no sample never opens its ELF files. A kept one is refreshed here. */
 	if (c->sym)
 		ember__symbolizer_refresh(c->sym);
-	else if (ember__symbolizer_new(&c->sym) != 0)
-		ember__log(&c->cfg, EMBER_LOG_WARN, "no symbolizer, profiles will hold addresses only: %s",
-			   ember_last_error());
-	if (c->sym)
-		ember__symbolizer_set_lines(c->sym, c->cfg.lines == EMBER_LINES_ALL    ? EMBER__LINES_ALL
-						    : c->cfg.lines == EMBER_LINES_NONE ? EMBER__LINES_NONE
-										       : EMBER__LINES_APP);
 	int rc = ember__threads_start(&c->threads, &c->sig, c->cfg.signo, c->period_ns,
 				      c->cfg.engine, c->cfg.perf_refuse, (int32_t)gettid());
 	if (rc == 0)
@@ -958,6 +1012,7 @@ static void add_sig_totals(ember__core *c)
 	atomic_fetch_add(&c->dropped_full, atomic_load(&c->sig.dropped_full));
 	atomic_fetch_add(&c->truncated, atomic_load(&c->sig.truncated));
 	atomic_fetch_add(&c->no_bounds, atomic_load(&c->sig.no_bounds));
+	atomic_fetch_add(&c->unwind_pending, atomic_load(&c->sig.unwind_pending));
 	atomic_fetch_add(&c->foreign, atomic_load(&c->sig.foreign));
 	atomic_fetch_add(&c->labels_truncated, atomic_load(&c->sig.labels_truncated));
 	atomic_fetch_add(&c->threads_seen, c->threads.threads_seen);
@@ -978,6 +1033,26 @@ static void release_unwind_tables(ember__core *c)
 {
 	if (c->utab)
 		ember__unwind_tables_detach(c->utab);
+}
+
+/* At stop: what the lazy unwind tables cost, and how many samples came
+ * before their module's table (walked by frame pointers there). */
+static void log_unwind_stats(ember__core *c)
+{
+	if (!c->utab)
+		return;
+	ember__unwind_tables_stats us;
+	ember__unwind_tables_get_stats(c->utab, &us);
+	if (!us.lazy)
+		return; /* built at start: logged then */
+	ember__log(&c->cfg, EMBER_LOG_INFO,
+		   "DWARF unwind tables, built lazily: %" PRIu64 " modules built as samples landed "
+		   "in them (%" PRIu64 " rows, %.1f KiB, %.1f ms), %" PRIu64 " never built (%" PRIu64
+		   " of them sampled but left for later by the build budget, %d %% of the program's "
+		   "CPU); %" PRIu64 " samples used frame pointers in a module whose table was not built",
+		   us.lazy_built, us.rows, (double)us.bytes / 1024.0, (double)us.build_ns / 1e6,
+		   us.pending, us.deferred, EMBER_UNWIND_BUILD_BUDGET_PCT,
+		   atomic_load(&c->unwind_pending));
 }
 
 void ember__agent_unwind_stats(const ember_agent *a, ember__unwind_tables_stats *out)
@@ -1044,6 +1119,8 @@ EMBER_API int ember_agent_start(ember_running **out, ember_agent *a)
 	c->win_start = now_ns(CLOCK_REALTIME);
 	c->win_end = (c->win_start / interval + 1) * interval; /* wall-clock aligned */
 	c->stop_req = 0;
+	c->run_reported = 0;
+	c->stopping = 0;
 	c->start_rc = 1;
 	c->last_scan = now_ns(CLOCK_MONOTONIC);
 	c->drain_ns = DRAIN_NS;
@@ -1201,6 +1278,7 @@ EMBER_API int ember_running_stop(ember_agent **out, ember_running *r)
 		   " truncated, %" PRIu64 " leaf-only, %" PRIu64 " windows, %" PRIu64 " report failures",
 		   atomic_load(&c->samples), atomic_load(&c->dropped_full), atomic_load(&c->truncated),
 		   atomic_load(&c->no_bounds), atomic_load(&c->windows), atomic_load(&c->report_failures));
+	log_unwind_stats(c);
 	if (atomic_load(&c->jfr_events_dropped))
 		ember__log(&c->cfg, EMBER_LOG_WARN, "%" PRIu64 " samples left out of JFR recordings",
 			   atomic_load(&c->jfr_events_dropped));

@@ -22,9 +22,20 @@ typedef struct mod_table {
 	uint64_t inode;
 	uint64_t file_base;    /* address of file offset 0 (the vDSO: its start) */
 	uint64_t bias;
-	ember__cfi_table *table; /* NULL: the build failed (not retried while mapped) */
+	ember__cfi_table *table; /* NULL: not built yet (pending) or the build failed */
+	int pending;           /* lazy: no build tried yet */
+	int wanted;            /* lazy: a sample landed in it, build at the next chance */
 	int seen;
+	/* what a (lazy) build needs: the mapping first seen */
+	char *path;
+	uint64_t map_start, map_end, map_offset;
 } mod_table;
+
+/* One executable mapping of the last refresh, in address order. */
+typedef struct range {
+	uint64_t start, end;
+	size_t mod; /* index in mods */
+} range;
 
 /* Memory that a handler may still read: freed once none runs. */
 typedef struct retired {
@@ -41,15 +52,22 @@ struct ember__unwind_tables {
 	size_t cur_bytes;
 	retired *ret;
 	size_t nret, capret;
+	range *ranges;
+	size_t nranges, capranges;
 	unsigned long long dl_adds, dl_subs;
 	int dl_known;
+	int lazy;
+	int64_t built_ns;    /* lazy builds that made a table: their CPU time... */
+	uint64_t built_fdes; /* ...and their FDEs (estimate_ns) */
 	ember__unwind_tables_stats st;
 };
 
-static int64_t mono_ns(void)
+/* Build times are CPU time of the building thread: what a build costs
+ * the program, whatever else the machine runs. */
+static int64_t cpu_ns(void)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
@@ -128,6 +146,51 @@ static mod_table *find_mod(ember__unwind_tables *t, const ember__procmap *m, uin
 	return NULL;
 }
 
+/* Builds x's table now (x->pending cleared); a failure is logged and
+ * counted, and leaves x without a table (not retried while mapped). */
+static void build_mod(ember__unwind_tables *t, mod_table *x)
+{
+	int vdso = !strcmp(x->path, "[vdso]");
+	ember__cfi_module_src src = {
+		.path = vdso ? NULL : x->path,
+		.image = vdso ? (const void *)(uintptr_t)x->map_start : NULL,
+		.image_size = (size_t)(x->map_end - x->map_start),
+		.map_start = x->map_start,
+		.map_end = x->map_end,
+		.map_offset = x->map_offset,
+		.inode = x->inode,
+		.dev_major = x->dev_major,
+		.dev_minor = x->dev_minor,
+	};
+	ember__cfi_module_info info;
+	x->pending = 0;
+	x->wanted = 0;
+	int64_t t0 = cpu_ns();
+	int rc = ember__cfi_build_module(&src, &x->table, &info);
+	int64_t took = cpu_ns() - t0;
+	t->st.build_ns += took;
+	if (rc) {
+		t->st.failed++;
+		logf_(t, EMBER_LOG_DEBUG, "no unwind table for %s: %s", x->path, ember_last_error());
+		x->table = NULL;
+		return;
+	}
+	x->bias = info.bias;
+	t->st.built++;
+	t->st.bad_fdes += x->table->stats.bad_fdes;
+	const ember__cfi_stats *s = &x->table->stats;
+	logf_(t, EMBER_LOG_DEBUG,
+	      "unwind table for %s%s: %u rows, %zu bytes in %.1f ms of CPU from "
+	      "%s%s%s%s (%u FDEs, %u skipped, %u left to frame pointers)",
+	      x->path, t->lazy ? " (a sample landed in it)" : "", x->table->nrows, x->table->bytes,
+	      (double)took / 1e6,
+	      info.eh_frame_bytes ? (info.used_hdr ? ".eh_frame via .eh_frame_hdr" : ".eh_frame") : "",
+	      info.eh_frame_bytes && info.debug_frame_bytes ? " and " : "",
+	      info.debug_frame_bytes ? ".debug_frame " : (info.eh_frame_bytes ? "" : "no CFI"),
+	      info.debug_file[0] ? info.debug_file : "", s->fdes, s->bad_fdes, s->unknown_rows);
+}
+
+/* A new module; its table is built now, or (lazy) left pending. */
 static mod_table *add_mod(ember__unwind_tables *t, const ember__procmap *m, uint64_t file_base)
 {
 	if (t->nmods == t->capmods) {
@@ -138,47 +201,39 @@ static mod_table *add_mod(ember__unwind_tables *t, const ember__procmap *m, uint
 		t->mods = n;
 		t->capmods = ncap;
 	}
+	char *path = strdup(m->path);
+	if (!path)
+		return NULL;
 	mod_table *x = &t->mods[t->nmods++];
 	memset(x, 0, sizeof(*x));
 	x->dev_major = m->dev_major;
 	x->dev_minor = m->dev_minor;
 	x->inode = m->inode;
 	x->file_base = file_base;
-	int vdso = !strcmp(m->path, "[vdso]");
-	ember__cfi_module_src src = {
-		.path = vdso ? NULL : m->path,
-		.image = vdso ? (const void *)(uintptr_t)m->start : NULL,
-		.image_size = (size_t)(m->end - m->start),
-		.map_start = m->start,
-		.map_end = m->end,
-		.map_offset = m->offset,
-		.inode = m->inode,
-		.dev_major = m->dev_major,
-		.dev_minor = m->dev_minor,
-	};
-	ember__cfi_module_info info;
-	int64_t t0 = mono_ns();
-	int rc = ember__cfi_build_module(&src, &x->table, &info);
-	t->st.build_ns += mono_ns() - t0;
-	if (rc) {
-		t->st.failed++;
-		logf_(t, EMBER_LOG_DEBUG, "no unwind table for %s: %s", m->path, ember_last_error());
-		x->table = NULL;
-		return x;
-	}
-	x->bias = info.bias;
-	t->st.built++;
-	t->st.bad_fdes += x->table->stats.bad_fdes;
-	const ember__cfi_stats *s = &x->table->stats;
-	logf_(t, EMBER_LOG_DEBUG,
-	      "unwind table for %s: %u rows, %zu bytes from %s%s%s%s (%u FDEs, %u skipped, "
-	      "%u left to frame pointers)",
-	      m->path, x->table->nrows, x->table->bytes,
-	      info.eh_frame_bytes ? (info.used_hdr ? ".eh_frame via .eh_frame_hdr" : ".eh_frame") : "",
-	      info.eh_frame_bytes && info.debug_frame_bytes ? " and " : "",
-	      info.debug_frame_bytes ? ".debug_frame " : (info.eh_frame_bytes ? "" : "no CFI"),
-	      info.debug_file[0] ? info.debug_file : "", s->fdes, s->bad_fdes, s->unknown_rows);
+	x->path = path;
+	x->map_start = m->start;
+	x->map_end = m->end;
+	x->map_offset = m->offset;
+	x->pending = 1;
+	if (!t->lazy)
+		build_mod(t, x);
+	else
+		logf_(t, EMBER_LOG_DEBUG, "module %s mapped: its unwind table waits for a sample", path);
 	return x;
+}
+
+static int push_range(ember__unwind_tables *t, uint64_t start, uint64_t end, size_t mod)
+{
+	if (t->nranges == t->capranges) {
+		size_t ncap = t->capranges ? t->capranges * 2 : 32;
+		range *n = realloc(t->ranges, ncap * sizeof(*n));
+		if (!n)
+			return EMBER_ERR_NOMEM;
+		t->ranges = n;
+		t->capranges = ncap;
+	}
+	t->ranges[t->nranges++] = (range){start, end, mod};
+	return 0;
 }
 
 static int same_snapshot(const ember__unwind_snapshot *a, const ember__unwind_snapshot *b)
@@ -188,13 +243,77 @@ static int same_snapshot(const ember__unwind_snapshot *a, const ember__unwind_sn
 	for (uint32_t i = 0; i < a->n; i++) {
 		const ember__unwind_module *x = &a->mods[i], *y = &b->mods[i];
 		if (x->start != y->start || x->end != y->end || x->base != y->base ||
-		    x->rows != y->rows || x->nrows != y->nrows)
+		    x->rows != y->rows || x->nrows != y->nrows || x->pending != y->pending)
 			return 0;
 	}
 	return 1;
 }
 
 static void note_dl_counters(ember__unwind_tables *t);
+
+/*
+ * Publishes a snapshot of the modules of the last refresh (ranges): those
+ * with rows, and (lazy) those still pending, marked so that the handler
+ * walks their frames by frame pointers and counts it. Updates the stats.
+ */
+static int publish(ember__unwind_tables *t)
+{
+	ember__unwind_snapshot *snap =
+		malloc(sizeof(*snap) + (t->nranges ? t->nranges : 1) * sizeof(snap->mods[0]));
+	if (!snap)
+		return ember__error_oom("unwind snapshot");
+	snap->n = 0;
+	for (size_t i = 0; i < t->nranges; i++) {
+		const mod_table *x = &t->mods[t->ranges[i].mod];
+		if (!x->pending && (!x->table || x->table->nrows == 0))
+			continue;
+		ember__unwind_module *um = &snap->mods[snap->n++];
+		memset(um, 0, sizeof(*um));
+		um->start = (uintptr_t)t->ranges[i].start;
+		um->end = (uintptr_t)t->ranges[i].end;
+		if (x->pending) {
+			um->pending = 1;
+			continue;
+		}
+		um->base = (uintptr_t)x->bias;
+		um->rows = x->table->rows;
+		um->nrows = x->table->nrows;
+		um->index = x->table->index;
+		um->nindex = x->table->nindex;
+		um->index_shift = x->table->index_shift;
+	}
+	if (same_snapshot(t->cur, snap)) {
+		free(snap);
+	} else if (push_retired(t, t->cur, NULL) == 0) {
+		atomic_exchange_explicit(t->slot, snap, memory_order_seq_cst);
+		t->cur = snap;
+		t->st.snapshots++;
+	} else {
+		free(snap);
+		return ember__error_oom("unwind snapshot");
+	}
+	uint64_t bytes = 0, rows = 0;
+	t->st.modules = t->st.pending = 0;
+	for (size_t i = 0; i < t->nmods; i++) {
+		const mod_table *x = &t->mods[i];
+		t->st.pending += x->pending != 0;
+		if (x->table) {
+			bytes += x->table->bytes;
+			rows += x->table->nrows;
+			t->st.modules += x->table->nrows != 0;
+		}
+	}
+	t->cur_bytes = bytes + sizeof(*t->cur) + t->cur->n * sizeof(t->cur->mods[0]);
+	t->st.bytes = t->cur_bytes;
+	t->st.rows = rows;
+	return 0;
+}
+
+static void free_mod(mod_table *x)
+{
+	free(x->path);
+	x->path = NULL;
+}
 
 int ember__unwind_tables_refresh(ember__unwind_tables *t)
 {
@@ -204,17 +323,10 @@ int ember__unwind_tables_refresh(ember__unwind_tables *t)
 	if (rc)
 		return rc;
 	t->st.refreshes++;
-	int first = t->st.snapshots == 0;
+	int first = t->st.refreshes == 1;
 	for (size_t i = 0; i < t->nmods; i++)
 		t->mods[i].seen = 0;
-	ember__unwind_snapshot *snap =
-		malloc(sizeof(*snap) + (maps.n ? maps.n : 1) * sizeof(snap->mods[0]));
-	if (!snap) {
-		ember__procmaps_free(&maps);
-		return ember__error_oom("unwind snapshot");
-	}
-	snap->n = 0;
-	uint64_t bytes = 0, rows = 0;
+	t->nranges = 0;
 	for (size_t i = 0; i < maps.n; i++) {
 		const ember__procmap *m = &maps.maps[i];
 		if (!(m->perms & EMBER_MAP_EXEC))
@@ -224,33 +336,23 @@ int ember__unwind_tables_refresh(ember__unwind_tables *t)
 			continue; /* anonymous code (JIT), [vsyscall]: no CFI to read */
 		uint64_t file_base = m->start - m->offset;
 		mod_table *x = find_mod(t, m, file_base);
-		if (!x && !(x = add_mod(t, m, file_base))) {
-			free(snap);
+		if ((!x && !(x = add_mod(t, m, file_base))) ||
+		    push_range(t, m->start, m->end, (size_t)(x - t->mods))) {
 			ember__procmaps_free(&maps);
+			t->nranges = 0; /* the mods may be incomplete; the next refresh redoes them */
 			return ember__error_oom("unwind table registry");
 		}
-		if (!x->seen && x->table) {
-			bytes += x->table->bytes;
-			rows += x->table->nrows;
-		}
 		x->seen = 1;
-		if (!x->table || x->table->nrows == 0)
-			continue;
-		ember__unwind_module *um = &snap->mods[snap->n++];
-		um->start = (uintptr_t)m->start;
-		um->end = (uintptr_t)m->end;
-		um->base = (uintptr_t)x->bias;
-		um->rows = x->table->rows;
-		um->nrows = x->table->nrows;
-		um->index = x->table->index;
-		um->nindex = x->table->nindex;
-		um->index_shift = x->table->index_shift;
 	}
 	ember__procmaps_free(&maps);
 
 	/* Modules gone since the last refresh: their tables retire. */
 	size_t w = 0;
+	size_t *remap = malloc((t->nmods ? t->nmods : 1) * sizeof(*remap));
+	if (!remap)
+		return ember__error_oom("unwind table registry");
 	for (size_t i = 0; i < t->nmods; i++) {
+		remap[i] = w;
 		if (t->mods[i].seen) {
 			t->mods[w++] = t->mods[i];
 			continue;
@@ -263,31 +365,167 @@ int ember__unwind_tables_refresh(ember__unwind_tables *t)
 			}
 			t->st.retired++;
 		}
+		free_mod(&t->mods[i]);
 	}
 	t->nmods = w;
+	for (size_t i = 0; i < t->nranges; i++)
+		t->ranges[i].mod = remap[t->ranges[i].mod];
+	free(remap);
 
-	if (same_snapshot(t->cur, snap)) {
-		free(snap);
-	} else if (push_retired(t, t->cur, NULL) == 0) {
-		atomic_exchange_explicit(t->slot, snap, memory_order_seq_cst);
-		t->cur = snap;
-		t->st.snapshots++;
-	} else {
-		free(snap);
-		return ember__error_oom("unwind snapshot");
-	}
-	t->cur_bytes = bytes + sizeof(*t->cur) + t->cur->n * sizeof(t->cur->mods[0]);
-	t->st.modules = 0;
-	for (size_t i = 0; i < t->nmods; i++)
-		t->st.modules += t->mods[i].table && t->mods[i].table->nrows;
-	t->st.bytes = t->cur_bytes;
-	t->st.rows = rows;
-	if (first)
+	rc = publish(t);
+	if (rc)
+		return rc;
+	if (first && t->lazy)
+		logf_(t, EMBER_LOG_INFO,
+		      "DWARF unwind tables: built lazily, on the agent thread, for the modules samples "
+		      "land in (%" PRIu64 " modules mapped)", t->st.pending);
+	else if (first)
 		logf_(t, EMBER_LOG_INFO,
 		      "DWARF unwind tables: %" PRIu64 " modules, %" PRIu64 " rows, %.1f KiB, built in %.1f ms",
-		      t->st.modules, rows, (double)t->cur_bytes / 1024.0, (double)t->st.build_ns / 1e6);
+		      t->st.modules, t->st.rows, (double)t->cur_bytes / 1024.0, (double)t->st.build_ns / 1e6);
 	free_retired(t);
 	return 0;
+}
+
+void ember__unwind_tables_set_lazy(ember__unwind_tables *t, int lazy)
+{
+	t->lazy = lazy != 0;
+	t->st.lazy = (uint64_t)t->lazy;
+}
+
+/* The range holding addr (ranges are sorted and disjoint), or NULL. */
+static const range *find_range(const ember__unwind_tables *t, uint64_t addr)
+{
+	size_t lo = 0, hi = t->nranges;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (t->ranges[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0 || addr >= t->ranges[lo - 1].end)
+		return NULL;
+	return &t->ranges[lo - 1];
+}
+
+int ember__unwind_tables_note(ember__unwind_tables *t, const uint64_t *pcs, uint32_t n)
+{
+	if (!t || t->st.pending == 0)
+		return 0;
+	int any = 0;
+	const range *last = NULL;
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t a = i ? pcs[i] - 1 : pcs[i]; /* a caller: inside its call */
+		if (last && a >= last->start && a < last->end)
+			continue;
+		last = find_range(t, a);
+		if (!last)
+			continue;
+		mod_table *x = &t->mods[last->mod];
+		if (x->pending && !x->wanted) {
+			x->wanted = 1;
+			any = 1;
+		}
+	}
+	return any;
+}
+
+int ember__unwind_tables_wanted(const ember__unwind_tables *t)
+{
+	for (size_t i = 0; t && t->st.pending && i < t->nmods; i++)
+		if (t->mods[i].pending && t->mods[i].wanted)
+			return 1;
+	return 0;
+}
+
+/* dl_iterate_phdr: the FDE count of the loaded object holding addr, from
+ * the size of its .eh_frame_hdr (PT_GNU_EH_FRAME: 12 bytes, then 8 per
+ * FDE), read from the program headers in memory, no file opened. */
+struct fde_query {
+	uint64_t addr;
+	uint64_t fdes;
+	int found;
+};
+
+static int fde_count_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct fde_query *q = data;
+	(void)size;
+	int holds = 0;
+	uint64_t hdr = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uint64_t lo = info->dlpi_addr + ph->p_vaddr;
+		if (ph->p_type == PT_LOAD && q->addr >= lo && q->addr < lo + ph->p_memsz)
+			holds = 1;
+		if (ph->p_type == PT_GNU_EH_FRAME)
+			hdr = ph->p_memsz;
+	}
+	if (!holds)
+		return 0;
+	q->found = 1;
+	q->fdes = hdr > 12 ? (hdr - 12) / 8 : 0;
+	return 1;
+}
+
+/* A module's FDE count (its .eh_frame_hdr's), or 0 when it cannot be told. */
+static uint64_t module_fdes(const mod_table *x)
+{
+	/* The middle of the mapping: its page-aligned start may lie below
+	 * the segment's first byte (lld's layouts). */
+	struct fde_query q = {x->map_start + (x->map_end - x->map_start) / 2, 0, 0};
+	dl_iterate_phdr(fde_count_cb, &q);
+	return q.found ? q.fdes : 0;
+}
+
+/*
+ * What building x's table should cost in CPU time, from its FDE count and
+ * the speed of the builds so far (3 us an FDE to begin with: libc's 3,713
+ * took 8 ms on the 2-vCPU machine of docs/BENCHMARKS.md). A module whose
+ * FDEs cannot be counted (no .eh_frame_hdr: .debug_frame only, or not
+ * loaded through the dynamic loader) is taken as small.
+ */
+static int64_t estimate_ns(const ember__unwind_tables *t, const mod_table *x)
+{
+	double per_fde = t->built_fdes >= 10000 ? (double)t->built_ns / (double)t->built_fdes
+						: 3000.0;
+	return (int64_t)(per_fde * (double)module_fdes(x));
+}
+
+int ember__unwind_tables_build_wanted(ember__unwind_tables *t, int64_t app_cpu_ns)
+{
+	if (!t)
+		return 0;
+	int rc = 0;
+	uint64_t deferred = 0;
+	/* Each table is published as soon as it is built: a big module
+	 * (hundreds of ms) does not hold back the small ones. */
+	for (size_t i = 0; rc == 0 && i < t->nmods; i++) {
+		mod_table *x = &t->mods[i];
+		if (!x->pending || !x->wanted)
+			continue;
+		int64_t est = estimate_ns(t, x);
+		if (est > EMBER_UNWIND_SMALL_BUILD_NS &&
+		    t->st.build_ns + est > app_cpu_ns / 100 * EMBER_UNWIND_BUILD_BUDGET_PCT) {
+			deferred++; /* not yet worth it: the program has not run long enough */
+			continue;
+		}
+		logf_(t, EMBER_LOG_DEBUG, "building the unwind table of %s: about %.1f ms of CPU "
+		      "(%" PRIu64 " FDEs), the program used %.1f ms", x->path, (double)est / 1e6,
+		      module_fdes(x), (double)app_cpu_ns / 1e6);
+		int64_t b0 = t->st.build_ns;
+		build_mod(t, x);
+		if (x->table) {
+			t->built_ns += t->st.build_ns - b0;
+			t->built_fdes += x->table->stats.fdes + x->table->stats.bad_fdes;
+		}
+		t->st.lazy_built++;
+		rc = publish(t);
+	}
+	t->st.deferred = deferred;
+	free_retired(t);
+	return rc;
 }
 
 static int dl_counters_cb(struct dl_phdr_info *info, size_t size, void *data)
@@ -359,10 +597,13 @@ void ember__unwind_tables_free(ember__unwind_tables *t)
 		free(t->ret[i].snap);
 		ember__cfi_table_free(t->ret[i].table);
 	}
-	for (size_t i = 0; i < t->nmods; i++)
+	for (size_t i = 0; i < t->nmods; i++) {
 		ember__cfi_table_free(t->mods[i].table);
+		free_mod(&t->mods[i]);
+	}
 	free(t->cur);
 	free(t->ret);
+	free(t->ranges);
 	free(t->mods);
 	free(t);
 }

@@ -44,8 +44,24 @@ typedef struct ember__unwind_tables_stats {
 	uint64_t snapshots;  /* snapshots published */
 	uint64_t refreshes;  /* reads of /proc/self/maps */
 	uint64_t bad_fdes;   /* malformed or unsupported FDEs skipped, all tables */
-	int64_t build_ns;    /* time spent building tables, all time */
+	int64_t build_ns;    /* CPU time spent building tables, all time */
+	uint64_t pending;    /* lazy: mapped modules whose table is not built yet */
+	uint64_t lazy_built; /* lazy: tables built because a sample landed in their module */
+	uint64_t deferred;   /* lazy: wanted modules left for later by the budget, now */
+	uint64_t lazy;       /* 1: lazy mode (ember__unwind_tables_set_lazy) */
 } ember__unwind_tables_stats;
+
+/*
+ * The lazy builds' budget: a wanted module whose table should take more
+ * than EMBER_UNWIND_SMALL_BUILD_NS to build is built only once all builds
+ * so far plus this one stay within EMBER_UNWIND_BUILD_BUDGET_PCT % of the
+ * CPU time the program has used. A program that runs for long gets every
+ * table it needs; one that compiles a small file (rustc: ~1 s of tables
+ * for librustc_driver and libLLVM) does not pay more for its tables than
+ * the budget, and its samples there are walked by frame pointers.
+ */
+#define EMBER_UNWIND_SMALL_BUILD_NS 20000000LL
+#define EMBER_UNWIND_BUILD_BUDGET_PCT 10
 
 /*
  * Creates an empty registry that publishes into *slot (left NULL until
@@ -72,6 +88,38 @@ int ember__unwind_tables_refresh(ember__unwind_tables *t);
  * Returns what the refresh returned, else 0.
  */
 int ember__unwind_tables_poll(ember__unwind_tables *t);
+
+/*
+ * Lazy mode (the agent's; off by default, as tests of the registry expect):
+ * a refresh builds no table, it lists new modules as pending, and the
+ * snapshot marks them (ember__unwind_module.pending) so that the handler
+ * walks their frames by frame pointers and counts it. The agent thread
+ * hands the PCs of the samples it drains to ember__unwind_tables_note and
+ * then calls ember__unwind_tables_build_wanted, which builds the tables of
+ * the pending modules those PCs landed in and publishes them. A process
+ * that never takes a sample builds nothing.
+ */
+void ember__unwind_tables_set_lazy(ember__unwind_tables *t, int lazy);
+
+/*
+ * Marks the pending modules that hold any of pcs[0..n) (leaf first, the
+ * others return addresses) as wanted. Cheap when nothing is pending (one
+ * test). Returns 1 if a module became wanted, else 0. t may be NULL.
+ */
+int ember__unwind_tables_note(ember__unwind_tables *t, const uint64_t *pcs, uint32_t n);
+
+/* Whether a pending module is wanted (a build may be due). t may be NULL. */
+int ember__unwind_tables_wanted(const ember__unwind_tables *t);
+
+/*
+ * Builds the tables of the wanted modules the budget allows (see
+ * EMBER_UNWIND_BUILD_BUDGET_PCT; app_cpu_ns: the CPU time the program's
+ * own threads have used) and publishes a snapshot after each; the others
+ * stay wanted for a later call. Frees retired memory no handler can still
+ * read. Returns 0 or EMBER_ERR_NOMEM (the published snapshot stays as it
+ * was). t may be NULL.
+ */
+int ember__unwind_tables_build_wanted(ember__unwind_tables *t, int64_t app_cpu_ns);
 
 /* Current counters. */
 void ember__unwind_tables_get_stats(const ember__unwind_tables *t, ember__unwind_tables_stats *out);

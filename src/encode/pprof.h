@@ -62,6 +62,14 @@ int ember__pprof_encode_raw(const ember__profile *p, uint8_t **out, size_t *out_
 int ember__pprof_read(const uint8_t *data, size_t len, ember__profile **out);
 
 /*
+ * Whether a report's pprof holds no sample (no data at all, or a profile
+ * that decodes with none): such a window is not written or sent by the
+ * reporters. A profile that cannot be decoded counts as not empty (it is
+ * the user's data). Borrowed input; allocates while decoding.
+ */
+int ember__pprof_is_empty(const uint8_t *data, size_t len);
+
+/*
  * Reads the file at `path` and decodes it like ember__pprof_read(). Files
  * larger than EMBER_PPROF_MAX_RAW are refused. EMBER_ERR_IO if the file
  * cannot be read. *out as above.

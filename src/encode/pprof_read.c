@@ -855,3 +855,15 @@ int ember__pprof_read_file(const char *path, ember__profile **out)
 		return ember__error(EMBER_ERR_INVALID, "pprof: NULL argument");
 	return ember__profile_read_file(path, EMBER_PPROF_MAX_RAW, ember__pprof_read, out);
 }
+
+int ember__pprof_is_empty(const uint8_t *data, size_t len)
+{
+	ember__profile *prof = NULL;
+	if (!data || !len)
+		return 1;
+	if (ember__pprof_read(data, len, &prof) != 0)
+		return 0;
+	int empty = prof->nsamples == 0;
+	ember__profile_free(prof);
+	return empty;
+}

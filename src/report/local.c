@@ -28,6 +28,7 @@
 #include <stdatomic.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +38,7 @@
 #include <unistd.h>
 
 #include "emberprof.h"
+#include "encode/pprof.h"
 #include "util/error.h"
 #include "util/fileio.h"
 #include "util/ownfd.h"
@@ -328,6 +330,14 @@ static int local_report(void *userdata, const ember_report *r)
 	if (r->format && r->format != EMBER_FORMAT_PPROF && !jfr) /* 0: pprof, as before 0.2 */
 		return ember__error(EMBER_ERR_INVALID, "local reporter: unknown report format %u",
 				    r->format);
+	/* A window without samples (the final window of a long run, say) is
+	 * no file: a directory of empty profiles only hides the real ones.
+	 * Same rule as the Pyroscope reporter. */
+	if (r->samples == 0 && (jfr ? !r->jfr_len : ember__pprof_is_empty(pl.data, pl.len))) {
+		ember__upload_logf(&st->log, EMBER_LOG_DEBUG, "window %" PRIu32 " (%s) has no samples: "
+				   "not written", r->seq, jfr ? "jfr" : r->profile_type ? r->profile_type : "");
+		return 0;
+	}
 	/* A JFR recording holds every profile type: no type in its name. */
 	int rc = ember__local_filename_ext(name, sizeof(name), r->app_name, r->start_ns, getpid(),
 					   r->seq, jfr ? NULL : r->profile_type, pl.suffix);

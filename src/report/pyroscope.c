@@ -450,18 +450,6 @@ static ember__upload_item *encode_ingest(pyro *p, const ember_report *r)
 }
 
 /* Does the report's pprof hold no sample? (Also for an unreadable one: no.) */
-static int pprof_is_empty(const ember_report *r)
-{
-	ember__profile *prof = NULL;
-	if (!r->pprof || !r->pprof_len)
-		return 1;
-	if (ember__pprof_read(r->pprof, r->pprof_len, &prof) != 0)
-		return 0;
-	int empty = prof->nsamples == 0;
-	ember__profile_free(prof);
-	return empty;
-}
-
 static int pyro_report(void *ud, const ember_report *r)
 {
 	pyro *p = ud;
@@ -487,7 +475,7 @@ static int pyro_report(void *ud, const ember_report *r)
 	 * is stored by nobody (the server drops it: pkg/phlaredb/head.go
 	 * Head.Ingest, distributor pushSeries): send nothing, but a final
 	 * window still waits for what is queued. */
-	if (!jfr && r->samples == 0 && pprof_is_empty(r)) {
+	if (!jfr && r->samples == 0 && ember__pprof_is_empty(r->pprof, r->pprof_len)) {
 		ember__upload_logf(&p->log, EMBER_LOG_DEBUG, "window %" PRIu32 " (%s) has no samples: "
 				   "not sent", r->seq, r->profile_type ? r->profile_type : "");
 		if (r->final)

@@ -161,6 +161,8 @@ static void take_sample(ember__sigstate *st, uint64_t weight, unsigned kind, voi
 		note_wall_state(st, tid, wall_seq);
 	atomic_fetch_add_explicit(kind & EMBER_SAMPLE_WALL ? &st->wall_samples : &st->samples, 1,
 				  memory_order_relaxed);
+	if (flags & EMBER_UNWIND_PENDING)
+		atomic_fetch_add_explicit(&st->unwind_pending, 1, memory_order_relaxed);
 	if (flags & EMBER_UNWIND_NO_BOUNDS)
 		atomic_fetch_add_explicit(&st->no_bounds, 1, memory_order_relaxed);
 	else if (flags & EMBER_UNWIND_TRUNCATED)

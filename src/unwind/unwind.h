@@ -64,7 +64,10 @@ enum {
 /* Result flags. */
 enum {
 	EMBER_UNWIND_TRUNCATED = 1u << 0, /* stopped before the stack's end */
-	EMBER_UNWIND_NO_BOUNDS = 1u << 1  /* leaf only: bounds unknown */
+	EMBER_UNWIND_NO_BOUNDS = 1u << 1, /* leaf only: bounds unknown */
+	/* a frame lay in a module whose table was not built yet (lazy): the
+	 * frame-pointer rule was used for it, in every mode */
+	EMBER_UNWIND_PENDING = 1u << 2
 };
 
 /* ---- DWARF unwind tables (built by src/cfi/, read by unwind_dwarf.c) ---- */
@@ -154,6 +157,10 @@ typedef struct ember__unwind_module {
 	const uint32_t *index; /* may be NULL: search all rows */
 	uint32_t nrows, nindex;
 	uint32_t index_shift;
+	/* 1: the agent builds this module's table lazily and has not yet
+	 * (src/agent/unwind_tables.h); no rows: the walk uses the
+	 * frame-pointer rule for its frames and flags EMBER_UNWIND_PENDING */
+	uint32_t pending;
 } ember__unwind_module;
 
 /*

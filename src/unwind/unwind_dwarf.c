@@ -10,7 +10,10 @@
  * saved fp and aux at CFA-relative offsets, and continue in the caller
  * with pc = return address, sp = CFA.
  * The leaf's PC is looked up as is; a caller's at return address - 1,
- * inside its call instruction. Special rows: PLT stubs (CFA from the
+ * inside its call instruction. A module listed as pending (the agent
+ * builds tables lazily and has not built its table yet) has no rows: its
+ * frames use the frame-pointer rule, in every mode, and the walk flags
+ * EMBER_UNWIND_PENDING. Special rows: PLT stubs (CFA from the
  * stub's offset), signal trampolines (the interrupted registers come from
  * the ucontext of the signal frame), "unknown" rules such as stack
  * realignment (the frame-pointer rule), and an undefined return address,
@@ -173,7 +176,12 @@ int ember__unwind_dwarf(const ember__unwind_snapshot *snap, int strict, const em
 		uintptr_t look = exact ? pc : pc - 1;
 		const ember__cfi_row *row = snap ? frame_row(snap, &last, pc, look) : NULL;
 		unsigned kind = row ? row->kind & EMBER_CFI_KIND_MASK : EMBER_CFI_NONE;
-		if (!row && !exact && ember__regs_at_sigreturn(pc))
+		/* A module whose table the agent has not built yet (lazy):
+		 * the frame-pointer rule, in every mode, and say so. */
+		int pending = !row && last && last->pending && look >= last->start && look < last->end;
+		if (pending)
+			*flags |= EMBER_UNWIND_PENDING;
+		if (!row && !pending && !exact && ember__regs_at_sigreturn(pc))
 			kind = EMBER_CFI_SIGNAL; /* a trampoline without CFI */
 		uintptr_t cfa;
 		intptr_t ra_off = EMBER_CFI_RA_OFF, fp_off = 0;
@@ -222,7 +230,7 @@ int ember__unwind_dwarf(const ember__unwind_snapshot *snap, int strict, const em
 				cfa += EMBER_CFI_UNIT;
 			break;
 		case EMBER_CFI_NONE:
-			if (strict)
+			if (strict && !pending)
 				goto truncated;
 			if (fp == 0)
 				return n; /* frame-pointer convention: the outermost frame */

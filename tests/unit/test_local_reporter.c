@@ -369,9 +369,13 @@ static void test_bad_arguments(void)
 	r.pprof = NULL;
 	CHECK_EQ_INT(rep.report(rep.userdata, &r), EMBER_ERR_INVALID);
 	CHECK_EQ_INT(rep.report(rep.userdata, NULL), EMBER_ERR_INVALID);
-	/* An empty profile is still a (zero-byte) window. */
+	/* An empty profile (no samples) is no window: 0, and no file. */
 	r.pprof_len = 0;
 	CHECK_EQ_INT(rep.report(rep.userdata, &r), 0);
+	char *names[8];
+	size_t n = list_dir(dir, names, 8);
+	CHECK_EQ_INT((int)n, 0);
+	free_names(names, n);
 	rep.destroy(rep.userdata);
 }
 
