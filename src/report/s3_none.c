@@ -10,6 +10,7 @@
 
 #include "agent/agent_internal.h"
 #include "report/s3.h"
+#include "util/envsnap.h"
 #include "util/error.h"
 
 #define S3_MISSING                                                                     \
@@ -34,7 +35,7 @@ int ember__zip_global_init(void)
 int ember__s3_apply_env(ember_builder *b)
 {
 	(void)b;
-	const char *v = getenv("EMBERPROF_S3_BUCKET");
+	const char *v = ember__getenv("EMBERPROF_S3_BUCKET");
 	if (v && *v)
 		return ember__error(EMBER_ERR_UNSUPPORTED, "EMBERPROF_S3_BUCKET is set, but %s",
 				    S3_MISSING);
