@@ -935,8 +935,11 @@ static void *agent_main(void *arg)
 
 	int64_t interval = (int64_t)c->cfg.interval_ms * 1000000;
 	/* A new thread should be covered within a sampling period; with the
-	 * hook in effect the scan is only a safety net. */
-	int64_t scan_every = ember__threads_hooked(&c->threads) ? 1000000000LL : c->period_ns;
+	 * hook in effect the scan is a safety net for threads started behind
+	 * its back (libc's pthread_create called directly, raw clone): 250 ms,
+	 * so that one living under a second is still seen (a scan is one
+	 * readdir of /proc/self/task). */
+	int64_t scan_every = ember__threads_hooked(&c->threads) ? 250000000LL : c->period_ns;
 	if (scan_every < 10000000)
 		scan_every = 10000000;
 	pthread_mutex_lock(&c->mu);
