@@ -591,16 +591,18 @@ int ember__pipeline_submit(ember__pipeline *p, ember__upload_item *it, int final
 		ember__pipeline_enqueue(p, it);
 	if (final) {
 		size_t left = ember__pipeline_flush(p, flush_timeout_ms);
+		const char *what = p->spool ? (left == 1 ? "goes to the spool directory"
+							 : "go to the spool directory")
+					    : (left == 1 ? "is dropped (no spool directory is set)"
+							 : "are dropped (no spool directory is set)");
 		if (left && ember__pipeline_server_down(p))
 			ember__upload_logf(log, EMBER_LOG_WARN, "the server refused the connection: "
-					   "not waiting for it; %zu undelivered window%s go%s to the "
-					   "spool, if there is one", left, left == 1 ? "" : "s",
-					   left == 1 ? "es" : "");
+					   "not waiting for it; %zu undelivered window%s %s", left,
+					   left == 1 ? "" : "s", what);
 		else if (left)
 			ember__upload_logf(log, EMBER_LOG_WARN, "%zu window%s not delivered within "
-					   "the %u ms flush wait; what is left at shutdown goes to the "
-					   "spool, if there is one", left, left == 1 ? "" : "s",
-					   flush_timeout_ms);
+					   "the %u ms flush wait: %s", left, left == 1 ? "" : "s",
+					   flush_timeout_ms, what);
 	}
 	return 0;
 }
