@@ -5,11 +5,19 @@
 . "$(dirname "$0")/lib.sh"
 profile "$T/m" --rate 1000 --wall --alloc -i 1s -- "$EMBER_NAMES_PROG" alloc 1.5
 n=$(wc -l <"$T/m.firstmaps")
-if [ "$n" -lt 3 ]; then
+min=3
+[ -n "${EMBER_TEST_SANITIZE:-}" ] && [ "$EMBER_TEST_SANITIZE" != OFF ] && min=2
+if [ "$n" -lt "$min" ]; then
 	fail "mapping 1: only $n profiles; expected CPU, wall and memory ones"
 fi
 check_first_mapping "CPU, wall, memory" "$T/m" "$EMBER_NAMES_PROG"
 ls "$T/m" >"$T/m.files"
-check_grep "memory profile written" "$T/m.files" ".memory.pb.gz"
+if [ -n "${EMBER_TEST_SANITIZE:-}" ] && [ "$EMBER_TEST_SANITIZE" != OFF ]; then
+	# ASan's allocator, preloaded first, serves malloc: no allocation is
+	# sampled, and a profile with no sample is not written
+	ok "memory profile: none expected in the sanitizer build"
+else
+	check_grep "memory profile written" "$T/m.files" ".memory.pb.gz"
+fi
 check_grep "wall profile written" "$T/m.files" "wall"
 done_tests

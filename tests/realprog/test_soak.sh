@@ -30,6 +30,16 @@ if [ "${EMBER_SOAK_STRICT:-0}" != 1 ] && grep -q "thread [0-9]* 'ember_soak' blo
 	grep -v "thread [0-9]* 'ember_soak' blocks the sampling signal" err.rest >err.rest2
 	mv err.rest2 err.rest
 fi
+# KNOWN LIMIT of the sanitizer build: libasan comes first in LD_PRELOAD, so
+# the program's sigaction(SIGPROF) is not virtualized (src/preload/
+# signal_wrap.c is never reached) and a child it forks, which has its own
+# SIGPROF handler by then, cannot start an agent. The normal build checks it.
+asan_fork='cannot start the profiler: signal 27 (Profiling timer expired) already has a handler'
+if [ -n "${EMBER_TEST_SANITIZE:-}" ] && [ "$EMBER_TEST_SANITIZE" != OFF ] && grep -qF "$asan_fork" err.rest; then
+	echo "KNOWN LIMIT (ASan): $(grep -cF "$asan_fork" err.rest) fork children could not start an agent"
+	grep -vF "$asan_fork" err.rest >err.rest2
+	mv err.rest2 err.rest
+fi
 if grep -q . err.rest; then
 	fail "soak: more than the 'profiles written' line on stderr:"
 	head -30 err.rest | sed 's/^/    /' >&2
