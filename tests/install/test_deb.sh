@@ -57,8 +57,15 @@ if dpkg -i "$T"/*.deb >"$T/dpkg.log" 2>&1; then
 	cd "$T" || exit 1
 	for v in $(env | sed -n 's/^\(EMBERPROF_[A-Za-z0-9_]*\)=.*/\1/p'); do unset "$v"; done
 	unset LD_PRELOAD
-	/usr/bin/emberprof run -q -o "$T/out" -- /bin/true || fail "emberprof run -- /bin/true: exit $?"
-	ls "$T/out"/*.pb.gz >/dev/null 2>&1 || fail "emberprof run wrote no profile"
+	# /bin/true takes no sample: it runs, and writes nothing (issue 15)
+	/usr/bin/emberprof run -q -o "$T/true" -- /bin/true 2>"$T/true.err" ||
+		fail "emberprof run -- /bin/true: exit $?"
+	grep -q 'no profiles were written' "$T/true.err" ||
+		fail "emberprof run -- /bin/true did not say that nothing was written"
+	# a shell loop that uses CPU does leave a profile
+	/usr/bin/emberprof run -q -o "$T/out" -- sh -c 'i=0; while [ $i -lt 400000 ]; do i=$((i + 1)); done' ||
+		fail "emberprof run -- sh -c loop: exit $?"
+	ls "$T/out"/*.pb.gz >/dev/null 2>&1 || fail "emberprof run wrote no profile of a CPU-bound shell loop"
 	/usr/bin/emberprof version >"$T/version.out" || fail "emberprof version"
 	cat "$T/version.out"
 	grep -q '^preloads: /usr/lib/.*/libemberprof_noalloc\.so\.0' "$T/version.out" ||
