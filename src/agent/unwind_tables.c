@@ -481,14 +481,15 @@ static uint64_t module_fdes(const mod_table *x)
 
 /*
  * What building x's table should cost in CPU time, from its FDE count and
- * the speed of the builds so far (3 us an FDE to begin with: libc's 3,713
- * took 8 ms on the 2-vCPU machine of docs/BENCHMARKS.md). A module whose
+ * the speed of the builds so far, once 2,000 FDEs were built (libc alone
+ * has 3,713), else 3 us an FDE: the builds measured on the 2-vCPU machine
+ * of docs/BENCHMARKS.md took 1.4 (python3.11) to 3.4 (ld.so) us. A module whose
  * FDEs cannot be counted (no .eh_frame_hdr: .debug_frame only, or not
  * loaded through the dynamic loader) is taken as small.
  */
 static int64_t estimate_ns(const ember__unwind_tables *t, const mod_table *x)
 {
-	double per_fde = t->built_fdes >= 10000 ? (double)t->built_ns / (double)t->built_fdes
+	double per_fde = t->built_fdes >= 2000 ? (double)t->built_ns / (double)t->built_fdes
 						: 3000.0;
 	return (int64_t)(per_fde * (double)module_fdes(x));
 }
