@@ -448,24 +448,29 @@ static void drain(ember__core *c)
 		uint64_t poll_start = r->poll_start;
 		if (wall && r->weight == 0) /* recorded, but with no time to stand for */
 			atomic_fetch_add(&c->wall_unweighed, 1);
+		uint32_t flags = r->flags;
 		if (wall && (r->flags & EMBER_SAMPLE_REPEAT)) {
 			/* a thread left asleep: its last sleeping sample again (in
-			 * the same pollcatch poll: it has not run since) */
+			 * the same pollcatch poll: it has not run since); or an
+			 * exiting thread: its last sample, in that sample's state */
+			uint32_t state = 0;
 			if (!ember__wall_replay_find(&c->wreplay, r->tid, r->reserved, r->time_ns, &pcs,
-						     &depth, &lb, &lblen, &poll_start)) {
+						     &depth, &lb, &lblen, &poll_start, &state)) {
 				ember__sampbuf_release(&c->sig.buf, r);
 				continue;
 			}
+			flags = (flags & ~(uint32_t)(EMBER_SAMPLE_SLEEPING | EMBER_SAMPLE_RUNNING)) | state;
 		} else if (wall) {
 			lblen = wall_labels(&c->sig.buf, r, labels, sizeof(labels));
 			lb = labels;
-			ember__wall_replay_note(&c->wreplay, r->tid, r->reserved, r->time_ns, r->pcs,
-						r->depth, lb, lblen, r->poll_start);
+			ember__wall_replay_note(&c->wreplay, r->tid, r->reserved,
+						r->flags & (EMBER_SAMPLE_SLEEPING | EMBER_SAMPLE_RUNNING),
+						r->time_ns, r->pcs, r->depth, lb, lblen, r->poll_start);
 		}
 		if (!poll_start ||
-		    ember__pollres_hold(&c->polls, r->tid, tid, r->flags, r->time_ns, r->weight,
+		    ember__pollres_hold(&c->polls, r->tid, tid, flags, r->time_ns, r->weight,
 					poll_start, pcs, depth, lb, lblen) != 0)
-			add_sample(c, tid, r->tid, r->flags, r->time_ns, pcs, depth, lb, lblen, r->weight);
+			add_sample(c, tid, r->tid, flags, r->time_ns, pcs, depth, lb, lblen, r->weight);
 		any = 1;
 		/* Lazy unwind tables: the modules this stack passed through. */
 		ember__unwind_tables_note(utab, r->pcs, r->depth);

@@ -105,6 +105,7 @@ static int grow_table(ember__threads *t)
 			atomic_store(&ne->perf_fd1, atomic_load(&oe->perf_fd1));
 			atomic_store(&ne->wall_cpu_ns, atomic_load(&oe->wall_cpu_ns));
 			atomic_store(&ne->wall_seq, atomic_load(&oe->wall_seq));
+			atomic_store(&ne->wall_last_seq, atomic_load(&oe->wall_last_seq));
 			atomic_store(&ne->wall_last_ns, atomic_load(&oe->wall_last_ns));
 		}
 	}
@@ -343,6 +344,7 @@ static void adopt_thread(ember__threads *t, int32_t tid)
 	if (!e)
 		return;
 	atomic_store_explicit(&e->wall_seq, 0, memory_order_release); /* a reused entry */
+	atomic_store_explicit(&e->wall_last_seq, 0, memory_order_release);
 	atomic_store_explicit(&e->probe_self, 0, memory_order_relaxed);
 	atomic_store_explicit(&e->wall_last_ns, r->wall_last, memory_order_relaxed);
 	arm_thread(t, r, e);
@@ -367,6 +369,7 @@ static void forget_thread(ember__threads *t, ember__thread_rec *r)
 		ember__threadtab_set_bounds(e, 0, 0);
 		/* a thread that reuses the id has no sleeping sample to repeat */
 		atomic_store_explicit(&e->wall_seq, 0, memory_order_release);
+		atomic_store_explicit(&e->wall_last_seq, 0, memory_order_release);
 	}
 	rec_remove(t, r);
 }
@@ -1076,6 +1079,7 @@ void ember__threads_on_start(void)
 		ember__thread_ent *e = r ? table_entry(t, tid) : NULL;
 		if (r && e) {
 			atomic_store_explicit(&e->wall_seq, 0, memory_order_release);
+			atomic_store_explicit(&e->wall_last_seq, 0, memory_order_release);
 			/* its TCB, where wall_remote.c finds its labels and poll */
 			atomic_store_explicit(&e->probe_self, (uintptr_t)pthread_self(),
 					      memory_order_relaxed);
@@ -1098,17 +1102,22 @@ void ember__threads_on_start(void)
 /*
  * An exiting thread's wall time since its last wall sample, which no tick
  * will weigh any more (lock held, on the thread itself, before its bounds
- * are cleared): if it was asleep at that sample, that sample again (it
- * slept there for most of the time since, then ran its way out); else a
- * wall sample of its own, through the handler (a signal to itself,
- * delivered before this call returns unless it blocks the signal).
+ * are cleared): that sample again, in its state (under one wall interval
+ * ago: the best estimate of where the thread spent it); only a thread
+ * that has no wall sample yet gets one of its own, through the handler
+ * (a signal to itself, delivered before this call returns unless it
+ * blocks the signal).
  */
 static void wall_final_sample(ember__threads *t, int32_t tid)
 {
 	ember__thread_ent *e = ember__threadtab_find(t->tab, tid);
 	if (!e)
 		return;
-	uint32_t seq = atomic_load_explicit(&e->wall_seq, memory_order_acquire);
+	/* The time since its last wall sample goes to that sample's stack
+	 * (asleep, or running where it was last seen): a sample taken now
+	 * would show this hook, which the program did not run. Only a thread
+	 * never sampled yet is sampled here. */
+	uint32_t seq = atomic_load_explicit(&e->wall_last_seq, memory_order_acquire);
 	if (seq) {
 		int64_t now = mono_now(), last = atomic_exchange(&e->wall_last_ns, now);
 		if (last > 0 && now > last)

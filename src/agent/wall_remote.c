@@ -276,6 +276,7 @@ int ember__wall_remote_sample(ember__wall_remote *w, ember__sigstate *st, ember_
 	/* after the commit, as the handler: repeats follow this sample */
 	atomic_store_explicit(&e->wall_cpu_ns, (uint64_t)cpu0, memory_order_relaxed);
 	atomic_store_explicit(&e->wall_seq, seq, memory_order_release);
+	atomic_store_explicit(&e->wall_last_seq, seq, memory_order_release);
 	atomic_fetch_add_explicit(&st->wall_samples, 1, memory_order_relaxed);
 	if (flags & EMBER_UNWIND_NO_BOUNDS)
 		atomic_fetch_add_explicit(&st->no_bounds, 1, memory_order_relaxed);

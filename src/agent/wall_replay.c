@@ -16,6 +16,8 @@ typedef struct replay_ent {
 	uint32_t seq;
 	uint32_t depth;
 	uint32_t label_len;
+	uint32_t state;  /* the sample's EMBER_SAMPLE_SLEEPING/RUNNING bits */
+	size_t room;     /* bytes allocated at pcs */
 	int64_t last_ns; /* time of the sample or of its latest repeat */
 	uint64_t poll_start; /* pollcatch: the poll the thread slept in, 0: none */
 	uint64_t *pcs;   /* depth pcs, then label_len bytes of labels */
@@ -31,6 +33,7 @@ static void clear_ent(replay_ent *e)
 {
 	free(e->pcs);
 	e->pcs = NULL;
+	e->room = 0;
 	e->seq = 0;
 	e->depth = e->label_len = 0;
 }
@@ -48,9 +51,9 @@ static void sweep(ember__wall_replay *w, int64_t now_ns)
 	}
 }
 
-int ember__wall_replay_note(ember__wall_replay *w, int32_t tid, uint32_t seq, int64_t time_ns,
-			    const uint64_t *pcs, uint32_t depth, const uint8_t *labels,
-			    uint32_t label_len, uint64_t poll_start)
+int ember__wall_replay_note(ember__wall_replay *w, int32_t tid, uint32_t seq, uint32_t state,
+			    int64_t time_ns, const uint64_t *pcs, uint32_t depth,
+			    const uint8_t *labels, uint32_t label_len, uint64_t poll_start)
 {
 	if (++w->notes % REPLAY_SWEEP_EVERY == 0)
 		sweep(w, time_ns);
@@ -70,18 +73,26 @@ int ember__wall_replay_note(ember__wall_replay *w, int32_t tid, uint32_t seq, in
 			return EMBER_ERR_NOMEM;
 		*v = (uint64_t)(uintptr_t)e;
 	}
-	uint64_t *copy = malloc((size_t)depth * sizeof(*pcs) + label_len + 1);
-	if (!copy) {
-		clear_ent(e);
-		return EMBER_ERR_NOMEM;
+	/* Every wall sample passes here (running ones too): the copy's room
+	 * is reused, grown only for a deeper stack or longer labels. */
+	size_t need = (size_t)depth * sizeof(*pcs) + label_len + 1;
+	if (need > e->room) {
+		size_t room = need < 512 ? 512 : need;
+		uint64_t *copy = malloc(room);
+		if (!copy) {
+			clear_ent(e);
+			return EMBER_ERR_NOMEM;
+		}
+		free(e->pcs);
+		e->pcs = copy;
+		e->room = room;
 	}
 	if (depth)
-		memcpy(copy, pcs, (size_t)depth * sizeof(*pcs));
+		memcpy(e->pcs, pcs, (size_t)depth * sizeof(*pcs));
 	if (label_len)
-		memcpy(copy + depth, labels, label_len);
-	free(e->pcs);
-	e->pcs = copy;
+		memcpy(e->pcs + depth, labels, label_len);
 	e->seq = seq;
+	e->state = state;
 	e->depth = depth;
 	e->label_len = label_len;
 	e->last_ns = time_ns;
@@ -91,7 +102,7 @@ int ember__wall_replay_note(ember__wall_replay *w, int32_t tid, uint32_t seq, in
 
 int ember__wall_replay_find(ember__wall_replay *w, int32_t tid, uint32_t seq, int64_t time_ns,
 			    const uint64_t **pcs, uint32_t *depth, const uint8_t **labels,
-			    uint32_t *label_len, uint64_t *poll_start)
+			    uint32_t *label_len, uint64_t *poll_start, uint32_t *state)
 {
 	replay_ent *e = ent_of(w, tid);
 	if (!e || !e->pcs || e->seq != seq) {
@@ -104,6 +115,7 @@ int ember__wall_replay_find(ember__wall_replay *w, int32_t tid, uint32_t seq, in
 	*labels = (const uint8_t *)(e->pcs + e->depth);
 	*label_len = e->label_len;
 	*poll_start = e->poll_start;
+	*state = e->state;
 	atomic_fetch_add_explicit(&w->repeated, 1, memory_order_relaxed);
 	return 1;
 }

@@ -80,10 +80,12 @@ static int64_t mono_ns(void)
  * this thread was asleep in it and, if so, which sample (`seq`, nonzero)
  * and the thread's CPU time now, at the end of the handler. While the CPU
  * time stays there the thread has not run, so its stack is unchanged and
- * the wall-clock thread records it again instead of waking it.
+ * the wall-clock thread records it again instead of waking it. And the
+ * number of the thread's last wall sample whatever its state (`last_seq`,
+ * 0: none), which its exit hook repeats (threads.c).
  * clock_gettime is async-signal-safe.
  */
-static void note_wall_state(ember__sigstate *st, int32_t tid, uint32_t seq)
+static void note_wall_state(ember__sigstate *st, int32_t tid, uint32_t seq, uint32_t last_seq)
 {
 	ember__threadtab *tab = atomic_load_explicit(&st->tab, memory_order_acquire);
 	ember__thread_ent *e = tab ? ember__threadtab_find(tab, tid) : NULL;
@@ -99,6 +101,7 @@ static void note_wall_state(ember__sigstate *st, int32_t tid, uint32_t seq)
 					      memory_order_relaxed);
 	}
 	atomic_store_explicit(&e->wall_seq, seq, memory_order_release);
+	atomic_store_explicit(&e->wall_last_seq, last_seq, memory_order_release);
 }
 
 /* Claims a slot, unwinds into it and publishes it. `kind` holds the
@@ -113,7 +116,7 @@ static void take_sample(ember__sigstate *st, uint64_t weight, unsigned kind, voi
 			int64_t now = mono_ns(), last = atomic_exchange(&e->wall_last_ns, now);
 			weight = last > 0 && now > last ? (uint64_t)(now - last) : weight;
 		}
-		note_wall_state(st, tid, 0); /* if no sample is recorded: nothing to repeat */
+		note_wall_state(st, tid, 0, 0); /* if no sample is recorded: nothing to repeat */
 	}
 	ember__sample_rec *r = ember__sampbuf_claim(&st->buf);
 	if (!r) {
@@ -150,7 +153,7 @@ static void take_sample(ember__sigstate *st, uint64_t weight, unsigned kind, voi
 	r->time_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 	r->poll_start = ember__poll_on_sample(tid);
 	uint32_t wall_seq = 0;
-	if (kind & EMBER_SAMPLE_SLEEPING) {
+	if (kind & EMBER_SAMPLE_WALL) {
 		wall_seq = atomic_fetch_add_explicit(&st->wall_seq, 1, memory_order_relaxed) + 1;
 		if (!wall_seq) /* wrapped: 0 means none */
 			wall_seq = atomic_fetch_add_explicit(&st->wall_seq, 1, memory_order_relaxed) + 1;
@@ -158,7 +161,7 @@ static void take_sample(ember__sigstate *st, uint64_t weight, unsigned kind, voi
 	r->reserved = wall_seq;
 	ember__sampbuf_commit(r);
 	if (wall_seq) /* after the commit: a repeat is claimed after this sample */
-		note_wall_state(st, tid, wall_seq);
+		note_wall_state(st, tid, (kind & EMBER_SAMPLE_SLEEPING) ? wall_seq : 0, wall_seq);
 	atomic_fetch_add_explicit(kind & EMBER_SAMPLE_WALL ? &st->wall_samples : &st->samples, 1,
 				  memory_order_relaxed);
 	if (flags & EMBER_UNWIND_PENDING)

@@ -47,7 +47,10 @@ enum {
 	EMBER_SAMPLE_RUNNING = 1u << 10, /* wall: interrupted in user code */
 	/* wall: recorded by the wall-clock thread without a signal, for a
 	 * thread still asleep since its sample `reserved` (a sequence number):
-	 * no stack of its own, the agent repeats that sample's (wall_replay.h) */
+	 * no stack of its own, the agent repeats that sample's (wall_replay.h),
+	 * in that sample's state. Every wall sample with a stack has a
+	 * sequence number in `reserved`, running ones too (the exit hook
+	 * repeats a thread's last sample, threads.c). */
 	EMBER_SAMPLE_REPEAT = 1u << 11
 };
 

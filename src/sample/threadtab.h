@@ -41,6 +41,11 @@ typedef struct ember__thread_ent {
 	 * wall_seq with release), read by the wall-clock thread. */
 	_Atomic uint32_t wall_seq;
 	_Atomic uint64_t wall_cpu_ns;
+	/* The sequence number of the thread's last wall sample with a stack,
+	 * whatever its state (0: none), written by whoever took it after the
+	 * commit: the thread's exit hook repeats that sample for the time
+	 * since, rather than sampling its own exit-hook code. */
+	_Atomic uint32_t wall_last_seq;
 	/* CLOCK_MONOTONIC end of the thread's last wall sample (or of its
 	 * adoption): each wall sample, taken by the handler or repeated by the
 	 * timer thread, swaps in its own time and weighs the difference, so
