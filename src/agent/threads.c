@@ -492,7 +492,22 @@ static void check_blocked(ember__threads *t, ember__thread_rec *r)
 	int b = task_blocks(r->tid, t->signo);
 	if (b < 0)
 		return;
-	uint64_t now = b ? thread_cpu_ns(r->tid) : 0;
+	/* Its CPU time and samples since the last scan: a thread whose mask
+	 * shows the signal blocked but whose samples cover at least half of
+	 * that CPU time blocks it only for moments (glibc's raise() blocks
+	 * every signal around its tgkill; a pending timer signal is
+	 * delivered at the unblock), not a thread that blocks it. */
+	uint64_t cpu = thread_cpu_ns(r->tid);
+	ember__thread_ent *e = ember__threadtab_find(t->tab, r->tid);
+	uint32_t samples = e ? atomic_load_explicit(&e->cpu_samples, memory_order_relaxed) : 0;
+	uint64_t dcpu = r->scan_cpu && cpu > r->scan_cpu ? cpu - r->scan_cpu : 0;
+	uint64_t covered = (uint64_t)(uint32_t)(samples - r->scan_samples) * (uint64_t)t->period_ns;
+	int sampled = r->scan_cpu && samples != r->scan_samples && covered * 2 >= dcpu;
+	r->scan_cpu = cpu;
+	r->scan_samples = samples;
+	if (sampled)
+		b = 0;
+	uint64_t now = b ? cpu : 0;
 	int seen = b ? r->blocks_signal + 1 : 0; /* scans in a row that saw it */
 	/* Seen on two scans in a row before the agent is told: a thread is
 	 * blocked for a moment inside our handler (the kernel blocks the

@@ -48,6 +48,8 @@ typedef struct ember__thread_rec {
 	int own;                 /* one of emberprof's threads (name "emberprof*") */
 	char comm[16];           /* its name when first seen blocking */
 	uint64_t blocked_cpu_at; /* its CPU clock at the last scan, while blocking */
+	uint64_t scan_cpu;       /* its CPU clock at the last blocked-signal scan */
+	uint32_t scan_samples;   /* its entry's cpu_samples then */
 	uint64_t unsampled_ns;   /* CPU time it used while blocking */
 	int64_t wall_last; /* CLOCK_MONOTONIC of its last wall-clock sample (or adoption) */
 	int bounds; /* BOUNDS_* in threads.c */

@@ -27,7 +27,9 @@
  * 2.32 in libc).
  *
  * sigwait, sigwaitinfo and sigtimedwait on the sampling signal return the
- * program's own signals and never ours.
+ * program's own signals and never ours. raise() of it is delivered once,
+ * never lost in a sample of ours (pthread_kill of the calling thread is
+ * not wrapped yet: glibc's blocks every signal around its tgkill too).
  *
  * sigaction, signal, sigprocmask and pthread_sigmask are async-signal-safe
  * here as in libc (programs call them from handlers). The exec wrappers are
@@ -62,6 +64,7 @@ typedef int (*execv_fn)(const char *, char *const[]);
 typedef int (*fexecve_fn)(int, char *const[], char *const[]);
 typedef int (*execveat_fn)(int, const char *, char *const[], char *const[], int);
 typedef int (*sigtimedwait_fn)(const sigset_t *, siginfo_t *, const struct timespec *);
+typedef int (*raise_fn)(int);
 
 static struct {
 	_Atomic(mask_fn) pthread_sigmask, sigprocmask;
@@ -71,6 +74,7 @@ static struct {
 	_Atomic(fexecve_fn) fexecve;
 	_Atomic(execveat_fn) execveat;
 	_Atomic(sigtimedwait_fn) sigtimedwait;
+	_Atomic(raise_fn) raise;
 } real;
 
 /* glibc's own definition, after this library in the search order. */
@@ -105,6 +109,7 @@ __attribute__((constructor(101))) static void resolve_all(void)
 	(void)REAL(fexecve, fexecve_fn);
 	(void)REAL(execveat, execveat_fn);
 	(void)REAL(sigtimedwait, sigtimedwait_fn);
+	(void)REAL(raise, raise_fn);
 }
 
 /* Is the definition the program's calls to `name` reach this library's? */
@@ -318,6 +323,16 @@ EXPORT int sigwait(const sigset_t *set, int *sig)
 		return errno;
 	*sig = rc;
 	return 0;
+}
+
+/* raise() of the sampling signal: delivered once, never merged into a
+ * sample of ours (sigvirt.h); any other signal goes to libc's. */
+EXPORT int raise(int sig)
+{
+	int vs = ember__sigvirt_signo();
+	if (vs && sig == vs)
+		return ember__sigvirt_raise(sig);
+	return REAL(raise, raise_fn)(sig);
 }
 
 /* ---- exec ---- */

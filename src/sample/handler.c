@@ -131,8 +131,9 @@ static void take_sample(ember__sigstate *st, uint64_t weight, unsigned kind, voi
 	}
 	ember__stack_bounds bounds = {0, 0};
 	ember__threadtab *tab = atomic_load_explicit(&st->tab, memory_order_acquire);
-	if (tab)
-		ember__threadtab_bounds(tab, tid, &bounds);
+	ember__thread_ent *self = tab ? ember__threadtab_find(tab, tid) : NULL;
+	if (self)
+		ember__threadtab_ent_bounds(self, &bounds);
 	unsigned flags = 0;
 	const ember__unwind_snapshot *snap =
 		st->unwind_mode == EMBER_UNWIND_MODE_FP
@@ -164,6 +165,8 @@ static void take_sample(ember__sigstate *st, uint64_t weight, unsigned kind, voi
 		note_wall_state(st, tid, (kind & EMBER_SAMPLE_SLEEPING) ? wall_seq : 0, wall_seq);
 	atomic_fetch_add_explicit(kind & EMBER_SAMPLE_WALL ? &st->wall_samples : &st->samples, 1,
 				  memory_order_relaxed);
+	if (self && !(kind & EMBER_SAMPLE_WALL))
+		atomic_fetch_add_explicit(&self->cpu_samples, 1, memory_order_relaxed);
 	if (flags & EMBER_UNWIND_PENDING)
 		atomic_fetch_add_explicit(&st->unwind_pending, 1, memory_order_relaxed);
 	if (flags & EMBER_UNWIND_NO_BOUNDS)

@@ -41,6 +41,9 @@ static __thread int tls_blocked __attribute__((tls_model("initial-exec")));
 static __thread int tls_pending __attribute__((tls_model("initial-exec")));
 static __thread siginfo_t tls_pending_si __attribute__((tls_model("initial-exec")));
 static __thread unsigned tls_ours __attribute__((tls_model("initial-exec")));
+/* The program's own signals this thread's handler saw (ember__sigvirt_raise). */
+/* volatile: a handler changes it between the raise wrapper's two reads. */
+static __thread volatile unsigned tls_foreign __attribute__((tls_model("initial-exec")));
 
 /* A process-directed signal of the program's (kill, sigqueue, its
  * itimer) that reached a thread which virtually blocks it: it belongs to
@@ -235,6 +238,7 @@ void ember__sigvirt_count_ours(void)
 
 void ember__sigvirt_foreign(int sig, siginfo_t *si, void *uc)
 {
+	tls_foreign++;
 	if (tls_blocked) {
 		/* tgkill/raise name this thread; anything else (kill, sigqueue,
 		 * a process timer) could have gone to any thread that takes it. */
@@ -320,6 +324,24 @@ void ember__sigvirt_exec_undo(int token, const struct sigaction *ours)
 		sigemptyset(&s);
 		sigaddset(&s, sig);
 		syscall(SYS_rt_sigprocmask, SIG_UNBLOCK, &s, NULL, KSIGSET_BYTES);
+	}
+}
+
+int ember__sigvirt_raise(int sig)
+{
+	sigset_t cur;
+	int blocked = syscall(SYS_rt_sigprocmask, SIG_BLOCK, NULL, &cur, KSIGSET_BYTES) != 0 ||
+		      sigismember(&cur, sig);
+	pid_t pid = self_pid(), tid = self_tid();
+	for (int tries = 0;; tries++) {
+		unsigned seen = tls_foreign;
+		if (syscall(SYS_tgkill, pid, tid, sig) != 0)
+			return -1;
+		/* Unblocked: delivered on the way back from tgkill. The program's
+		 * handler (or its deferral, or its default action) counted it,
+		 * unless the kernel merged it into a sample of ours. */
+		if (blocked || tls_foreign != seen || tries == 2)
+			return 0;
 	}
 }
 

@@ -87,6 +87,19 @@ unsigned ember__sigvirt_ours(void);
 void ember__sigvirt_count_ours(void);
 
 /*
+ * raise() of the sampling signal (src/preload/signal_wrap.c): glibc's
+ * raise blocks every signal around its tgkill, so a sample falling due in
+ * that window is pending first and the kernel merges the program's signal
+ * into it (standard signals do not queue): the program's is lost. Sends
+ * the program's signal to the calling thread with the sampling signal
+ * unblocked, so it is delivered before the call returns, and sends it
+ * again (at most 3 times) if the handler saw only ours. Where the signal
+ * really is blocked (inside a handler of it) it is sent once and stays
+ * pending, as libc's would. 0, or -1 with errno. Async-signal-safe.
+ */
+int ember__sigvirt_raise(int sig);
+
+/*
  * For exec (src/agent/threads.c): makes the kernel's state of `signo` on
  * the calling thread what the program's would be - blocked if it virtually
  * blocks it, with a pending signal of its own queued again, and SIG_IGN if

@@ -53,8 +53,11 @@ ember__thread_ent *ember__threadtab_find(ember__threadtab *t, int32_t tid)
 int ember__threadtab_bounds(const ember__threadtab *t, int32_t tid, ember__stack_bounds *out)
 {
 	ember__thread_ent *e = ember__threadtab_find((ember__threadtab *)t, tid);
-	if (!e)
-		return 0;
+	return e ? ember__threadtab_ent_bounds(e, out) : 0;
+}
+
+int ember__threadtab_ent_bounds(ember__thread_ent *e, ember__stack_bounds *out)
+{
 	uint32_t s1 = atomic_load_explicit(&e->seq, memory_order_acquire);
 	if (s1 & 1u)
 		return 0;

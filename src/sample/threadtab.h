@@ -52,6 +52,11 @@ typedef struct ember__thread_ent {
 	 * the samples' weights tile the thread's time even when a signal is
 	 * lost (merged into another pending SIGPROF) or delayed. */
 	_Atomic int64_t wall_last_ns;
+	/* CPU samples the handler recorded on this thread (wraps), read by the
+	 * blocked-signal scan: a thread whose mask shows the signal blocked
+	 * at two scans but whose samples keep coming blocks it only for
+	 * moments (glibc's raise() blocks every signal around its tgkill). */
+	_Atomic uint32_t cpu_samples;
 } ember__thread_ent;
 
 typedef struct ember__threadtab {
@@ -70,6 +75,10 @@ void ember__threadtab_free(ember__threadtab *t);
  * Async-signal-safe, lock-free.
  */
 int ember__threadtab_bounds(const ember__threadtab *t, int32_t tid, ember__stack_bounds *out);
+
+/* The same for an entry already found (ember__threadtab_find).
+ * Async-signal-safe, lock-free. */
+int ember__threadtab_ent_bounds(ember__thread_ent *e, ember__stack_bounds *out);
 
 /* Reader: the entry for tid or NULL. Async-signal-safe, lock-free. */
 ember__thread_ent *ember__threadtab_find(ember__threadtab *t, int32_t tid);
