@@ -41,8 +41,10 @@ static __thread int tls_blocked __attribute__((tls_model("initial-exec")));
 static __thread int tls_pending __attribute__((tls_model("initial-exec")));
 static __thread siginfo_t tls_pending_si __attribute__((tls_model("initial-exec")));
 static __thread unsigned tls_ours __attribute__((tls_model("initial-exec")));
-/* The program's own signals this thread's handler saw (ember__sigvirt_raise). */
-/* volatile: a handler changes it between the raise wrapper's two reads. */
+/* The program's own tgkill()/raise() signals this thread's handler saw
+ * (ember__sigvirt_raise; not its timers', which a process-directed
+ * SIGPROF can bring at the same moment). volatile: a handler changes it
+ * between the raise wrapper's two reads. */
 static __thread volatile unsigned tls_foreign __attribute__((tls_model("initial-exec")));
 
 /* A process-directed signal of the program's (kill, sigqueue, its
@@ -238,7 +240,8 @@ void ember__sigvirt_count_ours(void)
 
 void ember__sigvirt_foreign(int sig, siginfo_t *si, void *uc)
 {
-	tls_foreign++;
+	if (si->si_code == SI_TKILL)
+		tls_foreign++;
 	if (tls_blocked) {
 		/* tgkill/raise name this thread; anything else (kill, sigqueue,
 		 * a process timer) could have gone to any thread that takes it. */
