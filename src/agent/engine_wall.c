@@ -102,6 +102,28 @@ void ember__wall_record_repeat(ember__sigstate *st, int32_t tid, int64_t weight_
 	atomic_fetch_add_explicit(&st->wall_samples, 1, memory_order_relaxed);
 }
 
+void ember__wall_record_frame(ember__sigstate *st, int32_t tid, int64_t weight_ns, uint64_t pc)
+{
+	ember__sample_rec *r = ember__sampbuf_claim(&st->buf);
+	if (!r) {
+		atomic_fetch_add_explicit(&st->dropped_full, 1, memory_order_relaxed);
+		return;
+	}
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	r->pcs[0] = pc;
+	r->depth = 1;
+	r->tid = tid;
+	r->flags = EMBER_SAMPLE_WALL;
+	r->label_len = 0;
+	r->reserved = 0;
+	r->poll_start = 0;
+	r->weight = (uint64_t)weight_ns;
+	r->time_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	ember__sampbuf_commit(r);
+	atomic_fetch_add_explicit(&st->wall_samples, 1, memory_order_relaxed);
+}
+
 /*
  * One tick: the next threads of the rotation, each recorded again (left
  * asleep), sampled without a signal (blocked in a system call) or

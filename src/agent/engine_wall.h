@@ -89,6 +89,17 @@ struct ember__sigstate;
 void ember__wall_record_repeat(struct ember__sigstate *st, int32_t tid, int64_t weight_ns,
 			       uint32_t seq);
 
+/*
+ * Records, without a signal, a wall sample of thread `tid` whose stack is
+ * the single frame `pc` (its start routine), weighing `weight_ns`: the
+ * last moments of a thread that ends before its first wall sample (its
+ * exit hook cannot repeat a sample, and a sample taken there would show
+ * the hook). Neither running nor sleeping: not known. Counted as dropped
+ * if the ring is full. Any thread; async-signal-safe.
+ */
+void ember__wall_record_frame(struct ember__sigstate *st, int32_t tid, int64_t weight_ns,
+			      uint64_t pc);
+
 /* Stops and joins the timer thread (no more wall signals are sent after
  * it returns). Harmless if never started. */
 void ember__wall_stop(ember__wall *w);

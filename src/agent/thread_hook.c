@@ -37,8 +37,8 @@ static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 
 static void on_thread_exit(void *value)
 {
-	(void)value;
-	ember__threads_on_exit();
+	/* the value is the thread's start routine (ember_thread_start) */
+	ember__threads_on_exit((uintptr_t)value);
 }
 
 static void make_key(void)
@@ -103,7 +103,7 @@ static void *ember_thread_start(void *p)
 	ember__heap_set_internal(tr.internal);
 	ember__sigvirt_set_blocked(tr.sig_blocked); /* inherited, as a real mask is */
 	pthread_once(&key_once, make_key);
-	pthread_setspecific(exit_key, (void *)1);
+	pthread_setspecific(exit_key, (void *)(uintptr_t)tr.fn);
 	ember__threads_on_start();
 	return tr.fn(tr.arg);
 }

@@ -1118,12 +1118,13 @@ void ember__threads_on_start(void)
  * An exiting thread's wall time since its last wall sample, which no tick
  * will weigh any more (lock held, on the thread itself, before its bounds
  * are cleared): that sample again, in its state (under one wall interval
- * ago: the best estimate of where the thread spent it); only a thread
- * that has no wall sample yet gets one of its own, through the handler
- * (a signal to itself, delivered before this call returns unless it
- * blocks the signal).
+ * ago: the best estimate of where the thread spent it). A thread that has
+ * no wall sample yet gets a one-frame sample of its start routine
+ * (`start_pc`, from the pthread_create hook), or if that is not known (0)
+ * one of its own through the handler (a signal to itself, delivered before
+ * this call returns unless it blocks the signal; its stack shows this hook).
  */
-static void wall_final_sample(ember__threads *t, int32_t tid)
+static void wall_final_sample(ember__threads *t, int32_t tid, uintptr_t start_pc)
 {
 	ember__thread_ent *e = ember__threadtab_find(t->tab, tid);
 	if (!e)
@@ -1133,17 +1134,21 @@ static void wall_final_sample(ember__threads *t, int32_t tid)
 	 * would show this hook, which the program did not run. Only a thread
 	 * never sampled yet is sampled here. */
 	uint32_t seq = atomic_load_explicit(&e->wall_last_seq, memory_order_acquire);
-	if (seq) {
+	if (seq || start_pc) {
 		int64_t now = mono_now(), last = atomic_exchange(&e->wall_last_ns, now);
-		if (last > 0 && now > last)
-			ember__wall_record_repeat(t->sig, tid, now - last, seq);
+		if (last > 0 && now > last) {
+			if (seq)
+				ember__wall_record_repeat(t->sig, tid, now - last, seq);
+			else /* never sampled: it ran its start routine */
+				ember__wall_record_frame(t->sig, tid, now - last, start_pc);
+		}
 		return;
 	}
 	union sigval v = {.sival_ptr = (void *)(uintptr_t)EMBER_WALL_VALUE(0)};
 	ember__queue_signal(t->pid, tid, t->signo, v);
 }
 
-void ember__threads_on_exit(void)
+void ember__threads_on_exit(uintptr_t start_pc)
 {
 	ember__threads *t = atomic_load(&g_threads);
 	if (!t)
@@ -1152,7 +1157,7 @@ void ember__threads_on_exit(void)
 	if (atomic_load(&g_threads) == t) {
 		ember__thread_rec *r = rec_find(t, (int32_t)gettid());
 		if (r && t->wall_final)
-			wall_final_sample(t, r->tid);
+			wall_final_sample(t, r->tid, start_pc);
 		if (r)
 			forget_thread(t, r);
 		/* Its name, for samples the agent drains after it is gone. */

@@ -216,9 +216,10 @@ void ember__threads_exec_end(int state);
 int ember__threads_gate_enter(ember__threads *t);
 void ember__threads_gate_leave(ember__threads *t);
 
-/* Called by thread_hook.c in a new thread / at its exit. */
+/* Called by thread_hook.c in a new thread / at its exit (`start_pc`: the
+ * thread's start routine, 0 if not known). */
 void ember__threads_on_start(void);
-void ember__threads_on_exit(void);
+void ember__threads_on_exit(uintptr_t start_pc);
 
 /* The wrapper every pthread_create entry point calls (thread_hook.c). */
 int ember__hooked_pthread_create(pthread_t *th, const pthread_attr_t *attr,

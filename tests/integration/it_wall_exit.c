@@ -15,6 +15,9 @@
  * - the workers' wall time is there: at least half of their measured
  *   lifetimes (no timing asserted beyond that loose floor, which a lost
  *   exit record would not break alone but a lost thread would).
+ * Then 100 threads that live about 0.5 ms, most of them ending before
+ * their first wall tick: their time is a one-frame sample of their start
+ * routine (tiny_life), again with no agent frame, and some is there.
  * Prints the numbers.
  */
 #include "it_common.h"
@@ -38,6 +41,14 @@ __attribute__((noinline)) static void short_life_burn(double seconds)
 		for (int i = 0; i < 20000; i++)
 			x = x * 6364136223846793005u + 1442695040888963407u;
 	burn_sink += x;
+}
+
+__attribute__((noinline)) static void *tiny_life(void *arg)
+{
+	(void)arg;
+	pthread_setname_np(pthread_self(), "tinylife");
+	short_life_burn(0.0005);
+	return NULL;
 }
 
 static void *short_life(void *arg)
@@ -73,6 +84,14 @@ int main(void)
 		pthread_join(th, NULL);
 		lived += now_s() - t0;
 	}
+	double tiny_lived = 0;
+	for (unsigned i = 0; i < 100; i++) {
+		pthread_t th;
+		double t0 = now_s();
+		IT_CHECK(pthread_create(&th, NULL, tiny_life, NULL) == 0, "pthread_create");
+		pthread_join(th, NULL);
+		tiny_lived += now_s() - t0;
+	}
 	ember_stats st;
 	ember_running_stats(run, &st);
 	IT_CHECK(ember_running_stop(&a, run) == 0, "stop: %s", ember_last_error());
@@ -80,7 +99,7 @@ int main(void)
 
 	static const char *const ours[] = {"ember__", "on_thread_exit", "wall_final_sample",
 					   "__nptl_deallocate_tsd"};
-	double worker_wall = 0, in_ours = 0, in_burn = 0;
+	double worker_wall = 0, in_ours = 0, in_burn = 0, tiny_wall = 0, tiny_start = 0;
 	unsigned bad = 0;
 	for (size_t i = 0; i < cap.n; i++) {
 		ember__profile *p = it_decode(&cap.w[i]);
@@ -91,10 +110,17 @@ int main(void)
 		for (uint32_t s = 0; s < p->nsamples; s++) {
 			const ember__sample *sm = &p->samples[s];
 			const char *name = it_label(sm, "thread_name");
-			if (!name || strcmp(name, "shortlife") != 0)
+			int tiny = name && !strcmp(name, "tinylife");
+			if (!name || (strcmp(name, "shortlife") != 0 && !tiny))
 				continue;
 			double v = (double)sm->values[1] / 1e9;
-			worker_wall += v;
+			if (tiny) {
+				tiny_wall += v;
+				if (sm->nlocs == 1 && !strcmp(it_loc_func(p, sm->locs[0]), "tiny_life"))
+					tiny_start += v;
+			} else {
+				worker_wall += v;
+			}
 			if (it_stack_has(p, sm, "short_life_burn"))
 				in_burn += v;
 			int hit = 0;
@@ -113,11 +139,13 @@ int main(void)
 		ember__profile_free(p);
 	}
 	printf("%d threads lived %.3f s; their wall samples %.3f s, %.3f s in short_life_burn, "
-	       "%.4f s in %u samples with agent frames\n",
-	       NTHREADS, lived, worker_wall, in_burn, in_ours, bad);
+	       "%.4f s in %u samples with agent frames; 100 tiny threads lived %.4f s, their wall "
+	       "samples %.4f s, %.4f s as their start routine alone\n",
+	       NTHREADS, lived, worker_wall, in_burn, in_ours, bad, tiny_lived, tiny_wall, tiny_start);
 	IT_CHECK(bad == 0, "%u wall samples (%.4f s) show the agent's exit hook", bad, in_ours);
 	IT_CHECK(worker_wall >= lived / 2, "the workers' wall time is missing: %.3f s of %.3f s",
 		 worker_wall, lived);
+	IT_CHECK(tiny_start > 0, "no tiny thread's time is shown as its start routine");
 	it_capture_free(&cap);
 	return 0;
 }
