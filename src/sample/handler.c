@@ -112,6 +112,8 @@ static void take_sample(ember__sigstate *st, uint64_t weight, unsigned kind, voi
 	if (kind & EMBER_SAMPLE_WALL) {
 		ember__threadtab *tab = atomic_load_explicit(&st->tab, memory_order_acquire);
 		ember__thread_ent *e = tab ? ember__threadtab_find(tab, tid) : NULL;
+		if (e && atomic_load_explicit(&e->exiting, memory_order_acquire))
+			return; /* in its exit hook, which records this time itself */
 		if (e) { /* the time since the thread's previous wall sample */
 			int64_t now = mono_ns(), last = atomic_exchange(&e->wall_last_ns, now);
 			weight = last > 0 && now > last ? (uint64_t)(now - last) : weight;
