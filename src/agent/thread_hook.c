@@ -26,6 +26,7 @@
 #include "agent/threads.h"
 #include "emberprof.h"
 #include "heap/hook.h"
+#include "sample/handler.h"
 #include "sample/sigvirt.h"
 #include "unwind/arch.h"
 
@@ -37,6 +38,7 @@ static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 
 static void on_thread_exit(void *value)
 {
+	ember__tls_exiting = 1; /* first: no wall sample of this hook (handler.h) */
 	/* the value is the thread's start routine (ember_thread_start) */
 	ember__threads_on_exit((uintptr_t)value);
 }

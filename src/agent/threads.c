@@ -106,7 +106,6 @@ static int grow_table(ember__threads *t)
 			atomic_store(&ne->wall_cpu_ns, atomic_load(&oe->wall_cpu_ns));
 			atomic_store(&ne->wall_seq, atomic_load(&oe->wall_seq));
 			atomic_store(&ne->wall_last_seq, atomic_load(&oe->wall_last_seq));
-			atomic_store(&ne->exiting, atomic_load(&oe->exiting));
 			atomic_store(&ne->wall_last_ns, atomic_load(&oe->wall_last_ns));
 		}
 	}
@@ -346,7 +345,6 @@ static void adopt_thread(ember__threads *t, int32_t tid)
 		return;
 	atomic_store_explicit(&e->wall_seq, 0, memory_order_release); /* a reused entry */
 	atomic_store_explicit(&e->wall_last_seq, 0, memory_order_release);
-	atomic_store_explicit(&e->exiting, 0, memory_order_release);
 	atomic_store_explicit(&e->probe_self, 0, memory_order_relaxed);
 	atomic_store_explicit(&e->wall_last_ns, r->wall_last, memory_order_relaxed);
 	arm_thread(t, r, e);
@@ -1097,7 +1095,6 @@ void ember__threads_on_start(void)
 		if (r && e) {
 			atomic_store_explicit(&e->wall_seq, 0, memory_order_release);
 			atomic_store_explicit(&e->wall_last_seq, 0, memory_order_release);
-			atomic_store_explicit(&e->exiting, 0, memory_order_release);
 			/* its TCB, where wall_remote.c finds its labels and poll */
 			atomic_store_explicit(&e->probe_self, (uintptr_t)pthread_self(),
 					      memory_order_relaxed);
@@ -1156,12 +1153,6 @@ void ember__threads_on_exit(uintptr_t start_pc)
 	ember__threads *t = atomic_load(&g_threads);
 	if (!t)
 		return;
-	/* First: a wall signal already on its way must not sample this
-	 * hook (the handler's tab, lock-free, as the handler reads it). */
-	ember__threadtab *tab = t->sig ? atomic_load(&t->sig->tab) : NULL;
-	ember__thread_ent *self = tab ? ember__threadtab_find(tab, (int32_t)gettid()) : NULL;
-	if (self)
-		atomic_store_explicit(&self->exiting, 1, memory_order_release);
 	pthread_mutex_lock(&t->mu);
 	if (atomic_load(&g_threads) == t) {
 		ember__thread_rec *r = rec_find(t, (int32_t)gettid());

@@ -75,6 +75,8 @@ static int64_t mono_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+__thread volatile int ember__tls_exiting __attribute__((tls_model("initial-exec")));
+
 /*
  * For the wall-clock thread (engine_wall.h): after a wall sample, whether
  * this thread was asleep in it and, if so, which sample (`seq`, nonzero)
@@ -112,7 +114,7 @@ static void take_sample(ember__sigstate *st, uint64_t weight, unsigned kind, voi
 	if (kind & EMBER_SAMPLE_WALL) {
 		ember__threadtab *tab = atomic_load_explicit(&st->tab, memory_order_acquire);
 		ember__thread_ent *e = tab ? ember__threadtab_find(tab, tid) : NULL;
-		if (e && atomic_load_explicit(&e->exiting, memory_order_acquire))
+		if (ember__tls_exiting)
 			return; /* in its exit hook, which records this time itself */
 		if (e) { /* the time since the thread's previous wall sample */
 			int64_t now = mono_ns(), last = atomic_exchange(&e->wall_last_ns, now);

@@ -46,10 +46,6 @@ typedef struct ember__thread_ent {
 	 * commit: the thread's exit hook repeats that sample for the time
 	 * since, rather than sampling its own exit-hook code. */
 	_Atomic uint32_t wall_last_seq;
-	/* Set by the thread's exit hook before it records its last moments:
-	 * a wall signal that reaches it there is not sampled (its stack would
-	 * be the hook's; the hook's record covers that time). */
-	_Atomic uint32_t exiting;
 	/* CLOCK_MONOTONIC end of the thread's last wall sample (or of its
 	 * adoption): each wall sample, taken by the handler or repeated by the
 	 * timer thread, swaps in its own time and weighs the difference, so
