@@ -12,3 +12,9 @@ target_link_libraries(ember_bench_unwind_cost PRIVATE emberprof_internal ${CMAKE
 add_executable(ember_bench_unwind_insns ${CMAKE_CURRENT_LIST_DIR}/unwind_insns.c)
 target_compile_options(ember_bench_unwind_insns PRIVATE -O2 -fno-omit-frame-pointer)
 target_link_libraries(ember_bench_unwind_insns PRIVATE emberprof_internal ${CMAKE_DL_LIBS})
+
+# Sampling without a signal (perf_events copying registers and the user
+# stack into a ring buffer) against the signal path (issue 13).
+add_executable(ember_bench_nosignal_cost ${CMAKE_CURRENT_LIST_DIR}/nosignal_cost.c)
+target_compile_options(ember_bench_nosignal_cost PRIVATE -O2 -fno-omit-frame-pointer)
+target_link_libraries(ember_bench_nosignal_cost PRIVATE emberprof_internal Threads::Threads)
