@@ -28,8 +28,8 @@
  *
  * sigwait, sigwaitinfo and sigtimedwait on the sampling signal return the
  * program's own signals and never ours. raise() of it is delivered once,
- * never lost in a sample of ours (pthread_kill of the calling thread is
- * not wrapped yet: glibc's blocks every signal around its tgkill too).
+ * never lost in a sample of ours; so is pthread_kill() of the calling
+ * thread (glibc's blocks every signal around its tgkill too).
  *
  * sigaction, signal, sigprocmask and pthread_sigmask are async-signal-safe
  * here as in libc (programs call them from handlers). The exec wrappers are
@@ -38,6 +38,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -334,6 +335,44 @@ EXPORT int raise(int sig)
 		return ember__sigvirt_raise(sig);
 	return REAL(raise, raise_fn)(sig);
 }
+
+/* pthread_kill() of the calling thread with the sampling signal: as
+ * raise() (glibc's blocks every signal around its tgkill too). */
+typedef int (*pthread_kill_fn)(pthread_t, int);
+static _Atomic(pthread_kill_fn) real_pthread_kill;
+
+static int wrapped_pthread_kill(pthread_t th, int sig)
+{
+	int vs = ember__sigvirt_signo();
+	if (vs && sig == vs && pthread_equal(th, pthread_self()))
+		return ember__sigvirt_raise(sig) == 0 ? 0 : errno;
+	pthread_kill_fn f = atomic_load_explicit(&real_pthread_kill, memory_order_acquire);
+	if (!f) {
+		f = (pthread_kill_fn)dlvsym(RTLD_NEXT, "pthread_kill", "GLIBC_2.34");
+		if (!f)
+			f = (pthread_kill_fn)dlvsym(RTLD_NEXT, "pthread_kill", EMBER_GLIBC_BASE);
+		if (!f)
+			return ENOSYS;
+		atomic_store_explicit(&real_pthread_kill, f, memory_order_release);
+	}
+	return f(th, sig);
+}
+
+int ember__pthread_kill_v234(pthread_t th, int sig);
+int ember__pthread_kill_v225(pthread_t th, int sig);
+
+EXPORT int ember__pthread_kill_v234(pthread_t th, int sig)
+{
+	return wrapped_pthread_kill(th, sig);
+}
+
+EXPORT int ember__pthread_kill_v225(pthread_t th, int sig)
+{
+	return wrapped_pthread_kill(th, sig);
+}
+
+__asm__(".symver ember__pthread_kill_v234, pthread_kill@@GLIBC_2.34");
+__asm__(".symver ember__pthread_kill_v225, pthread_kill@" EMBER_GLIBC_BASE);
 
 /* ---- exec ---- */
 

@@ -124,7 +124,7 @@ static void *mask_defer_thread(void *arg)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: host_sig own-handler|own-itimer|block-all|raise-dfl|raise-ign|"
+	fprintf(stderr, "usage: host_sig own-handler|own-itimer|block-all|raise-dfl|raise-ign|raise-count|"
 			"mask-defer|query|exec-chain|raw-block [ARG]\n");
 	return 2;
 }
@@ -202,6 +202,26 @@ int main(int argc, char **argv)
 		burn_cpu(0.2);
 		raise(SIGPROF); /* default action: the process ends by SIGPROF */
 		return 0;
+	}
+	if (!strcmp(mode, "raise-count")) {
+		/* Its own SIGPROF to itself, by raise and by pthread_kill, for
+		 * `secs` of CPU: each one handled once, before the call returns. */
+		signal(SIGPROF, count_tick);
+		double end = cpu_s() + secs;
+		long sent = 0, late = 0;
+		while (cpu_s() < end) {
+			int before = (int)ticks;
+			if (sent % 2)
+				pthread_kill(pthread_self(), SIGPROF);
+			else
+				raise(SIGPROF);
+			sent++;
+			if ((int)ticks != before + 1)
+				late++;
+			burn_cpu(0.0001);
+		}
+		printf("sent=%ld seen=%d late=%ld\n", sent, (int)ticks, late);
+		return late == 0 && ticks == sent ? 0 : 1;
 	}
 	if (!strcmp(mode, "raise-ign")) {
 		signal(SIGPROF, SIG_IGN);

@@ -64,6 +64,11 @@ for engine in perf timer; do
 	$E -o p5 -- "$H" raise-ign >out 2>err
 	check_exit "$engine: raise(SIGPROF) with SIG_IGN" 0 $?
 
+	# Its own raise(SIGPROF) and pthread_kill(self, SIGPROF) at 1 kHz of
+	# sampling: each reaches its handler once, none merged into a sample.
+	$E --rate 1000 -o p5b -- "$H" raise-count 1 >out 2>err
+	check_exit "$engine: own raise/pthread_kill of SIGPROF all handled ($(cat out))" 0 $?
+
 	# Its own SIGPROF waits while it blocks it; it sees its own mask.
 	$E -o p6 -- "$H" mask-defer >out 2>err
 	check_exit "$engine: own signal deferred by its mask ($(cat out))" 0 $?
