@@ -125,7 +125,7 @@ static ember__thread_ent *table_entry(ember__threads *t, int32_t tid)
 	if (!e && grow_table(t) == 0)
 		e = ember__threadtab_insert(t->tab, tid);
 	if (!e)
-		t->table_full++;
+		atomic_fetch_add_explicit(&t->table_full, 1, memory_order_relaxed);
 	return e;
 }
 
@@ -176,7 +176,7 @@ static int arm_thread_timer(ember__threads *t, ember__thread_rec *r)
 
 static void note_timer_failure(ember__threads *t, int32_t tid, int err)
 {
-	t->timer_failures++;
+	atomic_fetch_add_explicit(&t->timer_failures, 1, memory_order_relaxed);
 	if (!t->first_error[0])
 		snprintf(t->first_error, sizeof(t->first_error), "%s for thread %d: %s",
 			 t->perf ? "perf event" : "timer", (int)tid, strerror(err));
@@ -217,7 +217,7 @@ static int arm_thread_perf(ember__threads *t, ember__thread_rec *r, ember__threa
 		close(fd); /* never enabled: no signal can name it */
 		return rc;
 	}
-	t->perf_events++;
+	atomic_fetch_add_explicit(&t->perf_events, 1, memory_order_relaxed);
 	return 0;
 }
 
@@ -227,7 +227,7 @@ static void arm_thread(ember__threads *t, ember__thread_rec *r, ember__thread_en
 	if (r->armed)
 		return;
 	r->armed = 1;
-	t->threads_seen++;
+	atomic_fetch_add_explicit(&t->threads_seen, 1, memory_order_relaxed);
 	if (t->process_timer)
 		return;
 	if (t->suspended) { /* armed when the exec fails */
@@ -269,9 +269,9 @@ static void check_perf(ember__threads *t, int full)
 		if (e)
 			atomic_store_explicit(&e->perf_fd1, 0, memory_order_seq_cst);
 		r->perf_fd1 = 0;
-		t->fd_reopens++;
+		atomic_fetch_add_explicit(&t->fd_reopens, 1, memory_order_relaxed);
 		if (e && arm_thread_perf(t, r, e) != 0)
-			t->timer_failures++;
+			atomic_fetch_add_explicit(&t->timer_failures, 1, memory_order_relaxed);
 	}
 }
 
@@ -355,7 +355,8 @@ static void forget_thread(ember__threads *t, ember__thread_rec *r)
 	uint64_t now = r->blocks_signal >= 2 ? thread_cpu_ns(r->tid) : 0;
 	if (r->blocked_cpu_at && now > r->blocked_cpu_at) {
 		r->unsampled_ns += now - r->blocked_cpu_at;
-		t->unsampled_cpu_ns += now - r->blocked_cpu_at;
+		atomic_fetch_add_explicit(&t->unsampled_cpu_ns, now - r->blocked_cpu_at,
+					  memory_order_relaxed);
 	}
 	if (r->unsampled_ns && r->comm[0])
 		add_note(t, r, 1);
@@ -411,7 +412,7 @@ static void resolve_probe(ember__threads *t, ember__thread_rec *r, ember__thread
 	uintptr_t self = atomic_load_explicit(&e->probe_self, memory_order_relaxed);
 	if (bounds_from_sp(t, r, e, sp, self) != 0) {
 		r->bounds = BOUNDS_FAILED;
-		t->probe_failures++;
+		atomic_fetch_add_explicit(&t->probe_failures, 1, memory_order_relaxed);
 	}
 }
 
@@ -513,7 +514,8 @@ static void check_blocked(ember__threads *t, ember__thread_rec *r)
 	}
 	if (seen >= 2 && r->blocked_cpu_at && now > r->blocked_cpu_at) {
 		r->unsampled_ns += now - r->blocked_cpu_at;
-		t->unsampled_cpu_ns += now - r->blocked_cpu_at;
+		atomic_fetch_add_explicit(&t->unsampled_cpu_ns, now - r->blocked_cpu_at,
+					  memory_order_relaxed);
 	}
 	r->blocks_signal = seen < 2 ? seen : 2;
 	r->blocked_cpu_at = now;
@@ -547,7 +549,7 @@ static void scan_tasks(ember__threads *t)
 	if (!ember__ownfd_is_path(dirfd(d), "/proc/self/task")) {
 		ember__ownfd_abandon_dir(d);
 		t->tasks = d = open_tasks();
-		t->fd_reopens++;
+		atomic_fetch_add_explicit(&t->fd_reopens, 1, memory_order_relaxed);
 		if (!d)
 			return;
 	}
