@@ -929,7 +929,8 @@ static void *agent_main(void *arg)
 		snprintf(wall, sizeof(wall), "; wall clock every %u ms", c->cfg.wall_ms);
 	ember__log(&c->cfg, EMBER_LOG_INFO,
 		   "sampling %u Hz with %s, %u threads, new threads via %s; windows of %u ms%s",
-		   c->cfg.hz, ember__threads_engine_name(&c->threads), (unsigned)c->threads.nrecs,
+		   c->cfg.hz, ember__threads_engine_name(&c->threads),
+		   (unsigned)ember__threads_count(&c->threads),
 		   ember__threads_hooked(&c->threads) ? "pthread_create hook" : "/proc scan",
 		   c->cfg.interval_ms, wall);
 

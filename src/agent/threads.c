@@ -748,6 +748,14 @@ const char *ember__threads_engine_name(const ember__threads *t)
 				  : "per-thread CPU timers";
 }
 
+size_t ember__threads_count(ember__threads *t)
+{
+	pthread_mutex_lock(&t->mu);
+	size_t n = t->nrecs;
+	pthread_mutex_unlock(&t->mu);
+	return n;
+}
+
 int ember__threads_start(ember__threads *t, ember__sigstate *sig, int signo, int64_t period_ns,
 			 int engine, int perf_refuse, int32_t agent_tid)
 {

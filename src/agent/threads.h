@@ -141,6 +141,10 @@ int ember__threads_start(ember__threads *t, ember__sigstate *sig, int signo, int
 /* The engine in use: "perf_events", "per-thread CPU timers" or "setitimer(ITIMER_PROF)". */
 const char *ember__threads_engine_name(const ember__threads *t);
 
+/* The number of threads known now. Takes `mu`: application threads add
+ * and remove themselves (on_start, on_exit) while the agent runs. */
+size_t ember__threads_count(ember__threads *t);
+
 /*
  * Queues `signo` to thread `tid` of process `pid` from ourselves
  * (SI_QUEUE, our pid: what the handler accepts for probes and wall
