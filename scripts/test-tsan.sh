@@ -45,6 +45,8 @@ Left out of the ThreadSanitizer stage:
     the threads' lifetimes; TSan's deferred handlers and 5-15x slowdown move them
     (it_wall_idle, it_wall_many, it_pyro_wall and test_engine_wall run the
     wall-clock thread here).
+  Checked but not asserted under TSan: it_labels' label attribution (see above)
+    and it_threads' sampled-CPU ratio (the agent's unsampled threads run slower).
   it_nomalloc, it_heap_*: they replace malloc, which TSan owns (as under ASan).
   it_lifecycle's fork child starts no thread: TSan does not support a thread
     started after a multi-threaded fork (die_after_fork).
