@@ -47,7 +47,9 @@ Left out of the ThreadSanitizer stage:
     wall-clock thread here).
   Checked but not asserted under TSan: it_labels' label attribution (see above)
     and it_threads' sampled-CPU ratio (the agent's unsampled threads run slower).
-  it_nomalloc, it_heap_*: they replace malloc, which TSan owns (as under ASan).
+  it_nomalloc, it_heap_*: they replace malloc, which TSan owns (as under ASan);
+    test_jemalloc loads jemalloc into the process beside TSan's allocator.
+  The other unit tests start no agent thread (run by hand under TSan: no report).
   it_lifecycle's fork child starts no thread: TSan does not support a thread
     started after a multi-threaded fork (die_after_fork).
   tests/cli, tree, realprog, names, host, s3, asprof (shell tests): they preload
