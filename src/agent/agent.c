@@ -934,7 +934,8 @@ static void *agent_main(void *arg)
 		snprintf(wall, sizeof(wall), "; wall clock every %u ms", c->cfg.wall_ms);
 	ember__log(&c->cfg, EMBER_LOG_INFO,
 		   "sampling %u Hz with %s, %u threads, new threads via %s; windows of %u ms%s",
-		   c->cfg.hz, ember__threads_engine_name(&c->threads), (unsigned)c->threads.nrecs,
+		   c->cfg.hz, ember__threads_engine_name(&c->threads),
+		   (unsigned)ember__threads_count(&c->threads),
 		   ember__threads_hooked(&c->threads) ? "pthread_create hook" : "/proc scan",
 		   c->cfg.interval_ms, wall);
 
@@ -1348,18 +1349,18 @@ static void fill_stats(const ember__core *c, ember_stats *s, int running)
 	s->wall_asleep = atomic_load(&c->wall_asleep);
 	s->wall_unweighed = atomic_load(&c->wall_unweighed);
 	if (running) {
-		s->fds_reopened += c->threads.fd_reopens;
+		s->fds_reopened += atomic_load_explicit(&c->threads.fd_reopens, memory_order_relaxed);
 		s->samples += atomic_load(&c->sig.samples);
 		s->samples_dropped_full += atomic_load(&c->sig.dropped_full);
 		s->samples_truncated += atomic_load(&c->sig.truncated);
 		s->samples_no_bounds += atomic_load(&c->sig.no_bounds);
 		s->signals_foreign += atomic_load(&c->sig.foreign);
 		s->labels_truncated += atomic_load(&c->sig.labels_truncated);
-		/* threads_seen/timer_failures of the current run are read racily
-		 * from the registry: good enough for a statistic. */
-		s->threads_seen += c->threads.threads_seen;
-		s->timer_failures += c->threads.timer_failures;
-		s->perf_events += c->threads.perf_events;
+		/* the registry's counters of the current run: relaxed atomics,
+		 * each read on its own (threads.h) */
+		s->threads_seen += atomic_load_explicit(&c->threads.threads_seen, memory_order_relaxed);
+		s->timer_failures += atomic_load_explicit(&c->threads.timer_failures, memory_order_relaxed);
+		s->perf_events += atomic_load_explicit(&c->threads.perf_events, memory_order_relaxed);
 		s->wall_samples += atomic_load(&c->sig.wall_samples);
 		s->wall_signals += atomic_load(&c->wall.signals);
 		s->wall_asleep += atomic_load(&c->wall.remote_samples);
@@ -1374,7 +1375,7 @@ static void fill_stats(const ember__core *c, ember_stats *s, int running)
 	s->asprof_errors = atomic_load(&c->asprof_errors);
 	s->cpu_unsampled_ns = atomic_load(&c->cpu_unsampled_ns);
 	if (running)
-		s->cpu_unsampled_ns += c->threads.unsampled_cpu_ns;
+		s->cpu_unsampled_ns += atomic_load_explicit(&c->threads.unsampled_cpu_ns, memory_order_relaxed);
 	s->signals_forwarded = s->signals_foreign;
 	if (running && c->asprof)
 		s->asprof_errors += ember__asprof_run_errors(c->asprof);

@@ -15,10 +15,10 @@
 #include "sample/sigvirt.h"
 #include "util/error.h"
 
-/* glibc's sigaction under its other name: emberprof's own libc wrappers
- * (src/preload/signal_wrap.c) export `sigaction`, and the agent must reach
- * the kernel's disposition, not the program's virtual one. */
-extern int __sigaction(int, const struct sigaction *, struct sigaction *);
+/* ember__kernel_sigaction (sample/sigvirt.h) is glibc's sigaction under
+ * its other name: emberprof's own libc wrappers (src/preload/signal_wrap.c)
+ * export `sigaction`, and the agent must reach the kernel's disposition,
+ * not the program's virtual one. */
 
 void ember__sigpath_our_action(struct sigaction *sa)
 {
@@ -34,7 +34,7 @@ void ember__sigpath_our_action(struct sigaction *sa)
 
 int ember__sigpath_install(ember__sigstate *st, int signo, struct sigaction *old)
 {
-	if (__sigaction(signo, NULL, old) != 0)
+	if (ember__kernel_sigaction(signo, NULL, old) != 0)
 		return ember__error_errno(EMBER_ERR_SYS, errno, "sigaction(%d)", signo);
 	/* A fork child of a profiled process (src/preload/fork_child.c) still
 	 * has our handler installed and the program's action in the virtual
@@ -63,7 +63,7 @@ int ember__sigpath_install(ember__sigstate *st, int signo, struct sigaction *old
 	struct sigaction sa;
 	ember__sigpath_our_action(&sa);
 	ember__sigvirt_own(signo, old);
-	if (__sigaction(signo, &sa, NULL) != 0) {
+	if (ember__kernel_sigaction(signo, &sa, NULL) != 0) {
 		int e = errno;
 		struct sigaction ignored;
 		ember__sigvirt_release(&ignored);
@@ -96,8 +96,8 @@ void ember__sigpath_uninstall(int signo, const struct sigaction *old)
 	memset(&ign, 0, sizeof(ign));
 	ign.sa_handler = SIG_IGN;
 	sigemptyset(&ign.sa_mask);
-	__sigaction(signo, &ign, NULL);
-	__sigaction(signo, &app, NULL);
+	ember__kernel_sigaction(signo, &ign, NULL);
+	ember__kernel_sigaction(signo, &app, NULL);
 	ember__sigpath_quiesce();
 }
 

@@ -52,6 +52,17 @@ static pthread_create_fn resolve_real(void)
 {
 	pthread_create_fn f = atomic_load_explicit(&real_create, memory_order_acquire);
 	if (!f) {
+#if defined(__SANITIZE_THREAD__)
+		/* ThreadSanitizer's interceptor comes next and is unversioned:
+		 * dlvsym passes over it (glibc's own definition would start
+		 * threads TSan does not know, which crash at their first
+		 * instrumented call). */
+		f = (pthread_create_fn)dlsym(RTLD_NEXT, "pthread_create");
+		if (f) {
+			atomic_store_explicit(&real_create, f, memory_order_release);
+			return f;
+		}
+#endif
 		/* Ask for glibc's current version first: a plain dlsym could
 		 * return an older compatibility version on some systems. */
 		f = (pthread_create_fn)dlvsym(RTLD_NEXT, "pthread_create", "GLIBC_2.34");

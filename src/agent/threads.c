@@ -126,7 +126,7 @@ static ember__thread_ent *table_entry(ember__threads *t, int32_t tid)
 	if (!e && grow_table(t) == 0)
 		e = ember__threadtab_insert(t->tab, tid);
 	if (!e)
-		t->table_full++;
+		atomic_fetch_add_explicit(&t->table_full, 1, memory_order_relaxed);
 	return e;
 }
 
@@ -177,7 +177,7 @@ static int arm_thread_timer(ember__threads *t, ember__thread_rec *r)
 
 static void note_timer_failure(ember__threads *t, int32_t tid, int err)
 {
-	t->timer_failures++;
+	atomic_fetch_add_explicit(&t->timer_failures, 1, memory_order_relaxed);
 	if (!t->first_error[0])
 		snprintf(t->first_error, sizeof(t->first_error), "%s for thread %d: %s",
 			 t->perf ? "perf event" : "timer", (int)tid, strerror(err));
@@ -218,7 +218,7 @@ static int arm_thread_perf(ember__threads *t, ember__thread_rec *r, ember__threa
 		close(fd); /* never enabled: no signal can name it */
 		return rc;
 	}
-	t->perf_events++;
+	atomic_fetch_add_explicit(&t->perf_events, 1, memory_order_relaxed);
 	return 0;
 }
 
@@ -228,7 +228,7 @@ static void arm_thread(ember__threads *t, ember__thread_rec *r, ember__thread_en
 	if (r->armed)
 		return;
 	r->armed = 1;
-	t->threads_seen++;
+	atomic_fetch_add_explicit(&t->threads_seen, 1, memory_order_relaxed);
 	if (t->process_timer)
 		return;
 	if (t->suspended) { /* armed when the exec fails */
@@ -270,9 +270,9 @@ static void check_perf(ember__threads *t, int full)
 		if (e)
 			atomic_store_explicit(&e->perf_fd1, 0, memory_order_seq_cst);
 		r->perf_fd1 = 0;
-		t->fd_reopens++;
+		atomic_fetch_add_explicit(&t->fd_reopens, 1, memory_order_relaxed);
 		if (e && arm_thread_perf(t, r, e) != 0)
-			t->timer_failures++;
+			atomic_fetch_add_explicit(&t->timer_failures, 1, memory_order_relaxed);
 	}
 }
 
@@ -357,7 +357,8 @@ static void forget_thread(ember__threads *t, ember__thread_rec *r)
 	uint64_t now = r->blocks_signal >= 2 ? thread_cpu_ns(r->tid) : 0;
 	if (r->blocked_cpu_at && now > r->blocked_cpu_at) {
 		r->unsampled_ns += now - r->blocked_cpu_at;
-		t->unsampled_cpu_ns += now - r->blocked_cpu_at;
+		atomic_fetch_add_explicit(&t->unsampled_cpu_ns, now - r->blocked_cpu_at,
+					  memory_order_relaxed);
 	}
 	if (r->unsampled_ns && r->comm[0])
 		add_note(t, r, 1);
@@ -414,7 +415,7 @@ static void resolve_probe(ember__threads *t, ember__thread_rec *r, ember__thread
 	uintptr_t self = atomic_load_explicit(&e->probe_self, memory_order_relaxed);
 	if (bounds_from_sp(t, r, e, sp, self) != 0) {
 		r->bounds = BOUNDS_FAILED;
-		t->probe_failures++;
+		atomic_fetch_add_explicit(&t->probe_failures, 1, memory_order_relaxed);
 	}
 }
 
@@ -536,7 +537,8 @@ static void check_blocked(ember__threads *t, ember__thread_rec *r)
 	}
 	if (seen >= 2 && r->blocked_cpu_at && now > r->blocked_cpu_at) {
 		r->unsampled_ns += now - r->blocked_cpu_at;
-		t->unsampled_cpu_ns += now - r->blocked_cpu_at;
+		atomic_fetch_add_explicit(&t->unsampled_cpu_ns, now - r->blocked_cpu_at,
+					  memory_order_relaxed);
 	}
 	r->blocks_signal = seen < 2 ? seen : 2;
 	r->blocked_cpu_at = now;
@@ -570,7 +572,7 @@ static void scan_tasks(ember__threads *t)
 	if (!ember__ownfd_is_path(dirfd(d), "/proc/self/task")) {
 		ember__ownfd_abandon_dir(d);
 		t->tasks = d = open_tasks();
-		t->fd_reopens++;
+		atomic_fetch_add_explicit(&t->fd_reopens, 1, memory_order_relaxed);
 		if (!d)
 			return;
 	}
@@ -767,6 +769,14 @@ const char *ember__threads_engine_name(const ember__threads *t)
 						 : "perf_events task-clock")
 	       : t->process_timer ? "setitimer(ITIMER_PROF)"
 				  : "per-thread CPU timers";
+}
+
+size_t ember__threads_count(ember__threads *t)
+{
+	pthread_mutex_lock(&t->mu);
+	size_t n = t->nrecs;
+	pthread_mutex_unlock(&t->mu);
+	return n;
 }
 
 int ember__threads_start(ember__threads *t, ember__sigstate *sig, int signo, int64_t period_ns,

@@ -72,7 +72,10 @@ typedef struct ember__threads {
 	ember__threadtab *retired[16];
 	unsigned nretired;
 	void *tasks;             /* DIR * of /proc/self/task, rewound per scan */
-	uint64_t fd_reopens;     /* times the program closed it and it was reopened */
+	/* Counters: written by the agent (and application threads at start
+	 * and exit) under `mu`, read without it by ember_running_stats():
+	 * atomics, relaxed - each is a statistic on its own. */
+	_Atomic uint64_t fd_reopens; /* times the program closed it and it was reopened */
 	ember__thread_rec *recs; /* sorted by tid */
 	size_t nrecs, caprecs;
 	int signo;
@@ -97,11 +100,11 @@ typedef struct ember__threads {
 	pthread_mutex_t gate;
 	int wall_final; /* the wall-clock engine runs: an exiting thread records its last wall time */
 	/* counters */
-	uint64_t threads_seen, timer_failures, probe_failures, table_full, perf_events;
+	_Atomic uint64_t threads_seen, timer_failures, probe_failures, table_full, perf_events;
 	/* CPU time of threads that really block the sampling signal (through
 	 * a path emberprof's wrappers do not see: raw system calls, or masks
 	 * set before the agent started), measured at each scan */
-	uint64_t unsampled_cpu_ns;
+	_Atomic uint64_t unsampled_cpu_ns;
 	/* For the agent's log (ember__threads_take_blocked): threads found
 	 * blocking, and blocking threads gone with CPU time unsampled. */
 	ember__blocked_note notes[8];
@@ -139,6 +142,10 @@ int ember__threads_start(ember__threads *t, ember__sigstate *sig, int signo, int
 
 /* The engine in use: "perf_events", "per-thread CPU timers" or "setitimer(ITIMER_PROF)". */
 const char *ember__threads_engine_name(const ember__threads *t);
+
+/* The number of threads known now. Takes `mu`: application threads add
+ * and remove themselves (on_start, on_exit) while the agent runs. */
+size_t ember__threads_count(ember__threads *t);
 
 /*
  * Queues `signo` to thread `tid` of process `pid` from ourselves

@@ -4,6 +4,6 @@
  * heap tests): the program's own definitions, found before libc's. See
  * src/heap/exports.h; the shared library has heap_exports.c instead.
  */
-#if !defined(__SANITIZE_ADDRESS__)
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 #include "heap/exports.h"
 #endif

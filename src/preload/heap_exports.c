@@ -11,6 +11,6 @@
  * section 7: +1.6-3.4 % of a malloc-bound program, the bare interposition
  * +0.9-2.4 %).
  */
-#if !defined(__SANITIZE_ADDRESS__)
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 #include "heap/exports.h"
 #endif

@@ -11,8 +11,8 @@
  *
  * Kernel calls that must not go through emberprof's own libc wrappers
  * (signal_wrap.c exports sigaction and pthread_sigmask) use glibc's
- * __sigaction and the raw rt_sigprocmask, tgkill and rt_tgsigqueueinfo
- * system calls.
+ * __sigaction (ember__kernel_sigaction, sigvirt.h) and the raw
+ * rt_sigprocmask, tgkill and rt_tgsigqueueinfo system calls.
  */
 #include "sample/sigvirt.h"
 
@@ -26,8 +26,6 @@
 
 #define EMBER_SIGVIRT_SLOTS 64
 #define KSIGSET_BYTES 8 /* the kernel's sigset_t: signals 1..64 */
-
-extern int __sigaction(int, const struct sigaction *, struct sigaction *);
 
 static struct sigaction slots[EMBER_SIGVIRT_SLOTS];
 static _Atomic unsigned slot_next;
@@ -210,7 +208,7 @@ static void default_action(int sig)
 	struct sigaction dfl;
 	memset(&dfl, 0, sizeof(dfl));
 	dfl.sa_handler = SIG_DFL;
-	__sigaction(sig, &dfl, NULL);
+	ember__kernel_sigaction(sig, &dfl, NULL);
 	syscall(SYS_tgkill, self_pid(), self_tid(), sig);
 }
 
@@ -306,7 +304,7 @@ int ember__sigvirt_exec_prepare(void)
 	struct sigaction app;
 	current(&app);
 	if (!(app.sa_flags & SA_SIGINFO) && app.sa_handler == SIG_IGN) {
-		__sigaction(sig, &app, NULL); /* exec keeps SIG_IGN, resets handlers */
+		ember__kernel_sigaction(sig, &app, NULL); /* exec keeps SIG_IGN, resets handlers */
 		token |= 2;
 	}
 	return token;
@@ -318,7 +316,7 @@ void ember__sigvirt_exec_undo(int token, const struct sigaction *ours)
 	if (!sig)
 		return;
 	if (token & 2)
-		__sigaction(sig, ours, NULL);
+		ember__kernel_sigaction(sig, ours, NULL);
 	if (token & 1) {
 		/* A signal of the program's queued for the exec is taken back
 		 * into the pending slot when the unblock below delivers it. */

@@ -118,4 +118,21 @@ void ember__sigvirt_exec_undo(int token, const struct sigaction *ours);
  */
 int ember__sigmask_kernel(int how, const sigset_t *set, sigset_t *old);
 
+/*
+ * The kernel's disposition, past emberprof's own `sigaction` wrapper
+ * (src/preload/signal_wrap.c): glibc's __sigaction. Async-signal-safe.
+ * Under ThreadSanitizer it is the `sigaction` TSan intercepts instead:
+ * __sigaction would hide the handler from TSan, which then sees it run
+ * in the middle of its own runtime (inside a blocking call it ignores
+ * synchronization, so the handler's release stores go unrecorded and
+ * every sample it publishes is reported as a race). The TSan build links
+ * no wrapper (src/link/sigwrap_none.c), so there both names reach libc.
+ */
+#if defined(__SANITIZE_THREAD__)
+#define ember__kernel_sigaction sigaction
+#else
+extern int __sigaction(int, const struct sigaction *, struct sigaction *);
+#define ember__kernel_sigaction __sigaction
+#endif
+
 #endif

@@ -12,6 +12,7 @@
 #define EMBER_IT_COMMON_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,7 +133,9 @@ typedef struct it_window {
 typedef struct it_capture {
 	pthread_mutex_t mu;
 	it_window w[4096];
-	size_t n;
+	/* windows filled: stored (release) after the window, so that a test
+	 * thread may read n and the windows below it without the lock */
+	_Atomic size_t n;
 	pthread_t reporter_thread; /* the thread report() ran on */
 } it_capture;
 
@@ -140,8 +143,9 @@ static __attribute__((unused)) int it_capture_report(void *ud, const ember_repor
 {
 	it_capture *c = ud;
 	pthread_mutex_lock(&c->mu);
-	if (c->n < sizeof(c->w) / sizeof(c->w[0])) {
-		it_window *w = &c->w[c->n++];
+	size_t n = atomic_load_explicit(&c->n, memory_order_relaxed);
+	if (n < sizeof(c->w) / sizeof(c->w[0])) {
+		it_window *w = &c->w[n];
 		w->pprof = malloc(r->pprof_len);
 		memcpy(w->pprof, r->pprof, r->pprof_len);
 		w->len = r->pprof_len;
@@ -151,6 +155,7 @@ static __attribute__((unused)) int it_capture_report(void *ud, const ember_repor
 		w->seq = r->seq;
 		w->final = r->final;
 		c->reporter_thread = pthread_self();
+		atomic_store_explicit(&c->n, n + 1, memory_order_release);
 	}
 	pthread_mutex_unlock(&c->mu);
 	return 0;

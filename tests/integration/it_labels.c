@@ -75,8 +75,17 @@ int main(void)
 	       (unsigned long long)a_ok, (unsigned long long)a_all, (unsigned long long)span_ok,
 	       (unsigned long long)b_ok, (unsigned long long)b_all);
 	IT_CHECK(a_all > 100 && b_all > 100, "too few samples");
+#if defined(__SANITIZE_THREAD__)
+	/* ThreadSanitizer runs a signal handler at the thread's next libc
+	 * call, not where the signal arrived: here it_thread_cpu(), after
+	 * the labels were popped, while the leaf comes from the signal's
+	 * context. What this build checks is that pushing, popping and the
+	 * agent's reading of labels on 3 threads raise no race report. */
+	printf("attribution not checked under ThreadSanitizer (deferred signal handlers)\n");
+#else
 	IT_CHECK(a_ok * 100 >= a_all * 98 && b_ok * 100 >= b_all * 98, "labels misattributed");
 	IT_CHECK(span_ok * 100 >= a_all * 98, "nested label missing");
+#endif
 	it_capture_free(&cap);
 	ember_agent_shutdown(a);
 	printf("ok\n");

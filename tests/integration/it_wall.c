@@ -46,7 +46,7 @@ static void sched_times(int32_t tid, double *run, double *wait)
 	*wait = (double)w / 1e9;
 }
 
-static volatile int nap_sink;
+static _Thread_local volatile int nap_sink; /* per thread: the workers share no plain data */
 static _Atomic double napped, lived; /* seconds, summed over the workers */
 
 /* Sleeps `ns`. nanosleep returns early (EINTR) when a wall-clock signal

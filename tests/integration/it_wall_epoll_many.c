@@ -22,7 +22,7 @@
 static int epfd, wake_pipe[2];
 static atomic_int stop_flag, ready;
 static atomic_long eintr[NTHREADS];
-static volatile int sink;
+static _Thread_local volatile int sink; /* per thread: the waiters share no plain data */
 
 __attribute__((noinline)) static int many_epoll_wait(void)
 {

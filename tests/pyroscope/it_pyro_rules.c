@@ -28,7 +28,7 @@ static pt_log logbuf;
 
 /* ---- workloads ---- */
 
-static volatile int stop_all;
+static _Atomic int stop_all;
 
 __attribute__((noinline)) static double deep(int n)
 {

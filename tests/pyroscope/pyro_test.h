@@ -239,9 +239,9 @@ static __attribute__((unused)) void fake_stop(fake_server *f)
 
 typedef struct pt_burner {
 	pthread_t th;
-	volatile int stop;
+	_Atomic int stop;
 	double sink;
-	unsigned long rounds; /* work units completed */
+	_Atomic unsigned long rounds; /* work units completed (read by the test meanwhile) */
 	unsigned long limit;  /* stop after this many (0: until stop) */
 	const char *label;    /* if set, the work runs inside the label phase=<label> */
 } pt_burner;

@@ -23,7 +23,7 @@ typedef struct fake_send {
 	int nscript, pos;
 	int def;            /* outcome once the script is used up */
 	int64_t retry_after;
-	volatile int block; /* 1: hold each call until cleared or cancelled */
+	_Atomic int block; /* 1: hold each call until cleared or cancelled (read by the uploader) */
 	uint32_t attempts[256];
 	double attempt_t[256];
 	int nattempts;
@@ -555,8 +555,7 @@ static void test_slow_server_gets_the_flush_timeout(void)
 	ember__pipeline *p = make(&f, 4, NULL, 0, 0);
 	CHECK_EQ_INT(ember__pipeline_start(p, &quiet), 0);
 	ember__pipeline_enqueue(p, item(0));
-	for (int i = 0; i < 10000 && !f.nattempts; i++)
-		nap_ms(1); /* the request is in flight */
+	wait_in_flight(&f); /* the request is in flight */
 	CHECK_EQ_INT(ember__pipeline_flush(p, 300), 1);
 	CHECK_EQ_INT(ember__pipeline_server_down(p), 0);
 	CHECK_EQ_INT(f.nattempts, 1);
