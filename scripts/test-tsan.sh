@@ -24,7 +24,7 @@ TESTS="
 unit.test_pipeline unit.test_multi_reporter unit.test_local_reporter unit.test_pyroscope
 unit.test_engine_wall unit.test_threadtab unit.test_sampbuf unit.test_window
 integration.it_lifecycle integration.it_threads integration.it_engines integration.it_labels
-integration.it_wall_idle integration.it_wall_many
+integration.it_wall_idle
 pyroscope.it_pyro_outage pyroscope.it_pyro_hang pyroscope.it_pyro_errors
 pyroscope.it_pyro_restart pyroscope.it_pyro_wall pyroscope.it_pyro_rules
 "
@@ -43,8 +43,11 @@ Left out of the ThreadSanitizer stage:
     its attribution check off under TSan; it_pyro_rules sends labels too).
   it_wall, it_wall_blocked, it_wall_epoll_many: wall-time totals within 2-15 % of
     the threads' lifetimes; TSan's deferred handlers and 5-15x slowdown move them
-    (it_wall_idle, it_wall_many, it_pyro_wall and test_engine_wall run the
-    wall-clock thread here).
+    (it_wall_idle, it_pyro_wall and test_engine_wall run the wall-clock
+    thread here).
+  it_wall_many: 75-140 s under TSan, the longest test of the stage; its
+    wall-clock thread and thread churn are what it_wall_idle, it_pyro_wall and
+    test_engine_wall run here (kept out for CI time).
   Checked but not asserted under TSan: it_labels' label attribution (see above)
     and it_threads' sampled-CPU ratio (the agent's unsampled threads run slower).
   it_nomalloc, it_heap_*: they replace malloc, which TSan owns (as under ASan);
