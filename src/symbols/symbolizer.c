@@ -186,16 +186,39 @@ static sym_module *module_new(ember__symbolizer *s, const ember__procmap *pm)
 	return m;
 }
 
+struct dwfl_find {
+	uint64_t addr;
+	Dwfl_Module *found;
+};
+
+static int dwfl_find_cb(Dwfl_Module *dm, void **ud, const char *name, Dwarf_Addr start, void *arg)
+{
+	(void)ud;
+	(void)name;
+	struct dwfl_find *f = arg;
+	Dwarf_Addr end = 0;
+	if (start <= f->addr && dwfl_module_info(dm, NULL, NULL, &end, NULL, NULL, NULL, NULL) &&
+	    f->addr < end) {
+		f->found = dm;
+		return DWARF_CB_ABORT;
+	}
+	return DWARF_CB_OK;
+}
+
 /*
  * Finds the libdwfl module covering our module's mapping and checks that it
  * is the same file (a concurrent dlopen/dlclose could make them differ only
  * if the two views came from different reads; they do not, but stay safe).
+ * A walk of the module list, not dwfl_addrmodule(): that builds libdwfl's
+ * segment table, and elfutils 0.188 crashes when an allocation for it fails
+ * (found by tests/faults); the walk allocates nothing.
  */
 static Dwfl_Module *find_dwfl_module(Dwfl *dwfl, const sym_module *m)
 {
-	Dwfl_Module *dm = dwfl_addrmodule(dwfl, m->info.start);
-	if (!dm)
+	struct dwfl_find f = {m->info.start, NULL};
+	if (dwfl_getmodules(dwfl, dwfl_find_cb, &f, 0) < 0 || !f.found)
 		return NULL;
+	Dwfl_Module *dm = f.found;
 	const char *name = dwfl_module_info(dm, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
 	if (!name)
 		return NULL;
