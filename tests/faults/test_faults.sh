@@ -23,8 +23,8 @@
 # innermost EMBER_FAULTS_DEPTH return addresses inside libemberprof: 1 in
 # CI (~100 sites in cpu mode, about 2 minutes on an idle 2-core machine),
 # 2 by hand (~140 sites: tells apart the callers of helpers such as
-# ember__write_all). The wall mode runs only the sites the cpu mode did
-# not (the wall-clock thread's own). Which sites are reached depends a
+# ember__write_all). Each later mode runs only the sites the earlier ones
+# did not have (the wall-clock thread's, the upload thread's). Which sites are reached depends a
 # little on timing (a window more or less), so a site not reached in its
 # run is counted, not failed.
 #
@@ -63,15 +63,19 @@ check_exit "faults_prog alone" 0 $?
 # status in $rc. The faults library's settings come from the environment.
 run() {
 	case $1 in
-	cpu) extra= ;;
-	wall) extra=--wall ;;
-	spool) extra="--server http://127.0.0.1:$port" ;;
+	cpu) set -- ;;
+	wall) set -- --wall ;;
+	spool)
+		set -- --server "http://127.0.0.1:$port"
+		export EMBERPROF_SERVER_SPOOL_DIR="$T/spool"
+		;;
 	esac
 	rm -rf prof spool
-	EMBERPROF_SERVER_SPOOL_DIR=$T/spool LD_PRELOAD=$EMBER_FAULTS_LIB EMBER_FAULTS_LOG=$T/rec \
-		timeout -k 5 120 "$EMBERPROF" run -q -i 200ms --rate 250 $extra --log-level info \
+	LD_PRELOAD=$EMBER_FAULTS_LIB EMBER_FAULTS_LOG=$T/rec \
+		timeout -k 5 120 "$EMBERPROF" run -q -i 200ms --rate 250 "$@" --log-level info \
 		-o prof -- "$EMBER_FAULTS_PROG" work >out 2>err
 	rc=$?
+	unset EMBERPROF_SERVER_SPOOL_DIR
 }
 
 # valid_profiles MODE : every profile written is valid for go tool pprof;
