@@ -1202,6 +1202,12 @@ static void log_lost_lines(const ember__core *c)
 /* JIT symbols read from a perf map (issue 15), if the runtime wrote one. */
 static void log_perfmap_stats(const ember__core *c)
 {
+	const char *last;
+	uint64_t unreadable = ember__symbolizer_unreadable(c->sym, &last);
+	if (unreadable)
+		ember__log(&c->cfg, EMBER_LOG_INFO,
+			   "%" PRIu64 " mapped files could not be read for symbols, their frames have "
+			   "no names (last: %s)", unreadable, last);
 	ember__jit_stats j;
 	ember__symbolizer_jit_stats(c->sym, &j);
 	if (j.path)

@@ -88,6 +88,10 @@ struct ember__symbolizer {
 	ember__module_info *jits;
 	size_t njits;
 	ember__perfmap_file pmf;
+	/* Modules whose ELF file could not be read (their frames stay
+	 * unnamed), and the last one's path and reason, for the log. */
+	uint64_t unreadable;
+	char unreadable_last[512];
 };
 
 static uint64_t hash_str(const char *s)
@@ -234,13 +238,19 @@ static Dwfl_Module *find_dwfl_module(Dwfl *dwfl, const sym_module *m)
  * which can be large and compressed, is loaded only when an address in
  * the module is first looked up; has_lines is set then.
  */
-static int module_load(sym_module *m)
+static int module_load(ember__symbolizer *s, sym_module *m)
 {
 	if (!m->dm)
 		return 0;
 	Dwarf_Addr bias;
-	if (!dwfl_module_getelf(m->dm, &bias))
-		return 0; /* not an ELF file we can read: no symbols */
+	if (!dwfl_module_getelf(m->dm, &bias)) {
+		/* Not an ELF file we can read (EMFILE, EACCES, out of memory...):
+		 * no symbols for this module; counted for the log at stop. */
+		s->unreadable++;
+		snprintf(s->unreadable_last, sizeof(s->unreadable_last), "%s: %s", m->info.path,
+			 dwfl_errmsg(-1));
+		return 0;
+	}
 
 	const unsigned char *bits;
 	GElf_Addr vaddr;
@@ -576,6 +586,12 @@ static int jit_lookup(ember__symbolizer *s, uint64_t addr, ember__symbol_info *o
 	return err;
 }
 
+uint64_t ember__symbolizer_unreadable(const ember__symbolizer *s, const char **last)
+{
+	*last = s && s->unreadable ? s->unreadable_last : "";
+	return s ? s->unreadable : 0;
+}
+
 void ember__symbolizer_jit_stats(const ember__symbolizer *s, ember__jit_stats *out)
 {
 	*out = (ember__jit_stats){0};
@@ -715,7 +731,7 @@ static int rebuild_modules(ember__symbolizer *s, const ember__procmaps *maps)
 				break;
 			}
 			m->dm = find_dwfl_module(s->dwfl, m);
-			err = module_load(m);
+			err = module_load(s, m);
 		}
 		m->seen = 1;
 		mods[n++] = m;
