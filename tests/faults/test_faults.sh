@@ -127,6 +127,9 @@ for mode in ${EMBER_FAULTS_MODES:-cpu wall spool}; do
 	valid_profiles $mode || fail "$mode: count run wrote invalid profiles"
 	base_types=$types
 	[ -n "$base_types" ] || { fail "$mode: count run wrote no profile"; cat err >&2; continue; }
+	case $base_types in
+	*spool-short*) fail "$mode: count run: not every window reached the spool ($base_types)" ;;
+	esac
 	calls=$(grep -c '^call ' rec)
 	awk '$1 == "call" && !seen[$2 " " $3]++ { print $2, $3 }' rec >sites.all
 	grep -vxF -f sites.done sites.all >sites.$mode
