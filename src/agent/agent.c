@@ -44,6 +44,7 @@
 #include "sample/labels.h"
 #include "symbols/symbolizer.h"
 #include "util/error.h"
+#include "util/logfd.h"
 
 /* How often the rings are drained: every 50 ms, more often while the
  * allocation ring fills fast (ember__heap_drain_interval). */
@@ -1188,9 +1189,31 @@ static void log_upload_stats(const ember__core *c)
 		   s.uploads_dropped, s.uploads_expired, s.bytes_sent);
 }
 
+/* Log lines the default destination could not write (util/logfd.h), since
+ * the library was loaded: said once at stop, when the line may get through
+ * again (a full disk that has room again, descriptor 2 back). */
+static void log_lost_lines(const ember__core *c)
+{
+	int e = 0;
+	uint64_t failed = ember__logfd_failed(&e), lost = ember__logfd_lost();
+	if (c->cfg.log_fn || (!failed && !lost))
+		return;
+	ember__log(&c->cfg, EMBER_LOG_WARN,
+		   "%" PRIu64 " log lines could not be written to standard error: %" PRIu64
+		   " because descriptor 2 was closed or reused by the program, %" PRIu64
+		   " because the write failed%s%s",
+		   failed + lost, lost, failed, failed ? ": " : "", failed ? strerror(e) : "");
+}
+
 /* JIT symbols read from a perf map (issue 15), if the runtime wrote one. */
 static void log_perfmap_stats(const ember__core *c)
 {
+	const char *last;
+	uint64_t unreadable = ember__symbolizer_unreadable(c->sym, &last);
+	if (unreadable)
+		ember__log(&c->cfg, EMBER_LOG_INFO,
+			   "%" PRIu64 " mapped files could not be read for symbols, their frames have "
+			   "no names (last: %s)", unreadable, last);
 	ember__jit_stats j;
 	ember__symbolizer_jit_stats(c->sym, &j);
 	if (j.path)
@@ -1294,6 +1317,7 @@ EMBER_API int ember_running_stop(ember_agent **out, ember_running *r)
 	log_upload_stats(c);
 	log_heap_stats(c);
 	log_perfmap_stats(c);
+	log_lost_lines(c);
 	ember__heapprof_stop(c->heap);
 	if (c->polls.samples_labelled || ember__poll_records_dropped())
 		ember__log(&c->cfg, EMBER_LOG_INFO,

@@ -100,8 +100,8 @@ int ember__real_pthread_create(pthread_t *th, const pthread_attr_t *attr,
 	if (!f)
 		return EAGAIN;
 	struct trampoline *tr = malloc(sizeof(*tr));
-	if (!tr)
-		return EAGAIN;
+	if (!tr) /* ENOMEM, not pthread_create's EAGAIN: the message then says why */
+		return ENOMEM;
 	*tr = (struct trampoline){fn, arg, 1, 0};
 	int rc = f(th, attr, internal_thread_start, tr);
 	if (rc != 0)

@@ -235,7 +235,8 @@ int ember__hooked_pthread_create(pthread_t *th, const pthread_attr_t *attr,
  * when the build has none (defined next to the entry point). */
 void *ember__pthread_create_entry(void);
 
-/* The real pthread_create (resolved once by thread_hook.c). */
+/* The real pthread_create (resolved once by thread_hook.c), for the
+ * agent's own threads; ENOMEM if the trampoline cannot be allocated. */
 int ember__real_pthread_create(pthread_t *th, const pthread_attr_t *attr,
 			       void *(*fn)(void *), void *arg);
 

@@ -389,8 +389,11 @@ static int gzip_buffer(const uint8_t *in, size_t len, uint8_t **out, size_t *out
 	z_stream zs;
 	memset(&zs, 0, sizeof(zs));
 	/* windowBits 15 + 16: gzip framing. Best speed, as Go's runtime/pprof. */
-	if (deflateInit2(&zs, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
-		return ember__error(EMBER_ERR_NOMEM, "pprof: deflateInit2 failed");
+	int zrc = deflateInit2(&zs, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
+	if (zrc == Z_MEM_ERROR) /* the only failure with these constant arguments */
+		return ember__error_oom("zlib's deflate state (pprof)");
+	if (zrc != Z_OK)
+		return ember__error(EMBER_ERR_FORMAT, "pprof: deflateInit2 failed (%d)", zrc);
 	size_t cap = deflateBound(&zs, len);
 	uint8_t *buf = malloc(cap);
 	if (!buf) {

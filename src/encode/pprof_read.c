@@ -39,8 +39,11 @@ static int gunzip(const uint8_t *in, size_t len, uint8_t **out, size_t *out_len)
 {
 	z_stream zs;
 	memset(&zs, 0, sizeof(zs));
-	if (inflateInit2(&zs, 15 + 16) != Z_OK)
-		return ember__error(EMBER_ERR_NOMEM, "pprof: inflateInit2 failed");
+	int zrc = inflateInit2(&zs, 15 + 16);
+	if (zrc == Z_MEM_ERROR)
+		return ember__error_oom("zlib's inflate state (pprof)");
+	if (zrc != Z_OK)
+		return ember__error(EMBER_ERR_FORMAT, "pprof: inflateInit2 failed (%d)", zrc);
 	/* One byte beyond the limit, so that reaching it can be told apart
 	 * from exceeding it. */
 	const size_t limit = EMBER_PPROF_MAX_RAW + 1;

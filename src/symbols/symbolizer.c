@@ -88,6 +88,10 @@ struct ember__symbolizer {
 	ember__module_info *jits;
 	size_t njits;
 	ember__perfmap_file pmf;
+	/* Modules whose ELF file could not be read (their frames stay
+	 * unnamed), and the last one's path and reason, for the log. */
+	uint64_t unreadable;
+	char unreadable_last[512];
 };
 
 static uint64_t hash_str(const char *s)
@@ -186,16 +190,39 @@ static sym_module *module_new(ember__symbolizer *s, const ember__procmap *pm)
 	return m;
 }
 
+struct dwfl_find {
+	uint64_t addr;
+	Dwfl_Module *found;
+};
+
+static int dwfl_find_cb(Dwfl_Module *dm, void **ud, const char *name, Dwarf_Addr start, void *arg)
+{
+	(void)ud;
+	(void)name;
+	struct dwfl_find *f = arg;
+	Dwarf_Addr end = 0;
+	if (start <= f->addr && dwfl_module_info(dm, NULL, NULL, &end, NULL, NULL, NULL, NULL) &&
+	    f->addr < end) {
+		f->found = dm;
+		return DWARF_CB_ABORT;
+	}
+	return DWARF_CB_OK;
+}
+
 /*
  * Finds the libdwfl module covering our module's mapping and checks that it
  * is the same file (a concurrent dlopen/dlclose could make them differ only
  * if the two views came from different reads; they do not, but stay safe).
+ * A walk of the module list, not dwfl_addrmodule(): that builds libdwfl's
+ * segment table, and elfutils 0.188 crashes when an allocation for it fails
+ * (found by tests/faults); the walk allocates nothing.
  */
 static Dwfl_Module *find_dwfl_module(Dwfl *dwfl, const sym_module *m)
 {
-	Dwfl_Module *dm = dwfl_addrmodule(dwfl, m->info.start);
-	if (!dm)
+	struct dwfl_find f = {m->info.start, NULL};
+	if (dwfl_getmodules(dwfl, dwfl_find_cb, &f, 0) < 0 || !f.found)
 		return NULL;
+	Dwfl_Module *dm = f.found;
 	const char *name = dwfl_module_info(dm, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
 	if (!name)
 		return NULL;
@@ -211,13 +238,19 @@ static Dwfl_Module *find_dwfl_module(Dwfl *dwfl, const sym_module *m)
  * which can be large and compressed, is loaded only when an address in
  * the module is first looked up; has_lines is set then.
  */
-static int module_load(sym_module *m)
+static int module_load(ember__symbolizer *s, sym_module *m)
 {
 	if (!m->dm)
 		return 0;
 	Dwarf_Addr bias;
-	if (!dwfl_module_getelf(m->dm, &bias))
-		return 0; /* not an ELF file we can read: no symbols */
+	if (!dwfl_module_getelf(m->dm, &bias)) {
+		/* Not an ELF file we can read (EMFILE, EACCES, out of memory...):
+		 * no symbols for this module; counted for the log at stop. */
+		s->unreadable++;
+		snprintf(s->unreadable_last, sizeof(s->unreadable_last), "%s: %s", m->info.path,
+			 dwfl_errmsg(-1));
+		return 0;
+	}
 
 	const unsigned char *bits;
 	GElf_Addr vaddr;
@@ -553,6 +586,12 @@ static int jit_lookup(ember__symbolizer *s, uint64_t addr, ember__symbol_info *o
 	return err;
 }
 
+uint64_t ember__symbolizer_unreadable(const ember__symbolizer *s, const char **last)
+{
+	*last = s && s->unreadable ? s->unreadable_last : "";
+	return s ? s->unreadable : 0;
+}
+
 void ember__symbolizer_jit_stats(const ember__symbolizer *s, ember__jit_stats *out)
 {
 	*out = (ember__jit_stats){0};
@@ -692,7 +731,7 @@ static int rebuild_modules(ember__symbolizer *s, const ember__procmaps *maps)
 				break;
 			}
 			m->dm = find_dwfl_module(s->dwfl, m);
-			err = module_load(m);
+			err = module_load(s, m);
 		}
 		m->seen = 1;
 		mods[n++] = m;

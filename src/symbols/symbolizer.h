@@ -120,6 +120,10 @@ int ember__symbolizer_lookup(ember__symbolizer *s, uint64_t addr, ember__symbol_
  */
 size_t ember__symbolizer_modules(const ember__symbolizer *s, const ember__module_info **out);
 
+/* Modules whose ELF file could not be read, so their frames have no
+ * names; *last is "path: reason" of the last one (borrowed from s). */
+uint64_t ember__symbolizer_unreadable(const ember__symbolizer *s, const char **last);
+
 /* What the perf map gave, for logs and tests. */
 typedef struct ember__jit_stats {
 	const char *path;   /* the perf map read, NULL if none was found */

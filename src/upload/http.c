@@ -311,25 +311,29 @@ void ember__http_do(ember__http *h, ember__http_call *call, const _Atomic int *c
 	}
 	CURL *c = h->curl;
 	int has_body = strcmp(call->method, "GET") != 0;
-	C.easy_setopt(c, CURLOPT_URL, call->url);
+	/* The options libcurl copies fail when that copy cannot be allocated,
+	 * and the request would go out without them: without its URL, libcurl
+	 * says "No URL set", taken for a permanent refusal that dropped the
+	 * window (found by tests/faults). Then nothing is sent: retried. */
+	int unset = C.easy_setopt(c, CURLOPT_URL, call->url) != CURLE_OK;
 	if (has_body) {
 		/* A body in memory (POSTFIELDS) also lets libcurl's SigV4 hash the
 		 * payload instead of signing it as UNSIGNED-PAYLOAD. */
 		C.easy_setopt(c, CURLOPT_POST, 1L);
 		C.easy_setopt(c, CURLOPT_POSTFIELDS, call->body ? call->body : "");
 		C.easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)call->len);
-		C.easy_setopt(c, CURLOPT_CUSTOMREQUEST, strcmp(call->method, "POST") ? call->method
-										     : NULL);
+		unset |= C.easy_setopt(c, CURLOPT_CUSTOMREQUEST,
+				       strcmp(call->method, "POST") ? call->method : NULL) != CURLE_OK;
 	} else {
 		C.easy_setopt(c, CURLOPT_HTTPGET, 1L);
 		C.easy_setopt(c, CURLOPT_CUSTOMREQUEST, NULL);
 	}
 	C.easy_setopt(c, CURLOPT_HTTPHEADER, list);
 	if (call->aws_sigv4) {
-		C.easy_setopt(c, CURLOPT_AWS_SIGV4, call->aws_sigv4);
-		C.easy_setopt(c, CURLOPT_USERPWD, call->userpwd);
+		unset |= C.easy_setopt(c, CURLOPT_AWS_SIGV4, call->aws_sigv4) != CURLE_OK;
+		unset |= C.easy_setopt(c, CURLOPT_USERPWD, call->userpwd) != CURLE_OK;
 	}
-	CURLcode e = C.easy_perform(c);
+	CURLcode e = unset ? CURLE_OUT_OF_MEMORY : C.easy_perform(c);
 	C.easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
 	if (call->aws_sigv4) {
 		C.easy_setopt(c, CURLOPT_AWS_SIGV4, NULL);

@@ -3,10 +3,11 @@
  *
  * The only global state: what descriptor 2 was when the library was
  * loaded, written once by the constructor before main() and read-only
- * afterwards, and the count of dropped lines (an atomic).
+ * afterwards, and the counts of dropped lines (atomics).
  */
 #include "util/logfd.h"
 
+#include <errno.h>
 #include <stdatomic.h>
 #include <sys/stat.h>
 
@@ -15,7 +16,9 @@
 static int err_known;      /* descriptor 2 was open at load time */
 static dev_t err_dev;
 static ino_t err_ino;
-static _Atomic uint64_t lost;
+static _Atomic uint64_t lost;   /* descriptor 2 not the original any more */
+static _Atomic uint64_t failed; /* write(2) failed (a full disk, a closed pipe) */
+static _Atomic int failed_errno;
 
 /* Priority 101: before the preloaded agent starts (preload.c's constructor,
  * default priority), whose thread may log at once. */
@@ -33,8 +36,11 @@ int ember__logfd_write(const char *line, size_t n)
 {
 	struct stat st;
 	if (err_known && fstat(2, &st) == 0 && st.st_dev == err_dev && st.st_ino == err_ino) {
-		(void)ember__write_all(2, line, n);
-		return 0;
+		if (ember__write_all(2, line, n) == 0)
+			return 0;
+		atomic_store(&failed_errno, errno);
+		atomic_fetch_add(&failed, 1);
+		return -1;
 	}
 	atomic_fetch_add(&lost, 1);
 	return -1;
@@ -43,4 +49,11 @@ int ember__logfd_write(const char *line, size_t n)
 uint64_t ember__logfd_lost(void)
 {
 	return atomic_load(&lost);
+}
+
+uint64_t ember__logfd_failed(int *last_errno)
+{
+	if (last_errno)
+		*last_errno = atomic_load(&failed_errno);
+	return atomic_load(&failed);
 }

@@ -20,12 +20,16 @@
 /*
  * Writes the n bytes of one formatted line (ending in '\n') to standard
  * error if descriptor 2 is still the program's original standard error.
- * Returns 0 if written, -1 if dropped (counted). Calls only fstat(2) and
- * write(2): async-signal-safe.
+ * Returns 0 if written, -1 if dropped or if the write failed (each
+ * counted). Calls only fstat(2) and write(2): async-signal-safe.
  */
 int ember__logfd_write(const char *line, size_t n);
 
 /* Log lines dropped because descriptor 2 changed or was closed. */
 uint64_t ember__logfd_lost(void);
+
+/* Log lines whose write to descriptor 2 failed (ENOSPC, EPIPE...) since the
+ * library was loaded; *last_errno (if not NULL) is the last such errno. */
+uint64_t ember__logfd_failed(int *last_errno);
 
 #endif
