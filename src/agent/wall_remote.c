@@ -17,6 +17,7 @@
 #include "sample/labels.h"
 #include "sample/polltls.h"
 #include "symbols/procmaps.h"
+#include "unwind/arch.h"
 #include "unwind/unwind.h"
 #include "util/fileio.h"
 
@@ -78,30 +79,21 @@ static uintptr_t top_from_maps(uintptr_t sp)
 
 /*
  * Whether ra is a return address: the instruction before it is a call
- * (x86-64: e8 rel32; ff /2 with a ModRM of 1 to 6 bytes). The code is
- * read with process_vm_readv, so an address that is not mapped is only a
- * "no". A function's address held in a variable (a function pointer) is
- * preceded by padding or a return, not a call.
+ * (ember__regs_after_call, per architecture). The code is read with
+ * process_vm_readv, so an address that is not mapped is only a "no". A
+ * function's address held in a variable (a function pointer) is preceded
+ * by padding or a return, not a call.
  */
 static int called_from(uintptr_t ra)
 {
-#if defined(__x86_64__)
 	uint8_t c[8];
+	ra &= EMBER_ARCH_PC_MASK; /* a PAC-signed return address (aarch64) */
 	if (ra < 4096 + sizeof(c))
 		return 0;
 	struct iovec local = {c, sizeof(c)}, remote = {(void *)(ra - sizeof(c)), sizeof(c)};
 	if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != (ssize_t)sizeof(c))
 		return 0;
-	if (c[3] == 0xe8)
-		return 1; /* call rel32 */
-	for (int len = 2; len <= 7; len++) /* ff /2: call r/m64 */
-		if (c[8 - len] == 0xff && (c[9 - len] & 0x38) == 0x10)
-			return 1;
-	return 0;
-#else
-	(void)ra;
-	return 1;
-#endif
+	return ember__regs_after_call(c);
 }
 
 /* Whether every caller in a walk (pcs[1..n)) was reached by a call. */

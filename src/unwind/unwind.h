@@ -257,4 +257,12 @@ int ember__regs_at_sigreturn(uintptr_t pc);
  */
 void ember__regs_note_sigreturn(uintptr_t ra);
 
+/*
+ * Architecture part: whether `before`, the 8 code bytes that end just
+ * before a (PAC-stripped) return address, end with a call instruction -
+ * the address was reached by a call, not merely a code pointer stored on
+ * the stack. Looks only at the given bytes; async-signal-safe.
+ */
+int ember__regs_after_call(const uint8_t before[8]);
+
 #endif
