@@ -45,6 +45,15 @@ int ember__wall_blocked_in(int32_t tid, long *nr, uintptr_t *sp, uintptr_t *pc)
 	}
 	if (k != 8 || v[6] == 0 || v[7] == 0)
 		return 0;
+	/* Only the kernel's own record of a call: the pc follows the system-
+	 * call instruction (under qemu-user the file holds the emulator's
+	 * host registers; such a thread is left to the signal). */
+	uint8_t c[8];
+	struct iovec local = {c, sizeof(c)}, remote = {(void *)(v[7] - sizeof(c)), sizeof(c)};
+	if (v[7] < 4096 + sizeof(c) ||
+	    process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != (ssize_t)sizeof(c) ||
+	    !ember__regs_after_syscall(c))
+		return 0;
 	*nr = num;
 	*sp = (uintptr_t)v[6];
 	*pc = (uintptr_t)v[7];

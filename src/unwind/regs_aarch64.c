@@ -109,4 +109,9 @@ int ember__regs_after_call(const uint8_t c[8])
 	       (insn & 0xfffffc1fu) == 0xd63f0000u || /* blr xn */
 	       (insn & 0xfefff800u) == 0xd63f0800u;   /* blraa(z), blrab(z) */
 }
+int ember__regs_after_syscall(const uint8_t c[8])
+{
+	return ((uint32_t)c[4] | (uint32_t)c[5] << 8 | (uint32_t)c[6] << 16 |
+		(uint32_t)c[7] << 24) == SVC_0;
+}
 #endif

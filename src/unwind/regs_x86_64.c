@@ -97,4 +97,9 @@ int ember__regs_after_call(const uint8_t c[8])
 			return 1;
 	return 0;
 }
+/* syscall (0f 05) */
+int ember__regs_after_syscall(const uint8_t c[8])
+{
+	return c[6] == 0x0f && c[7] == 0x05;
+}
 #endif
