@@ -3,7 +3,8 @@
 # Debian's gcc-aarch64-linux-gnu (cmake/toolchain-aarch64.cmake) and run
 # its tests under qemu-aarch64 (user-mode emulation; CTest prefixes each
 # test program with CMAKE_CROSSCOMPILING_EMULATOR). Tests that cannot work
-# under qemu-user are listed below with the reason, printed, and left out.
+# under qemu-user, and a few arch-independent long ones (CI time), are
+# listed below with the reason, printed by name, and left out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${1:-build-aarch64}
@@ -11,7 +12,7 @@ JOBS=${JOBS:-$(nproc)}
 start=$(date +%s)
 
 cmake -S . -B "$B" -DCMAKE_TOOLCHAIN_FILE=cmake/toolchain-aarch64.cmake \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo ${EMBER_WERROR:+-DEMBER_WERROR=$EMBER_WERROR} >/dev/null
 cmake --build "$B" -j "$JOBS"
 built=$(date +%s)
 
@@ -45,6 +46,19 @@ declare -A SKIP=(
   # 282 s, not yet examined: see the issue 17 report).
   ['pyroscope\.(it_pyro_outage|it_pyro_hang)']="retry/timeout timing of the reporter, arch-independent; minutes under emulation"
   ['integration\.it_wall_many']="wall clock over many threads: arch-independent bookkeeping; ~110 s under emulation"
+  # qemu-user's /proc/TID/syscall holds the emulator's host registers, not
+  # the guest's: the agent sees that (the pc does not follow `svc #0`) and
+  # signals blocked threads instead, whose calls then return EINTR - what
+  # these tests check never happens. The svc/x0 test itself runs in
+  # unit.test_unwind_aarch64, and it_wall / it_wall_idle run here.
+  ['integration\.(it_wall_blocked|it_wall_blocked_late|it_wall_epoll_many)']="blocked threads sampled without a signal: qemu-user's /proc/TID/syscall shows host registers"
+  ['pyroscope\.it_pyro_wall']="blocked threads sampled without a signal (no EINTR, exact lifetimes): qemu-user's /proc/TID/syscall shows host registers; it_pyro_wire checks the reporter here"
+  # CI time (the stage has ~12 minutes): arch-independent encoders and
+  # reporter logic, 15-40 s each under emulation, tested in the x86-64 stages.
+  ['integration\.it_jfr']="JFR encoding, arch-independent (CI time; x86-64 stages)"
+  ['pyroscope\.(it_pyro_rules|it_pyro_errors)']="label rules and HTTP error handling of the reporter, arch-independent (CI time; x86-64 stages)"
+  ['asprof\.(backend|pyroscope_jfr)']="async-profiler backend and its JFR upload, arch-independent (CI time; x86-64 stages)"
+  ['s3\.front_selftest']="the S3 fake's own self-test, arch-independent (CI time; x86-64 stages)"
 )
 exclude=""
 for k in "${!SKIP[@]}"; do
@@ -67,7 +81,8 @@ echo "aarch64: running $(grep -cvE "$exclude" <<< "$all") of $(wc -l <<< "$all")
 status=0
 # qemu-user 7.2 maps no vDSO for aarch64 guests: test_symbolizer leaves out
 # its vDSO part when told so (on x86-64 a missing vDSO fails).
-(cd "$B" && EMBER_TEST_NO_VDSO=1 ctest -E "$exclude" -j 2 --timeout 600 --output-on-failure --repeat until-pass:2) || status=1
+# EMBER_TEST_QEMU: it_dwarf's known defect under qemu (see it_dwarf.c).
+(cd "$B" && EMBER_TEST_NO_VDSO=1 EMBER_TEST_QEMU=1 ctest -E "$exclude" -j 2 --timeout 600 --output-on-failure --repeat until-pass:2) || status=1
 # `emberprof run` on the aarch64 demo, read by the host's go tool pprof.
 bash tests/aarch64/run_demo.sh "$B" || status=1
 end=$(date +%s)
