@@ -17,6 +17,7 @@
 #include "sample/labels.h"
 #include "sample/polltls.h"
 #include "symbols/procmaps.h"
+#include "unwind/arch.h"
 #include "unwind/unwind.h"
 #include "util/fileio.h"
 
@@ -43,6 +44,15 @@ int ember__wall_blocked_in(int32_t tid, long *nr, uintptr_t *sp, uintptr_t *pc)
 		p = end;
 	}
 	if (k != 8 || v[6] == 0 || v[7] == 0)
+		return 0;
+	/* Only the kernel's own record of a call: the pc follows the system-
+	 * call instruction (under qemu-user the file holds the emulator's
+	 * host registers; such a thread is left to the signal). */
+	uint8_t c[8];
+	struct iovec local = {c, sizeof(c)}, remote = {(void *)(v[7] - sizeof(c)), sizeof(c)};
+	if (v[7] < 4096 + sizeof(c) ||
+	    process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != (ssize_t)sizeof(c) ||
+	    !ember__regs_after_syscall(c))
 		return 0;
 	*nr = num;
 	*sp = (uintptr_t)v[6];
@@ -78,30 +88,21 @@ static uintptr_t top_from_maps(uintptr_t sp)
 
 /*
  * Whether ra is a return address: the instruction before it is a call
- * (x86-64: e8 rel32; ff /2 with a ModRM of 1 to 6 bytes). The code is
- * read with process_vm_readv, so an address that is not mapped is only a
- * "no". A function's address held in a variable (a function pointer) is
- * preceded by padding or a return, not a call.
+ * (ember__regs_after_call, per architecture). The code is read with
+ * process_vm_readv, so an address that is not mapped is only a "no". A
+ * function's address held in a variable (a function pointer) is preceded
+ * by padding or a return, not a call.
  */
 static int called_from(uintptr_t ra)
 {
-#if defined(__x86_64__)
 	uint8_t c[8];
+	ra &= EMBER_ARCH_PC_MASK; /* a PAC-signed return address (aarch64) */
 	if (ra < 4096 + sizeof(c))
 		return 0;
 	struct iovec local = {c, sizeof(c)}, remote = {(void *)(ra - sizeof(c)), sizeof(c)};
 	if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != (ssize_t)sizeof(c))
 		return 0;
-	if (c[3] == 0xe8)
-		return 1; /* call rel32 */
-	for (int len = 2; len <= 7; len++) /* ff /2: call r/m64 */
-		if (c[8 - len] == 0xff && (c[9 - len] & 0x38) == 0x10)
-			return 1;
-	return 0;
-#else
-	(void)ra;
-	return 1;
-#endif
+	return ember__regs_after_call(c);
 }
 
 /* Whether every caller in a walk (pcs[1..n)) was reached by a call. */

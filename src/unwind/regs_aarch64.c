@@ -96,4 +96,22 @@ EMBER_STACK_READ int ember__regs_at_sigreturn(uintptr_t pc)
 	const volatile uint32_t *p = (const volatile uint32_t *)pc;
 	return p[0] == 0xd2801168u && p[1] == SVC_0;
 }
+/*
+ * The instruction before a return address (4 bytes, little-endian): bl,
+ * blr, or one of the pointer-authenticating blraa/blrab(z) that code
+ * built with -mbranch-protection=standard may call through.
+ */
+int ember__regs_after_call(const uint8_t c[8])
+{
+	uint32_t insn = (uint32_t)c[4] | (uint32_t)c[5] << 8 | (uint32_t)c[6] << 16 |
+			(uint32_t)c[7] << 24;
+	return (insn & 0xfc000000u) == 0x94000000u || /* bl imm26 */
+	       (insn & 0xfffffc1fu) == 0xd63f0000u || /* blr xn */
+	       (insn & 0xfefff800u) == 0xd63f0800u;   /* blraa(z), blrab(z) */
+}
+int ember__regs_after_syscall(const uint8_t c[8])
+{
+	return ((uint32_t)c[4] | (uint32_t)c[5] << 8 | (uint32_t)c[6] << 16 |
+		(uint32_t)c[7] << 24) == SVC_0;
+}
 #endif

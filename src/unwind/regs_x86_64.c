@@ -87,4 +87,19 @@ void ember__regs_note_sigreturn(uintptr_t ra)
 {
 	(void)ra;
 }
+/* call rel32 (e8) or call r/m64 (ff /2, with a ModRM of 1 to 6 bytes). */
+int ember__regs_after_call(const uint8_t c[8])
+{
+	if (c[3] == 0xe8)
+		return 1;
+	for (int len = 2; len <= 7; len++)
+		if (c[8 - len] == 0xff && (c[9 - len] & 0x38) == 0x10)
+			return 1;
+	return 0;
+}
+/* syscall (0f 05) */
+int ember__regs_after_syscall(const uint8_t c[8])
+{
+	return c[6] == 0x0f && c[7] == 0x05;
+}
 #endif

@@ -257,4 +257,21 @@ int ember__regs_at_sigreturn(uintptr_t pc);
  */
 void ember__regs_note_sigreturn(uintptr_t ra);
 
+/*
+ * Architecture part: whether `before`, the 8 code bytes that end just
+ * before a (PAC-stripped) return address, end with a call instruction -
+ * the address was reached by a call, not merely a code pointer stored on
+ * the stack. Looks only at the given bytes; async-signal-safe.
+ */
+int ember__regs_after_call(const uint8_t before[8]);
+
+/*
+ * Architecture part: whether `before`, the 8 code bytes that end at the pc
+ * /proc/TID/syscall reports for a thread blocked in a call, end with the
+ * system-call instruction. The kernel's pc always does; an emulator's
+ * (qemu-user reports its own host registers there) does not, and those
+ * registers must not be unwound as the program's. Async-signal-safe.
+ */
+int ember__regs_after_syscall(const uint8_t before[8]);
+
 #endif

@@ -311,6 +311,12 @@ static void test_vdso(void)
 	if (!s)
 		return;
 	uint64_t ehdr = getauxval(AT_SYSINFO_EHDR);
+	if (!ehdr && getenv("EMBER_TEST_NO_VDSO")) {
+		/* qemu-user 7.2 maps no vDSO for aarch64 guests (make test-aarch64) */
+		fprintf(stderr, "note: no vDSO (EMBER_TEST_NO_VDSO set): vDSO part skipped\n");
+		ember__symbolizer_free(s);
+		return;
+	}
 	CHECK(ehdr != 0);
 	const ember__module_info *m = module_by_path(s, "[vdso]");
 	CHECK(m != NULL);
@@ -373,7 +379,8 @@ static void test_table_and_cache(void)
 		return;
 	const ember__module_info *mods;
 	size_t n = ember__symbolizer_modules(s, &mods);
-	CHECK(n >= 5); /* exe, fixture, libc, ld.so, vdso at least */
+	/* exe, fixture, libc, ld.so, vdso at least (no vdso under qemu-user) */
+	CHECK(n >= (getauxval(AT_SYSINFO_EHDR) ? 5u : 4u));
 	for (size_t i = 0; i < n; i++) {
 		CHECK(mods[i].start < mods[i].limit);
 		if (i > 0)

@@ -277,6 +277,36 @@ static void test_in_syscall(void)
 	CHECK_EQ_INT(ember__regs_in_syscall(&uc, (uintptr_t)&code[0]), -1);
 }
 
+/* A real return address follows a call (this function's caller's bl);
+ * a branch, a return, a nop do not; the PAC-signing blraa(z) do. */
+__attribute__((noinline)) static uintptr_t my_return_address(void)
+{
+	return (uintptr_t)__builtin_extract_return_addr(__builtin_return_address(0));
+}
+
+static int after_insn(uint32_t insn)
+{
+	uint8_t c[8] = {0};
+	memcpy(c + 4, &insn, 4);
+	return ember__regs_after_call(c);
+}
+
+static void test_after_call(void)
+{
+	uintptr_t ra = my_return_address();
+	uint8_t c[8];
+	memcpy(c, (const void *)(ra - 8), 8);
+	CHECK_EQ_INT(ember__regs_after_call(c), 1);
+	CHECK_EQ_INT(after_insn(0x94000010u), 1); /* bl */
+	CHECK_EQ_INT(after_insn(0xd63f0020u), 1); /* blr x1 */
+	CHECK_EQ_INT(after_insn(0xd73f0822u), 1); /* blraa x1, x2 */
+	CHECK_EQ_INT(after_insn(0xd63f0c7fu), 1); /* blrabz x3 */
+	CHECK_EQ_INT(after_insn(0x14000010u), 0); /* b */
+	CHECK_EQ_INT(after_insn(0xd61f0200u), 0); /* br x16 */
+	CHECK_EQ_INT(after_insn(0xd65f03c0u), 0); /* ret */
+	CHECK_EQ_INT(after_insn(0xd503201fu), 0); /* nop */
+}
+
 /* The registers a signal handler sees. */
 static void test_regs(void)
 {
@@ -348,6 +378,7 @@ int main(void)
 	RUN(test_fp_walk);
 	RUN(test_signal_frame);
 	RUN(test_in_syscall);
+	RUN(test_after_call);
 	RUN(test_regs);
 	return CHECK_DONE();
 }
