@@ -14,7 +14,7 @@ allowed=(
   read               # POSIX async-signal-safe; the perf engine reads its event's count
   __sigaction        # glibc's sigaction (POSIX async-signal-safe), past our own wrapper:
                      # a program's own signal with SIG_DFL takes its default action (sigvirt.c)
-  sigemptyset sigaddset  # POSIX async-signal-safe bit operations on a local sigset_t
+  sigemptyset sigaddset sigismember  # POSIX async-signal-safe bit operations on a local sigset_t
   memcpy memset      # POSIX async-signal-safe; calls only where the sanitizers keep them
                      # (copies of a struct sigaction / siginfo_t in sigvirt.c)
   syscall            # the bare system-call wrapper: tgkill, rt_sigprocmask and
