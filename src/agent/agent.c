@@ -40,6 +40,7 @@
 #include "report/pyroscope.h"
 #include "heap/jemalloc.h"
 #include "pollcatch/resolve.h"
+#include "sample/handler.h"
 #include "sample/sigvirt.h"
 #include "sample/labels.h"
 #include "symbols/symbolizer.h"
@@ -1289,13 +1290,18 @@ EMBER_API int ember_running_stop(ember_agent **out, ember_running *r)
 		return asprof_agent_stop(c);
 	/* A last scan measures the CPU time of threads that block the signal
 	 * up to now. Then no new signals, none pending or running, the last
-	 * drain. */
+	 * drain. A wall signal reaching this thread meanwhile is not sampled
+	 * (it would show this code; the wall thread's last pass records this
+	 * thread's time as its last sample again, engine_wall.c). */
+	int was_exiting = ember__tls_exiting;
+	ember__tls_exiting = 1;
 	ember__threads_poll(&c->threads, 1);
 	log_blocked_threads(c, 1);
 	ember__wall_stop(&c->wall);
 	ember__threads_stop(&c->threads);
 	ember__heapprof_detach(c->heap); /* the uninstall's quiesce waits for the hook too */
 	ember__sigpath_uninstall(c->cfg.signo, &c->old_action);
+	ember__tls_exiting = was_exiting;
 	pthread_mutex_lock(&c->mu);
 	c->stop_req = 1;
 	pthread_cond_broadcast(&c->cv);

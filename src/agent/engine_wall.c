@@ -125,6 +125,25 @@ void ember__wall_record_frame(ember__sigstate *st, int32_t tid, int64_t weight_n
 }
 
 /*
+ * At stop, the thread stopping the agent runs emberprof's stop code (it
+ * waits for this thread), which the program did not run: its time since
+ * its last wall sample repeats that sample, as a thread's exit hook does
+ * (threads.c), rather than being sampled there. Nothing if it has none.
+ */
+static void stopper_final(ember__wall *w, int32_t tid)
+{
+	ember__sigstate *st = w->threads->sig;
+	ember__threadtab *tab = atomic_load(&st->tab);
+	ember__thread_ent *e = tab ? ember__threadtab_find(tab, tid) : NULL;
+	uint32_t seq = e ? atomic_load_explicit(&e->wall_last_seq, memory_order_acquire) : 0;
+	if (!seq)
+		return;
+	int64_t now = mono_ns(), last = atomic_exchange(&e->wall_last_ns, now);
+	if (last > 0 && now > last)
+		ember__wall_record_repeat(st, tid, now - last, seq);
+}
+
+/*
  * One tick: the next threads of the rotation, each recorded again (left
  * asleep), sampled without a signal (blocked in a system call) or
  * signalled (running). With `final` (at stop) running threads are not
@@ -144,6 +163,10 @@ static size_t tick(ember__wall *w, int64_t now, int final, size_t *nthreads)
 			weights[i] = 0;
 		if (repeat[i]) { /* counted by the agent as it resolves them */
 			ember__wall_record_repeat(w->threads->sig, tids[i], weights[i], repeat[i]);
+			continue;
+		}
+		if (final && tids[i] == w->stopper) {
+			stopper_final(w, tids[i]);
 			continue;
 		}
 		if (w->skip_idle) { /* blocked: sampled without waking it */
@@ -253,6 +276,7 @@ void ember__wall_stop(ember__wall *w)
 	w->threads->wall_final = 0;
 	pthread_mutex_unlock(&w->threads->mu);
 	pthread_mutex_lock(&w->mu);
+	w->stopper = (int32_t)gettid();
 	w->stop = 1;
 	pthread_cond_broadcast(&w->cv);
 	pthread_mutex_unlock(&w->mu);

@@ -62,6 +62,7 @@ typedef struct ember__wall {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	int stop;
+	int32_t stopper; /* the thread calling ember__wall_stop (set with stop) */
 	int skip_idle; /* record threads left asleep without a signal (default) */
 	_Atomic uint64_t signals, ticks, max_per_tick;
 	/* blocked threads sampled without a signal (wall_remote.h), and the

@@ -112,10 +112,11 @@ void ember__sigpath_handler(int sig, siginfo_t *si, void *uc);
 /* Handler nesting depth on this thread (tests: "no malloc in handler"). */
 extern __thread int ember__sig_depth __attribute__((tls_model("initial-exec")));
 
-/* Set by the thread's exit hook (thread_hook.c) as its first act: a wall
- * signal that reaches the thread there is not sampled (its stack would be
- * the hook's, which the program did not run; the hook records that time
- * itself as a repeat of the thread's last wall sample). */
+/* Set by the thread's exit hook (thread_hook.c) as its first act, and by
+ * ember_running_stop on the stopping thread while it stops the sampling: a
+ * wall signal that reaches the thread there is not sampled (its stack
+ * would be emberprof's, which the program did not run; that time is
+ * recorded as a repeat of the thread's last wall sample instead). */
 extern __thread volatile int ember__tls_exiting __attribute__((tls_model("initial-exec")));
 
 #endif

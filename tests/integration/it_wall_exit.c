@@ -16,6 +16,8 @@
  * - the workers' wall time is there: at least half of their measured
  *   lifetimes (no timing asserted beyond that loose floor, which a lost
  *   exit record would not break alone but a lost thread would).
+ * And no wall sample of any thread (the main thread stops the agent)
+ * shows the stop's own code (ember_running_stop, ember__wall_stop).
  * Then 100 threads that live about 0.5 ms, most of them ending before
  * their first wall tick: their time is a one-frame sample of their start
  * routine (tiny_life), again with no agent frame, and some is there.
@@ -104,7 +106,7 @@ int main(void)
 					   "wall_final_sample", "ember__queue_signal",
 					   "ember__wall_record", "__nptl_deallocate_tsd"};
 	double worker_wall = 0, in_ours = 0, in_burn = 0, tiny_wall = 0, tiny_start = 0;
-	unsigned bad = 0;
+	unsigned bad = 0, in_stop = 0;
 	for (size_t i = 0; i < cap.n; i++) {
 		ember__profile *p = it_decode(&cap.w[i]);
 		if (strcmp(p->sample_type[1].type, "wall") != 0) {
@@ -113,6 +115,16 @@ int main(void)
 		}
 		for (uint32_t s = 0; s < p->nsamples; s++) {
 			const ember__sample *sm = &p->samples[s];
+			if (it_stack_has(p, sm, "ember_running_stop") ||
+			    it_stack_has(p, sm, "ember__wall_stop")) {
+				if (in_stop++ < 3) {
+					fprintf(stderr, "stop frames in a wall sample (%.4f s):",
+						(double)sm->values[1] / 1e9);
+					for (uint32_t k = 0; k < sm->nlocs && k < 8; k++)
+						fprintf(stderr, " %s", it_loc_func(p, sm->locs[k]));
+					fprintf(stderr, "\n");
+				}
+			}
 			const char *name = it_label(sm, "thread_name");
 			int tiny = name && !strcmp(name, "tinylife");
 			if (!name || (strcmp(name, "shortlife") != 0 && !tiny))
@@ -149,6 +161,7 @@ int main(void)
 	IT_CHECK(bad == 0, "%u wall samples (%.4f s) show the agent's exit hook", bad, in_ours);
 	IT_CHECK(worker_wall >= lived / 2, "the workers' wall time is missing: %.3f s of %.3f s",
 		 worker_wall, lived);
+	IT_CHECK(in_stop == 0, "%u wall samples show the agent's stop code", in_stop);
 	IT_CHECK(tiny_start > 0, "no tiny thread's time is shown as its start routine");
 	it_capture_free(&cap);
 	return 0;
