@@ -84,9 +84,37 @@ struct trampoline {
 	int sig_blocked; /* the creator virtually blocks the sampling signal (sigvirt.h) */
 };
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+/* Our own threads start through glibc's pthread_create, past ASan's
+ * interceptor (resolve_real), so ASan does not know them ("T-1") and
+ * never cleans their stacks: a stack glibc reuses from an exited thread
+ * keeps that thread's poisoned redzones, and the agent thread's first
+ * deep call reads them as an overflow (seen in cli.test_run_library).
+ * Unpoison the part of the stack below this frame. */
+static void unpoison_own_stack(void)
+{
+	pthread_attr_t a;
+	void *lo = NULL;
+	size_t sz = 0;
+	if (pthread_getattr_np(pthread_self(), &a) != 0)
+		return;
+	pthread_attr_getstack(&a, &lo, &sz);
+	pthread_attr_destroy(&a);
+	char *below = (char *)__builtin_frame_address(0) - 256;
+	if (lo && below > (char *)lo)
+		ASAN_UNPOISON_MEMORY_REGION(lo, (size_t)(below - (char *)lo));
+}
+#else
+static void unpoison_own_stack(void)
+{
+}
+#endif
+
 /* emberprof's own threads (agent, uploads, wall clock) start here. */
 static void *internal_thread_start(void *p)
 {
+	unpoison_own_stack();
 	struct trampoline tr = *(struct trampoline *)p;
 	free(p);
 	ember__heap_set_internal(1);
