@@ -23,6 +23,7 @@ declare -A SKIP=(
   # qemu-user does not follow a guest's execve into another emulator.
   # (`emberprof run` itself is checked here by tests/aarch64/run_demo.sh.)
   ['cli\..*']="shell tests exec the aarch64 emberprof/demo directly (no binfmt_misc here)"
+  ['faults\..*']="the fault-injection driver runs the aarch64 emberprof and its interposer directly (no binfmt_misc)"
   ['names\..*']="shell tests exec the aarch64 emberprof and helpers directly (no binfmt_misc); the x86-64 build's names.test_plt_objdump checks aarch64 PLT names against aarch64 objdump where the cross toolchain is installed"
   ['host\..*']="shell tests run aarch64 programs under the aarch64 emberprof directly (no binfmt_misc); the signal wrappers and sigvirt are arch-independent C"
   ['tree\..*']="shell tests exec aarch64 programs directly (no binfmt_misc), and fork threaded programs (qemu-user 7.2 aborts)"

@@ -1071,6 +1071,7 @@ void ember__agent_unwind_stats(const ember_agent *a, ember__unwind_tables_stats 
 	memset(out, 0, sizeof(*out));
 	if (a->core->utab)
 		ember__unwind_tables_get_stats(a->core->utab, out);
+	out->samples_pending = atomic_load(&a->core->unwind_pending);
 }
 
 static uint32_t ring_slots(unsigned hz, unsigned wall_ms)

@@ -49,6 +49,9 @@ typedef struct ember__unwind_tables_stats {
 	uint64_t lazy_built; /* lazy: tables built because a sample landed in their module */
 	uint64_t deferred;   /* lazy: wanted modules left for later by the budget, now */
 	uint64_t lazy;       /* 1: lazy mode (ember__unwind_tables_set_lazy) */
+	/* samples the handler walked by frame pointers in a module whose table
+	 * was not built yet, runs stopped so far (ember__agent_unwind_stats only) */
+	uint64_t samples_pending;
 } ember__unwind_tables_stats;
 
 /*

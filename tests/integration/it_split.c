@@ -7,6 +7,7 @@
  * Threads exist both before start (found by the scan) and after (hook).
  */
 #include "it_common.h"
+#include "agent/unwind_tables.h"
 
 #include <math.h>
 
@@ -103,9 +104,18 @@ int main(void)
 	       total_ns / 1e9 / cpu);
 	IT_CHECK(fabs(frac - 0.75) <= 0.05, "split %.3f is not within 5 points of 0.75", frac);
 	IT_CHECK(a_samples > 100 && b_samples > 30, "too few samples in the hot functions");
-	IT_CHECK((double)a_chain >= 0.97 * (double)a_samples,
+	/* Lazy unwind tables: a sample that lands in a module before its
+	 * table is built is walked by frame pointers (none here), and the
+	 * agent counts it. Incomplete chains beyond 3 % must be those (under
+	 * qemu-aarch64 the build takes long enough for 3-5 % of this run). */
+	ember__unwind_tables_stats us;
+	ember__agent_unwind_stats(a, &us);
+	printf("samples walked by frame pointers while their module's table was pending: %llu\n",
+	       (unsigned long long)us.samples_pending);
+	double pend = (double)us.samples_pending;
+	IT_CHECK((double)(a_samples - a_chain) <= 0.03 * (double)a_samples + pend,
 		 "caller chain hot_a<-stage_one<-worker_main missing in too many samples");
-	IT_CHECK((double)b_chain >= 0.97 * (double)b_samples,
+	IT_CHECK((double)(b_samples - b_chain) <= 0.03 * (double)b_samples + pend,
 		 "caller chain hot_b<-stage_two<-worker_main missing in too many samples");
 	IT_CHECK(fabs(total_ns / 1e9 / cpu - 1.0) <= 0.10, "sampled CPU is not within 10%% of rusage");
 	it_capture_free(&cap);
