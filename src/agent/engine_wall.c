@@ -81,7 +81,10 @@ static int send_wall(ember__wall *w, int32_t tid, int64_t weight_ns)
  * once it was committed), which the agent resolves to its stack. Counted
  * as dropped if the ring is full, like a handler's sample.
  */
-void ember__wall_record_repeat(ember__sigstate *st, int32_t tid, int64_t weight_ns, uint32_t seq)
+/* A wall record claimed and filled off the signal path: `depth` (0 or 1)
+ * frames from `pc`. Counted as dropped if the ring is full. */
+static void record_stackless(ember__sigstate *st, int32_t tid, int64_t weight_ns, uint32_t flags,
+			     uint32_t seq, uint64_t pc, uint32_t depth)
 {
 	ember__sample_rec *r = ember__sampbuf_claim(&st->buf);
 	if (!r) {
@@ -90,9 +93,11 @@ void ember__wall_record_repeat(ember__sigstate *st, int32_t tid, int64_t weight_
 	}
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
-	r->depth = 0;
+	if (depth)
+		r->pcs[0] = pc;
+	r->depth = depth;
 	r->tid = tid;
-	r->flags = EMBER_SAMPLE_WALL | EMBER_SAMPLE_SLEEPING | EMBER_SAMPLE_REPEAT;
+	r->flags = flags;
 	r->label_len = 0;
 	r->reserved = seq;
 	r->poll_start = 0;
@@ -102,26 +107,26 @@ void ember__wall_record_repeat(ember__sigstate *st, int32_t tid, int64_t weight_
 	atomic_fetch_add_explicit(&st->wall_samples, 1, memory_order_relaxed);
 }
 
-void ember__wall_record_frame(ember__sigstate *st, int32_t tid, int64_t weight_ns, uint64_t pc)
+void ember__wall_record_repeat(ember__sigstate *st, int32_t tid, int64_t weight_ns, uint32_t seq)
 {
-	ember__sample_rec *r = ember__sampbuf_claim(&st->buf);
-	if (!r) {
-		atomic_fetch_add_explicit(&st->dropped_full, 1, memory_order_relaxed);
-		return;
+	record_stackless(st, tid, weight_ns, EMBER_SAMPLE_WALL | EMBER_SAMPLE_SLEEPING | EMBER_SAMPLE_REPEAT,
+			 seq, 0, 0);
+}
+
+int ember__wall_record_last(ember__sigstate *st, ember__thread_ent *e, int32_t tid,
+			    uint64_t start_pc)
+{
+	uint32_t seq = atomic_load_explicit(&e->wall_last_seq, memory_order_acquire);
+	if (!seq && !start_pc)
+		return 0;
+	int64_t now = mono_ns(), last = atomic_exchange(&e->wall_last_ns, now);
+	if (last > 0 && now > last) {
+		if (seq)
+			ember__wall_record_repeat(st, tid, now - last, seq);
+		else /* never sampled: it ran its start routine */
+			record_stackless(st, tid, now - last, EMBER_SAMPLE_WALL, 0, start_pc, 1);
 	}
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	r->pcs[0] = pc;
-	r->depth = 1;
-	r->tid = tid;
-	r->flags = EMBER_SAMPLE_WALL;
-	r->label_len = 0;
-	r->reserved = 0;
-	r->poll_start = 0;
-	r->weight = (uint64_t)weight_ns;
-	r->time_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-	ember__sampbuf_commit(r);
-	atomic_fetch_add_explicit(&st->wall_samples, 1, memory_order_relaxed);
+	return 1;
 }
 
 /*
@@ -135,12 +140,8 @@ static void stopper_final(ember__wall *w, int32_t tid)
 	ember__sigstate *st = w->threads->sig;
 	ember__threadtab *tab = atomic_load(&st->tab);
 	ember__thread_ent *e = tab ? ember__threadtab_find(tab, tid) : NULL;
-	uint32_t seq = e ? atomic_load_explicit(&e->wall_last_seq, memory_order_acquire) : 0;
-	if (!seq)
-		return;
-	int64_t now = mono_ns(), last = atomic_exchange(&e->wall_last_ns, now);
-	if (last > 0 && now > last)
-		ember__wall_record_repeat(st, tid, now - last, seq);
+	if (e)
+		ember__wall_record_last(st, e, tid, 0);
 }
 
 /*

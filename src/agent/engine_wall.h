@@ -91,15 +91,16 @@ void ember__wall_record_repeat(struct ember__sigstate *st, int32_t tid, int64_t 
 			       uint32_t seq);
 
 /*
- * Records, without a signal, a wall sample of thread `tid` whose stack is
- * the single frame `pc` (its start routine), weighing `weight_ns`: the
- * last moments of a thread that ends before its first wall sample (its
- * exit hook cannot repeat a sample, and a sample taken there would show
- * the hook). Neither running nor sleeping: not known. Counted as dropped
- * if the ring is full. Any thread; async-signal-safe.
+ * Records, without a signal, the time of thread `tid` (entry `e`) since
+ * its last wall sample as that sample again (a repeat, in its state), or,
+ * if it has none, as a one-frame sample of `start_pc` (its start routine;
+ * 0: unknown). For a thread whose time must not be sampled where it is
+ * now: in its exit hook, or stopping the agent. Returns 0 if neither was
+ * known (nothing recorded), else 1. Any thread; async-signal-safe.
  */
-void ember__wall_record_frame(struct ember__sigstate *st, int32_t tid, int64_t weight_ns,
-			      uint64_t pc);
+struct ember__thread_ent;
+int ember__wall_record_last(struct ember__sigstate *st, struct ember__thread_ent *e, int32_t tid,
+			    uint64_t start_pc);
 
 /* Stops and joins the timer thread (no more wall signals are sent after
  * it returns). Harmless if never started. */

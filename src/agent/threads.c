@@ -1148,17 +1148,8 @@ static void wall_final_sample(ember__threads *t, int32_t tid, uintptr_t start_pc
 	 * (asleep, or running where it was last seen): a sample taken now
 	 * would show this hook, which the program did not run. Only a thread
 	 * never sampled yet is sampled here. */
-	uint32_t seq = atomic_load_explicit(&e->wall_last_seq, memory_order_acquire);
-	if (seq || start_pc) {
-		int64_t now = mono_now(), last = atomic_exchange(&e->wall_last_ns, now);
-		if (last > 0 && now > last) {
-			if (seq)
-				ember__wall_record_repeat(t->sig, tid, now - last, seq);
-			else /* never sampled: it ran its start routine */
-				ember__wall_record_frame(t->sig, tid, now - last, start_pc);
-		}
+	if (ember__wall_record_last(t->sig, e, tid, start_pc))
 		return;
-	}
 	union sigval v = {.sival_ptr = (void *)(uintptr_t)EMBER_WALL_VALUE(0)};
 	ember__queue_signal(t->pid, tid, t->signo, v);
 }
