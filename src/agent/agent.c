@@ -1216,6 +1216,12 @@ static void log_perfmap_stats(const ember__core *c)
 		ember__log(&c->cfg, EMBER_LOG_INFO,
 			   "%" PRIu64 " mapped files could not be read for symbols, their frames have "
 			   "no names (last: %s)", unreadable, last);
+	uint64_t elf_failures = ember__symbolizer_elf_failures(c->sym, &last);
+	if (elf_failures)
+		ember__log(&c->cfg, EMBER_LOG_WARN,
+			   "elfutils gave up %" PRIu64 " times while reading debug information; "
+			   "each time one module's frames were left without names (last: %s)",
+			   elf_failures, last);
 	ember__jit_stats j;
 	ember__symbolizer_jit_stats(c->sym, &j);
 	if (j.path)

@@ -24,6 +24,14 @@
  *
  * The per-module symbol and function indexes live in symindex.c, the
  * local-disk search for separate debug files in debugfile.c.
+ *
+ * Every call into elfutils runs inside a guard (elfguard.h): where libdw
+ * would end the process (an allocation failure in its own allocator or its
+ * hash tables), the lookup or refresh ends instead. The module it was
+ * working on is then never handed to elfutils again (its frames keep their
+ * addresses, no names), and the Dwfl, which may hold half-built state and
+ * held locks, is leaked and replaced by a new one. After
+ * MAX_ELF_FAILURES such failures the symbolizer stops using elfutils.
  */
 #include "symbols/symbolizer.h"
 
@@ -40,6 +48,7 @@
 #include "emberprof.h"
 #include "symbols/debugfile.h"
 #include "symbols/demangle.h"
+#include "symbols/elfguard.h"
 #include "symbols/perfmap.h"
 #include "symbols/procmaps.h"
 #include "symbols/symindex.h"
@@ -48,6 +57,7 @@
 
 #define CACHE_MIN_SLOTS 1024u
 #define CACHE_MAX_SLOTS (1u << 16) /* at most 32K cached addresses, ~2.4 MB */
+#define MAX_ELF_FAILURES 4         /* then no more elfutils: each one leaks a Dwfl */
 
 /* ---------------------------------------------------------------------- */
 /* Modules                                                                 */
@@ -59,6 +69,7 @@ typedef struct sym_module {
 	Dwfl_Module *dm;         /* NULL if libdwfl does not know the module */
 	size_t index;            /* position in the symbolizer's tables */
 	int seen;                /* marked while diffing during a refresh */
+	int elf_failed;          /* elfutils gave up inside it: never ask again */
 	ember__arena arena;      /* every string handed out for this module */
 	const char **strs;       /* interned strings: open addressing */
 	size_t strs_cap, strs_count;
@@ -92,6 +103,11 @@ struct ember__symbolizer {
 	 * unnamed), and the last one's path and reason, for the log. */
 	uint64_t unreadable;
 	char unreadable_last[512];
+	/* Calls elfutils gave up inside (elfguard.h), the module being worked
+	 * on (to blame), and the last failure, for the log. */
+	uint64_t elf_failures;
+	sym_module *busy;
+	char elf_failed_last[512];
 };
 
 static uint64_t hash_str(const char *s)
@@ -432,6 +448,13 @@ static int resolve(ember__symbolizer *s, sym_module *m, uint64_t addr, cache_ent
 	const char *file = NULL;
 	int line = 0;
 	int dwarf = wants_dwarf(s, m);
+	if (dwarf) {
+		/* Before libdw allocates anything for it: its own handler exits. */
+		Dwarf_Addr dwbias;
+		Dwarf *dw = dwfl_module_getdwarf(m->dm, &dwbias);
+		if (dw)
+			dwarf_new_oom_handler(dw, ember__elfguard_oom);
+	}
 	Dwfl_Line *dl = dwarf ? dwfl_module_getsrc(m->dm, addr) : NULL;
 	if (dl)
 		file = dwfl_lineinfo(dl, NULL, &line, NULL, NULL, NULL);
@@ -606,6 +629,23 @@ void ember__symbolizer_jit_stats(const ember__symbolizer *s, ember__jit_stats *o
 	out->refused = s->pmf.refused;
 }
 
+struct resolve_call {
+	ember__symbolizer *s;
+	sym_module *m;
+	uint64_t addr;
+	cache_entry *e;
+};
+
+static int resolve_cb(void *arg)
+{
+	struct resolve_call *c = arg;
+	c->s->busy = c->m;
+	return resolve(c->s, c->m, c->addr, c->e);
+}
+
+static void elfutils_gave_up(ember__symbolizer *s, const char *why);
+static int refresh(ember__symbolizer *s, int modules);
+
 int ember__symbolizer_lookup(ember__symbolizer *s, uint64_t addr, ember__symbol_info *out)
 {
 	if (!s || !out)
@@ -622,7 +662,18 @@ int ember__symbolizer_lookup(ember__symbolizer *s, uint64_t addr, ember__symbol_
 		return 0;
 	}
 	cache_entry e;
-	int err = resolve(s, s->mods[idx], addr, &e);
+	char why[256];
+	struct resolve_call call = {s, s->mods[idx], addr, &e};
+	int err = ember__elfguard_run(resolve_cb, &call, why, sizeof(why));
+	if (err == EMBER__ELFGUARD_TRIPPED) {
+		/* What resolve had built is leaked with elfutils' half-built
+		 * state; the address keeps no name. The other modules are
+		 * re-attached to a new Dwfl (no module comes or goes). */
+		elfutils_gave_up(s, why);
+		e = (cache_entry){.addr = addr, .mod = s->mods[idx]};
+		err = refresh(s, 0);
+	}
+	s->busy = NULL;
 	if (err) {
 		free(e.rest);
 		return err;
@@ -730,8 +781,10 @@ static int rebuild_modules(ember__symbolizer *s, const ember__procmaps *maps)
 				err = ember__error_oom("module");
 				break;
 			}
-			m->dm = find_dwfl_module(s->dwfl, m);
+			s->busy = m;
+			m->dm = s->dwfl ? find_dwfl_module(s->dwfl, m) : NULL;
 			err = module_load(s, m);
+			s->busy = NULL;
 		}
 		m->seen = 1;
 		mods[n++] = m;
@@ -772,10 +825,59 @@ static int rebuild_modules(ember__symbolizer *s, const ember__procmaps *maps)
 	return 0;
 }
 
-int ember__symbolizer_refresh(ember__symbolizer *s)
+/*
+ * Called when elfutils gave up inside a guarded call: the module it was
+ * working on (s->busy) is never handed to it again, and the Dwfl, which
+ * may hold that half-built state and held locks, is leaked and replaced
+ * (none after MAX_ELF_FAILURES). Modules are detached; refresh()
+ * re-attaches them.
+ */
+static void elfutils_gave_up(ember__symbolizer *s, const char *why)
 {
-	if (!s)
-		return ember__error(EMBER_ERR_INVALID, "symbolizer_refresh: NULL symbolizer");
+	sym_module *bad = s->busy;
+	s->busy = NULL;
+	s->elf_failures++;
+	snprintf(s->elf_failed_last, sizeof(s->elf_failed_last), "%s: %s",
+		 bad ? bad->info.path : "reading the module list", why);
+	if (bad) {
+		bad->elf_failed = 1;
+		bad->ix = (ember__symindex)EMBER_SYMINDEX_INIT; /* leaked, maybe half-built */
+		bad->dm = NULL;
+	}
+	for (size_t i = 0; i < s->nmods; i++) {
+		sym_module *m = s->mods[i];
+		if (m != bad)
+			ember__symindex_reset(&m->ix); /* our arrays; libdwfl's data stays leaked */
+		m->dm = NULL;
+	}
+	s->dwfl = s->elf_failures < MAX_ELF_FAILURES ? dwfl_begin(&callbacks) : NULL;
+}
+
+/* Attaches every module to its libdwfl module in the current Dwfl. */
+static void reattach(ember__symbolizer *s)
+{
+	for (size_t i = 0; i < s->nmods; i++) {
+		sym_module *m = s->mods[i];
+		s->busy = m;
+		Dwfl_Module *dm = s->dwfl && !m->elf_failed ? find_dwfl_module(s->dwfl, m) : NULL;
+		if (dm != m->dm) {
+			/* The indexes point into the old module's data. */
+			ember__symindex_reset(&m->ix);
+			m->dm = dm;
+		}
+	}
+	s->busy = NULL;
+}
+
+struct refresh_call {
+	ember__symbolizer *s;
+	int modules; /* 0: only re-report the layout and re-attach */
+};
+
+static int refresh_cb(void *arg)
+{
+	struct refresh_call *c = arg;
+	ember__symbolizer *s = c->s;
 	char *text;
 	size_t len;
 	int err = ember__procmaps_slurp("/proc/self/maps", &text, &len);
@@ -787,25 +889,47 @@ int ember__symbolizer_refresh(ember__symbolizer *s)
 		free(text);
 		return err;
 	}
-	int rerr = report_dwfl(s, text, len, &maps);
+	int rerr = s->dwfl ? report_dwfl(s, text, len, &maps) : 0;
 	free(text);
 
 	/* libdwfl may have freed modules it no longer saw: re-attach every
 	 * surviving module before anything else can fail. */
-	for (size_t i = 0; i < s->nmods; i++) {
-		sym_module *m = s->mods[i];
-		Dwfl_Module *dm = find_dwfl_module(s->dwfl, m);
-		if (dm != m->dm) {
-			/* The indexes point into the old module's data. */
-			ember__symindex_reset(&m->ix);
-			m->dm = dm;
-		}
+	reattach(s);
+	if (c->modules) {
+		err = rebuild_modules(s, &maps);
+		if (!err)
+			err = rebuild_jits(s, &maps);
 	}
-	err = rebuild_modules(s, &maps);
-	if (!err)
-		err = rebuild_jits(s, &maps);
 	ember__procmaps_free(&maps);
 	return err ? err : rerr;
+}
+
+/* A refresh inside a guard; if elfutils gives up, again with a new Dwfl
+ * (bounded: the last failure leaves no Dwfl, and so nothing to fail). */
+static int refresh(ember__symbolizer *s, int modules)
+{
+	for (;;) {
+		char why[256];
+		struct refresh_call call = {s, modules};
+		int err = ember__elfguard_run(refresh_cb, &call, why, sizeof(why));
+		if (err != EMBER__ELFGUARD_TRIPPED)
+			return err;
+		elfutils_gave_up(s, why);
+	}
+}
+
+int ember__symbolizer_refresh(ember__symbolizer *s)
+{
+	if (!s)
+		return ember__error(EMBER_ERR_INVALID, "symbolizer_refresh: NULL symbolizer");
+	return refresh(s, 1);
+}
+
+uint64_t ember__symbolizer_elf_failures(const ember__symbolizer *s, const char **last)
+{
+	if (last)
+		*last = s ? s->elf_failed_last : "";
+	return s ? s->elf_failures : 0;
 }
 
 int ember__symbolizer_new(ember__symbolizer **out)

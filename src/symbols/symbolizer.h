@@ -124,6 +124,12 @@ size_t ember__symbolizer_modules(const ember__symbolizer *s, const ember__module
  * names; *last is "path: reason" of the last one (borrowed from s). */
 uint64_t ember__symbolizer_unreadable(const ember__symbolizer *s, const char **last);
 
+/* Calls elfutils gave up inside (an allocation failure libdw cannot
+ * survive, symbols/elfguard.h): each leaves one module without names from
+ * then on. *last is "path: what happened" of the last one (borrowed from
+ * s). Not async-signal-safe. */
+uint64_t ember__symbolizer_elf_failures(const ember__symbolizer *s, const char **last);
+
 /* What the perf map gave, for logs and tests. */
 typedef struct ember__jit_stats {
 	const char *path;   /* the perf map read, NULL if none was found */

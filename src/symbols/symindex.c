@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "symbols/elfguard.h"
 #include "symbols/pltsyms.h"
 #include "util/error.h"
 
@@ -301,6 +302,8 @@ int ember__symindex_build_funcs(ember__symindex *ix, Dwfl_Module *dm, uint64_t s
 	ix->dw = dm ? dwfl_module_getdwarf(dm, &ix->dwbias) : NULL;
 	if (!ix->dw)
 		return 0;
+	/* libdw's own handler exits the process (symbols/elfguard.h). */
+	dwarf_new_oom_handler(ix->dw, ember__elfguard_oom);
 	func_vec fv = {.start = start, .limit = limit, .bias = ix->dwbias};
 	Dwarf_CU *cu = NULL, *next;
 	Dwarf_Half version;

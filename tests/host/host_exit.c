@@ -2,7 +2,7 @@
  * host_exit.c - a program that ends with _exit() or _Exit() (issue 13,
  * item 4): the final window must still be reported.
  *
- *   host_exit _exit|_Exit|exit|signal|fork SECONDS [STATUS]
+ *   host_exit _exit|_Exit|exit|signal|fork|assert SECONDS [STATUS]
  *
  * `signal` calls _exit from a SIGUSR1 handler (async-signal context), as
  * programs' termination handlers do. `fork` first forks a child that
@@ -12,7 +12,13 @@
  * STATUS (default 7). Buffered stdout ("unflushed") is not written by
  * _exit, as without emberprof: the hook must not run the program's
  * atexit handlers or flush its stdio.
+ *
+ * `assert` fails an assertion instead of leaving: libemberprof.so defines
+ * __assert_fail (to catch elfutils' own on agent threads), and the
+ * program's must still print the C library's message and abort.
  */
+#undef NDEBUG /* `assert` must fail in every build type */
+#include <assert.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,7 +46,7 @@ static void at_exit_marker(void)
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
-		fprintf(stderr, "usage: host_exit _exit|_Exit|exit|signal|fork SECONDS [STATUS]\n");
+		fprintf(stderr, "usage: host_exit _exit|_Exit|exit|signal|fork|assert SECONDS [STATUS]\n");
 		return 2;
 	}
 	int status = argc > 3 ? atoi(argv[3]) : 7;
@@ -66,5 +72,7 @@ int main(int argc, char **argv)
 		raise(SIGUSR1);
 		return 99; /* not reached */
 	}
+	if (!strcmp(argv[1], "assert"))
+		assert(status == -1);
 	exit(status);
 }

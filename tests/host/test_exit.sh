@@ -34,4 +34,22 @@ for how in _exit _Exit signal fork exit; do
 	check_no_grep "$how: nothing lost" err "lost"
 done
 
+# The program's own failed assertion: the C library's message, word for
+# word, and SIGABRT, as without emberprof (which defines __assert_fail).
+"$H/host_exit" assert 0.1 >out 2>ref.err
+ref_rc=$?
+check_exit "assert unprofiled: status" 134 $ref_rc
+"$EMBERPROF" run -q -o prof2 -- "$H/host_exit" assert 0.1 >out 2>err
+check_exit "assert under emberprof run: status" $ref_rc $?
+want=$(grep "Assertion" ref.err)
+if [ -n "$want" ] && grep -qxF "$want" err; then
+	ok "assert: the C library's message: $want"
+else
+	fail "assert: message '$want' not in the profiled run's stderr:"
+	cat err >&2
+fi
+LD_PRELOAD=$EMBER_TEST_LIB "$H/host_exit" assert 0.1 >out 2>err
+check_exit "assert with LD_PRELOAD: status" $ref_rc $?
+check_grep "assert with LD_PRELOAD: the C library's message" err "Assertion"
+
 done_tests
