@@ -43,6 +43,7 @@
 #include "preload/exit_hook.h"
 #include "preload/fork_child.h"
 #include "util/envsnap.h"
+#include "util/logfd.h"
 
 /* The agent we started, or NULL, and the process that started it. Atomic:
  * in a fork child another thread starts it (fork_child.c). */
@@ -63,12 +64,21 @@ ember_running *ember__preload_agent_now(void)
 	return preload_pid == getpid() ? preload_running : NULL;
 }
 
+/* One line on standard error, written as the agent's log is (never
+ * through the program's stderr FILE, whose lock, buffer and orientation
+ * are the program's; not when descriptor 2 is no longer its stderr). */
 static void preload_complain(const char *what, const char *msg)
 {
-	if (msg && *msg)
-		fprintf(stderr, "emberprof: %s: %s\n", what, msg);
-	else
-		fprintf(stderr, "emberprof: %s\n", what);
+	char line[1024];
+	int n = snprintf(line, sizeof(line), "emberprof: %s%s%s\n", what, msg && *msg ? ": " : "",
+			 msg && *msg ? msg : "");
+	if (n < 0)
+		return;
+	if ((size_t)n >= sizeof(line)) { /* cut, but still one line */
+		n = (int)sizeof(line) - 1;
+		line[n - 1] = '\n';
+	}
+	ember__logfd_write(line, (size_t)n);
 }
 
 static void preload_stop(void)
@@ -138,8 +148,9 @@ static int env_flag(const char *name, int *out)
 		return 0;
 	if (ember__parse_bool(v, out) == 0)
 		return 0;
-	fprintf(stderr, "emberprof: %s=\"%s\" is invalid (expected 0 or 1), not profiling\n", name,
-		v);
+	char what[512];
+	snprintf(what, sizeof(what), "%s=\"%s\" is invalid (expected 0 or 1), not profiling", name, v);
+	preload_complain(what, NULL);
 	return -1;
 }
 

@@ -48,7 +48,7 @@ else
 	fail "assert: message '$want' not in the profiled run's stderr:"
 	cat err >&2
 fi
-LD_PRELOAD=$EMBER_TEST_LIB "$H/host_exit" assert 0.1 >out 2>err
+LD_PRELOAD="${LD_PRELOAD:+$LD_PRELOAD }$EMBER_TEST_LIB" "$H/host_exit" assert 0.1 >out 2>err
 check_exit "assert with LD_PRELOAD: status" $ref_rc $?
 check_grep "assert with LD_PRELOAD: the C library's message" err "Assertion"
 
