@@ -25,7 +25,7 @@ declare -A SKIP=(
   ['cli\..*']="shell tests exec the aarch64 emberprof/demo directly (no binfmt_misc here)"
   ['faults\..*']="the fault-injection driver runs the aarch64 emberprof and its interposer directly (no binfmt_misc)"
   ['names\..*']="shell tests exec the aarch64 emberprof and helpers directly (no binfmt_misc); the x86-64 build's names.test_plt_objdump checks aarch64 PLT names against aarch64 objdump where the cross toolchain is installed"
-  ['host\..*']="shell tests run aarch64 programs under the aarch64 emberprof directly (no binfmt_misc); the signal wrappers and sigvirt are arch-independent C"
+  ['host\..*']="shell tests run aarch64 programs under the aarch64 emberprof directly (no binfmt_misc); test_host_signals runs after ctest through tests/aarch64/host_signals.sh"
   ['tree\..*']="shell tests exec aarch64 programs directly (no binfmt_misc), and fork threaded programs (qemu-user 7.2 aborts)"
   ['realprog\..*']="shell tests profile host-installed x86-64 programs with the aarch64 CLI (no binfmt_misc, no arm64 gcc/git/java/...)"
   ['flame\.browser']="shell test runs the aarch64 emberprof flame directly; the page is arch-independent"
@@ -86,6 +86,9 @@ status=0
 (cd "$B" && EMBER_TEST_NO_VDSO=1 EMBER_TEST_QEMU=1 ctest -E "$exclude" -j 2 --timeout 600 --output-on-failure --repeat until-pass:2) || status=1
 # `emberprof run` on the aarch64 demo, read by the host's go tool pprof.
 bash tests/aarch64/run_demo.sh "$B" || status=1
+# The program's own signals beside sampling (the signal wrappers), by the
+# x86-64 stage's host test run against the aarch64 builds.
+bash tests/aarch64/host_signals.sh "$B" || status=1
 end=$(date +%s)
 echo "aarch64: build $((built - start)) s, tests $((end - built)) s under qemu-aarch64"
 exit $status
