@@ -7,11 +7,11 @@
  *     vDSO), sorted by address, each with a stable id, the strings we hand
  *     out and a cache of resolved addresses;
  *   - a Dwfl session, which owns the ELF and DWARF data. Each refresh reads
- *     /proc/self/maps once and feeds the same text to libdwfl
- *     (dwfl_linux_proc_maps_report over an in-memory stream) and to our
- *     parser, so both see the same layout. libdwfl keeps a module that is
- *     re-reported with the same name and range, with everything it loaded,
- *     so a refresh only pays for new modules.
+ *     /proc/self/maps once; from that one parse we tell libdwfl each loaded
+ *     image (dwfl_report_module, see report_dwfl) and build our table, so
+ *     both see the same layout. libdwfl keeps a module that is re-reported
+ *     with the same name and range, with everything it loaded, so a
+ *     refresh only pays for new modules.
  *
  * The vDSO has no file; libdwfl reads it from memory when it is reported
  * under the name "[vdso: PID]", which dwfl_linux_proc_find_elf recognises.
@@ -36,7 +36,6 @@
 #include "symbols/symbolizer.h"
 
 #include <elfutils/libdwfl.h>
-#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,6 +66,8 @@ typedef struct sym_module {
 	uint64_t inode;
 	uint32_t dev_major, dev_minor;
 	Dwfl_Module *dm;         /* NULL if libdwfl does not know the module */
+	uint64_t dm_low, dm_high; /* dm's range when attached (a module libdwfl
+				   * made anew may reuse a freed one's address) */
 	size_t index;            /* position in the symbolizer's tables */
 	int seen;                /* marked while diffing during a refresh */
 	int elf_failed;          /* elfutils gave up inside it: never ask again */
@@ -245,6 +246,29 @@ static Dwfl_Module *find_dwfl_module(Dwfl *dwfl, const sym_module *m)
 	if (strcmp(m->info.path, "[vdso]") == 0)
 		return strncmp(name, "[vdso", 5) == 0 ? dm : NULL;
 	return strcmp(name, m->info.path) == 0 ? dm : NULL;
+}
+
+/*
+ * Points m at libdwfl's module for its mapping now. 1 if that is another
+ * module than before (compared by address and range: libdwfl may make a
+ * new one where it freed the old), after dropping m's indexes, which point
+ * into the old one's data; else 0.
+ */
+static int attach_dwfl(ember__symbolizer *s, sym_module *m)
+{
+	/* none once elfutils gave up on m, or on everything (elfguard.h) */
+	Dwfl_Module *dm = s->dwfl && !m->elf_failed ? find_dwfl_module(s->dwfl, m) : NULL;
+	Dwarf_Addr low = 0, high = 0;
+	if (dm)
+		dwfl_module_info(dm, NULL, &low, &high, NULL, NULL, NULL, NULL);
+	int same = dm == m->dm && low == m->dm_low && high == m->dm_high;
+	m->dm = dm;
+	m->dm_low = low;
+	m->dm_high = high;
+	if (same)
+		return 0;
+	ember__symindex_reset(&m->ix);
+	return 1;
 }
 
 /*
@@ -707,30 +731,69 @@ static const Dwfl_Callbacks callbacks = {
 	.debuginfo_path = &default_debuginfo_path,
 };
 
-/* Tells libdwfl the current layout, from the same maps text we parsed. */
-static int report_dwfl(ember__symbolizer *s, char *text, size_t len, const ember__procmaps *maps)
+/*
+ * Whether pm, a mapping of the same file as the run of mappings before it
+ * (prev the last of them), continues that run as one loaded image. The
+ * dynamic loader maps an image's segments at rising file offsets from 0;
+ * a mapping at offset 0 again, or at a lower offset, is another mapping of
+ * the file: typically libelf's private copy of the whole file, which
+ * libdwfl (ours too) or the program keeps while it reads the ELF, and
+ * which mmap often places right below the image it was read for.
+ */
+static int continues_image(const ember__procmap *prev, const ember__procmap *pm)
+{
+	return pm->dev_major == prev->dev_major && pm->dev_minor == prev->dev_minor &&
+	       pm->inode == prev->inode && strcmp(pm->path, prev->path) == 0 && pm->offset != 0 &&
+	       pm->offset >= prev->offset;
+}
+
+/*
+ * Tells libdwfl the current layout, from the same parse as our table: one
+ * module per loaded image that holds code, from its lowest to its highest
+ * mapping (anonymous mappings between them, such as .bss, are skipped),
+ * and the vDSO. Not dwfl_linux_proc_maps_report(): it merges every
+ * consecutive mapping of a file into one module, a private copy of the
+ * file next to its image included; that module's low address, and so the
+ * load bias libdwfl derives from it, is then wrong and no symbol of the
+ * image falls in its range (the image loses every name).
+ */
+static int report_dwfl(ember__symbolizer *s, const ember__procmaps *maps)
 {
 	int err = 0;
 	dwfl_report_begin(s->dwfl);
-	FILE *f = fmemopen(text, len ? len : 1, "r");
-	if (!f) {
-		err = ember__error_errno(EMBER_ERR_SYS, errno, "fmemopen of maps text");
-	} else {
-		int rc = dwfl_linux_proc_maps_report(s->dwfl, f);
-		fclose(f);
-		if (rc != 0)
-			err = ember__error(EMBER_ERR_SYS, "libdwfl cannot report modules: %s",
-					   rc > 0 ? strerror(rc) : dwfl_errmsg(-1));
-	}
-	for (size_t i = 0; !err && i < maps->n; i++) {
+	for (size_t i = 0; !err && i < maps->n;) {
 		const ember__procmap *pm = &maps->maps[i];
-		if (!is_vdso(pm))
+		if (is_vdso(pm)) {
+			char name[32];
+			snprintf(name, sizeof(name), "[vdso: %d]", (int)s->pid);
+			if (!dwfl_report_module(s->dwfl, name, pm->start, pm->end))
+				err = ember__error(EMBER_ERR_SYS, "libdwfl cannot report the vDSO: %s",
+						   dwfl_errmsg(-1));
+			i++;
 			continue;
-		char name[32];
-		snprintf(name, sizeof(name), "[vdso: %d]", (int)s->pid);
-		if (!dwfl_report_module(s->dwfl, name, pm->start, pm->end))
-			err = ember__error(EMBER_ERR_SYS, "libdwfl cannot report the vDSO: %s",
+		}
+		if (pm->path[0] != '/' || pm->inode == 0) {
+			i++;
+			continue;
+		}
+		/* the image starting at pm: its mappings, anonymous ones between */
+		size_t last = i, j = i + 1;
+		int code = (pm->perms & EMBER_MAP_EXEC) != 0;
+		for (; j < maps->n; j++) {
+			const ember__procmap *q = &maps->maps[j];
+			if (is_vdso(q))
+				break;
+			if (q->path[0] != '/' || q->inode == 0)
+				continue;
+			if (!continues_image(&maps->maps[last], q))
+				break;
+			last = j;
+			code |= (q->perms & EMBER_MAP_EXEC) != 0;
+		}
+		if (code && !dwfl_report_module(s->dwfl, pm->path, pm->start, maps->maps[last].end))
+			err = ember__error(EMBER_ERR_SYS, "libdwfl cannot report %s: %s", pm->path,
 					   dwfl_errmsg(-1));
+		i = last + 1;
 	}
 	if (dwfl_report_end(s->dwfl, NULL, NULL) != 0 && !err)
 		err = ember__error(EMBER_ERR_SYS, "libdwfl cannot finish reporting: %s",
@@ -782,7 +845,7 @@ static int rebuild_modules(ember__symbolizer *s, const ember__procmaps *maps)
 				break;
 			}
 			s->busy = m;
-			m->dm = s->dwfl ? find_dwfl_module(s->dwfl, m) : NULL;
+			attach_dwfl(s, m);
 			err = module_load(s, m);
 			s->busy = NULL;
 		}
@@ -849,24 +912,9 @@ static void elfutils_gave_up(ember__symbolizer *s, const char *why)
 		if (m != bad)
 			ember__symindex_reset(&m->ix); /* our arrays; libdwfl's data stays leaked */
 		m->dm = NULL;
+		m->dm_low = m->dm_high = 0;
 	}
 	s->dwfl = s->elf_failures < MAX_ELF_FAILURES ? dwfl_begin(&callbacks) : NULL;
-}
-
-/* Attaches every module to its libdwfl module in the current Dwfl. */
-static void reattach(ember__symbolizer *s)
-{
-	for (size_t i = 0; i < s->nmods; i++) {
-		sym_module *m = s->mods[i];
-		s->busy = m;
-		Dwfl_Module *dm = s->dwfl && !m->elf_failed ? find_dwfl_module(s->dwfl, m) : NULL;
-		if (dm != m->dm) {
-			/* The indexes point into the old module's data. */
-			ember__symindex_reset(&m->ix);
-			m->dm = dm;
-		}
-	}
-	s->busy = NULL;
 }
 
 struct refresh_call {
@@ -889,12 +937,21 @@ static int refresh_cb(void *arg)
 		free(text);
 		return err;
 	}
-	int rerr = s->dwfl ? report_dwfl(s, text, len, &maps) : 0;
 	free(text);
+	int rerr = s->dwfl ? report_dwfl(s, &maps) : 0;
 
 	/* libdwfl may have freed modules it no longer saw: re-attach every
 	 * surviving module before anything else can fail. */
-	reattach(s);
+	int replaced = 0;
+	for (size_t i = 0; i < s->nmods; i++) {
+		s->busy = s->mods[i];
+		replaced |= attach_dwfl(s, s->mods[i]);
+	}
+	s->busy = NULL;
+	/* Cached frames of a re-attached module came from the old one's data
+	 * (or from none): resolve them again. */
+	if (replaced)
+		cache_clear(s);
 	if (c->modules) {
 		err = rebuild_modules(s, &maps);
 		if (!err)

@@ -65,6 +65,10 @@
 #define EMBER_ARCH_PAC 0
 #define EMBER_ARCH_PC_MASK (~(uintptr_t)0)
 
+/* Sigreturn trampolines without CFI: none to look for (glibc's
+ * __restore_rt has CFI; ember__regs_at_sigreturn says no). */
+#define EMBER_ARCH_BARE_SIGRETURN 0
+
 /* glibc's first symbol version on this architecture: what malloc and the
  * old pthread_create carry (src/emberprof.map, src/preload/). */
 #define EMBER_GLIBC_BASE "GLIBC_2.2.5"
@@ -127,6 +131,10 @@
 #define EMBER_ARCH_PAC 1
 #define EMBER_ARCH_VA_BITS 48
 #define EMBER_ARCH_PC_MASK ((((uintptr_t)1) << EMBER_ARCH_VA_BITS) - 1)
+
+/* Sigreturn trampolines without CFI exist (qemu-user's page): the walk
+ * asks ember__regs_at_sigreturn at every return address. */
+#define EMBER_ARCH_BARE_SIGRETURN 1
 
 /* glibc's first symbol version on arm64 (its first glibc was 2.17). */
 #define EMBER_GLIBC_BASE "GLIBC_2.17"

@@ -25,7 +25,10 @@
  * the live part of the current thread's stack, which is mapped; tables are
  * ours (never the module's memory) and stay valid while the snapshot is
  * published. Code is read only to recognise a sigreturn trampoline that
- * has no CFI (regs_<arch>.c: two words in a return address's page). Garbage CFI or a corrupted stack ends the
+ * has no CFI (regs_<arch>.c: two words at the one return address our own
+ * signal handler returns to). A trampoline entered at its first byte is
+ * recorded as pc + 1 (see EMBER_CFI_SIGNAL below). Garbage CFI or a
+ * corrupted stack ends the
  * walk with EMBER_UNWIND_TRUNCATED, and strictly increasing sp bounds it.
  */
 #include "unwind/unwind.h"
@@ -176,13 +179,19 @@ int ember__unwind_dwarf(const ember__unwind_snapshot *snap, int strict, const em
 		uintptr_t look = exact ? pc : pc - 1;
 		const ember__cfi_row *row = snap ? frame_row(snap, &last, pc, look) : NULL;
 		unsigned kind = row ? row->kind & EMBER_CFI_KIND_MASK : EMBER_CFI_NONE;
+		/* A trampoline without CFI, known by its one address and code,
+		 * whatever lies before it: look (pc - 1) may fall in another
+		 * module's code, or a pending one (qemu-user's page can follow
+		 * any mapping). */
+		if (EMBER_ARCH_BARE_SIGRETURN && !exact && kind != EMBER_CFI_SIGNAL &&
+		    ember__regs_at_sigreturn(pc))
+			kind = EMBER_CFI_SIGNAL, row = NULL;
 		/* A module whose table the agent has not built yet (lazy):
 		 * the frame-pointer rule, in every mode, and say so. */
-		int pending = !row && last && last->pending && look >= last->start && look < last->end;
+		int pending = !row && kind != EMBER_CFI_SIGNAL && last && last->pending &&
+			      look >= last->start && look < last->end;
 		if (pending)
 			*flags |= EMBER_UNWIND_PENDING;
-		if (!row && !pending && !exact && ember__regs_at_sigreturn(pc))
-			kind = EMBER_CFI_SIGNAL; /* a trampoline without CFI */
 		uintptr_t cfa;
 		intptr_t ra_off = EMBER_CFI_RA_OFF, fp_off = 0;
 
@@ -190,6 +199,15 @@ int ember__unwind_dwarf(const ember__unwind_snapshot *snap, int strict, const em
 			return n; /* the thread's outermost frame */
 		switch (kind) {
 		case EMBER_CFI_SIGNAL: {
+			/* The handler returned to the trampoline's first byte (its
+			 * code starts exactly at pc, no byte early as glibc's and
+			 * the vDSO's CFI does): record its frame one byte in, so
+			 * that pc - 1, where every caller is looked up, lies in
+			 * the trampoline and not in whatever precedes it - a data
+			 * mapping, whose address profiles take for a bad step. */
+			if (!exact && pcs[n - 1] == pc &&
+			    (!row || (uintptr_t)row->pc == pc - last->base))
+				pcs[n - 1] = pc + 1;
 			ember__regs in;
 			if (!ember__regs_from_sigframe(sp, hi, &in) || in.sp <= sp || in.sp >= hi ||
 			    in.pc == 0)

@@ -312,8 +312,12 @@ static void check_sample(const ember__profile *p, const ember__sample *s, tally 
 	if (!ok && shown < 6 && getenv("IT_DWARF_VERBOSE")) {
 		shown++;
 		fprintf(stderr, "  incomplete %s:", leaf);
-		for (uint32_t i = 0; i < s->nlocs; i++)
-			fprintf(stderr, " %s", it_loc_func(p, s->locs[i]));
+		for (uint32_t i = 0; i < s->nlocs; i++) {
+			const ember__location *l = &p->locations[s->locs[i] - 1];
+			fprintf(stderr, " %s[%#llx %s]", it_loc_func(p, s->locs[i]),
+				(unsigned long long)l->address,
+				l->mapping ? p->mappings[l->mapping - 1].file : "-");
+		}
 		fprintf(stderr, "\n");
 	}
 }
@@ -442,36 +446,6 @@ __attribute__((noinline)) static double run(ember_unwind_mode mode, const char *
 			 * fewer and, under load, carry large weights (CPU-timer
 			 * overruns): a lower minimum for the handler. */
 			uint64_t min = k == T_ENTRY || k == T_SPIN ? 0 : k == T_HANDLER ? 5 : 20;
-#if defined(__SANITIZE_ADDRESS__)
-			/* KNOWN DEFECT (issue 15, lazy unwind tables): in the
-			 * ASan build, in about half the runs, the second agent
-			 * of the process names no frame of the .debug_frame
-			 * library (its stacks are complete, its names empty), or
-			 * names some and its chains through that library come
-			 * out incomplete (CI: 247 samples, 0 % complete). The
-			 * normal build checks it strictly; so does this one with
-			 * EMBER_DWARF_STRICT=1. */
-			if (k == T_DBG && (t[k].samples == 0 || f < 0.99) &&
-			    !getenv("EMBER_DWARF_STRICT")) {
-				printf("KNOWN DEFECT: mode %s: the .debug_frame library: %llu samples "
-				       "named, %.1f%% complete (see the comment in it_dwarf.c)\n", name,
-				       (unsigned long long)t[k].samples, 100 * f);
-				continue;
-			}
-#endif
-			/* KNOWN DEFECT (issue 17): under qemu-user (make
-			 * test-aarch64 sets EMBER_TEST_QEMU) the DWARF walk
-			 * stops at app_handler (handler_hot and app_handler as
-			 * leaves), before qemu's CFI-less sigreturn
-			 * trampoline, since the lazy tables landed; not yet
-			 * examined. EMBER_DWARF_STRICT=1 checks it strictly. */
-			if ((k == T_HANDLER || k == T_ENTRY) && t[k].samples && f < 0.99 &&
-			    getenv("EMBER_TEST_QEMU") &&
-			    !getenv("EMBER_DWARF_STRICT")) {
-				printf("KNOWN DEFECT: mode %s: %s complete in %.1f%% under qemu-user "
-				       "(see the comment in it_dwarf.c)\n", name, t[k].leaf, 100 * f);
-				continue;
-			}
 			IT_CHECK(t[k].samples >= min, "mode %s: only %llu samples in %s", name,
 				 (unsigned long long)t[k].samples, t[k].leaf);
 			IT_CHECK(!t[k].samples || f >= 0.99,

@@ -14,8 +14,9 @@
  * frame-pointer guesses) and with libunwind
  * (unw_init_local2(UNW_INIT_SIGNAL_FRAME), unw_step), and stores both PC
  * lists. Outside the handler the lists must be identical, frame for frame
- * (ours records a PC resumed from a signal frame as PC + 1, see unwind.h;
- * that is accounted for). The same comparison is made from getcontext()
+ * (ours records a PC resumed from a signal frame as PC + 1, see unwind.h,
+ * and so a trampoline without CFI before its first byte; that is
+ * accounted for). The same comparison is made from getcontext()
  * at the bottom of a deep recursion on the main thread.
  */
 #include "it_common.h"
@@ -41,6 +42,7 @@ typedef struct rec {
 	uint64_t ours[MAXD];
 	uint64_t lu[MAXD];
 	unsigned char lu_after_signal[MAXD]; /* frame i was resumed from a signal frame */
+	unsigned char lu_tramp[MAXD];        /* frame i is the sigreturn trampoline (aarch64) */
 } rec;
 
 static rec g_recs[MAXS];
@@ -128,8 +130,10 @@ static void record(void *uc, int signal_ctx)
 		 * the interrupted one is the next. */
 		r->lu_after_signal[r->n_lu] = (unsigned char)after_tramp;
 		after_tramp = r->n_lu > 0 && unw_is_signal_frame(&cur) > 0;
+		r->lu_tramp[r->n_lu] = (unsigned char)after_tramp;
 #else
 		r->lu_after_signal[r->n_lu] = r->n_lu > 0 && unw_is_signal_frame(&cur) > 0;
+		r->lu_tramp[r->n_lu] = 0;
 #endif
 		r->n_lu++;
 		if (unw_step(&cur) <= 0)
@@ -282,14 +286,29 @@ __attribute__((noinline)) static int deep(int n)
 
 /* ---- comparing ---- */
 
+/* libunwind's frame i as ours records it: a PC resumed from a signal
+ * frame + 1; so is a trampoline entered at its first byte, i.e. without
+ * a signal-frame row covering the byte before it (qemu-user's bare
+ * trampoline page; see unwind_dwarf.c). */
+static uint64_t lu_as_ours(const rec *r, int i)
+{
+	if (r->lu_after_signal[i])
+		return r->lu[i] + 1;
+	if (r->lu_tramp[i]) {
+		const ember__cfi_row *row = ember__unwind_find_row(g_snap, r->lu[i] - 1, NULL);
+		if (!row || (row->kind & EMBER_CFI_KIND_MASK) != EMBER_CFI_SIGNAL)
+			return r->lu[i] + 1;
+	}
+	return r->lu[i];
+}
+
 static int same(const rec *r, int *signal_frames)
 {
 	if (r->n_ours != r->n_lu)
 		return 0;
 	for (int i = 0; i < r->n_ours; i++) {
-		uint64_t want = r->lu[i] + (r->lu_after_signal[i] ? 1 : 0);
 		*signal_frames += r->lu_after_signal[i];
-		if (r->ours[i] != want)
+		if (r->ours[i] != lu_as_ours(r, i))
 			return 0;
 	}
 	return 1;
@@ -302,7 +321,7 @@ static int truncated_prefix(const rec *r)
 	if (!(r->flags & EMBER_UNWIND_TRUNCATED) || r->n_ours >= r->n_lu)
 		return 0;
 	for (int i = 0; i < r->n_ours; i++)
-		if (r->ours[i] != r->lu[i] + (r->lu_after_signal[i] ? 1 : 0))
+		if (r->ours[i] != lu_as_ours(r, i))
 			return 0;
 	return 1;
 }

@@ -6,18 +6,23 @@
  * after a refresh, gone after dlclose and another refresh), a stripped
  * module whose debug file is found through .gnu_debuglink, the vDSO, the
  * executable's build id checked against readelf, addresses in no module,
- * and the cache (repeat lookups, eviction). The fixtures are in
+ * the cache (repeat lookups, eviction), and a private copy of a module's
+ * file mapped right below its image. The fixtures are in
  * tests/fixtures; this file is built with -g.
  */
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "check.h"
 #include "emberprof.h"
+#include "symbols/procmaps.h"
 #include "symbols/symbolizer.h"
 #include "symfixture.h"
 
@@ -476,6 +481,91 @@ static void test_cache_eviction(void)
 	ember__symbolizer_free(s);
 }
 
+/* Whether the lookup of addr names ember_fixture_dl_func. */
+static int names_dl_func(ember__symbolizer *s, uint64_t addr)
+{
+	ember__symbol_info si;
+	return ember__symbolizer_lookup(s, addr, &si) == 0 && si.module && si.nframes >= 1 &&
+	       si.frames[0].function && !strcmp(si.frames[0].function, "ember_fixture_dl_func");
+}
+
+/*
+ * A private copy of a module's file mapped right below its loaded image,
+ * as libelf maps a file it reads (libdwfl keeps one per module it loaded,
+ * the symbolizer's own included): the image keeps its names, in a
+ * symbolizer refreshed while the copy is there (at an address not looked
+ * up before) and in one made then. libdwfl's maps parser merged the copy
+ * into the image: a wrong low address, a wrong load bias, no names (under
+ * ASan it_dwarf's .debug_frame library lost its names so, intermittently).
+ * Copy and image side by side, then with an anonymous page between.
+ */
+static void test_file_copy_beside_image(void)
+{
+	void *h = dlopen(EMBER_FIXTURE_DL, RTLD_NOW | RTLD_LOCAL);
+	CHECK(h != NULL);
+	if (!h)
+		return;
+	int (*fn)(int) = (int (*)(int))dlsym(h, "ember_fixture_dl_func");
+	CHECK(fn != NULL);
+	uint64_t addr = (uint64_t)(uintptr_t)fn;
+	ember__procmaps maps = EMBER_PROCMAPS_INIT;
+	CHECK_EQ_INT(ember__procmaps_read_self(&maps), 0);
+	const ember__procmap *code = fn ? ember__procmaps_find(&maps, addr) : NULL;
+	CHECK(code && code->inode != 0);
+	int fd = code ? open(code->path, O_RDONLY | O_CLOEXEC) : -1;
+	struct stat st;
+	CHECK(fd >= 0 && fstat(fd, &st) == 0);
+	/* the image's lowest mapping: same file, just below, down to offset 0 */
+	const ember__procmap *low = code;
+	while (low && low > maps.maps && low->offset != 0 && low[-1].inode == code->inode &&
+	       low[-1].end == low->start)
+		low--;
+	CHECK(low && low->offset == 0);
+	uint64_t image = low ? low->start : 0;
+	ember__procmaps_free(&maps);
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t size = fd >= 0 ? ((size_t)st.st_size + page - 1) / page * page : 0;
+	/* Room below the image for the copy and a page: kept by an anonymous
+	 * reservation, since every symbolizer made maps files of its own. */
+	size_t room = size + page;
+	void *resv = fd >= 0 && image ? mmap((void *)(uintptr_t)(image - room), room, PROT_NONE,
+					     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0)
+				      : MAP_FAILED;
+	if (resv == MAP_FAILED || (uint64_t)(uintptr_t)resv != image - room) {
+		fprintf(stderr, "note: the pages below %s are taken: copy beside the image not "
+			"checked\n", EMBER_FIXTURE_DL);
+		if (resv != MAP_FAILED)
+			munmap(resv, room);
+		if (fd >= 0)
+			close(fd);
+		dlclose(h);
+		return;
+	}
+	for (size_t gap = 0; gap <= page; gap += page) {
+		ember__symbolizer *before = NULL, *after = NULL;
+		CHECK_EQ_INT(ember__symbolizer_new(&before), 0);
+		CHECK(before && names_dl_func(before, addr));
+		/* as libelf's ELF_C_READ_MMAP_PRIVATE maps it, over our room */
+		void *copy = mmap((void *)(uintptr_t)(image - gap - size), size, PROT_READ | PROT_WRITE,
+				  MAP_PRIVATE | MAP_FIXED, fd, 0);
+		CHECK(copy != MAP_FAILED);
+		if (before) {
+			CHECK_EQ_INT(ember__symbolizer_refresh(before), 0);
+			CHECK(names_dl_func(before, addr + 1)); /* not cached */
+		}
+		CHECK_EQ_INT(ember__symbolizer_new(&after), 0);
+		CHECK(after && names_dl_func(after, addr));
+		ember__symbolizer_free(after);
+		ember__symbolizer_free(before);
+		/* the room again */
+		CHECK(mmap((void *)(uintptr_t)(image - room), room, PROT_NONE,
+			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != MAP_FAILED);
+	}
+	munmap(resv, room);
+	close(fd);
+	dlclose(h);
+}
+
 int main(void)
 {
 	RUN(test_static_function);
@@ -488,5 +578,6 @@ int main(void)
 	RUN(test_no_module);
 	RUN(test_table_and_cache);
 	RUN(test_cache_eviction);
+	RUN(test_file_copy_beside_image);
 	return CHECK_DONE();
 }

@@ -14,7 +14,8 @@
  *   a frame-record frame, a saved-alone frame with a signed return address
  *   (stripped to the 48-bit address), the thread's start; the link register
  *   refused in a caller; a signal frame (rt_sigframe: siginfo, then the
- *   ucontext); the `svc #0` test of the wall-clock engine.
+ *   ucontext); a trampoline without CFI (qemu-user's) after code, a
+ *   pending module or nothing; the `svc #0` test of the wall-clock engine.
  */
 #include <errno.h>
 #include <signal.h>
@@ -246,7 +247,7 @@ static void test_signal_frame(void)
 	unsigned flags = 0;
 	int n = ember__unwind_dwarf(s, 1, &r, &b, pcs, 8, &flags);
 	CHECK_EQ_INT(n, 4);
-	CHECK_EQ_INT(pcs[1], A(0x200));
+	CHECK_EQ_INT(pcs[1], A(0x200) + 1); /* + 1: looked up at pc - 1, in T */
 	CHECK_EQ_INT(pcs[2], A(0x300) + 1); /* the interrupted PC + 1 */
 	CHECK_EQ_INT(pcs[3], A(0x390));     /* from the interrupted x30 */
 	CHECK_EQ_INT(flags, 0);
@@ -256,6 +257,75 @@ static void test_signal_frame(void)
 	CHECK_EQ_INT(ember__unwind_dwarf(s, 1, &r, &cut, pcs, 8, &flags), 2);
 	CHECK(flags & EMBER_UNWIND_TRUNCATED);
 	free(s);
+}
+
+/*
+ * A trampoline without CFI (qemu-user's page: `mov x8, #139; svc #0` at a
+ * page's first byte), known only as the address our handler returns to
+ * (ember__regs_note_sigreturn). Whatever lies before it - code of a
+ * module with rows, a module whose table is pending, nothing - the walk
+ * takes it for the signal frame it is, and records it one byte in (pc - 1,
+ * where callers are looked up, must lie in it: profiles cut a stack at a
+ * caller address outside code). H (0x100) returns to it; the interrupted
+ * E (0x300) has its return address in x30.
+ */
+static void test_bare_trampoline(void)
+{
+	static const ember__cfi_row rows[] = {
+		{0x100, 2, -2, EMBER_CFI_SP | LR(EMBER_CFI_LR_RECORD)},
+		{0x180, 0, 0, EMBER_CFI_NONE},
+		{0x300, 0, 0, EMBER_CFI_SP | LR(EMBER_CFI_LR_REG)},
+		{0x380, 2, 0, EMBER_CFI_SP | EMBER_CFI_F_RA_UNDEF},
+	};
+	static const ember__cfi_row before_rows[] = {{0, 2, 0, EMBER_CFI_SP}};
+	uint32_t *page = aligned_alloc(4096, 2 * 4096);
+	CHECK(page != NULL);
+	if (!page)
+		return;
+	uint32_t *code = page + 1024; /* the second page's first byte */
+	code[0] = 0xd2801168u;        /* mov x8, #139 (rt_sigreturn) */
+	code[1] = 0xd4000001u;        /* svc #0 */
+	uintptr_t t = (uintptr_t)code;
+	ember__unwind_snapshot *s = malloc(sizeof(*s) + 2 * sizeof(s->mods[0]));
+	CHECK(s != NULL);
+	if (!s) {
+		free(page);
+		return;
+	}
+	ember__stack_bounds b = {(uintptr_t)&stack[0], (uintptr_t)&stack[1024]};
+	ember__regs_note_sigreturn(t);
+	for (int before = 0; before < 3; before++) { /* nothing, code, pending */
+		memset(s, 0, sizeof(*s) + 2 * sizeof(s->mods[0]));
+		s->n = before ? 2 : 1;
+		s->mods[0] = (ember__unwind_module){.start = MOD_START, .end = MOD_END,
+						    .base = MOD_START, .rows = rows, .nrows = 4};
+		/* a module whose code ends where the trampoline's page starts */
+		s->mods[1] = (ember__unwind_module){.start = (uintptr_t)page, .end = t,
+						    .base = (uintptr_t)page};
+		if (before == 1)
+			s->mods[1].rows = before_rows, s->mods[1].nrows = 1;
+		else
+			s->mods[1].pending = 1;
+		memset(stack, 0, sizeof(stack));
+		stack[0] = 0; /* H's caller's x29 */
+		stack[1] = t; /* H returns to the trampoline */
+		ucontext_t *uc = (ucontext_t *)((uintptr_t)&stack[2] + sizeof(siginfo_t));
+		uc->uc_mcontext.pc = A(0x300);
+		uc->uc_mcontext.sp = (uintptr_t)&stack[900];
+		uc->uc_mcontext.regs[29] = 0x1234;
+		uc->uc_mcontext.regs[30] = A(0x390);
+		ember__regs r = {.pc = A(0x110), .sp = (uintptr_t)&stack[0], .fp = 0, .aux = 0};
+		uint64_t pcs[8];
+		unsigned flags = 0;
+		CHECK_EQ_INT(ember__unwind_dwarf(s, 1, &r, &b, pcs, 8, &flags), 4);
+		CHECK_EQ_INT(pcs[1], t + 1);
+		CHECK_EQ_INT(pcs[2], A(0x300) + 1);
+		CHECK_EQ_INT(pcs[3], A(0x390));
+		CHECK_EQ_INT(flags, 0);
+	}
+	ember__regs_note_sigreturn(0);
+	free(s);
+	free(page);
 }
 
 /* `svc #0` before the PC with x0 == -EINTR, or at the PC: in a call. */
@@ -377,6 +447,7 @@ int main(void)
 	RUN(test_walk);
 	RUN(test_fp_walk);
 	RUN(test_signal_frame);
+	RUN(test_bare_trampoline);
 	RUN(test_in_syscall);
 	RUN(test_after_call);
 	RUN(test_regs);
