@@ -172,6 +172,59 @@ static int notes_build_id(const struct dl_phdr_info *info, ember__build_id *out)
 	return 0;
 }
 
+/*
+ * A module without a build id (Rust's own toolchain, rustc and its
+ * libraries, is linked without one) is known by a digest of what its
+ * table is built from, read in memory: its program headers and its whole
+ * PT_GNU_EH_FRAME segment (.eh_frame_hdr: the start address of every
+ * function with CFI and the offset of its FDE in .eh_frame), so any
+ * change of layout, of a function's address or of an FDE's size gives
+ * another key. The id is "ehfr", two independent 64-bit hashes of those
+ * bytes and the FDE count (24 bytes; build ids are 8, 16 or 20). A module
+ * without .eh_frame_hdr is not cached.
+ */
+static uint64_t mix64(uint64_t h, uint64_t w, uint64_t k)
+{
+	h ^= w * k;
+	h = (h << 29) | (h >> 35);
+	return h * 0x9E3779B97F4A7C15ULL + k;
+}
+
+static void hash_bytes(const uint8_t *p, size_t n, uint64_t h[2])
+{
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		uint64_t w;
+		memcpy(&w, p + i, 8);
+		h[0] = mix64(h[0], w, 0xff51afd7ed558ccdULL);
+		h[1] = mix64(h[1], w ^ (uint64_t)i, 0xc4ceb9fe1a85ec53ULL);
+	}
+	uint64_t w = 0;
+	memcpy(&w, p + i, n - i);
+	h[0] = mix64(h[0], w ^ n, 0xff51afd7ed558ccdULL);
+	h[1] = mix64(h[1], w + n, 0xc4ceb9fe1a85ec53ULL);
+}
+
+static int eh_frame_digest(const struct dl_phdr_info *info, ember__build_id *out)
+{
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_GNU_EH_FRAME || ph->p_memsz < 12)
+			continue;
+		uint64_t h[2] = {0x243F6A8885A308D3ULL, 0x13198A2E03707344ULL};
+		hash_bytes((const uint8_t *)info->dlpi_phdr, info->dlpi_phnum * sizeof(ElfW(Phdr)), h);
+		hash_bytes((const uint8_t *)(info->dlpi_addr + ph->p_vaddr), ph->p_memsz, h);
+		uint32_t fdes = (uint32_t)((ph->p_memsz - 12) / 8);
+		memset(out, 0, sizeof(*out));
+		memcpy(out->id, "ehfr", 4);
+		memcpy(out->id + 4, h, 16);
+		memcpy(out->id + 20, &fdes, 4);
+		out->len = 24;
+		return 1;
+	}
+	return 0;
+}
+
 struct id_query {
 	uint64_t addr;
 	ember__build_id *id;
@@ -188,7 +241,7 @@ static int id_cb(struct dl_phdr_info *info, size_t size, void *data)
 		uint64_t lo = info->dlpi_addr + ph->p_vaddr;
 		if (ph->p_type == PT_LOAD && q->addr >= lo && q->addr < lo + ph->p_memsz) {
 			q->bias = info->dlpi_addr;
-			q->found = notes_build_id(info, q->id);
+			q->found = notes_build_id(info, q->id) || eh_frame_digest(info, q->id);
 			return 1;
 		}
 	}

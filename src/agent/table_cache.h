@@ -9,7 +9,8 @@
  *   DIR/<build id in hex>.<arch>.utab
  * DIR is $EMBERPROF_UNWIND_CACHE, else $XDG_CACHE_HOME/emberprof/unwind,
  * else ~/.cache/emberprof/unwind; EMBERPROF_UNWIND_CACHE=off turns it off.
- * A module without a build id is never cached.
+ * A module without a build id (rustc's toolchain) is keyed by a digest of
+ * its .eh_frame_hdr instead; one with neither is never cached.
  *
  * Writers never modify a file in place: a table is written to a new
  * temporary file (O_EXCL, unique name) in DIR and renamed over the final
@@ -44,7 +45,8 @@ typedef struct ember__table_cache ember__table_cache;
 #define EMBER_TABLE_CACHE_ENV "EMBERPROF_UNWIND_CACHE"
 #define EMBER_BUILD_ID_MAX 64
 
-/* A module's identity: its GNU build id (NT_GNU_BUILD_ID), 1..64 bytes. */
+/* A module's identity: its GNU build id (NT_GNU_BUILD_ID), 1..64 bytes,
+ * or the 24-byte "ehfr" digest of a module without one. */
 typedef struct ember__build_id {
 	uint32_t len;
 	uint8_t id[EMBER_BUILD_ID_MAX];
@@ -105,8 +107,9 @@ void ember__table_cache_free(ember__table_cache *c);
 /*
  * The build id and load bias of the module loaded by the dynamic loader
  * that holds address `addr` (read from its program headers and notes in
- * memory, under the loader's lock: dl_iterate_phdr). 1 when found with a
- * build id, else 0.
+ * memory, under the loader's lock: dl_iterate_phdr). A module without a
+ * build id gets a digest of its program headers and .eh_frame_hdr instead
+ * (table_cache.c: eh_frame_digest). 1 when found with either, else 0.
  */
 int ember__module_build_id(uint64_t addr, ember__build_id *out, uint64_t *bias);
 
