@@ -57,6 +57,11 @@ static uint64_t fnv1a(const void *p, size_t n)
 	return h;
 }
 
+uint64_t ember__table_cache_header_check(const ember__table_cache_header *h)
+{
+	return fnv1a(h, offsetof(ember__table_cache_header, check));
+}
+
 int ember__table_cache_dir_from_env(char *buf, size_t size)
 {
 	/* A setuid or otherwise secure process takes no path from its
@@ -348,7 +353,7 @@ int ember__table_cache_validate(const void *data, size_t size, const ember__buil
 	memcpy(&h, data, sizeof(h));
 	if (memcmp(h.magic, EMBER_TABLE_CACHE_MAGIC, sizeof(h.magic)) != 0)
 		return ember__error(EMBER_ERR_FORMAT, "not an unwind table cache file (magic)");
-	if (h.check != fnv1a(&h, offsetof(ember__table_cache_header, check)))
+	if (h.check != ember__table_cache_header_check(&h))
 		return ember__error(EMBER_ERR_FORMAT, "header checksum mismatch");
 	if (h.version != EMBER_TABLE_CACHE_VERSION || h.header_size != sizeof(h) ||
 	    h.row_size != sizeof(ember__cfi_row))
@@ -565,7 +570,7 @@ int ember__table_cache_store(ember__table_cache *c, const ember__build_id *id,
 	h.index_off = h.rows_off + (uint64_t)h.nrows * sizeof(ember__cfi_row);
 	h.file_size = h.index_off + (uint64_t)h.nindex * sizeof(uint32_t);
 	h.stats = t->stats;
-	h.check = fnv1a(&h, offsetof(ember__table_cache_header, check));
+	h.check = ember__table_cache_header_check(&h);
 
 	int fd = -1;
 	for (int tries = 0; fd < 0 && tries < 8; tries++) {

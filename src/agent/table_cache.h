@@ -152,6 +152,9 @@ int ember__table_cache_store(ember__table_cache *c, const ember__build_id *id,
 int ember__table_cache_validate(const void *data, size_t size, const ember__build_id *id,
 				const ember__build_id *builder);
 
+/* The header's check value (FNV-1a 64 of its bytes before `check`). */
+uint64_t ember__table_cache_header_check(const ember__table_cache_header *h);
+
 void ember__table_cache_get_stats(const ember__table_cache *c, ember__table_cache_stats *out);
 
 /* The cache's directory (for logs and tests). */
