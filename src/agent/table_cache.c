@@ -14,6 +14,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent/agent_internal.h"
@@ -29,6 +30,7 @@ struct ember__table_cache {
 	int store_failures_logged;
 	ember__build_id builder;
 	unsigned tmp_seq;
+	ember__build_id claimed; /* our claim not yet released (len 0: none) */
 	ember__table_cache_stats st;
 };
 
@@ -313,6 +315,8 @@ void ember__table_cache_free(ember__table_cache *c)
 {
 	if (!c)
 		return;
+	if (c->claimed.len)
+		ember__table_cache_release(c, &c->claimed);
 	free(c->dir);
 	free(c);
 }
@@ -334,15 +338,51 @@ int ember__table_cache_has(const ember__table_cache *c, const ember__build_id *i
 	return c && c->dir_ok && file_name(c, id, path, sizeof(path)) == 0 && access(path, R_OK) == 0;
 }
 
+static int same_id(const ember__build_id *a, const ember__build_id *b)
+{
+	return a->len == b->len && a->len <= EMBER_BUILD_ID_MAX && !memcmp(a->id, b->id, a->len);
+}
+
+int ember__table_cache_claim(ember__table_cache *c, const ember__build_id *id)
+{
+	char path[4352], claim[4400];
+	if (!c || !c->dir_ok || file_name(c, id, path, sizeof(path)) != 0)
+		return 0;
+	snprintf(claim, sizeof(claim), "%s.building", path);
+	for (int tries = 0; tries < 2; tries++) {
+		int fd = open(claim, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY, 0600);
+		if (fd >= 0) {
+			close(fd);
+			if (c->claimed.len) /* one claim at a time: the older one ends */
+				ember__table_cache_release(c, &c->claimed);
+			c->claimed = *id;
+			return 1;
+		}
+		struct stat st;
+		if (errno != EEXIST || stat(claim, &st) != 0 ||
+		    time(NULL) - st.st_mtime < EMBER_TABLE_CACHE_CLAIM_S)
+			return 0;
+		unlink(claim); /* a claim that old: its process died building */
+	}
+	return 0;
+}
+
+void ember__table_cache_release(ember__table_cache *c, const ember__build_id *id)
+{
+	char path[4352], claim[4400];
+	if (!c || !c->claimed.len || !same_id(&c->claimed, id) ||
+	    file_name(c, id, path, sizeof(path)) != 0)
+		return;
+	snprintf(claim, sizeof(claim), "%s.building", path);
+	unlink(claim);
+	c->claimed.len = 0;
+}
+
 int ember__table_cache_writable(const ember__table_cache *c)
 {
 	return c && c->dir_ok && c->st.store_failed == 0;
 }
 
-static int same_id(const ember__build_id *a, const ember__build_id *b)
-{
-	return a->len == b->len && a->len <= EMBER_BUILD_ID_MAX && !memcmp(a->id, b->id, a->len);
-}
 
 int ember__table_cache_validate(const void *data, size_t size, const ember__build_id *id,
 				const ember__build_id *builder)

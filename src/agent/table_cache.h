@@ -124,6 +124,19 @@ int ember__table_cache_key(ember__table_cache *c, uint64_t addr, ember__build_id
 /* Whether a file for `id` exists (a load would be tried). */
 int ember__table_cache_has(const ember__table_cache *c, const ember__build_id *id);
 
+/*
+ * Claims the building of module id's table for the cache, so that the
+ * processes of a parallel build (cargo -j, make -j) that start with a
+ * cold cache do not all build the same large table: creates
+ * DIR/<name>.building with O_EXCL. 1: claimed (ember__table_cache_release
+ * ends the claim); 0: another process claimed it less than
+ * EMBER_TABLE_CACHE_CLAIM_S seconds ago (an older claim is a dead
+ * process's: taken over), or the file cannot be created.
+ */
+#define EMBER_TABLE_CACHE_CLAIM_S 120
+int ember__table_cache_claim(ember__table_cache *c, const ember__build_id *id);
+void ember__table_cache_release(ember__table_cache *c, const ember__build_id *id);
+
 /* Whether stores may succeed: none has failed yet. */
 int ember__table_cache_writable(const ember__table_cache *c);
 

@@ -194,13 +194,16 @@ static void cache_store(ember__unwind_tables *t, const mod_table *x, const ember
 }
 
 /* Whether the cache serves x: its table is there, or a build of it would
- * be stored (paid once for every later process of the binary). */
+ * be stored (paid once for every later process of the binary) and no
+ * other process is building it now (ember__table_cache_claim: the claim
+ * is released after build_mod). */
 static int cache_serves(ember__unwind_tables *t, const mod_table *x)
 {
 	ember__build_id id;
 	uint64_t bias;
 	return cache_key(t, x, &id, &bias) &&
-	       (ember__table_cache_has(t->cache, &id) || ember__table_cache_writable(t->cache));
+	       (ember__table_cache_has(t->cache, &id) ||
+		(ember__table_cache_writable(t->cache) && ember__table_cache_claim(t->cache, &id)));
 }
 
 int ember__unwind_tables_use_cache(ember__unwind_tables *t, const char *dir)
@@ -242,6 +245,8 @@ static void build_mod(ember__unwind_tables *t, mod_table *x)
 		t->st.failed++;
 		logf_(t, EMBER_LOG_DEBUG, "no unwind table for %s: %s", x->path, ember_last_error());
 		x->table = NULL;
+		if (keyed)
+			ember__table_cache_release(t->cache, &id);
 		return;
 	}
 	x->bias = info.bias;
@@ -261,6 +266,8 @@ static void build_mod(ember__unwind_tables *t, mod_table *x)
 	 * another process loads the module at its own bias and uses them as they are. */
 	if (keyed && info.bias == id_bias)
 		cache_store(t, x, &id);
+	if (keyed)
+		ember__table_cache_release(t->cache, &id); /* cache_serves' claim, if any */
 }
 
 /* A new module; its table is built now, or (lazy) left pending. */

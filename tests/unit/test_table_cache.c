@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent/table_cache.h"
@@ -253,6 +254,34 @@ static void test_unusable_dirs(void)
 	ember__unwind_tables_free(ro.t);
 }
 
+/* Two processes with a cold cache: only one builds a large table (the
+ * claim), the other waits for it; a dead process's old claim is taken over. */
+static void test_claims(void)
+{
+	ember__table_cache *a = NULL, *b = NULL;
+	CHECK_EQ_INT(ember__table_cache_open(&a, g_dir, NULL), 0);
+	CHECK_EQ_INT(ember__table_cache_open(&b, g_dir, NULL), 0);
+	if (!a || !b)
+		return;
+	ember__build_id id = {.len = 20, .id = {0xc1, 0xa1, 0x3}};
+	CHECK_EQ_INT(ember__table_cache_claim(a, &id), 1);
+	CHECK_EQ_INT(ember__table_cache_claim(b, &id), 0);
+	ember__table_cache_release(b, &id); /* not b's: no effect */
+	CHECK_EQ_INT(ember__table_cache_claim(b, &id), 0);
+	ember__table_cache_release(a, &id);
+	CHECK_EQ_INT(ember__table_cache_claim(b, &id), 1);
+	/* b dies without releasing: its claim file ages */
+	char path[512];
+	snprintf(path, sizeof(path), "%s/c1a103%034d.%s.utab.building", g_dir, 0, EMBER_ARCH_NAME);
+	struct timespec old[2] = {{.tv_sec = time(NULL) - 2 * EMBER_TABLE_CACHE_CLAIM_S},
+				  {.tv_sec = time(NULL) - 2 * EMBER_TABLE_CACHE_CLAIM_S}};
+	CHECK(utimensat(AT_FDCWD, path, old, 0) == 0);
+	CHECK_EQ_INT(ember__table_cache_claim(a, &id), 1);
+	ember__table_cache_free(a); /* releases its claim */
+	CHECK(access(path, F_OK) != 0);
+	ember__table_cache_free(b);
+}
+
 /* The environment's choice of directory. */
 static void test_dir_from_env(void)
 {
@@ -280,8 +309,20 @@ static void test_dir_from_env(void)
 	CHECK_EQ_INT(ember__table_cache_dir_from_env(buf, sizeof(buf)), 0);
 }
 
+/* Under CTest every test runs with the cache off (tests/table_cache/
+ * ctest_env.cmake): none depends on a cache left warm or cold, none writes
+ * into the home directory. */
+static void test_suite_runs_without_cache(void)
+{
+	const char *v = getenv("EMBERPROF_UNWIND_CACHE");
+	printf("  EMBERPROF_UNWIND_CACHE=%s\n", v ? v : "(unset)");
+	if (getenv("EMBER_TEST_BINDIR")) /* run by CTest */
+		CHECK(v && !strcmp(v, "off"));
+}
+
 int main(void)
 {
+	RUN(test_suite_runs_without_cache);
 	char tmpl[] = "/tmp/ember-utab-XXXXXX";
 	CHECK(mkdtemp(tmpl) != NULL);
 	/* a directory to be created, with a parent: mkdir -p, mode 0700 */
@@ -289,6 +330,7 @@ int main(void)
 	RUN(test_store_then_load);
 	RUN(test_corrupt_files_rebuilt);
 	RUN(test_unusable_dirs);
+	RUN(test_claims);
 	RUN(test_dir_from_env);
 	ember__unwind_tables_free(g_first.t);
 	check_rm_rf(tmpl);
