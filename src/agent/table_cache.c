@@ -64,6 +64,26 @@ uint64_t ember__table_cache_header_check(const ember__table_cache_header *h)
 	return fnv1a(h, offsetof(ember__table_cache_header, check));
 }
 
+void ember__table_cache_header_init(ember__table_cache_header *h, const ember__build_id *id,
+				    const ember__build_id *builder, uint32_t nrows, uint32_t nindex,
+				    uint32_t index_shift)
+{
+	memset(h, 0, sizeof(*h));
+	memcpy(h->magic, EMBER_TABLE_CACHE_MAGIC, sizeof(h->magic));
+	h->version = EMBER_TABLE_CACHE_VERSION;
+	h->arch = EMBER_ARCH_ELF_MACHINE;
+	h->header_size = sizeof(*h);
+	h->row_size = sizeof(ember__cfi_row);
+	h->module = *id;
+	h->builder = *builder;
+	h->nrows = nrows;
+	h->nindex = nindex;
+	h->index_shift = index_shift;
+	h->rows_off = (sizeof(*h) + 7) & ~(uint64_t)7;
+	h->index_off = h->rows_off + (uint64_t)nrows * sizeof(ember__cfi_row);
+	h->file_size = h->index_off + (uint64_t)nindex * sizeof(uint32_t);
+}
+
 int ember__table_cache_dir_from_env(char *buf, size_t size)
 {
 	/* A setuid or otherwise secure process takes no path from its
@@ -595,20 +615,8 @@ int ember__table_cache_store(ember__table_cache *c, const ember__build_id *id,
 	if (id->len == 0 || id->len > EMBER_BUILD_ID_MAX || file_name(c, id, path, sizeof(path)))
 		return ember__error(EMBER_ERR_INVALID, "unwind table cache: bad build id");
 	ember__table_cache_header h;
-	memset(&h, 0, sizeof(h));
-	memcpy(h.magic, EMBER_TABLE_CACHE_MAGIC, sizeof(h.magic));
-	h.version = EMBER_TABLE_CACHE_VERSION;
-	h.arch = EMBER_ARCH_ELF_MACHINE;
-	h.header_size = sizeof(h);
-	h.row_size = sizeof(ember__cfi_row);
-	h.module = *id;
-	h.builder = c->builder;
-	h.nrows = t->nrows;
-	h.nindex = t->index ? t->nindex : 0;
-	h.index_shift = t->index_shift;
-	h.rows_off = (sizeof(h) + 7) & ~(uint64_t)7;
-	h.index_off = h.rows_off + (uint64_t)h.nrows * sizeof(ember__cfi_row);
-	h.file_size = h.index_off + (uint64_t)h.nindex * sizeof(uint32_t);
+	ember__table_cache_header_init(&h, id, &c->builder, t->nrows, t->index ? t->nindex : 0,
+				       t->index_shift);
 	h.stats = t->stats;
 	h.check = ember__table_cache_header_check(&h);
 

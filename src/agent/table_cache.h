@@ -165,6 +165,15 @@ int ember__table_cache_store(ember__table_cache *c, const ember__build_id *id,
 int ember__table_cache_validate(const void *data, size_t size, const ember__build_id *id,
 				const ember__build_id *builder);
 
+/*
+ * A header for nrows rows and nindex index entries (rows right after the
+ * header, 8-aligned, the index after them; file_size set), stats zero and
+ * check not yet computed.
+ */
+void ember__table_cache_header_init(ember__table_cache_header *h, const ember__build_id *id,
+				    const ember__build_id *builder, uint32_t nrows, uint32_t nindex,
+				    uint32_t index_shift);
+
 /* The header's check value (FNV-1a 64 of its bytes before `check`). */
 uint64_t ember__table_cache_header_check(const ember__table_cache_header *h);
 

@@ -78,20 +78,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (size < 6)
 			return 0;
 		ember__table_cache_header h;
-		memset(&h, 0, sizeof(h));
-		memcpy(h.magic, EMBER_TABLE_CACHE_MAGIC, sizeof(h.magic));
-		h.version = EMBER_TABLE_CACHE_VERSION;
-		h.arch = EMBER_ARCH_ELF_MACHINE;
-		h.header_size = sizeof(h);
-		h.row_size = sizeof(ember__cfi_row);
-		h.module.len = 20;
-		h.nrows = (uint32_t)(data[1] | data[2] << 8);
-		h.nindex = (uint32_t)(data[3] | data[4] << 8);
-		h.index_shift = data[5];
-		h.rows_off = (sizeof(h) + 7) & ~(uint64_t)7;
-		h.index_off = h.rows_off + (uint64_t)h.nrows * sizeof(ember__cfi_row);
+		ember__build_id id = {.len = 20};
+		ember__table_cache_header_init(&h, &id, &id, (uint32_t)(data[1] | data[2] << 8),
+					       (uint32_t)(data[3] | data[4] << 8), data[5]);
 		size_t payload = size - 6;
-		n = (size_t)h.rows_off + payload;
+		n = (size_t)h.rows_off + payload; /* index_off and file_size as they fall */
 		h.file_size = n;
 		h.check = ember__table_cache_header_check(&h);
 		img = malloc(n ? n : 1);
