@@ -597,8 +597,10 @@ int ember__unwind_tables_build_wanted(ember__unwind_tables *t, int64_t app_cpu_n
 		      "(%" PRIu64 " FDEs), the program used %.1f ms", x->path, (double)est / 1e6,
 		      module_fdes(x), (double)app_cpu_ns / 1e6);
 		int64_t b0 = t->st.build_ns;
+		uint64_t loaded = t->st.cache_loaded;
 		build_mod(t, x);
-		if (x->table) {
+		/* a table from the cache says nothing of what a build costs */
+		if (x->table && t->st.cache_loaded == loaded) {
 			t->built_ns += t->st.build_ns - b0;
 			t->built_fdes += x->table->stats.fdes + x->table->stats.bad_fdes;
 		}
