@@ -31,7 +31,7 @@ test-asan: deps
 test-fuzz: deps
 	CC=clang CXX=clang++ cmake -S . -B $(BUILD_FUZZ) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMBER_FUZZ=ON $(WERROR_FLAG)
 	# Only the fuzz targets: the rest of the tree is built and tested with gcc above.
-	cmake --build $(BUILD_FUZZ) -j $(JOBS) --target fuzz_pprof_read fuzz_cfi fuzz_aws fuzz_jeheap fuzz_jfr_read fuzz_flame fuzz_perfmap
+	cmake --build $(BUILD_FUZZ) -j $(JOBS) --target fuzz_pprof_read fuzz_cfi fuzz_aws fuzz_jeheap fuzz_jfr_read fuzz_flame fuzz_perfmap fuzz_table_cache
 	cd $(BUILD_FUZZ) && ctest --output-on-failure -L fuzz
 
 # aarch64 (issue 17): cross build, tests under qemu-aarch64 (scripts/test-aarch64.sh).

@@ -20,6 +20,10 @@
 # "before..." run with another emberprof executable (an older build; it
 # preloads the library of its own build directory), for before/after
 # figures measured side by side.
+# rustc, clangxx and node run emberprof three ways (the unwind-table
+# cache, EMBERPROF_UNWIND_CACHE): "nocache" (off), "cold" (a new, empty
+# cache directory in every run: the first process of a binary) and "warm"
+# (one directory for all rounds, filled by one run before them).
 # Judges nothing: docs/BENCHMARKS.md holds the figures and targets.
 set -euo pipefail
 
@@ -41,7 +45,8 @@ work=$(mktemp -d /tmp/ember-startcost.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
 # One case: NAME, then configurations as "LABEL|COMMAND" (COMMAND run by
-# bash -c; @OUT@ becomes a fresh output directory of that run).
+# bash -c; @OUT@ becomes a fresh output directory of that run, @CACHE@ a
+# fresh unwind-table cache directory, removed after the run).
 run_case() {
 	local name=$1
 	shift
@@ -55,11 +60,12 @@ run_case() {
 			local out=$work/out-$name-$r-$label
 			rm -rf "$out"
 			local res
+			cmd=${cmd//@CACHE@/$out.utab}
 			res=$("$runner" bash -c "${cmd//@OUT@/$out}")
 			local files=0
 			[ -d "$out" ] && files=$(find "$out" -type f | wc -l)
 			echo "$r $label $res $files" >>"$tsv"
-			rm -rf "$out"
+			rm -rf "$out" "$out.utab"
 		done
 	done
 	echo "== $name ($rounds rounds): median CPU s, ratio of medians to unprofiled, median" \
@@ -88,6 +94,17 @@ run_case() {
 				lab, cm, (bcm > 0 ? cm / bcm : 0), median(q, nr), lo, hi, mm / 1024, (mm - brm) / 1024, median(f, nr)
 		}
 	}' "$tsv"
+}
+
+# The emberprof configurations of a big program's case (see the header):
+# NAME COMMAND; fills the array `emb`. The warm cache is filled first.
+ember_configs() {
+	local warm=$work/warm-$1
+	"$ember" run -f -q --unwind-cache "$warm" -o "$work/prime-$1" -- bash -c "$2" >/dev/null 2>&1 || true
+	rm -rf "$work/prime-$1"
+	emb=("nocache|$ember run -f --unwind-cache off -o @OUT@ -- $2"
+		"cold|$ember run -f --unwind-cache @CACHE@ -o @OUT@ -- $2"
+		"warm|$ember run -f --unwind-cache $warm -o @OUT@ -- $2")
 }
 
 for c in "${cases[@]}"; do
@@ -120,7 +137,8 @@ fn main() {
 }
 RS
 		cmd="$rc -O -o $work/small-rs $work/small.rs"
-		run_case rustc "unprofiled|$cmd" "run-f|$ember run -f -o @OUT@ -- $cmd" \
+		ember_configs rustc "$cmd"
+		run_case rustc "unprofiled|$cmd" "${emb[@]}" \
 			${before:+"before-f|$before run -f -o @OUT@ -- $cmd"}
 		;;
 	clangxx)
@@ -140,7 +158,8 @@ int count(const std::vector<std::string> &v) {
 }
 CC
 		cmd="clang++ -O2 -c -o $work/small.o $work/small.cc"
-		run_case clangxx "unprofiled|$cmd" "run-f|$ember run -f -o @OUT@ -- $cmd" \
+		ember_configs clangxx "$cmd"
+		run_case clangxx "unprofiled|$cmd" "${emb[@]}" \
 			${before:+"before-f|$before run -f -o @OUT@ -- $cmd"}
 		;;
 	node)
@@ -149,7 +168,8 @@ CC
 			continue
 		fi
 		cmd="node -e 'let s = 0; for (let i = 0; i < 3e6; i++) s += i % 7; console.log(s)'"
-		run_case node "unprofiled|$cmd" "run-f|$ember run -f -o @OUT@ -- $cmd" \
+		ember_configs node "$cmd"
+		run_case node "unprofiled|$cmd" "${emb[@]}" \
 			${before:+"before-f|$before run -f -o @OUT@ -- $cmd"}
 		;;
 	*)

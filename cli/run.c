@@ -64,6 +64,7 @@ enum {
 	OPT_S3_ENDPOINT,
 	OPT_S3_REGION,
 	OPT_BACKEND,
+	OPT_UNWIND_CACHE,
 	NENV_OPTS,
 	/* CLI-only options */
 	OPT_TOP = NENV_OPTS,
@@ -109,6 +110,7 @@ static const option_def option_defs[] = {
 	[OPT_S3_ENDPOINT] = { "s3-endpoint", 0, 1, "EMBERPROF_S3_ENDPOINT" },
 	[OPT_S3_REGION] = { "s3-region", 0, 1, "EMBERPROF_S3_REGION" },
 	[OPT_BACKEND] = { "backend", 0, 1, "EMBERPROF_BACKEND" },
+	[OPT_UNWIND_CACHE] = { "unwind-cache", 0, 1, "EMBERPROF_UNWIND_CACHE" },
 	[OPT_TOP] = { "top", 'n', 1, NULL },
 	[OPT_QUIET] = { "quiet", 'q', 0, NULL },
 	[OPT_HELP] = { "help", 'h', 0, NULL },
@@ -146,6 +148,7 @@ static const char *const known_vars[] = {
 	/* the async-profiler backend's (src/asprof/asprof_config.c) */
 	"EMBERPROF_BACKEND", "EMBERPROF_ASPROF_LIB", "EMBERPROF_ASPROF_CPU_INTERVAL",
 	"EMBERPROF_ASPROF_WALL_INTERVAL", "EMBERPROF_ASPROF_NATIVEMEM", "EMBERPROF_ASPROF_ROTATE",
+	"EMBERPROF_UNWIND_CACHE", /* the unwind-table cache (src/agent/table_cache.h) */
 };
 
 typedef struct run_opts {
@@ -197,6 +200,10 @@ void ember__cli_run_usage(FILE *out)
 		"                           stack unwinding method (auto) [EMBERPROF_UNWIND]\n"
 		"      --lines app|all|none file/line for the program's own code, every\n"
 		"                           module, or none (app) [EMBERPROF_LINES]\n"
+		"      --unwind-cache DIR|off\n"
+		"                           where DWARF unwind tables are kept for the next\n"
+		"                           process of the same binary, or off\n"
+		"                           (~/.cache/emberprof/unwind) [EMBERPROF_UNWIND_CACHE]\n"
 		"      --engine auto|perf|timer|itimer\n"
 		"                           CPU sampling engine: perf_events where permitted,\n"
 		"                           else per-thread CPU timers (auto) [EMBERPROF_ENGINE]\n"
@@ -477,7 +484,8 @@ static int export_options(const run_opts *o, const char *cmd)
 		if (id == OPT_BASIC_AUTH) {
 			if (export_basic_auth(v))
 				return -1;
-		} else if (id == OPT_OUTPUT) {
+		} else if (id == OPT_OUTPUT || (id == OPT_UNWIND_CACHE && v[0] != '/' &&
+						strcmp(v, "off") != 0 && strcmp(v, "on") != 0)) {
 			char *abs = ember__cli_absolute(v);
 			if (!abs) {
 				ember__cli_error("%s", ember_last_error());

@@ -31,6 +31,7 @@
 #include "agent/engine_wall.h"
 #include "agent/wall_replay.h"
 #include "agent/threads.h"
+#include "agent/table_cache.h"
 #include "agent/unwind_tables.h"
 #include "agent/window.h"
 #include "asprof/asprof_run.h"
@@ -843,6 +844,8 @@ static void start_alloc_profiling(ember__core *c)
 	}
 }
 
+static void use_table_cache(ember__core *c);
+
 /*
  * Threads that really block the sampling signal cannot be sampled (the
  * program's blocking through emberprof's wrappers is virtual and does not
@@ -890,8 +893,8 @@ static void *agent_main(void *arg)
 		int urc = 0;
 		if (c->utab)
 			ember__unwind_tables_attach(c->utab, &c->sig.unwind_snap);
-		else
-			urc = ember__unwind_tables_new(&c->utab, &c->sig.unwind_snap, &c->cfg);
+		else if ((urc = ember__unwind_tables_new(&c->utab, &c->sig.unwind_snap, &c->cfg)) == 0)
+			use_table_cache(c);
 		/* Not with wall-clock profiling: a thread asleep since start
 		 * would have its one sleeping stack, taken before any table,
 		 * repeated for as long as it sleeps (wall_replay.h). Nor with
@@ -1046,6 +1049,18 @@ static void release_unwind_tables(ember__core *c)
 		ember__unwind_tables_detach(c->utab);
 }
 
+/* The persistent unwind-table cache the environment asks for
+ * (EMBERPROF_UNWIND_CACHE; table_cache.h), once per agent. */
+static void use_table_cache(ember__core *c)
+{
+	char dir[4096];
+	int on = ember__table_cache_dir_from_env(dir, sizeof(dir));
+	if (on < 0)
+		ember__log(&c->cfg, EMBER_LOG_WARN, "no unwind table cache: %s", ember_last_error());
+	if (on > 0 && ember__unwind_tables_use_cache(c->utab, dir) == 0)
+		ember__log(&c->cfg, EMBER_LOG_DEBUG, "unwind table cache: %s", dir);
+}
+
 /* At stop: what the lazy unwind tables cost, and how many samples came
  * before their module's table (walked by frame pointers there). */
 static void log_unwind_stats(ember__core *c)
@@ -1064,6 +1079,11 @@ static void log_unwind_stats(ember__core *c)
 		   us.lazy_built, us.rows, (double)us.bytes / 1024.0, (double)us.build_ns / 1e6,
 		   us.pending, us.deferred, EMBER_UNWIND_BUILD_BUDGET_PCT,
 		   atomic_load(&c->unwind_pending));
+	if (us.cache_loaded || us.cache_stored || us.cache_failed || us.cache_rejected)
+		ember__log(&c->cfg, EMBER_LOG_INFO,
+			   "unwind table cache: %" PRIu64 " tables loaded, %" PRIu64 " stored, %" PRIu64
+			   " stores failed, %" PRIu64 " files rejected", us.cache_loaded,
+			   us.cache_stored, us.cache_failed, us.cache_rejected);
 }
 
 void ember__agent_unwind_stats(const ember_agent *a, ember__unwind_tables_stats *out)

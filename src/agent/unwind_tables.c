@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "agent/agent_internal.h"
+#include "agent/table_cache.h"
 #include "cfi/cfi_elf.h"
 #include "symbols/procmaps.h"
 #include "util/error.h"
@@ -59,6 +60,7 @@ struct ember__unwind_tables {
 	int lazy;
 	int64_t built_ns;    /* lazy builds that made a table: their CPU time... */
 	uint64_t built_fdes; /* ...and their FDEs (estimate_ns) */
+	ember__table_cache *cache; /* NULL: none (ember__unwind_tables_use_cache) */
 	ember__unwind_tables_stats st;
 };
 
@@ -146,6 +148,71 @@ static mod_table *find_mod(ember__unwind_tables *t, const ember__procmap *m, uin
 	return NULL;
 }
 
+/* The cache key of x (its build id, and the bias the loader reports); 0
+ * without a cache or a build id. The vDSO's table is built from memory,
+ * cheap: never cached. */
+static int cache_key(ember__unwind_tables *t, const mod_table *x, ember__build_id *id,
+		     uint64_t *bias)
+{
+	if (!t->cache || !strcmp(x->path, "[vdso]"))
+		return 0;
+	return ember__table_cache_key(t->cache, x->map_start + (x->map_end - x->map_start) / 2, id,
+				      bias);
+}
+
+/* x's table from the cache: 1 if loaded (logged, counted). */
+static int cache_load(ember__unwind_tables *t, mod_table *x, const ember__build_id *id,
+		      uint64_t bias, int64_t t0)
+{
+	if (ember__table_cache_load(t->cache, id, &x->table) != 1)
+		return 0;
+	int64_t took = cpu_ns() - t0;
+	t->st.build_ns += took;
+	t->st.cache_loaded++;
+	x->bias = bias;
+	logf_(t, EMBER_LOG_DEBUG,
+	      "unwind table for %s%s: %u rows, %zu bytes loaded from the cache in %.2f ms of CPU",
+	      x->path, t->lazy ? " (a sample landed in it)" : "", x->table->nrows, x->table->bytes,
+	      (double)took / 1e6);
+	return 1;
+}
+
+/* Writes x's fresh table to the cache, if it can be written. */
+static void cache_store(ember__unwind_tables *t, const mod_table *x, const ember__build_id *id)
+{
+	if (!ember__table_cache_writable(t->cache))
+		return;
+	int64_t t0 = cpu_ns();
+	if (ember__table_cache_store(t->cache, id, x->table) == 0) {
+		t->st.cache_stored++;
+		logf_(t, EMBER_LOG_DEBUG, "unwind table for %s stored in the cache in %.2f ms",
+		      x->path, (double)(cpu_ns() - t0) / 1e6);
+	} else {
+		t->st.cache_failed++;
+	}
+	t->st.build_ns += cpu_ns() - t0;
+}
+
+/* Whether the cache serves x: its table is there, or a build of it would
+ * be stored (paid once for every later process of the binary) and no
+ * other process is building it now (ember__table_cache_claim: the claim
+ * is released after build_mod). */
+static int cache_serves(ember__unwind_tables *t, const mod_table *x)
+{
+	ember__build_id id;
+	uint64_t bias;
+	return cache_key(t, x, &id, &bias) &&
+	       (ember__table_cache_has(t->cache, &id) ||
+		(ember__table_cache_writable(t->cache) && ember__table_cache_claim(t->cache, &id)));
+}
+
+int ember__unwind_tables_use_cache(ember__unwind_tables *t, const char *dir)
+{
+	ember__table_cache_free(t->cache);
+	t->cache = NULL;
+	return dir ? ember__table_cache_open(&t->cache, dir, t->cfg) : 0;
+}
+
 /* Builds x's table now (x->pending cleared); a failure is logged and
  * counted, and leaves x without a table (not retried while mapped). */
 static void build_mod(ember__unwind_tables *t, mod_table *x)
@@ -166,6 +233,11 @@ static void build_mod(ember__unwind_tables *t, mod_table *x)
 	x->pending = 0;
 	x->wanted = 0;
 	int64_t t0 = cpu_ns();
+	ember__build_id id;
+	uint64_t id_bias = 0;
+	int keyed = cache_key(t, x, &id, &id_bias);
+	if (keyed && cache_load(t, x, &id, id_bias, t0))
+		return;
 	int rc = ember__cfi_build_module(&src, &x->table, &info);
 	int64_t took = cpu_ns() - t0;
 	t->st.build_ns += took;
@@ -173,6 +245,8 @@ static void build_mod(ember__unwind_tables *t, mod_table *x)
 		t->st.failed++;
 		logf_(t, EMBER_LOG_DEBUG, "no unwind table for %s: %s", x->path, ember_last_error());
 		x->table = NULL;
+		if (keyed)
+			ember__table_cache_release(t->cache, &id);
 		return;
 	}
 	x->bias = info.bias;
@@ -188,6 +262,12 @@ static void build_mod(ember__unwind_tables *t, mod_table *x)
 	      info.eh_frame_bytes && info.debug_frame_bytes ? " and " : "",
 	      info.debug_frame_bytes ? ".debug_frame " : (info.eh_frame_bytes ? "" : "no CFI"),
 	      info.debug_file[0] ? info.debug_file : "", s->fdes, s->bad_fdes, s->unknown_rows);
+	/* Rows are relative to the load bias the loader reports (dl_iterate_phdr):
+	 * another process loads the module at its own bias and uses them as they are. */
+	if (keyed && info.bias == id_bias)
+		cache_store(t, x, &id);
+	if (keyed)
+		ember__table_cache_release(t->cache, &id); /* cache_serves' claim, if any */
 }
 
 /* A new module; its table is built now, or (lazy) left pending. */
@@ -508,7 +588,8 @@ int ember__unwind_tables_build_wanted(ember__unwind_tables *t, int64_t app_cpu_n
 			continue;
 		int64_t est = estimate_ns(t, x);
 		if (est > EMBER_UNWIND_SMALL_BUILD_NS &&
-		    t->st.build_ns + est > app_cpu_ns / 100 * EMBER_UNWIND_BUILD_BUDGET_PCT) {
+		    t->st.build_ns + est > app_cpu_ns / 100 * EMBER_UNWIND_BUILD_BUDGET_PCT &&
+		    !cache_serves(t, x)) {
 			deferred++; /* not yet worth it: the program has not run long enough */
 			continue;
 		}
@@ -516,8 +597,10 @@ int ember__unwind_tables_build_wanted(ember__unwind_tables *t, int64_t app_cpu_n
 		      "(%" PRIu64 " FDEs), the program used %.1f ms", x->path, (double)est / 1e6,
 		      module_fdes(x), (double)app_cpu_ns / 1e6);
 		int64_t b0 = t->st.build_ns;
+		uint64_t loaded = t->st.cache_loaded;
 		build_mod(t, x);
-		if (x->table) {
+		/* a table from the cache says nothing of what a build costs */
+		if (x->table && t->st.cache_loaded == loaded) {
 			t->built_ns += t->st.build_ns - b0;
 			t->built_fdes += x->table->stats.fdes + x->table->stats.bad_fdes;
 		}
@@ -565,6 +648,12 @@ int ember__unwind_tables_poll(ember__unwind_tables *t)
 void ember__unwind_tables_get_stats(const ember__unwind_tables *t, ember__unwind_tables_stats *out)
 {
 	*out = t->st;
+	if (t->cache) {
+		ember__table_cache_stats cs;
+		ember__table_cache_get_stats(t->cache, &cs);
+		out->cache_rejected = cs.rejected;
+		out->cache_no_id = cs.no_build_id;
+	}
 }
 
 void ember__unwind_tables_detach(ember__unwind_tables *t)
@@ -606,5 +695,6 @@ void ember__unwind_tables_free(ember__unwind_tables *t)
 	free(t->ret);
 	free(t->ranges);
 	free(t->mods);
+	ember__table_cache_free(t->cache);
 	free(t);
 }

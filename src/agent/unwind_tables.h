@@ -52,6 +52,12 @@ typedef struct ember__unwind_tables_stats {
 	/* samples the handler walked by frame pointers in a module whose table
 	 * was not built yet, runs stopped so far (ember__agent_unwind_stats only) */
 	uint64_t samples_pending;
+	/* the unwind-table cache (table_cache.h; all zero without one) */
+	uint64_t cache_loaded;   /* tables loaded from the cache instead of built */
+	uint64_t cache_stored;   /* tables built and written to the cache */
+	uint64_t cache_failed;   /* writes to the cache that failed */
+	uint64_t cache_rejected; /* cache files found invalid, rebuilt */
+	uint64_t cache_no_id;    /* modules not cached: no build id */
 } ember__unwind_tables_stats;
 
 /*
@@ -106,6 +112,16 @@ int ember__unwind_tables_poll(ember__unwind_tables *t);
  * that never takes a sample builds nothing.
  */
 void ember__unwind_tables_set_lazy(ember__unwind_tables *t, int lazy);
+
+/*
+ * Uses the persistent unwind-table cache at `dir` (table_cache.h; NULL: no
+ * cache, as by default): a module with a build id gets its table from
+ * there when the file is valid, else builds it and stores it. With a
+ * cache that can be written, a lazy build is not held back by the budget
+ * (EMBER_UNWIND_BUILD_BUDGET_PCT): it is paid once, by the first process
+ * of a binary, and every later one loads it. 0 or EMBER_ERR_NOMEM.
+ */
+int ember__unwind_tables_use_cache(ember__unwind_tables *t, const char *dir);
 
 /*
  * Marks the pending modules that hold any of pcs[0..n) (leaf first, the

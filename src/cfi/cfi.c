@@ -22,6 +22,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "cfi/cfi_read.h"
 #include "emberprof.h"
@@ -104,6 +105,11 @@ void ember__cfi_table_free(ember__cfi_table *t)
 {
 	if (!t)
 		return;
+	if (t->map) {
+		munmap(t->map, t->map_len);
+		free(t);
+		return;
+	}
 	free(t->rows);
 	free(t->index);
 	free(t);

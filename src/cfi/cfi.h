@@ -52,6 +52,11 @@ typedef struct ember__cfi_table {
 	uint32_t *index; /* the lookup index (ember__unwind_module); NULL if no rows */
 	size_t bytes;    /* memory held by the table: struct, rows and index */
 	ember__cfi_stats stats;
+	/* a table loaded from the unwind-table cache (src/agent/table_cache.h):
+	 * rows and index point into this read-only file mapping, unmapped by
+	 * ember__cfi_table_free; NULL for a table on the heap */
+	void *map;
+	size_t map_len;
 } ember__cfi_table;
 
 typedef struct ember__cfi_builder ember__cfi_builder;

@@ -16,6 +16,7 @@ cd "$T" || exit 1
 for v in $(env | sed -n 's/^\(EMBERPROF_[A-Za-z0-9_]*\)=.*/\1/p'); do
 	unset "$v"
 done
+export EMBERPROF_UNWIND_CACHE=off # no unwind-table cache in the home directory (tests/table_cache/ctest_env.cmake)
 
 # In a sanitizer build libemberprof.so needs the ASan runtime, which must be
 # the first library loaded into the (uninstrumented) program.

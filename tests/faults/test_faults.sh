@@ -70,8 +70,10 @@ run() {
 		export EMBERPROF_SERVER_SPOOL_DIR="$T/spool"
 		;;
 	esac
-	rm -rf prof spool
-	LD_PRELOAD=$EMBER_FAULTS_LIB EMBER_FAULTS_LOG=$T/rec \
+	# A cold unwind-table cache in every run: its stores (open, write,
+	# rename) are call sites like any other.
+	rm -rf prof spool "$T/utab"
+	LD_PRELOAD=$EMBER_FAULTS_LIB EMBER_FAULTS_LOG=$T/rec EMBERPROF_UNWIND_CACHE=$T/utab \
 		timeout -k 5 120 "$EMBERPROF" run -q -i 200ms --rate 250 "$@" --log-level info \
 		-o prof -- "$EMBER_FAULTS_PROG" work >out 2>err
 	rc=$?

@@ -29,6 +29,7 @@ done
 T=$(mktemp -d "${TMPDIR:-/tmp}/ember-install-XXXXXX") || exit 1
 trap 'rm -rf "$T"' EXIT
 for v in $(env | sed -n 's/^\(EMBERPROF_[A-Za-z0-9_]*\)=.*/\1/p'); do unset "$v"; done
+export EMBERPROF_UNWIND_CACHE=off # no unwind-table cache in the home directory (tests/table_cache/ctest_env.cmake)
 unset LD_PRELOAD LD_LIBRARY_PATH PKG_CONFIG_PATH CMAKE_PREFIX_PATH
 BIN=$(cd "$EMBER_TEST_BINDIR" && pwd -P)
 SRC=$(cd "$EMBER_TEST_SRCDIR" && pwd -P)
