@@ -21,12 +21,6 @@
  *    millisecond: exec ends the helper and nothing else was done;
  *  - then it starts the agent (preload.c's start) and ends.
  *
- * A program image exec'd inside a profiled tree, other than the command
- * `emberprof run` started (a shell loop's /bin/true, a compiler driver's
- * cc1), starts the same way from the preload constructor
- * (ember__fork_lazy_start): most such processes live a millisecond or
- * two, and an agent's start and stop cost several times that.
- *
  * Cost per fork that execs at once: the helper's creation (measured in
  * docs/BENCHMARKS.md "fork"). What a child runs before its agent starts
  * is not sampled: at most 2 ms of its CPU plus the agent's start-up.
@@ -83,10 +77,6 @@ static char g_stack[FC_STACK] __attribute__((aligned(4096)));
 static _Atomic int g_state;
 static _Atomic pid_t g_pid;   /* the process g_state belongs to */
 static int64_t g_forked_ns;   /* CLOCK_MONOTONIC at the fork */
-/* The process's CPU time then: 0 after a fork, but an exec'd image has
- * used some in the loader (ours and our libraries' relocations) before
- * its constructor arms the helper, which must not count. */
-static int64_t g_cpu0_ns;
 
 static pid_t raw_getpid(void)
 {
@@ -111,7 +101,7 @@ static void *helper_main(void *arg)
 			continue;
 		if (s != FC_PENDING)
 			return NULL;
-		if (clock_ns(CLOCK_PROCESS_CPUTIME_ID) - g_cpu0_ns >= FC_CPU_NS ||
+		if (clock_ns(CLOCK_PROCESS_CPUTIME_ID) >= FC_CPU_NS ||
 		    clock_ns(CLOCK_MONOTONIC) - g_forked_ns >= FC_LIFE_NS)
 			break;
 	}
@@ -126,14 +116,22 @@ static void *helper_main(void *arg)
 	return NULL;
 }
 
-/* Creates the helper that starts this process's agent lazily. On the
- * process's only thread (the atfork child handler) or its main thread
- * before main (the constructor). */
-static void arm_helper(void)
+static void atfork_child(void)
 {
+	/* The fork may have come while this process's own agent was being
+	 * started lazily (a fork child forking again): its signal handler
+	 * attached, the agent's atfork handlers, which detach it in a child,
+	 * not yet registered. The child's own start would then fail with
+	 * "another emberprof agent is already running" on the program's
+	 * stderr. Nothing else of a half-started agent matters here. */
+	ember__sigpath_forget();
+	ember__sigpath_forget_tid();
+	atomic_store(&g_pid, raw_getpid());
+	atomic_store(&g_state, FC_NONE);
+	if (!g_start)
+		return;
 	ember__env_snapshot_use();
 	g_forked_ns = clock_ns(CLOCK_MONOTONIC);
-	g_cpu0_ns = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
 	atomic_store(&g_state, FC_PENDING);
 	pthread_attr_t attr;
 	sigset_t all, old;
@@ -151,21 +149,6 @@ static void arm_helper(void)
 	pthread_attr_destroy(&attr);
 }
 
-static void atfork_child(void)
-{
-	/* The fork may have come while this process's own agent was being
-	 * started (lazily, on the helper): its signal handler attached, the
-	 * agent's atfork handlers, which detach it in a child, not yet
-	 * registered. The child's own start would then find it "already
-	 * running". Nothing else of a half-started agent matters here. */
-	ember__sigpath_forget();
-	ember__sigpath_forget_tid();
-	atomic_store(&g_pid, raw_getpid());
-	atomic_store(&g_state, FC_NONE);
-	if (g_start)
-		arm_helper();
-}
-
 void ember__fork_follow_enable(int (*start)(void))
 {
 	static int registered; /* per program image; a fork child inherits it */
@@ -174,13 +157,6 @@ void ember__fork_follow_enable(int (*start)(void))
 		g_create = (create_fn)dlsym(RTLD_NEXT, "pthread_create");
 	if (!registered && pthread_atfork(NULL, NULL, atfork_child) == 0)
 		registered = 1;
-}
-
-void ember__fork_lazy_start(int (*start)(void))
-{
-	ember__fork_follow_enable(start);
-	atomic_store(&g_pid, raw_getpid());
-	arm_helper();
 }
 
 /* Is this the process the lazy-start state belongs to? (Not a vfork

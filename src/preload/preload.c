@@ -172,22 +172,6 @@ static int is_profiled_pid(void)
 	return 1;
 }
 
-/*
- * Does this process start its agent at once? The command `emberprof run`
- * started does (its parent is the run, also after an exec in place), as
- * does every process when the library was preloaded by hand; the rest of
- * the tree starts lazily (fork_child.c).
- */
-static int starts_at_once(void)
-{
-	const char *v = getenv(EMBER_ENV_RUN_PID);
-	char *end;
-	if (!v || !*v)
-		return 1;
-	long pid = strtol(v, &end, 10);
-	return *end != '\0' || pid <= 0 || pid == (long)getppid();
-}
-
 /* Is this copy of emberprof the first in the symbol search order? */
 static int is_first_copy(void)
 {
@@ -223,10 +207,6 @@ __attribute__((constructor)) static void preload_init(void)
 		goto out; /* another process of a --no-follow-children run */
 	if (follow)
 		ember__env_snapshot_take(); /* for fork children (fork_child.c) */
-	if (follow && !starts_at_once()) {
-		ember__fork_lazy_start(preload_start);
-		goto out;
-	}
 	if (preload_start() == 0 && follow)
 		ember__fork_follow_enable(preload_start);
 out:
