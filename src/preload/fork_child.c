@@ -118,12 +118,13 @@ static void *helper_main(void *arg)
 
 static void atfork_child(void)
 {
-	/* The fork may have come while this process's own agent was being
-	 * started lazily (a fork child forking again): its signal handler
-	 * attached, the agent's atfork handlers, which detach it in a child,
-	 * not yet registered. The child's own start would then fail with
-	 * "another emberprof agent is already running" on the program's
-	 * stderr. Nothing else of a half-started agent matters here. */
+	/* The fork may have come during the image's first agent start (its
+	 * signal handler attached, the agent's atfork handlers, which detach
+	 * it in a child, not yet registered: an agent started on another
+	 * thread). The child's own start would then fail with "another
+	 * emberprof agent is already running" on the program's stderr. Seen
+	 * with starts deferred in exec'd images (since reverted); later
+	 * starts find the handlers registered, inherited from the first. */
 	ember__sigpath_forget();
 	ember__sigpath_forget_tid();
 	atomic_store(&g_pid, raw_getpid());
