@@ -76,7 +76,9 @@ void ember__config_release(ember__config *c, int destroy_reporters);
 /* Sets the defaults. */
 void ember__config_defaults(ember__config *c);
 
-/* Logging through the configured callback (or stderr). Never from a handler. */
+/* Logging through the configured callback (or stderr); nothing when c is
+ * NULL (a part used without an agent, as in unit tests). Never from a
+ * handler. */
 void ember__log(const ember__config *c, ember_log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 

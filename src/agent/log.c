@@ -12,7 +12,7 @@
 
 void ember__log(const ember__config *c, ember_log_level level, const char *fmt, ...)
 {
-	if ((int)level > c->log_level || level == EMBER_LOG_OFF)
+	if (!c || (int)level > c->log_level || level == EMBER_LOG_OFF)
 		return;
 	char msg[1024];
 	va_list ap;

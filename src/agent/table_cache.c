@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,20 +32,6 @@ struct ember__table_cache {
 	ember__build_id claimed; /* our claim not yet released (len 0: none) */
 	ember__table_cache_stats st;
 };
-
-static void logf_(const ember__table_cache *c, ember_log_level lvl, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void logf_(const ember__table_cache *c, ember_log_level lvl, const char *fmt, ...)
-{
-	if (!c->cfg)
-		return;
-	char msg[768];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	ember__log(c->cfg, lvl, "%s", msg);
-}
 
 static uint64_t fnv1a(const void *p, size_t n)
 {
@@ -303,7 +288,7 @@ int ember__table_cache_open(ember__table_cache **out, const char *dir, const emb
 	c->cfg = cfg;
 	c->dir_ok = make_dirs(dir) == 0;
 	if (!c->dir_ok) {
-		logf_(c, EMBER_LOG_INFO, "unwind table cache %s unusable (%s): tables are built in "
+		ember__log(c->cfg, EMBER_LOG_INFO, "unwind table cache %s unusable (%s): tables are built in "
 		      "memory only", dir, strerror(errno));
 		c->store_failures_logged = 1;
 	}
@@ -312,7 +297,7 @@ int ember__table_cache_open(ember__table_cache **out, const char *dir, const emb
 	 * only, and no table is built beyond the budget for a store that
 	 * would fail (ember__table_cache_writable). */
 	if (c->dir_ok && access(dir, W_OK | X_OK) != 0) {
-		logf_(c, EMBER_LOG_INFO, "unwind table cache %s is not writable (%s): tables are "
+		ember__log(c->cfg, EMBER_LOG_INFO, "unwind table cache %s is not writable (%s): tables are "
 		      "read from it but not stored", dir, strerror(errno));
 		c->store_failures_logged = 1;
 		c->st.store_failed++;
@@ -548,7 +533,7 @@ int ember__table_cache_load(ember__table_cache *c, const ember__build_id *id,
 	close(fd);
 	if (!img) {
 		c->st.rejected++;
-		logf_(c, EMBER_LOG_DEBUG, "unwind table cache: cannot read %s: %s", path,
+		ember__log(c->cfg, EMBER_LOG_DEBUG, "unwind table cache: cannot read %s: %s", path,
 		      strerror(errno));
 		return 0;
 	}
@@ -565,7 +550,7 @@ int ember__table_cache_load(ember__table_cache *c, const ember__build_id *id,
 		return ember__error_oom("unwind table from the cache");
 	if (rc != 0) {
 		c->st.rejected++;
-		logf_(c, EMBER_LOG_DEBUG, "unwind table cache: %s rejected (%s), rebuilding it", path,
+		ember__log(c->cfg, EMBER_LOG_DEBUG, "unwind table cache: %s rejected (%s), rebuilding it", path,
 		      ember_last_error());
 		return 0;
 	}
@@ -598,7 +583,7 @@ static int store_failed(ember__table_cache *c, const char *what, const char *pat
 	/* The first failure says why at info (a read-only or full disk is the
 	 * user's business, not worth a warning in every process); the rest at
 	 * debug. */
-	logf_(c, c->store_failures_logged ? EMBER_LOG_DEBUG : EMBER_LOG_INFO,
+	ember__log(c->cfg, c->store_failures_logged ? EMBER_LOG_DEBUG : EMBER_LOG_INFO,
 	      "unwind table cache: cannot %s %s: %s (tables stay in memory; no more stores are "
 	      "tried in this process)", what, path, strerror(err));
 	c->store_failures_logged = 1;

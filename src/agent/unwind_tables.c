@@ -6,7 +6,6 @@
 
 #include <inttypes.h>
 #include <link.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,20 +70,6 @@ static int64_t cpu_ns(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static void logf_(const ember__unwind_tables *t, ember_log_level lvl, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void logf_(const ember__unwind_tables *t, ember_log_level lvl, const char *fmt, ...)
-{
-	if (!t->cfg)
-		return;
-	char msg[768];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	ember__log(t->cfg, lvl, "%s", msg);
 }
 
 int ember__unwind_tables_new(ember__unwind_tables **out,
@@ -170,7 +155,7 @@ static int cache_load(ember__unwind_tables *t, mod_table *x, const ember__build_
 	t->st.build_ns += took;
 	t->st.cache_loaded++;
 	x->bias = bias;
-	logf_(t, EMBER_LOG_DEBUG,
+	ember__log(t->cfg, EMBER_LOG_DEBUG,
 	      "unwind table for %s%s: %u rows, %zu bytes loaded from the cache in %.2f ms of CPU",
 	      x->path, t->lazy ? " (a sample landed in it)" : "", x->table->nrows, x->table->bytes,
 	      (double)took / 1e6);
@@ -185,7 +170,7 @@ static void cache_store(ember__unwind_tables *t, const mod_table *x, const ember
 	int64_t t0 = cpu_ns();
 	if (ember__table_cache_store(t->cache, id, x->table) == 0) {
 		t->st.cache_stored++;
-		logf_(t, EMBER_LOG_DEBUG, "unwind table for %s stored in the cache in %.2f ms",
+		ember__log(t->cfg, EMBER_LOG_DEBUG, "unwind table for %s stored in the cache in %.2f ms",
 		      x->path, (double)(cpu_ns() - t0) / 1e6);
 	} else {
 		t->st.cache_failed++;
@@ -243,7 +228,7 @@ static void build_mod(ember__unwind_tables *t, mod_table *x)
 	t->st.build_ns += took;
 	if (rc) {
 		t->st.failed++;
-		logf_(t, EMBER_LOG_DEBUG, "no unwind table for %s: %s", x->path, ember_last_error());
+		ember__log(t->cfg, EMBER_LOG_DEBUG, "no unwind table for %s: %s", x->path, ember_last_error());
 		x->table = NULL;
 		if (keyed)
 			ember__table_cache_release(t->cache, &id);
@@ -253,7 +238,7 @@ static void build_mod(ember__unwind_tables *t, mod_table *x)
 	t->st.built++;
 	t->st.bad_fdes += x->table->stats.bad_fdes;
 	const ember__cfi_stats *s = &x->table->stats;
-	logf_(t, EMBER_LOG_DEBUG,
+	ember__log(t->cfg, EMBER_LOG_DEBUG,
 	      "unwind table for %s%s: %u rows, %zu bytes in %.1f ms of CPU from "
 	      "%s%s%s%s (%u FDEs, %u skipped, %u left to frame pointers)",
 	      x->path, t->lazy ? " (a sample landed in it)" : "", x->table->nrows, x->table->bytes,
@@ -298,7 +283,7 @@ static mod_table *add_mod(ember__unwind_tables *t, const ember__procmap *m, uint
 	if (!t->lazy)
 		build_mod(t, x);
 	else
-		logf_(t, EMBER_LOG_DEBUG, "module %s mapped: its unwind table waits for a sample", path);
+		ember__log(t->cfg, EMBER_LOG_DEBUG, "module %s mapped: its unwind table waits for a sample", path);
 	return x;
 }
 
@@ -456,11 +441,11 @@ int ember__unwind_tables_refresh(ember__unwind_tables *t)
 	if (rc)
 		return rc;
 	if (first && t->lazy)
-		logf_(t, EMBER_LOG_INFO,
+		ember__log(t->cfg, EMBER_LOG_INFO,
 		      "DWARF unwind tables: built lazily, on the agent thread, for the modules samples "
 		      "land in (%" PRIu64 " modules mapped)", t->st.pending);
 	else if (first)
-		logf_(t, EMBER_LOG_INFO,
+		ember__log(t->cfg, EMBER_LOG_INFO,
 		      "DWARF unwind tables: %" PRIu64 " modules, %" PRIu64 " rows, %.1f KiB, built in %.1f ms",
 		      t->st.modules, t->st.rows, (double)t->cur_bytes / 1024.0, (double)t->st.build_ns / 1e6);
 	free_retired(t);
@@ -593,7 +578,7 @@ int ember__unwind_tables_build_wanted(ember__unwind_tables *t, int64_t app_cpu_n
 			deferred++; /* not yet worth it: the program has not run long enough */
 			continue;
 		}
-		logf_(t, EMBER_LOG_DEBUG, "building the unwind table of %s: about %.1f ms of CPU "
+		ember__log(t->cfg, EMBER_LOG_DEBUG, "building the unwind table of %s: about %.1f ms of CPU "
 		      "(%" PRIu64 " FDEs), the program used %.1f ms", x->path, (double)est / 1e6,
 		      module_fdes(x), (double)app_cpu_ns / 1e6);
 		int64_t b0 = t->st.build_ns;
