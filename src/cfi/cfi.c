@@ -195,6 +195,13 @@ static unsigned lr_code(const cfstate *st, unsigned *kind, unsigned *flags, embe
 		/* ... or x30 alone at the CFA's base (`sub sp, sp, #n; str x30, [sp]`). */
 		if (st->ra.off == -st->cfa_off && st->ra.off != 0)
 			return EMBER_CFI_LR_SLOT_BASE;
+		/* ... or above it, fp unchanged (`sub sp, sp, #n; ... str x30,
+		 * [sp, #k]`: GCC saves x30 above the callee-saved registers of a
+		 * frame over 1 KiB, out of the fp field's reach from the CFA). */
+		if (st->fp.how != RULE_OFFSET && units(st->ra.off + st->cfa_off, 1, INT8_MAX, &u)) {
+			row->fp = (int8_t)u;
+			return EMBER_CFI_LR_SLOT_BASE_UP;
+		}
 	}
 	*kind = EMBER_CFI_UNKNOWN;
 	return EMBER_CFI_AUX_LOST;

@@ -130,8 +130,12 @@ enum {
 	EMBER_CFI_LR_RECORD_BASE = 3, /* the frame record at CFA - cfa * UNIT, where
 					the CFA's base register (sp or fp) points:
 					large frames; fp is 0 */
-	EMBER_CFI_LR_SLOT_BASE = 4    /* alone at CFA - cfa * UNIT (large frames);
+	EMBER_CFI_LR_SLOT_BASE = 4,   /* alone at CFA - cfa * UNIT (large frames);
 					 fp as for SP and FP rows */
+	EMBER_CFI_LR_SLOT_BASE_UP = 5 /* alone at CFA - cfa * UNIT + fp * UNIT, fp
+					 unchanged: a frame too large for an offset
+					 from the CFA, x30 saved above its bottom
+					 (`sub sp, sp, #n; ... str x30, [sp, #k]`) */
 };
 
 /* The aux-save code of a row (see EMBER_CFI_AUX_SHIFT). */

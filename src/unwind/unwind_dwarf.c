@@ -289,6 +289,10 @@ int ember__unwind_dwarf(const ember__unwind_snapshot *snap, int strict, const em
 			case EMBER_CFI_LR_SLOT_BASE:
 				ra_off = -(intptr_t)row->cfa * EMBER_CFI_UNIT;
 				break;
+			case EMBER_CFI_LR_SLOT_BASE_UP:
+				ra_off = -(intptr_t)row->cfa * EMBER_CFI_UNIT + fp_off;
+				fp_off = 0;
+				break;
 			default:
 				goto truncated;
 			}

@@ -88,16 +88,25 @@ static void test_cfi_rows(void)
 		0x41, 0x0e, 16,         /* advance 4; def_cfa_offset 16 */
 		0x9e, 2,                /* x30 at cfa-16 */
 	};
+	/* H at 0x3000, a 1168-byte frame (-fomit-frame-pointer, GCC):
+	 * sub sp, sp, #1168; ...; str x30, [sp, #80], i.e. x30 at CFA - 1088,
+	 * out of the fp field's reach from the CFA (it_dwarf's run() on
+	 * aarch64 once its locals grew). */
+	static const uint8_t h_ins[] = {
+		0x41, 0x0e, 0x90, 0x09, /* advance 4; def_cfa_offset 1168 */
+		0x41, 0x9e, 0x88, 0x01, /* advance 4; x30 at cfa-1088 (136 * 8) */
+	};
 	uint8_t sec[256];
 	memset(sec, 0, sizeof(sec));
 	memcpy(sec, cie, sizeof(cie));
 	size_t at = fde(sec, sizeof(cie), VADDR + 0x1000, 0x60, f_ins, sizeof(f_ins));
 	at = fde(sec, at, VADDR + 0x2000, 0x20, g_ins, sizeof(g_ins));
+	at = fde(sec, at, VADDR + 0x3000, 0x20, h_ins, sizeof(h_ins));
 	ember__cfi_builder *b;
 	CHECK_EQ_INT(ember__cfi_builder_new(&b), 0);
 	CHECK_EQ_INT(ember__cfi_add_section(b, sec, at, VADDR, EMBER_CFI_EH_FRAME, 1), 0);
 	CHECK_EQ_INT(ember__cfi_builder_stats(b)->bad_fdes, 0);
-	CHECK_EQ_INT(ember__cfi_builder_stats(b)->fdes, 2);
+	CHECK_EQ_INT(ember__cfi_builder_stats(b)->fdes, 3);
 	CHECK_EQ_INT(ember__cfi_builder_stats(b)->ra_sign_ops, 2);
 	ember__cfi_table *t;
 	CHECK_EQ_INT(ember__cfi_finish(b, &t), 0);
@@ -123,6 +132,11 @@ static void test_cfi_rows(void)
 	CHECK(r && (r->kind & EMBER_CFI_KIND_MASK) == EMBER_CFI_SP && r->cfa == 2 && r->fp == -2);
 	CHECK(r && EMBER_CFI_AUX_CODE(r->kind) == EMBER_CFI_LR_SLOT);
 	CHECK(r && !(r->kind & EMBER_CFI_F_FP_LOST));
+	/* H: x30 at the CFA's base + 80 bytes (10 units), not left to the
+	 * frame-pointer rule. */
+	r = ember__cfi_rows_find(t->rows, t->nrows, VADDR + 0x3008);
+	CHECK(r && (r->kind & EMBER_CFI_KIND_MASK) == EMBER_CFI_SP && r->cfa == 146 && r->fp == 10);
+	CHECK(r && EMBER_CFI_AUX_CODE(r->kind) == EMBER_CFI_LR_SLOT_BASE_UP);
 	ember__cfi_table_free(t);
 }
 
@@ -195,6 +209,32 @@ static void test_walk(void)
 	flags = 0;
 	CHECK_EQ_INT(ember__unwind_dwarf(s, 1, &r, &b, pcs, 8, &flags), 2);
 	CHECK(flags & EMBER_UNWIND_TRUNCATED);
+	free(s);
+}
+
+/* A frame over 1 KiB with x30 above its bottom (EMBER_CFI_LR_SLOT_BASE_UP):
+ * the walk reads it at sp + 80 and goes on to the caller, whose x29 the
+ * frame never touched. */
+static void test_large_frame(void)
+{
+	static const ember__cfi_row rows[] = {
+		{0x100, 146, 10, EMBER_CFI_SP | LR(EMBER_CFI_LR_SLOT_BASE_UP)},
+		{0x200, 2, -2, EMBER_CFI_SP | LR(EMBER_CFI_LR_SLOT)},
+		{0x400, 2, 0, EMBER_CFI_SP | EMBER_CFI_F_RA_UNDEF},
+		{0x500, 0, 0, EMBER_CFI_NONE},
+	};
+	ember__unwind_snapshot *s = make_snap(rows, 4);
+	ember__stack_bounds b = {(uintptr_t)&stack[0], (uintptr_t)&stack[1024]};
+	memset(stack, 0xab, sizeof(stack));
+	stack[10] = A(0x210);  /* the large frame's x30, at sp + 80 */
+	stack[146] = A(0x410); /* its caller's x30, at its CFA - 16 */
+	ember__regs r = {.pc = A(0x110), .sp = (uintptr_t)&stack[0], .fp = 0x77, .aux = A(0x999)};
+	uint64_t pcs[8];
+	unsigned flags = 0;
+	CHECK_EQ_INT(ember__unwind_dwarf(s, 1, &r, &b, pcs, 8, &flags), 3);
+	CHECK_EQ_INT(pcs[1], A(0x210));
+	CHECK_EQ_INT(pcs[2], A(0x410));
+	CHECK_EQ_INT(flags, 0);
 	free(s);
 }
 
@@ -445,6 +485,7 @@ int main(void)
 	RUN(test_cfi_rows);
 	RUN(test_real_libc);
 	RUN(test_walk);
+	RUN(test_large_frame);
 	RUN(test_fp_walk);
 	RUN(test_signal_frame);
 	RUN(test_bare_trampoline);
