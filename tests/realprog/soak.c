@@ -96,7 +96,12 @@ static void *churn_dlopen(void *arg)
 		}
 		int (*f)(int) = (int (*)(int))dlsym(h, "ember_fixture_dl_func");
 		long r = atomic_load(&dl_rounds);
-		for (int i = 0; f && i < 20000; i++)
+		/* Call it for a millisecond, not a fixed count: the test wants the
+		 * function sampled, and a fixed count took ~1 % of one thread's
+		 * time, too little once ASan makes dlopen itself slow (CI saw
+		 * runs where no sample landed in it). */
+		double until = now_s() + 0.001;
+		for (int i = 0; f && (i % 1000 != 0 || now_s() < until); i++)
 			if (f(i) != 7 * i + 1) {
 				atomic_fetch_add(&dl_errors, 1);
 				break;
