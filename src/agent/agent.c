@@ -82,6 +82,7 @@ typedef struct ember__core {
 	int final_rc;
 
 	ember__symbolizer *sym;
+	unsigned sym_failures; /* ensure_symbolizer's, for its log */
 	ember__agg cur, next;
 	ember__agg wcur, wnext; /* wall-clock samples of the same windows */
 	ember__wall_replay wreplay; /* stacks of threads left asleep (wall_replay.h) */
@@ -423,8 +424,9 @@ static void ensure_symbolizer(ember__core *c)
 	if (c->sym)
 		return;
 	if (ember__symbolizer_new(&c->sym) != 0) {
-		ember__log(&c->cfg, EMBER_LOG_WARN, "no symbolizer, profiles will hold addresses only: %s",
-			   ember_last_error());
+		/* tried again at the next drain; said once */
+		ember__log(&c->cfg, c->sym_failures++ ? EMBER_LOG_DEBUG : EMBER_LOG_WARN,
+			   "no symbolizer, profiles will hold addresses only: %s", ember_last_error());
 		c->sym = NULL;
 		return;
 	}

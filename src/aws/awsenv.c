@@ -11,7 +11,6 @@
  */
 #include "aws/awsenv.h"
 
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +18,7 @@
 
 #include "util/error.h"
 #include "util/envsnap.h"
+#include "util/dep_jansson.h"
 
 #define IMDS_DEFAULT "http://169.254.169.254"
 #define ECS_CREDS_HOST "http://169.254.170.2"
@@ -186,6 +186,8 @@ int ember__imds_get(const ember__aws_env *e, const char *path, char *resp, size_
 
 struct json_t *ember__json_parse(const char *what, const char *text, size_t len)
 {
+	if (ember__lazydep_load(&ember__jansson) < 0) /* every JSON value starts here */
+		return NULL;
 	json_error_t err;
 	json_t *j = json_loadb(text, len, JSON_REJECT_DUPLICATES, &err);
 	if (!j) {

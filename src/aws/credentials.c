@@ -7,7 +7,6 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +17,7 @@
 
 #include "util/error.h"
 #include "util/redact.h"
+#include "util/dep_jansson.h"
 
 #define INI_MAX (1 << 20)
 #define CREDS_JSON_MAX 16384

@@ -8,7 +8,6 @@
  */
 #include "aws/hostmeta.h"
 
-#include <jansson.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -16,6 +15,7 @@
 #include <string.h>
 
 #include "util/error.h"
+#include "util/dep_jansson.h"
 
 #define DOC_MAX 8192
 #define TASK_MAX (256 * 1024)

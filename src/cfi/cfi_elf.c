@@ -6,17 +6,16 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <gelf.h>
-#include <libelf.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include "emberprof.h"
 #include "unwind/arch.h"
+#include "util/dep_elfutils.h"
+#include "util/dep_zlib.h"
 #include "util/error.h"
 
 #define SHT_X86_64_UNWIND_ 0x70000001 /* .eh_frame's type in some x86-64 objects */
@@ -48,6 +47,11 @@ static int open_elf(int fd, const void *image, size_t image_size, const char *wh
 {
 	memset(f, 0, sizeof(*f));
 	f->fd = fd;
+	int lrc = ember__lazydep_load(&ember__elfutils);
+	if (lrc < 0) {
+		close_elf(f);
+		return lrc;
+	}
 	if (elf_version(EV_CURRENT) == EV_NONE) {
 		close_elf(f);
 		return ember__error(EMBER_ERR_SYS, "libelf: %s", elf_errmsg(-1));

@@ -13,10 +13,10 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
 #include "emberprof.h"
 #include "encode/protobuf.h"
+#include "util/dep_zlib.h"
 #include "util/error.h"
 
 /* profile.proto field numbers. */
@@ -386,6 +386,9 @@ int ember__pprof_encode_raw(const ember__profile *p, uint8_t **out, size_t *out_
 /* Compresses in[0..len) into a malloc'd gzip stream. */
 static int gzip_buffer(const uint8_t *in, size_t len, uint8_t **out, size_t *out_len)
 {
+	int lrc = ember__lazydep_load(&ember__zlib);
+	if (lrc < 0)
+		return lrc;
 	z_stream zs;
 	memset(&zs, 0, sizeof(zs));
 	/* windowBits 15 + 16: gzip framing. Best speed, as Go's runtime/pprof. */

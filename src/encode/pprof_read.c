@@ -25,10 +25,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <zlib.h>
 
 #include "emberprof.h"
 #include "encode/protobuf.h"
+#include "util/dep_zlib.h"
 #include "util/error.h"
 
 /* ---- gunzip ---- */
@@ -37,6 +37,9 @@
  * allows) into a malloc'd buffer of at most EMBER_PPROF_MAX_RAW bytes. */
 static int gunzip(const uint8_t *in, size_t len, uint8_t **out, size_t *out_len)
 {
+	int lrc = ember__lazydep_load(&ember__zlib);
+	if (lrc < 0)
+		return lrc;
 	z_stream zs;
 	memset(&zs, 0, sizeof(zs));
 	int zrc = inflateInit2(&zs, 15 + 16);

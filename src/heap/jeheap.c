@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "emberprof.h"
+#include "heap/sampler.h"
 #include "util/error.h"
 
 typedef struct cursor {
@@ -285,7 +286,7 @@ void ember__jeheap_unsample(uint64_t objs, uint64_t bytes, uint64_t period, doub
 	if (period == 0 || bytes == 0)
 		return;
 	double ratio = ((double)bytes / (double)objs) / (double)period;
-	double scale = 1.0 / -expm1(-ratio); /* 1 / (1 - exp(-ratio)) */
+	double scale = 1.0 / ember__one_minus_exp_neg(ratio); /* 1 / (1 - exp(-ratio)) */
 	*objs_out *= scale;
 	*bytes_out *= scale;
 }

@@ -11,6 +11,16 @@
 #include "heap/sampler.h"
 #include "util/error.h"
 
+/* A value rounded half away from zero, as llround (no libm: sampler.h). */
+static int64_t round_i64(double v)
+{
+	if (v >= 9.2e18)
+		return INT64_MAX;
+	if (v <= -9.2e18)
+		return INT64_MIN;
+	return v >= 0 ? (int64_t)(v + 0.5) : -(int64_t)(-v + 0.5);
+}
+
 void ember__memagg_init(ember__memagg *m)
 {
 	memset(m, 0, sizeof(*m));
@@ -111,7 +121,7 @@ int ember__memagg_profile(ember__memagg *m, ember__symbolizer *sym, const ember_
 		int64_t *v = vals + nr * EMBER_MEM_NVALUES;
 		int any = 0;
 		for (int k = 0; k < EMBER_MEM_NVALUES; k++)
-			any |= (v[k] = (int64_t)llround(s->v[k])) != 0;
+			any |= (v[k] = round_i64(s->v[k])) != 0;
 		s->sample = -1;
 		if (!any)
 			continue; /* e.g. a stack kept only for blocks since freed */

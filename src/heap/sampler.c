@@ -46,11 +46,36 @@ int64_t ember__heap_draw(uint64_t *state, uint64_t mean)
 	return (int64_t)x;
 }
 
+double ember__one_minus_exp_neg(double x)
+{
+	if (!(x > 0))
+		return 0.0;
+	if (x < 0.5) {
+		/* x - x^2/2! + x^3/3! - ..., as x (1 - x/2 (1 - x/3 (1 - ...))):
+		 * 18 terms, the last below 1e-17 of the sum. */
+		double t = 1.0;
+		for (int n = 18; n >= 2; n--)
+			t = 1.0 - x / n * t;
+		return x * t;
+	}
+	if (x > 745.0)
+		return 1.0;
+	/* e^-x = 2^-k e^-r, r = x - k ln 2 in [0, ln 2): 20 terms of e^-r. */
+	int k = (int)(x / 0.69314718055994530942);
+	double r = x - k * 0.69314718055994530942;
+	double e = 1.0;
+	for (int n = 20; n >= 1; n--)
+		e = 1.0 - r / n * e;
+	while (k-- > 0)
+		e *= 0.5;
+	return 1.0 - e;
+}
+
 double ember__heap_unsample(uint64_t size, uint64_t mean)
 {
 	if (mean <= 1 || size == 0)
 		return 1.0;
-	double p = -expm1(-(double)size / (double)mean); /* 1 - e^-x, exact for small x */
+	double p = ember__one_minus_exp_neg((double)size / (double)mean);
 	return p > 0 ? 1.0 / p : 1.0;
 }
 

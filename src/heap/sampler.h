@@ -43,6 +43,15 @@ int64_t ember__heap_draw(uint64_t *state, uint64_t mean);
  */
 double ember__heap_unsample(uint64_t size, uint64_t mean);
 
+/*
+ * 1 - e^-x for x >= 0 (0 for x <= 0), to within a few units in the last
+ * place: what -expm1(-x) gives, without libm, which libemberprof.so does
+ * not load into every process of a profiled tree for two functions
+ * (series for small x, where the difference would cancel; range reduction
+ * by ln 2 above). Async-signal-safe (arithmetic only).
+ */
+double ember__one_minus_exp_neg(double x);
+
 /* The hash the hook and the agent both compute over a sampled stack. */
 uint64_t ember__heap_stack_hash(const uint64_t *pcs, uint32_t depth);
 

@@ -5,7 +5,6 @@
  */
 #include "symbols/debugfile.h"
 
-#include <elfutils/libdwelf.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -13,7 +12,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
+
+#include "util/dep_zlib.h"
 
 /*
  * Checks that fd is the debug file of mod: by build id when the module has

@@ -19,7 +19,7 @@
 #ifndef EMBER_DEBUGFILE_H
 #define EMBER_DEBUGFILE_H
 
-#include <elfutils/libdwfl.h>
+#include "util/dep_elfutils.h"
 
 /*
  * A Dwfl_Callbacks.find_debuginfo callback (same signature and arguments

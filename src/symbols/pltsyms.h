@@ -22,11 +22,11 @@
 #ifndef EMBER_PLTSYMS_H
 #define EMBER_PLTSYMS_H
 
-#include <gelf.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "util/arena.h"
+#include "util/dep_elfutils.h"
 
 /* One named stub; addr is the file's virtual address (not relocated). */
 typedef struct ember__plt_stub {

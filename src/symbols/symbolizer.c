@@ -35,7 +35,6 @@
  */
 #include "symbols/symbolizer.h"
 
-#include <elfutils/libdwfl.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,6 +51,7 @@
 #include "symbols/procmaps.h"
 #include "symbols/symindex.h"
 #include "util/arena.h"
+#include "util/dep_elfutils.h"
 #include "util/error.h"
 
 #define CACHE_MIN_SLOTS 1024u
@@ -725,8 +725,16 @@ size_t ember__symbolizer_modules(const ember__symbolizer *s, const ember__module
 
 static char *default_debuginfo_path = NULL; /* NULL: the standard search path */
 
+/* libdwfl's own finder, called through the lazily loaded table
+ * (util/dep_elfutils.h): a static initializer cannot name it. */
+static int find_elf(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr base,
+		    char **file_name, Elf **elfp)
+{
+	return dwfl_linux_proc_find_elf(mod, userdata, name, base, file_name, elfp);
+}
+
 static const Dwfl_Callbacks callbacks = {
-	.find_elf = dwfl_linux_proc_find_elf,
+	.find_elf = find_elf,
 	.find_debuginfo = ember__debugfile_find,
 	.debuginfo_path = &default_debuginfo_path,
 };
@@ -994,6 +1002,9 @@ int ember__symbolizer_new(ember__symbolizer **out)
 	if (!out)
 		return ember__error(EMBER_ERR_INVALID, "symbolizer_new: NULL out");
 	*out = NULL;
+	int lrc = ember__lazydep_load(&ember__elfutils);
+	if (lrc < 0)
+		return lrc;
 	ember__symbolizer *s = calloc(1, sizeof(*s));
 	if (!s)
 		return ember__error_oom("symbolizer");

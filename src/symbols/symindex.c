@@ -5,7 +5,6 @@
  */
 #include "symbols/symindex.h"
 
-#include <dwarf.h>
 #include <stdlib.h>
 #include <string.h>
 

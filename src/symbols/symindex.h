@@ -19,12 +19,11 @@
 #ifndef EMBER_SYMINDEX_H
 #define EMBER_SYMINDEX_H
 
-#include <elfutils/libdw.h>
-#include <elfutils/libdwfl.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "util/arena.h"
+#include "util/dep_elfutils.h"
 
 /* One function symbol of a module's index; name is libelf-owned. */
 typedef struct ember__sym_entry {

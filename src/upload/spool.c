@@ -23,9 +23,9 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include "report/local.h"
+#include "util/dep_zlib.h"
 #include "util/error.h"
 #include "util/fileio.h"
 #include "util/ownfd.h"
@@ -157,6 +157,9 @@ int ember__spool_open(ember__spool **out, const char *dir, uint64_t max_bytes)
 	*out = NULL;
 	if (max_bytes == 0)
 		return ember__error(EMBER_ERR_INVALID, "spool size limit must be positive");
+	int lrc = ember__lazydep_load(&ember__zlib); /* every entry has a CRC-32 */
+	if (lrc < 0)
+		return lrc;
 	ember__spool *s = calloc(1, sizeof(*s));
 	if (!s)
 		return ember__error_oom("spool");

@@ -245,6 +245,38 @@ static void on_crash(int sig)
 }
 
 /*
+ * Is this a call the dynamic loader makes on behalf of a library's own
+ * code (not of a dlopen from libc)? That is glibc allocating the dynamic
+ * TLS block of a dlopen'ed library (libelf's and libdw's error codes) at a
+ * thread's first access: glibc ends the process when that malloc fails,
+ * which no caller can prevent, so it is not a site to fail. The agent
+ * makes that first access itself right after reserving the memory
+ * (src/util/dep_elfutils.h, ember__elfutils_thread_init).
+ */
+static int loader_for_library(void)
+{
+	struct frames f = { .n = 0 };
+	_Unwind_Backtrace(collect, &f);
+	Dl_info self, di;
+	if (!dladdr((void *)loader_for_library, &self))
+		return 0;
+	int in_loader = 0;
+	for (int i = 0; i < f.n; i++) {
+		if (!dladdr((void *)(f.ip[i] - 1), &di) || !di.dli_fname)
+			return 0;
+		if (di.dli_fbase == self.dli_fbase)
+			continue;
+		const char *b = base_name(di.dli_fname);
+		if (!strncmp(b, "ld-linux", 8)) {
+			in_loader = 1;
+			continue;
+		}
+		return in_loader && strncmp(b, "libc.so", 7) && strncmp(b, "libemberprof", 12);
+	}
+	return 0;
+}
+
+/*
  * Should this call of fn fail? 0: no; else the errno to fail with. Called
  * on entry of every wrapper; busy is set by the caller around it.
  */
@@ -256,6 +288,8 @@ static int should_fail(const char *fn, int err)
 	if (mode == MODE_OFF)
 		return 0;
 	if (mode == MODE_FAIL && (strcmp(fn, want_fn) || atomic_load(&injected)))
+		return 0;
+	if (loader_for_library())
 		return 0;
 	char site[256], name[17] = { 0 }, line[400];
 	site_of(site, sizeof(site));

@@ -109,6 +109,30 @@ static void test_unsample_factor(void)
 	CHECK(ember__heap_unsample(0, 4096) == 1.0);
 }
 
+/* Our 1 - e^-x against libm's -expm1(-x): relative error within a few
+ * ulps from 1e-300 to where it is 1, across the two methods' border. */
+static void test_one_minus_exp_neg(void)
+{
+	double worst = 0, at = 0;
+	for (double x = 1e-300; x < 800; x *= 1.01) {
+		double want = -expm1(-x), got = ember__one_minus_exp_neg(x);
+		double rel = fabs(got - want) / want;
+		if (rel > worst)
+			worst = rel, at = x;
+	}
+	for (double x = 0.45; x < 0.55; x += 1e-4) { /* series / range reduction */
+		double want = -expm1(-x), rel = fabs(ember__one_minus_exp_neg(x) - want) / want;
+		if (rel > worst)
+			worst = rel, at = x;
+	}
+	if (worst > 8e-16)
+		fprintf(stderr, "worst relative error %g at x = %g\n", worst, at);
+	CHECK(worst <= 8e-16);
+	CHECK(ember__one_minus_exp_neg(0) == 0);
+	CHECK(ember__one_minus_exp_neg(-1) == 0);
+	CHECK(ember__one_minus_exp_neg(1e6) == 1.0);
+}
+
 static void test_stack_hash(void)
 {
 	uint64_t a[] = {1, 2, 3}, b[] = {1, 2, 4};
@@ -205,6 +229,7 @@ int main(void)
 	RUN(test_unbiased_small_mean);
 	RUN(test_draw_is_exponential);
 	RUN(test_unsample_factor);
+	RUN(test_one_minus_exp_neg);
 	RUN(test_stack_hash);
 	RUN(test_parse);
 	RUN(test_drain_interval);

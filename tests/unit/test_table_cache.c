@@ -20,6 +20,8 @@
 #include "agent/unwind_tables.h"
 #include "check.h"
 #include "unwind/arch.h"
+#include "util/dep_elfutils.h"
+#include "util/dep_zlib.h"
 
 typedef struct reg {
 	_Atomic(const ember__unwind_snapshot *) slot;
@@ -322,6 +324,10 @@ static void test_suite_runs_without_cache(void)
 
 int main(void)
 {
+	/* libdw and zlib are loaded at first use (util/lazydep.h): load them
+	 * now, so the modules mapped stay the same from table to table. */
+	if (ember__lazydep_load(&ember__elfutils) < 0 || ember__lazydep_load(&ember__zlib) < 0)
+		fprintf(stderr, "%s\n", ember_last_error());
 	RUN(test_suite_runs_without_cache);
 	char tmpl[] = "/tmp/ember-utab-XXXXXX";
 	CHECK(mkdtemp(tmpl) != NULL);

@@ -30,6 +30,8 @@
 #include "emberprof.h"
 #include "unwind/arch.h"
 #include "unwind/unwind.h"
+#include "util/dep_elfutils.h"
+#include "util/dep_zlib.h"
 
 /* ---- synthetic ---- */
 
@@ -586,6 +588,10 @@ static void test_config(void)
 
 int main(void)
 {
+	/* libdw and zlib are loaded at first use (util/lazydep.h): load them
+	 * now, so the modules mapped stay the same from table to table. */
+	if (ember__lazydep_load(&ember__elfutils) < 0 || ember__lazydep_load(&ember__zlib) < 0)
+		fprintf(stderr, "%s\n", ember_last_error());
 	RUN(test_rows_find);
 #if defined(__x86_64__)
 	RUN(test_chain);

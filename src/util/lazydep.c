@@ -1,0 +1,146 @@
+/*
+ * lazydep.c - the loader behind util/lazydep.h, and the tables of the
+ * libraries loaded that way (elfutils, zlib).
+ */
+#include "util/lazydep.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emberprof.h"
+#include "util/dep_elfutils.h"
+#include "util/dep_zlib.h"
+#if __has_include(<jansson.h>) /* only the S3 reporter uses it */
+#define EMBER_LAZYDEP_JANSSON 1
+#include "util/dep_jansson.h"
+#endif
+#include "util/error.h"
+
+/* Where a slot points when its library could not be loaded: 0 (NULL) is
+ * "no result" for every function listed (dep_*.h). Only reached by a call an
+ * entry point's check did not stop (lazydep.h). */
+static long lazydep_missing(void)
+{
+	return 0;
+}
+
+/* Slot i of d's table. The table is a struct of function pointers walked
+ * as an array (every member a pointer, in the names' order; checked
+ * below); written with memcpy, whose bytes any type may take. */
+static void set_slot(struct ember__lazydep *d, size_t i, void *p)
+{
+	memcpy((char *)d->slots + i * sizeof(void *), &p, sizeof(p));
+}
+
+/* Runs once per library (pthread_once, through d->load): lazydep.h. */
+void ember__lazydep_run(struct ember__lazydep *d)
+{
+	void *lib = NULL;
+	const char *found = NULL;
+	char why[160] = "not found";
+	for (size_t i = 0; !lib && d->sonames[i]; i++) {
+		lib = dlopen(d->sonames[i], RTLD_NOW | RTLD_LOCAL);
+		const char *e = lib ? NULL : dlerror(); /* valid until the next dl call */
+		if (lib)
+			found = d->sonames[i];
+		else if (i == 0 && e)
+			snprintf(why, sizeof(why), "%s", e);
+	}
+	size_t n = 0;
+	while (d->names[n])
+		n++;
+	if (lib) {
+		for (size_t i = 0; i < n; i++) {
+			/* As a link would bind it: the first definition in the
+			 * global scope. The program may define the function
+			 * itself (node carries its own zlib and exports it),
+			 * and then the library we loaded calls the program's
+			 * copies for its own internal calls too, so its
+			 * functions must not be mixed with the program's. Else
+			 * the library's (a handle's search covers its
+			 * dependencies: libelf's functions through libdw's). */
+			void *p = dlsym(RTLD_DEFAULT, d->names[i]);
+			if (!p)
+				p = dlsym(lib, d->names[i]);
+			set_slot(d, i, p);
+			if (!p) {
+				snprintf(d->error, sizeof(d->error),
+					 "the %s found (%s) lacks %s; install a current %s", d->what,
+					 found, d->names[i], d->package);
+				lib = NULL; /* stays loaded: unloading is never safe */
+				break;
+			}
+		}
+	} else {
+		snprintf(d->error, sizeof(d->error), "cannot load %s (%s); install %s", d->what, why,
+			 d->package);
+	}
+	if (!lib)
+		for (size_t i = 0; i < n; i++)
+			set_slot(d, i, (void *)lazydep_missing);
+	atomic_store_explicit(&d->state, lib ? 1 : -1, memory_order_release);
+}
+
+#define LAZYDEP_LIB(name, what_, package_, fns, ...)                                         \
+	static void name##_load(void);                                                       \
+	static const char *const name##_sonames[] = {__VA_ARGS__, NULL};                     \
+	static const char *const name##_names[] = {fns(EMBER__LAZYDEP_NAME) NULL};            \
+	struct name##_fns name##_fn;                                                         \
+	struct ember__lazydep name = {                                                       \
+		.what = what_,                                                               \
+		.package = package_,                                                         \
+		.sonames = name##_sonames,                                                   \
+		.names = name##_names,                                                       \
+		.slots = &name##_fn,                                                         \
+		.load = name##_load,                                                         \
+		.once = PTHREAD_ONCE_INIT,                                                   \
+	};                                                                                   \
+	static void name##_load(void)                                                        \
+	{                                                                                    \
+		ember__lazydep_run(&name);                                                          \
+	}
+
+LAZYDEP_LIB(ember__elfutils, "libdw (elfutils)", "libdw1", EMBER__ELFUTILS_FNS, "libdw.so.1")
+LAZYDEP_LIB(ember__zlib, "zlib", "zlib1g", EMBER__ZLIB_FNS, "libz.so.1")
+#ifdef EMBER_LAZYDEP_JANSSON
+LAZYDEP_LIB(ember__jansson, "jansson", "libjansson4", EMBER__JANSSON_FNS, "libjansson.so.4")
+_Static_assert(sizeof(struct ember__jansson_fns) ==
+		       sizeof(void *) * (sizeof(ember__jansson_names) / sizeof(char *) - 1),
+	       "one slot per jansson name");
+#endif
+
+/* One pointer-sized slot per name (set_slot). */
+_Static_assert(sizeof(struct ember__elfutils_fns) ==
+		       sizeof(void *) * (sizeof(ember__elfutils_names) / sizeof(char *) - 1),
+	       "one slot per elfutils name");
+_Static_assert(sizeof(struct ember__zlib_fns) ==
+		       sizeof(void *) * (sizeof(ember__zlib_names) / sizeof(char *) - 1),
+	       "one slot per zlib name");
+
+__thread int ember__elfutils_thread_ready;
+
+void ember__elfutils_thread_init(void)
+{
+	if (ember__lazydep_load(&ember__elfutils) < 0) {
+		ember__elfutils_thread_ready = 1; /* the stubs touch no TLS */
+		return;
+	}
+	void *reserve = malloc(64 * 1024);
+	if (!reserve)
+		return; /* not now: the next call tries again */
+	free(reserve);
+	/* The first TLS access of libelf and of libdw on this thread. */
+	(void)ember__elfutils_fn.p_elf_errno();
+	(void)ember__elfutils_fn.p_dwarf_errno();
+	ember__elfutils_thread_ready = 1;
+}
+
+int ember__lazydep_load(struct ember__lazydep *d)
+{
+	pthread_once(&d->once, d->load);
+	if (atomic_load_explicit(&d->state, memory_order_acquire) == 1)
+		return 0;
+	return ember__error(EMBER_ERR_UNSUPPORTED, "%s", d->error);
+}
