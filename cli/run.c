@@ -129,6 +129,7 @@ static const char *const known_vars[] = {
 	"EMBERPROF_SIGNAL",	   "EMBERPROF_TAGS",	     "EMBERPROF_THREAD_LABELS",
 	"EMBERPROF_LOG_LEVEL",	   "EMBERPROF_OUTPUT_DIR",  "EMBERPROF_FOLLOW_CHILDREN",
 	"EMBERPROF_PROFILE_PID", /* set by the library under EMBERPROF_FOLLOW_CHILDREN=0 */
+	"EMBERPROF_RUN_PID",     /* set by `emberprof run` for the library */
 	"EMBERPROF_OUTPUT_FORMAT",
 	"EMBERPROF_AUTOSTART",	   "EMBERPROF_LIB",
 	"EMBERPROF_POLLCATCH_THRESHOLD", "EMBERPROF_WALL_SIGNAL_IDLE", /* read by the agent too */
@@ -866,6 +867,13 @@ int ember__cli_run(int argc, char **argv)
 	warn_unknown_variables();
 	/* the library's own mark (a run nested in a --no-follow-children one) */
 	unsetenv(EMBER_ENV_PROFILE_PID);
+	/* our child starts its agent at once, the rest of the tree lazily */
+	char run_pid[24];
+	snprintf(run_pid, sizeof(run_pid), "%ld", (long)getpid());
+	if (set_var(EMBER_ENV_RUN_PID, run_pid) < 0) {
+		code = EMBER_EXIT_INTERNAL;
+		goto out;
+	}
 
 	/* 2. The program and the library. */
 	if ((code = ember__cli_find_program(cmd, &path)) != 0 ||

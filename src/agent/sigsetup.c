@@ -73,6 +73,23 @@ int ember__sigpath_install(ember__sigstate *st, int signo, struct sigaction *old
 	return 0;
 }
 
+int ember__sigpath_preclaim(int signo)
+{
+	struct sigaction old, sa;
+	if (!ember__sigwrap_in_effect() || ember__kernel_sigaction(signo, NULL, &old) != 0)
+		return -1;
+	if ((old.sa_flags & SA_SIGINFO) && old.sa_sigaction == ember__sigpath_handler)
+		return 0;
+	ember__sigpath_our_action(&sa);
+	ember__sigvirt_own(signo, &old);
+	if (ember__kernel_sigaction(signo, &sa, NULL) != 0) {
+		struct sigaction ignored;
+		ember__sigvirt_release(&ignored);
+		return -1;
+	}
+	return 0;
+}
+
 int ember__sigpath_quiesce(void)
 {
 	for (int i = 0; i < 1000; i++) {

@@ -28,6 +28,18 @@ int ember__sigpath_install(ember__sigstate *st, int signo, struct sigaction *old
  */
 void ember__sigpath_uninstall(int signo, const struct sigaction *old);
 
+/*
+ * Claims `signo` before any agent exists: installs our handler and makes
+ * the program's action and masks of the signal virtual (sigvirt.h), as a
+ * fork child inherits them, so that a thread the program starts with
+ * every signal blocked still takes the signal once an agent starts later
+ * (src/preload/fork_child.c, ember__fork_lazy_start). The agent's
+ * ember__sigpath_install then takes over. Returns 0, or -1 when the libc
+ * wrappers are not in effect or sigaction fails (the caller then starts
+ * its agent at once). On the constructor's thread before main.
+ */
+int ember__sigpath_preclaim(int signo);
+
 /* The disposition the agent installs for its signal. */
 void ember__sigpath_our_action(struct sigaction *sa);
 

@@ -21,6 +21,18 @@
  *    millisecond: exec ends the helper and nothing else was done;
  *  - then it starts the agent (preload.c's start) and ends.
  *
+ * A program image exec'd inside a profiled tree, other than the command
+ * `emberprof run` started (a shell loop's /bin/true, a compiler driver's
+ * cc1), starts the same way from the preload constructor
+ * (ember__fork_lazy_start): most such processes live a millisecond or
+ * two, and an agent's start and stop cost several times that. Its
+ * constructor first claims the sampling signal (sigsetup.h,
+ * ember__sigpath_preclaim): our handler and the virtual view of the
+ * program's action and masks are in place from before main(), as in a
+ * fork child, so a thread the program starts with every signal blocked
+ * before the agent exists (xz -T2 does in its first millisecond) keeps
+ * the signal deliverable.
+ *
  * Cost per fork that execs at once: the helper's creation (measured in
  * docs/BENCHMARKS.md "fork"). What a child runs before its agent starts
  * is not sampled: at most 2 ms of its CPU plus the agent's start-up.
@@ -77,6 +89,10 @@ static char g_stack[FC_STACK] __attribute__((aligned(4096)));
 static _Atomic int g_state;
 static _Atomic pid_t g_pid;   /* the process g_state belongs to */
 static int64_t g_forked_ns;   /* CLOCK_MONOTONIC at the fork */
+/* The process's CPU time then: 0 after a fork, but an exec'd image has
+ * used some in the loader (ours and our libraries' relocations) before
+ * its constructor arms the helper, which must not count. */
+static int64_t g_cpu0_ns;
 
 static pid_t raw_getpid(void)
 {
@@ -101,7 +117,7 @@ static void *helper_main(void *arg)
 			continue;
 		if (s != FC_PENDING)
 			return NULL;
-		if (clock_ns(CLOCK_PROCESS_CPUTIME_ID) >= FC_CPU_NS ||
+		if (clock_ns(CLOCK_PROCESS_CPUTIME_ID) - g_cpu0_ns >= FC_CPU_NS ||
 		    clock_ns(CLOCK_MONOTONIC) - g_forked_ns >= FC_LIFE_NS)
 			break;
 	}
@@ -115,6 +131,8 @@ static void *helper_main(void *arg)
 	atomic_store(&g_state, FC_DONE);
 	return NULL;
 }
+
+static void arm_helper(void);
 
 static void atfork_child(void)
 {
@@ -132,7 +150,16 @@ static void atfork_child(void)
 	if (!g_start)
 		return;
 	ember__env_snapshot_use();
+	arm_helper();
+}
+
+/* Creates the helper that starts this process's agent lazily. On the
+ * process's only thread (the atfork child handler) or its main thread
+ * before main (the constructor). */
+static void arm_helper(void)
+{
 	g_forked_ns = clock_ns(CLOCK_MONOTONIC);
+	g_cpu0_ns = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
 	atomic_store(&g_state, FC_PENDING);
 	pthread_attr_t attr;
 	sigset_t all, old;
@@ -158,6 +185,13 @@ void ember__fork_follow_enable(int (*start)(void))
 		g_create = (create_fn)dlsym(RTLD_NEXT, "pthread_create");
 	if (!registered && pthread_atfork(NULL, NULL, atfork_child) == 0)
 		registered = 1;
+}
+
+void ember__fork_lazy_start(int (*start)(void))
+{
+	ember__fork_follow_enable(start);
+	atomic_store(&g_pid, raw_getpid());
+	arm_helper();
 }
 
 /* Is this the process the lazy-start state belongs to? (Not a vfork

@@ -16,6 +16,17 @@
 void ember__fork_follow_enable(int (*start)(void));
 
 /*
+ * The same lazy start for this process itself, a program image exec'd
+ * inside a profiled tree (not the command `emberprof run` started): a
+ * helper starts the agent with `start` once the process has used 2 ms of
+ * CPU or lived 20 ms, and exit or exec before that cancel it. Also
+ * enables ember__fork_follow_enable(start). Called from the preload
+ * constructor, with the environment snapshot taken and the sampling
+ * signal claimed (ember__sigpath_preclaim). Not async-signal-safe.
+ */
+void ember__fork_lazy_start(int (*start)(void));
+
+/*
  * Settles this process's lazy start before an exit or an exec: a start
  * not yet begun is cancelled (the process leaves before it would have
  * been worth an agent); a start under way is waited for, at most about

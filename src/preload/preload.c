@@ -32,12 +32,14 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "agent/agent_internal.h"
+#include "agent/sigsetup.h"
 #include "emberprof.h"
 #include "preload/preload_env.h"
 #include "preload/exit_hook.h"
@@ -96,8 +98,8 @@ static void preload_stop(void)
 }
 
 /* Builds and starts the agent; returns 0 or prints why not and fails.
- * On the thread running the constructor, or in a fork child on its
- * helper thread (fork_child.c). */
+ * On the thread running the constructor, or on the helper thread of a
+ * lazy start (a fork child, an image exec'd in the tree: fork_child.c). */
 static int preload_start(void)
 {
 	static int exit_registered; /* a fork child inherits the registration */
@@ -137,6 +139,34 @@ static int preload_start(void)
 	}
 	exit_registered = 1;
 	return 0;
+}
+
+/*
+ * Does this program image start sampling at once? The command `emberprof
+ * run` started does (its parent is the run, also after an exec in place),
+ * as does every process when the library was preloaded by hand; any other
+ * image of the tree (a shell loop's /bin/true, a compiler driver's cc1)
+ * defers: most live a millisecond or two, less than an agent's start.
+ */
+static int starts_at_once(void)
+{
+	const char *v = getenv(EMBER_ENV_RUN_PID);
+	char *end;
+	if (!v || !*v)
+		return 1;
+	long pid = strtol(v, &end, 10);
+	return *end != '\0' || pid <= 0 || pid == (long)getppid();
+}
+
+/* ember__sigpath_preclaim for the signal the environment names; -1 when
+ * it names none that parses (the agent's start then says why). */
+static int preclaim_signal(void)
+{
+	const char *v = getenv("EMBERPROF_SIGNAL");
+	int signo = SIGPROF;
+	if (v && *v && ember__parse_signal(v, &signo) != 0)
+		return -1;
+	return ember__sigpath_preclaim(signo);
 }
 
 /* A boolean variable; unset is off. Returns 0 or -1 if malformed. */
@@ -207,6 +237,11 @@ __attribute__((constructor)) static void preload_init(void)
 		goto out; /* another process of a --no-follow-children run */
 	if (follow)
 		ember__env_snapshot_take(); /* for fork children (fork_child.c) */
+	/* Any other image of the tree: claim the signal now, start later. */
+	if (follow && !starts_at_once() && preclaim_signal() == 0) {
+		ember__fork_lazy_start(preload_start);
+		goto out;
+	}
 	if (preload_start() == 0 && follow)
 		ember__fork_follow_enable(preload_start);
 out:

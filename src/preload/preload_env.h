@@ -14,6 +14,12 @@
 /* With EMBERPROF_FOLLOW_CHILDREN=0, the pid of the one process profiled
  * (set by the library in that process; `emberprof run` clears it). */
 #define EMBER_ENV_PROFILE_PID "EMBERPROF_PROFILE_PID"
+/* Set by `emberprof run` to its own pid: the process it started (its child,
+ * whatever that child execs into) starts its agent at once; every other
+ * process of the tree starts one lazily, once it shows it lives (so a
+ * shell loop's /bin/true costs next to nothing). Absent (plain
+ * LD_PRELOAD): every process starts at once. */
+#define EMBER_ENV_RUN_PID "EMBERPROF_RUN_PID"
 #define EMBER_ENV_OUTPUT_DIR "EMBERPROF_OUTPUT_DIR"
 #define EMBER_ENV_APP_NAME "EMBERPROF_APP_NAME"
 

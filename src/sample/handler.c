@@ -225,8 +225,22 @@ void ember__sigpath_handler(int sig, siginfo_t *si, void *uc)
 	 * its fence before reading the count (unwind_tables.c). */
 	atomic_fetch_add_explicit(&g_inflight, 1, memory_order_seq_cst);
 	ember__sigstate *st = atomic_load_explicit(&g_state, memory_order_acquire);
-	if (!st)
+	if (!st) {
+		/* No agent attached: the signal path claimed before its agent
+		 * starts (a fork child, a program image started lazily:
+		 * src/preload/fork_child.c) or one being removed. A late signal
+		 * of ours is dropped; the program's own goes where it asked. */
+		uint64_t v = (uint64_t)(uintptr_t)si->si_value.sival_ptr;
+		if (si->si_code == SI_TIMER)
+			foreign = v != EMBER_TIMER_VALUE;
+		else if (si->si_code == SI_QUEUE && si->si_pid == getpid()) {
+			redeliver = v == EMBER_REDELIVER_VALUE;
+			foreign = !redeliver && (v >> EMBER_WALL_SHIFT) != EMBER_WALL_TAG &&
+				  !(si->si_value.sival_int == EMBER_PROBE_MAGIC && (v >> 32) == 0);
+		} else
+			foreign = !(si->si_code >= POLL_IN && si->si_code <= POLL_HUP);
 		goto out;
+	}
 	if (si->si_code == SI_TIMER) {
 		/* A POSIX timer: ours carry EMBER_TIMER_VALUE (threads.c); the
 		 * program's own timers may use this signal too. Overruns are

@@ -100,6 +100,37 @@ for engine in perf timer; do
 	check_grep "$engine: exec chain ran to its end" out "chain done"
 done
 
+# The same uses of the signal in an image the command executes (sh runs
+# it; `exit` keeps a shell from executing it in its own place): its agent
+# starts lazily, once it has used 2 ms of CPU, and the signal is claimed
+# before its main (src/preload/fork_child.c), so what the program sees
+# and gets before and after that start is what it gets unprofiled.
+lazy() { # lazy DIR ARGS...: emberprof run -- sh -c 'host_sig ARGS...; exit'
+	d=$1
+	shift
+	"$EMBERPROF" run -q -o "$d" -- sh -c '"$0" "$@"; exit $?' "$H" "$@"
+}
+if [ "$qemu" != 1 ]; then
+	"$H" raise-dfl >/dev/null 2>&1
+	plain=$?
+	lazy l1 raise-dfl >out 2>err
+	check_exit "image started lazily: raise(SIGPROF) with SIG_DFL ends it as unprofiled" $plain $?
+	lazy l2 raise-ign >out 2>err
+	check_exit "image started lazily: raise(SIGPROF) with SIG_IGN" 0 $?
+	lazy l3 query >out 2>err
+	check_exit "image started lazily: sees SIG_DFL, unblocked at start ($(cat out))" 0 $?
+	lazy l4 raise-count 1 >out 2>err
+	check_exit "image started lazily: own raise/pthread_kill of SIGPROF all handled ($(cat out))" 0 $?
+	lazy l5 mask-defer >out 2>err
+	check_exit "image started lazily: own signal deferred by its mask ($(cat out))" 0 $?
+	lazy l6 block-all 1 >out 2>err
+	check_exit "image started lazily: threads that block every signal" 0 $?
+	at_least "image started lazily: their CPU is in the profile (of ~2 s)" "$(total_cpu l6)" 1.6
+	lazy l7 own-handler 1 >out 2>err
+	check_exit "image started lazily: program with its own SIGPROF handler" 0 $?
+	at_least "image started lazily: its CPU is still profiled" "$(total_cpu l7)" 0.6
+fi
+
 if [ "$qemu" = 1 ]; then
 	echo "SKIP raw-blocked thread: qemu-user emulates the guest's signal mask; the kernel's SigBlk is qemu's own"
 	echo "SKIP sort -r, xz -T2: host programs, which the aarch64 library cannot be preloaded into"
