@@ -4,9 +4,9 @@
 # return address in x30, CFA = sp + 16 after PLT0's stp. Checked here, on
 # any host, on .plt sections the real linkers write - GNU ld (lazy, BTI,
 # -z now, static with IRELATIVE stubs only) and lld (lazy, BTI) - against
-# the header's stp as aarch64 objdump disassembles it. The aarch64 build
-# checks the same rows natively, and walks through them, in
-# unit.test_unwind_aarch64 under qemu.
+# the header's stp as aarch64 objdump disassembles it. Runs in both builds
+# (tests/plt/CMakeLists.txt); unit.test_unwind_aarch64 also walks through
+# the rows of the arm64 libc's .plt under qemu.
 : "${EMBER_PLT_ROWS_CHECK:?}"
 command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 && command -v aarch64-linux-gnu-objdump >/dev/null 2>&1 || {
 	echo "SKIP: aarch64 cross toolchain not installed (EMBER_AARCH64=1 bash scripts/setup-deps.sh installs it)"
@@ -17,7 +17,8 @@ checked=0
 check() { # name file
 	stp=$(aarch64-linux-gnu-objdump -d -j .plt "$2" |
 		sed -n 's/^ *\([0-9a-f]*\):[[:space:]]*a9bf7bf0[[:space:]]*stp[[:space:]]*x16, x30, \[sp, #-16\]!.*/\1/p' | head -1)
-	if "$EMBER_PLT_ROWS_CHECK" "$2" "${stp:-none}"; then
+	# (EMBER_PLT_ROWS_RUN: qemu-aarch64 in the aarch64 build, else empty)
+	if $EMBER_PLT_ROWS_RUN "$EMBER_PLT_ROWS_CHECK" "$2" "${stp:-none}"; then
 		checked=$((checked + 1))
 	else
 		echo "FAIL: $1"
