@@ -206,9 +206,10 @@ static int add_debug_frame(ember__cfi_builder *b, Elf *e, ember__cfi_module_info
 
 /*
  * PLT stubs without CFI: the rows the architecture gives .plt and .iplt
- * (arch.h: EMBER_ARCH_PLT_ROWS; none on x86-64, whose linkers describe
- * them), found by the section headers, kept only where no FDE covers them
- * (ember__cfi_add_fill). A file without section headers gets none.
+ * (arch.h: EMBER_ARCH_PLT_ROWS; aarch64's linkers never describe them,
+ * x86-64's lld leaves its lazy .plt without CFI), found by the section
+ * headers, kept only where no FDE covers them (ember__cfi_add_fill). A
+ * file without section headers gets none.
  * 0 or EMBER_ERR_NOMEM.
  */
 static int add_plt(ember__cfi_builder *b, const elf_file *f)

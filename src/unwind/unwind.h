@@ -280,11 +280,13 @@ int ember__regs_after_call(const uint8_t before[8]);
 int ember__regs_after_syscall(const uint8_t before[8]);
 
 /*
- * Architecture part, agent side (the table builder; not the signal path):
- * rows for a PLT section that the linker left without call-frame
- * information. A stub is a leaf that only branches, so one fixed rule
- * describes it; src/cfi/cfi_elf.c adds these rows below every FDE, so they
- * apply only where no CFI covers the stubs.
+ * Architecture part, used by the table builder on the agent thread (pure
+ * functions of their arguments: no allocation, no I/O; async-signal-safe
+ * though no handler calls them): rows for a PLT section that the linker
+ * left without call-frame information. Stubs only branch, so a few fixed
+ * rules describe them; src/cfi/cfi_elf.c adds these rows below every FDE,
+ * so they apply only where no CFI covers the stubs. The caller owns code
+ * and out.
  * code/len: the section's bytes as the file holds them (len may be less
  * than size; only the first instructions are read, never past len);
  * addr/size: its link-time address and size; lazy: 1 for `.plt`, which may
