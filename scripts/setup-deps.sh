@@ -14,6 +14,7 @@ PKGS=(
   golang-go                             # `go tool pprof` checks every pprof we write
   google-perftools libgoogle-perftools-dev  # gperftools: the benchmark's peer
   clang libclang-rt-14-dev              # libFuzzer targets
+  lld                                   # tests only: tests/plt links x86-64 and aarch64 programs with lld, whose .plt has no CFI
   libunwind-dev                         # tests only: the independent unwinder it_dwarf_libunwind compares with
   libjemalloc2 libtcmalloc-minimal4     # tests only: allocators preloaded after emberprof (test_heap_next_allocator.sh)
   libuv1-dev libevent-dev               # tests only: the long-poll tests' event loops (emberprof_uv.h, emberprof_event.h)

@@ -39,8 +39,10 @@ typedef struct ember__config ember__config;
 typedef struct ember__table_cache ember__table_cache;
 
 /* The file format's version: bump it with any change to the layout below
- * or to what a row means (src/unwind/unwind.h). */
-#define EMBER_TABLE_CACHE_VERSION 1
+ * or to what a row means (src/unwind/unwind.h), or to the rows a file
+ * gives. 2: rows for PLT stubs without CFI (ember__cfi_add_fill), and
+ * the fill_rows and fill_dropped counters in the header's stats. */
+#define EMBER_TABLE_CACHE_VERSION 2
 #define EMBER_TABLE_CACHE_MAGIC "EMBRUTAB"
 #define EMBER_TABLE_CACHE_ENV "EMBERPROF_UNWIND_CACHE"
 #define EMBER_BUILD_ID_MAX 64

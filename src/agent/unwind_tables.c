@@ -240,13 +240,15 @@ static void build_mod(ember__unwind_tables *t, mod_table *x)
 	const ember__cfi_stats *s = &x->table->stats;
 	ember__log(t->cfg, EMBER_LOG_DEBUG,
 	      "unwind table for %s%s: %u rows, %zu bytes in %.1f ms of CPU from "
-	      "%s%s%s%s (%u FDEs, %u skipped, %u left to frame pointers)",
+	      "%s%s%s%s (%u FDEs, %u skipped, %u left to frame pointers; %u rows for PLT "
+	      "stubs without CFI)",
 	      x->path, t->lazy ? " (a sample landed in it)" : "", x->table->nrows, x->table->bytes,
 	      (double)took / 1e6,
 	      info.eh_frame_bytes ? (info.used_hdr ? ".eh_frame via .eh_frame_hdr" : ".eh_frame") : "",
 	      info.eh_frame_bytes && info.debug_frame_bytes ? " and " : "",
 	      info.debug_frame_bytes ? ".debug_frame " : (info.eh_frame_bytes ? "" : "no CFI"),
-	      info.debug_file[0] ? info.debug_file : "", s->fdes, s->bad_fdes, s->unknown_rows);
+	      info.debug_file[0] ? info.debug_file : "", s->fdes, s->bad_fdes, s->unknown_rows,
+	      s->fill_rows);
 	/* Rows are relative to the load bias the loader reports (dl_iterate_phdr):
 	 * another process loads the module at its own bias and uses them as they are. */
 	if (keyed && info.bias == id_bias)

@@ -20,6 +20,7 @@
  */
 #include "cfi/cfi.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -69,6 +70,7 @@ typedef struct run {
 	size_t first, n; /* rows in builder->rows */
 	int priority;
 	uint32_t seq;
+	int fill; /* ember__cfi_add_fill's: kept only where no FDE is */
 } run;
 
 struct ember__cfi_builder {
@@ -792,6 +794,30 @@ int ember__cfi_add_section(ember__cfi_builder *b, const uint8_t *data, size_t le
 	return 0;
 }
 
+int ember__cfi_add_fill(ember__cfi_builder *b, uint64_t start, uint64_t end,
+			const ember__cfi_row *rows, size_t n)
+{
+	if (n == 0 || start == 0 || start >= end || end > (uint64_t)UINT32_MAX + 1 ||
+	    rows[0].pc != start)
+		return 0;
+	for (size_t i = 1; i < n; i++)
+		if (rows[i].pc <= rows[i - 1].pc || rows[i].pc >= end)
+			return 0;
+	run rn = {.start = start, .end = end, .first = b->nrows, .priority = INT_MIN, .fill = 1};
+	for (size_t i = 0; i < n; i++)
+		if (push_row(b, &rows[i])) {
+			b->nrows = rn.first;
+			return ember__error_oom("CFI rows");
+		}
+	rn.n = n;
+	b->stats.raw_rows += (uint32_t)n;
+	if (push_run(b, &rn)) {
+		b->nrows = rn.first;
+		return ember__error_oom("CFI rows");
+	}
+	return 0;
+}
+
 /* The fixed fields of an .eh_frame_hdr. */
 typedef struct hdr_fields {
 	uint64_t eh_vaddr;
@@ -930,10 +956,15 @@ int ember__cfi_finish(ember__cfi_builder *b, ember__cfi_table **out)
 		while (j < b->nruns && b->runs[j].priority == b->runs[i].priority) {
 			const run *rn = &b->runs[j++];
 			if ((nnew && rn->start < last_end) || overlaps(acc, first_new, rn->start, rn->end)) {
-				b->stats.overlaps++;
+				if (rn->fill)
+					b->stats.fill_dropped++;
+				else
+					b->stats.overlaps++;
 				continue;
 			}
 			acc[nacc++] = *rn; /* appended after the older ones for now */
+			if (rn->fill)
+				b->stats.fill_rows += (uint32_t)rn->n;
 			nnew++;
 			last_end = rn->end;
 		}

@@ -42,6 +42,8 @@ typedef struct ember__cfi_stats {
 	uint32_t unknown_rows; /* rows left to the frame-pointer rule */
 	uint32_t raw_rows;     /* rows before merging */
 	uint32_t ra_sign_ops;  /* DW_CFA_AARCH64_negate_ra_state seen (PAC-signed code) */
+	uint32_t fill_rows;    /* rows of ember__cfi_add_fill kept (no FDE covers them) */
+	uint32_t fill_dropped; /* ember__cfi_add_fill ranges dropped: an FDE covers them */
 } ember__cfi_stats;
 
 /* The finished table of one module. */
@@ -101,6 +103,18 @@ int ember__cfi_add_eh_frame_hdr(ember__cfi_builder *b, const uint8_t *hdr, size_
  */
 int ember__cfi_eh_frame_hdr_target(const uint8_t *hdr, size_t hdr_len, uint64_t hdr_vaddr,
 				   uint64_t *eh_vaddr);
+
+/*
+ * Adds a range of code that has no CFI but a known rule (the aarch64 PLT
+ * stubs: unwind.h, ember__plt_rows_*): rows[0..n), sorted by pc, the first
+ * at start, all inside [start, end). Such a range is kept at finish only if
+ * no FDE overlaps it (it never overrides CFI; dropped ones count in
+ * fill_dropped, kept rows in fill_rows), as if added at a priority below every
+ * section's. A range that rows cannot hold (empty, unsorted rows, beyond
+ * 32-bit offsets) is ignored. Returns 0 or EMBER_ERR_NOMEM.
+ */
+int ember__cfi_add_fill(ember__cfi_builder *b, uint64_t start, uint64_t end,
+			const ember__cfi_row *rows, size_t n);
 
 /*
  * Builds the table from everything added and frees the builder (also on

@@ -208,6 +208,35 @@ static int add_debug_frame(ember__cfi_builder *b, Elf *e, ember__cfi_module_info
 				      PRIO_DEBUG_FRAME);
 }
 
+/*
+ * PLT stubs without CFI: the rows the architecture gives .plt and .iplt
+ * (arch.h: EMBER_ARCH_PLT_ROWS; aarch64's linkers never describe them,
+ * x86-64's lld leaves its lazy .plt without CFI), found by the section
+ * headers, kept only where no FDE covers them (ember__cfi_add_fill). A
+ * file without section headers gets none.
+ * 0 or EMBER_ERR_NOMEM.
+ */
+static int add_plt(ember__cfi_builder *b, const elf_file *f)
+{
+	static const char *const names[] = {".plt", ".iplt"};
+	for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++) {
+		GElf_Shdr sh;
+		if (!find_section(f->elf, names[i], &sh) || sh.sh_type != SHT_PROGBITS ||
+		    !(sh.sh_flags & SHF_EXECINSTR) || sh.sh_offset > f->rawsize)
+			continue;
+		size_t len = f->rawsize - sh.sh_offset;
+		if (len > sh.sh_size)
+			len = sh.sh_size;
+		ember__plt_run runs[EMBER_PLT_RUNS_MAX];
+		int n = EMBER_ARCH_PLT_ROWS(f->raw + sh.sh_offset, len, sh.sh_addr, sh.sh_size, i == 0,
+					    runs, EMBER_PLT_RUNS_MAX);
+		for (int k = 0; k < n; k++)
+			if (ember__cfi_add_fill(b, runs[k].start, runs[k].end, &runs[k].row, 1))
+				return EMBER_ERR_NOMEM;
+	}
+	return 0;
+}
+
 /* The GNU build id (raw bytes) from the note sections; its length or 0. */
 static size_t build_id(Elf *e, uint8_t *out)
 {
@@ -335,6 +364,8 @@ static int build(elf_file *f, const char *path, const ember__cfi_module_src *src
 			close_elf(&df);
 		}
 	}
+	if (rc >= 0)
+		rc = add_plt(b, f);
 	if (rc < 0) {
 		ember__cfi_builder_free(b);
 		return rc;

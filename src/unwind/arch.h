@@ -56,6 +56,11 @@
  */
 #define EMBER_ARCH_HAS_PLT_EXPR 1
 
+/* PLT stubs without CFI (unwind.h): GNU ld describes .plt, .plt.got and
+ * .plt.sec with the expression above; lld's lazy .plt has none, and gets
+ * the same rows from regs_x86_64.c. */
+#define EMBER_ARCH_PLT_ROWS ember__plt_rows_x86_64
+
 /*
  * The return address is always on the stack (`call` pushed it): no link
  * register, no pointer authentication (return addresses are used as they
@@ -117,6 +122,10 @@
 
 /* PLT stubs keep the CFA at sp (they only branch): no expression. */
 #define EMBER_ARCH_HAS_PLT_EXPR 0
+
+/* ... and the linkers (GNU ld, lld) give .plt and .iplt no CFI at all: the
+ * table builder adds fixed rows for them (unwind.h, regs_aarch64.c). */
+#define EMBER_ARCH_PLT_ROWS ember__plt_rows_aarch64
 
 /*
  * Return addresses may be signed (PAC, -mbranch-protection=standard:

@@ -115,3 +115,62 @@ int ember__regs_after_syscall(const uint8_t c[8])
 		(uint32_t)c[7] << 24) == SVC_0;
 }
 #endif
+
+/*
+ * PLT stubs (unwind.h: ember__plt_rows_*; agent side, compiled on every
+ * host). Neither GNU ld nor lld gives an aarch64 .plt or .iplt CFI. A stub
+ * (`adrp x16; ldr x17; add x16; br x17`, behind `bti c` with BTI, with
+ * `autia1716` with PAC-PLT) touches neither sp nor x30: CFA = sp, the
+ * return address still in x30, x29 unchanged - the entry rule of every
+ * function, which the walk accepts in the frame it starts in, the only
+ * place a stub can be (it branches, never calls). The lazy-binding header
+ * PLT0, 32 bytes at the start of .plt in both linkers (`[bti c;] stp x16,
+ * x30, [sp, #-16]!; adrp; ldr; add; br x17; nop...`), pushes 16 bytes
+ * first: after that stp, CFA = sp + 16, x30 still the caller's return
+ * address (PLT0 is entered by a branch from a stub). PLT0 is recognised
+ * by that stp in its first two instructions; without it the whole section
+ * gets the stub rule.
+ */
+#define A64_BTI_C 0xd503245fu
+#define A64_STP_X16_X30_PRE16 0xa9bf7bf0u /* stp x16, x30, [sp, #-16]! */
+#define A64_PLT0_SIZE 32u
+
+static uint32_t a64_insn(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static void a64_run(ember__plt_run *r, uint64_t start, uint64_t end, int16_t cfa_units)
+{
+	r->start = start;
+	r->end = end;
+	r->row.pc = (uint32_t)start;
+	r->row.cfa = cfa_units;
+	r->row.fp = 0; /* x29 unchanged */
+	r->row.kind = (uint8_t)(EMBER_CFI_SP | (EMBER_CFI_LR_REG << EMBER_CFI_AUX_SHIFT));
+}
+
+int ember__plt_rows_aarch64(const uint8_t *code, size_t len, uint64_t addr, uint64_t size,
+			    int lazy, ember__plt_run *out, int max)
+{
+	if (size == 0 || addr + size < addr || max < EMBER_PLT_RUNS_MAX || (addr & 3))
+		return 0;
+	int n = 0;
+	uint64_t at = addr;
+	if (lazy && size >= A64_PLT0_SIZE) {
+		for (size_t k = 0; k <= 4 && k + 4 <= len; k += 4) {
+			uint32_t insn = a64_insn(code + k);
+			if (insn == A64_STP_X16_X30_PRE16) {
+				a64_run(&out[n++], addr, addr + k + 4, 0);
+				a64_run(&out[n++], addr + k + 4, addr + A64_PLT0_SIZE, 2);
+				at = addr + A64_PLT0_SIZE;
+				break;
+			}
+			if (insn != A64_BTI_C)
+				break;
+		}
+	}
+	if (at < addr + size)
+		a64_run(&out[n++], at, addr + size, 0);
+	return n;
+}

@@ -103,3 +103,44 @@ int ember__regs_after_syscall(const uint8_t c[8])
 	return c[6] == 0x0f && c[7] == 0x05;
 }
 #endif
+
+/*
+ * PLT stubs without CFI (unwind.h: ember__plt_rows_*; agent side, compiled
+ * on every host). GNU ld describes .plt, .plt.got and .plt.sec in
+ * .eh_frame (the lazy stubs with the expression EMBER_CFI_PLT rows keep),
+ * and those rows win; lld writes the lazy .plt without any. Both use the
+ * classic layout: PLT0 = `push GOT+8(%rip)` (ff 35 rel32), `jmp
+ * *GOT+16(%rip)` (ff 25 rel32), 4 bytes of padding; then 16-byte stubs
+ * `jmp *slot(%rip)` (ff 25 rel32), `push $index` (68 imm32), `jmp PLT0`
+ * (e9 rel32). Its rows, as GNU ld's CFI says them: in PLT0 CFA = rsp + 16
+ * (a stub pushed the index over the return address), rsp + 24 after PLT0's
+ * push; in the stubs rsp + 8, 8 more from byte 11 on (after the push): the
+ * PLT row, base 1 unit, threshold 11. Recognised by those opcodes in PLT0
+ * and the first stub, in a 16-aligned .plt; other layouts (IBT's, which
+ * start with endbr64; retpoline PLTs) and .iplt get no rows.
+ */
+int ember__plt_rows_x86_64(const uint8_t *code, size_t len, uint64_t addr, uint64_t size,
+			   int lazy, ember__plt_run *out, int max)
+{
+	if (!lazy || max < EMBER_PLT_RUNS_MAX || (addr & 15) || (size & 15) || size < 32 ||
+	    len < 32 || addr + size < addr)
+		return 0;
+	if (code[0] != 0xff || code[1] != 0x35 || code[6] != 0xff || code[7] != 0x25 ||
+	    code[16] != 0xff || code[17] != 0x25 || code[22] != 0x68 || code[27] != 0xe9)
+		return 0;
+	static const struct {
+		uint64_t off;
+		int16_t cfa;
+		int8_t fp;
+		uint8_t kind;
+	} rule[] = {{0, 2, 0, EMBER_CFI_SP}, {6, 3, 0, EMBER_CFI_SP}, {16, 1, 11, EMBER_CFI_PLT}};
+	for (int i = 0; i < 3; i++) {
+		out[i].start = addr + rule[i].off;
+		out[i].end = i < 2 ? addr + rule[i + 1].off : addr + size;
+		out[i].row.pc = (uint32_t)out[i].start;
+		out[i].row.cfa = rule[i].cfa;
+		out[i].row.fp = rule[i].fp;
+		out[i].row.kind = rule[i].kind;
+	}
+	return 3;
+}

@@ -13,6 +13,7 @@
 #ifndef EMBER_UNWIND_H
 #define EMBER_UNWIND_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /*
@@ -277,5 +278,35 @@ int ember__regs_after_call(const uint8_t before[8]);
  * registers must not be unwound as the program's. Async-signal-safe.
  */
 int ember__regs_after_syscall(const uint8_t before[8]);
+
+/*
+ * Architecture part, used by the table builder on the agent thread (pure
+ * functions of their arguments: no allocation, no I/O; async-signal-safe
+ * though no handler calls them): rows for a PLT section that the linker
+ * left without call-frame information. Stubs only branch, so a few fixed
+ * rules describe them; src/cfi/cfi_elf.c adds these rows below every FDE,
+ * so they apply only where no CFI covers the stubs. The caller owns code
+ * and out.
+ * code/len: the section's bytes as the file holds them (len may be less
+ * than size; only the first instructions are read, never past len);
+ * addr/size: its link-time address and size; lazy: 1 for `.plt`, which may
+ * start with the lazy-binding header (PLT0), 0 for `.iplt`. Fills out[0..max)
+ * with runs of one rule each, in address order, and returns their count
+ * (0: this architecture's linkers give their stubs CFI, or nothing
+ * applies). Every architecture's version is compiled on every host (pure
+ * functions of their input: the x86-64 build tests the aarch64 one on
+ * cross-linked files); arch.h names the native one EMBER_ARCH_PLT_ROWS.
+ */
+typedef struct ember__plt_run {
+	uint64_t start, end; /* [start, end), link-time addresses */
+	ember__cfi_row row;  /* its rule; row.pc is start's low 32 bits */
+} ember__plt_run;
+
+#define EMBER_PLT_RUNS_MAX 3
+
+int ember__plt_rows_aarch64(const uint8_t *code, size_t len, uint64_t addr, uint64_t size,
+			    int lazy, ember__plt_run *out, int max);
+int ember__plt_rows_x86_64(const uint8_t *code, size_t len, uint64_t addr, uint64_t size,
+			   int lazy, ember__plt_run *out, int max);
 
 #endif

@@ -8,6 +8,9 @@
  *   1: raw .debug_frame bytes
  *   2: u16 hdr_len, u32 hdr_vaddr, u32 eh_vaddr, hdr_len bytes of
  *      .eh_frame_hdr, then the .eh_frame bytes it indexes
+ * Mode 0 with bit 3 of the first byte set also reads the section's bytes
+ * as a PLT section at vaddr (both architectures' ember__plt_rows_*, whose
+ * runs must lie inside it, in order) and adds the host's as fill rows.
  * Any input must give a table (or a clean error for a bad header) whose
  * rows are strictly sorted with valid kinds; then an unwind from a fake
  * stack made of the input's last bytes, over that table, must stay within
@@ -22,6 +25,7 @@
 
 #include "cfi/cfi.h"
 #include "emberprof.h"
+#include "unwind/arch.h"
 #include "unwind/unwind.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -74,6 +78,30 @@ static void walk(const ember__cfi_table *t, const uint8_t *data, size_t size)
 	free(s);
 }
 
+/* Runs in order, each non-empty and inside [addr, addr + len). */
+static void check_runs(const ember__plt_run *r, int n, uint64_t addr, size_t len)
+{
+	if (n < 0 || n > EMBER_PLT_RUNS_MAX)
+		abort();
+	for (int i = 0; i < n; i++)
+		if (r[i].start >= r[i].end || r[i].start < addr || r[i].end > addr + len ||
+		    (i && r[i].start < r[i - 1].end) || r[i].row.pc != (uint32_t)r[i].start)
+			abort();
+}
+
+static void add_plt(ember__cfi_builder *b, const uint8_t *code, size_t len, uint64_t addr)
+{
+	ember__plt_run runs[EMBER_PLT_RUNS_MAX];
+	int n = ember__plt_rows_aarch64(code, len, addr, len, 1, runs, EMBER_PLT_RUNS_MAX);
+	check_runs(runs, n, addr, len);
+	n = ember__plt_rows_x86_64(code, len, addr, len, 1, runs, EMBER_PLT_RUNS_MAX);
+	check_runs(runs, n, addr, len);
+	n = EMBER_ARCH_PLT_ROWS(code, len, addr, len, 1, runs, EMBER_PLT_RUNS_MAX);
+	for (int i = 0; i < n; i++)
+		if (ember__cfi_add_fill(b, runs[i].start, runs[i].end, &runs[i].row, 1) != 0)
+			abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 1)
@@ -86,6 +114,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (mode == 0 && size >= 5) {
 		a = dup(data + 5, size - 5);
 		ember__cfi_add_section(b, a, size - 5, le(data + 1, 4), EMBER_CFI_EH_FRAME, 2);
+		if (data[0] & 8)
+			add_plt(b, a, size - 5, le(data + 1, 4));
 	} else if (mode == 1) {
 		a = dup(data + 1, size - 1);
 		ember__cfi_add_section(b, a, size - 1, 0, EMBER_CFI_DEBUG_FRAME, 1);

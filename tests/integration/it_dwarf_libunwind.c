@@ -55,6 +55,11 @@ static volatile int g_n = 20000, g_nhandler = 20000;
 static const ember__unwind_snapshot *g_snap;
 static __thread ember__stack_bounds t_bounds;
 
+/* Samples taken while this thread ran its SIGUSR1 handler (they unwind
+ * through a signal frame): the run goes on until there are enough. */
+static __thread volatile sig_atomic_t t_in_usr1;
+static atomic_int g_in_usr1;
+
 static __thread timer_t t_timer;
 static __thread int t_has_timer;
 
@@ -148,6 +153,8 @@ static void on_sigprof(int sig, siginfo_t *si, void *uc)
 	/* As emberprof's own handler does: where signal handlers return to
 	 * (aarch64 under qemu: a trampoline without CFI, regs_aarch64.c). */
 	ember__regs_note_sigreturn((uintptr_t)__builtin_return_address(0));
+	if (t_in_usr1 && atomic_load(&g_nrec) < MAXS)
+		atomic_fetch_add(&g_in_usr1, 1);
 	record(uc, 1);
 }
 
@@ -231,9 +238,11 @@ static void on_sigusr1(int sig, siginfo_t *si, void *uc)
 	(void)sig;
 	(void)si;
 	(void)uc;
+	t_in_usr1 = 1;
 	double end = it_thread_cpu() + 0.0006;
 	while (it_thread_cpu() < end)
 		g_sink += handler_hot(g_nhandler);
+	t_in_usr1 = 0;
 }
 
 /* Spins, and every SPIN_TURNS turns (a fraction of a millisecond)
@@ -376,9 +385,19 @@ int main(void)
 	pthread_create(&th[nth++], NULL, sort_worker, NULL);
 	pthread_create(&th[nth++], NULL, lib_worker, (void *)dl_fn);
 	pthread_create(&th[nth++], NULL, sig_worker, NULL);
-	struct timespec d = {3, 0};
-	while (nanosleep(&d, &d) != 0)
-		;
+	/* 3 s, then on (up to 30 s in all) while the signal worker has had
+	 * fewer than 20 samples in its handler: on a loaded machine (2 CPUs,
+	 * the aarch64 stage under qemu) 3 s gave it as few as 0, and the
+	 * check of unwinds through a signal frame below failed for lack of
+	 * data, not of a wrong unwind. */
+	int secs = 0;
+	while (secs < 3 || (secs < 30 && atomic_load(&g_in_usr1) < 20 &&
+			    atomic_load(&g_nrec) < MAXS)) {
+		struct timespec d = {1, 0};
+		while (nanosleep(&d, &d) != 0)
+			;
+		secs++;
+	}
 	atomic_store(&g_stop, 1);
 	for (int i = 0; i < nth; i++)
 		pthread_join(th[i], NULL);
@@ -417,7 +436,8 @@ int main(void)
 		}
 	}
 	printf("compared %d unwinds with libunwind: %d identical (%d through a signal frame, "
-	       "deepest %d frames)\n", n, identical, with_signal, deep_frames);
+	       "deepest %d frames) in %d s, %d samples in the SIGUSR1 handler\n", n, identical,
+	       with_signal, deep_frames, secs, atomic_load(&g_in_usr1));
 	IT_CHECK(n >= 200, "too few samples (%d)", n);
 	IT_CHECK(with_signal >= 5, "too few unwinds through a signal frame (%d)", with_signal);
 	/* Known limit (docs/ARCHITECTURE.md): CI met one sample in 1484 inside
@@ -429,7 +449,18 @@ int main(void)
 	printf("%d unwinds cut short (a truncated prefix of libunwind's)\n", cut);
 	IT_CHECK(identical + cut == n, "%d of %d unwinds differ from libunwind's", n - identical - cut,
 		 n);
+#if defined(__aarch64__)
+	/* aarch64 (under qemu-user): PLT stubs, which have no CFI, have fill
+	 * rows since issue 17 (docs/ARCHITECTURE.md, aarch64); they were
+	 * 1.2 % of the unwinds (up to 16 % in a run on a loaded machine), all
+	 * cut short in .plt. What is left: a sample inside qemu-user's own
+	 * sigreturn trampoline (no module, no CFI), 4 in 173,088 unwinds over
+	 * 180 runs, at most 1 in a run. At most 2, or 0.25 %, catch the stubs
+	 * again. */
+	IT_CHECK(cut <= 2 || cut * 400 <= n, "%d of %d unwinds cut short", cut, n);
+#else
 	IT_CHECK(cut * 100 <= n, "%d of %d unwinds cut short", cut, n);
+#endif
 	ember__unwind_tables_free(tabs);
 	printf("ok\n");
 	return 0;

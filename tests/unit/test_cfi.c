@@ -396,6 +396,48 @@ static void test_merge_and_gaps(void)
 	ember__cfi_table_free(t);
 }
 
+/*
+ * Code without CFI but with a known rule (the aarch64 PLT stubs: cfi_elf.c
+ * adds them with ember__cfi_add_fill): kept where no FDE is, dropped
+ * whole where one overlaps (CFI always wins), never mixed into an FDE's
+ * rows; malformed fills are ignored.
+ */
+static void test_fill(void)
+{
+	static const uint8_t leaf[] = {0x00};
+	buf s = {.n = 0};
+	size_t c = eh_cie(&s, "zR", PCREL_S4);
+	eh_fde(&s, c, PCREL_S4, VADDR, 0x6000, 0x40, leaf, sizeof(leaf));
+	ember__cfi_builder *b;
+	CHECK_EQ_INT(ember__cfi_builder_new(&b), 0);
+	const ember__cfi_row kept[] = {{0x6100, 0, 0, EMBER_CFI_SP}, {0x6108, 2, 0, EMBER_CFI_SP}};
+	const ember__cfi_row over[] = {{0x6020, 0, 0, EMBER_CFI_SP}};
+	const ember__cfi_row bad[] = {{0x6300, 0, 0, EMBER_CFI_SP}, {0x6300, 2, 0, EMBER_CFI_SP}};
+	/* Fills first: the order of adding does not matter. */
+	CHECK_EQ_INT(ember__cfi_add_fill(b, 0x6100, 0x6140, kept, 2), 0);
+	CHECK_EQ_INT(ember__cfi_add_fill(b, 0x6020, 0x6060, over, 1), 0);
+	CHECK_EQ_INT(ember__cfi_add_fill(b, 0x6300, 0x6340, bad, 2), 0);  /* unsorted */
+	CHECK_EQ_INT(ember__cfi_add_fill(b, 0x6400, 0x6440, kept, 1), 0); /* row not at start */
+	CHECK_EQ_INT(ember__cfi_add_fill(b, 0x6500, 0x6500, over, 0), 0); /* empty */
+	const ember__cfi_row top[] = {{0xfffffff0u, 0, 0, EMBER_CFI_SP}};
+	CHECK_EQ_INT(ember__cfi_add_fill(b, 0xfffffff0u, 0x100000010u, top, 1), 0); /* > 32 bits */
+	CHECK_EQ_INT(ember__cfi_add_section(b, s.b, s.n, VADDR, EMBER_CFI_EH_FRAME, 1), 0);
+	ember__cfi_table *t = finish(b);
+	CHECK_EQ_INT(t->nrows, 5);
+	if (t->nrows == 5) {
+		CHECK(row_is(&t->rows[0], 0x6000, EMBER_CFI_SP, 8, 0)); /* the FDE, whole */
+		CHECK(row_is(&t->rows[1], 0x6040, EMBER_CFI_NONE, 0, 0));
+		CHECK(row_is(&t->rows[2], 0x6100, EMBER_CFI_SP, 0, 0));
+		CHECK(row_is(&t->rows[3], 0x6108, EMBER_CFI_SP, 16, 0));
+		CHECK(row_is(&t->rows[4], 0x6140, EMBER_CFI_NONE, 0, 0));
+	}
+	CHECK_EQ_INT(t->stats.fill_rows, 2);
+	CHECK_EQ_INT(t->stats.fill_dropped, 1);
+	CHECK_EQ_INT(t->stats.overlaps, 0);
+	CHECK_EQ_INT(t->stats.fdes, 1);
+	ember__cfi_table_free(t);
+}
+
 /* Two functions 2 GiB apart: the index grows its buckets instead of
  * holding millions of entries, and still answers like a full search. */
 static void test_sparse_index(void)
@@ -913,6 +955,7 @@ int main(void)
 	RUN(test_aux_rules);
 	RUN(test_plt_and_signal);
 	RUN(test_merge_and_gaps);
+	RUN(test_fill);
 	RUN(test_sparse_index);
 	RUN(test_encodings);
 	RUN(test_eh_frame_hdr);

@@ -16,6 +16,8 @@
  *   refused in a caller; a signal frame (rt_sigframe: siginfo, then the
  *   ucontext); a trampoline without CFI (qemu-user's) after code, a
  *   pending module or nothing; the `svc #0` test of the wall-clock engine.
+ * - The real libc: its rows, and those of its .plt, which the linker left
+ *   without CFI (fill rows), with a walk from inside a PLT stub.
  */
 #include <errno.h>
 #include <signal.h>
@@ -27,7 +29,11 @@
 #if defined(__aarch64__)
 #include "check.h"
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
 #include <link.h>
+#include <unistd.h>
 
 #include "cfi/cfi.h"
 #include "cfi/cfi_elf.h"
@@ -437,16 +443,25 @@ static void test_regs(void)
  * row says "CFA = sp, return address in x30", few rows are left to the
  * frame-pointer rule, and the index agrees with the plain search.
  */
-static void test_real_libc(void)
+/* The loaded libc (its handle in *h) and its table built from the file,
+ * or NULL (checked). */
+static ember__cfi_table *libc_table(void **h, struct link_map **lm)
 {
-	void *h = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
-	struct link_map *lm = NULL;
-	CHECK(h && dlinfo(h, RTLD_DI_LINKMAP, &lm) == 0 && lm);
-	if (!lm)
-		return;
+	*h = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+	*lm = NULL;
+	CHECK(*h && dlinfo(*h, RTLD_DI_LINKMAP, lm) == 0 && *lm);
 	ember__cfi_table *t = NULL;
 	ember__cfi_module_info info;
-	CHECK_EQ_INT(ember__cfi_build_file(lm->l_name, &t, &info), 0);
+	if (*lm)
+		CHECK_EQ_INT(ember__cfi_build_file((*lm)->l_name, &t, &info), 0);
+	return t;
+}
+
+static void test_real_libc(void)
+{
+	void *h;
+	struct link_map *lm;
+	ember__cfi_table *t = libc_table(&h, &lm);
 	if (!t)
 		return;
 	uint32_t lr_rows[8] = {0};
@@ -480,10 +495,86 @@ static void test_real_libc(void)
 	ember__cfi_table_free(t);
 }
 
+/*
+ * The PLT stubs of the real libc, which the linker gave no CFI (issue 17):
+ * the table built from the file has rows for its .plt - CFA = sp, return
+ * address in x30, x29 unchanged; CFA = sp + 16 at the end of PLT0, after
+ * its stp - and a DWARF walk (strict: no frame-pointer guess) from a
+ * sample inside a stub goes on to the caller through x30 instead of
+ * ending there.
+ */
+static void test_real_plt(void)
+{
+	void *h;
+	struct link_map *lm;
+	ember__cfi_table *t = libc_table(&h, &lm);
+	if (!t)
+		return;
+	/* .plt from the section headers, read independently of the builder */
+	GElf_Shdr sh;
+	int found = 0;
+	int fd = open(lm->l_name, O_RDONLY);
+	Elf *e = fd >= 0 && elf_version(EV_CURRENT) != EV_NONE ? elf_begin(fd, ELF_C_READ, NULL) : NULL;
+	size_t shstrndx;
+	if (e && elf_getshdrstrndx(e, &shstrndx) == 0)
+		for (Elf_Scn *scn = NULL; !found && (scn = elf_nextscn(e, scn));)
+			found = gelf_getshdr(scn, &sh) &&
+				!strcmp(elf_strptr(e, shstrndx, sh.sh_name), ".plt");
+	if (e)
+		elf_end(e);
+	if (fd >= 0)
+		close(fd);
+	CHECK(found && sh.sh_size > 32);
+	if (!found || sh.sh_size <= 32) {
+		ember__cfi_table_free(t);
+		return;
+	}
+	printf("  %s: .plt %#llx+%#llx, %u fill rows\n", lm->l_name, (unsigned long long)sh.sh_addr,
+	       (unsigned long long)sh.sh_size, t->stats.fill_rows);
+	CHECK(t->stats.fill_rows >= 2);
+	const unsigned lr = EMBER_CFI_SP | LR(EMBER_CFI_LR_REG);
+	const ember__cfi_row *r = ember__cfi_rows_find(t->rows, t->nrows, (uint32_t)sh.sh_addr);
+	CHECK(r && r->kind == lr && r->cfa == 0 && r->fp == 0); /* PLT0's first instruction */
+	r = ember__cfi_rows_find(t->rows, t->nrows, (uint32_t)sh.sh_addr + 28);
+	CHECK(r && r->kind == lr && r->cfa == 2 && r->fp == 0); /* after PLT0's stp */
+	unsigned bad = 0;
+	for (uint64_t pc = sh.sh_addr + 32; pc < sh.sh_addr + sh.sh_size; pc += 4) {
+		r = ember__cfi_rows_find(t->rows, t->nrows, (uint32_t)pc);
+		bad += !r || r->kind != lr || r->cfa != 0 || r->fp != 0;
+	}
+	CHECK_EQ_INT(bad, 0);
+
+	/* The walk: a sample in the first stub, x30 = an address in qsort. */
+	ember__unwind_snapshot *s = malloc(sizeof(*s) + sizeof(s->mods[0]));
+	memset(s, 0, sizeof(*s) + sizeof(s->mods[0]));
+	s->n = 1;
+	s->mods[0].start = lm->l_addr + sh.sh_addr;
+	s->mods[0].end = lm->l_addr + sh.sh_addr + 0x1000000;
+	s->mods[0].base = lm->l_addr;
+	s->mods[0].rows = t->rows;
+	s->mods[0].nrows = t->nrows;
+	s->mods[0].index = t->index;
+	s->mods[0].nindex = t->nindex;
+	s->mods[0].index_shift = t->index_shift;
+	uintptr_t caller = (uintptr_t)dlsym(h, "qsort") + 8;
+	memset(stack, 0, sizeof(stack));
+	ember__stack_bounds b = {(uintptr_t)&stack[0], (uintptr_t)&stack[1024]};
+	ember__regs regs = {.pc = lm->l_addr + sh.sh_addr + 36, .sp = (uintptr_t)&stack[512],
+			    .fp = 0, .aux = caller};
+	uint64_t pcs[8];
+	unsigned flags = 0;
+	int n = ember__unwind_dwarf(s, 1, &regs, &b, pcs, 8, &flags);
+	CHECK(n >= 2);
+	CHECK(n >= 2 && pcs[1] == caller);
+	free(s);
+	ember__cfi_table_free(t);
+}
+
 int main(void)
 {
 	RUN(test_cfi_rows);
 	RUN(test_real_libc);
+	RUN(test_real_plt);
 	RUN(test_walk);
 	RUN(test_large_frame);
 	RUN(test_fp_walk);
