@@ -6,6 +6,8 @@
 
 #include <dlfcn.h>
 #include <stdio.h>
+#include <time.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,8 +36,18 @@ static void set_slot(struct ember__lazydep *d, size_t i, void *p)
 	memcpy((char *)d->slots + i * sizeof(void *), &p, sizeof(p));
 }
 
-/* Runs once per library (pthread_once, through d->load): lazydep.h. */
-void ember__lazydep_run(struct ember__lazydep *d)
+#define RETRY_NS 100000000LL /* a failed dlopen is tried again this much later */
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* One attempt, by the thread that moved the state to 2: fills every slot
+ * (with the stub that returns 0 on failure) and sets the outcome. */
+static void lazydep_run(struct ember__lazydep *d)
 {
 	void *lib = NULL;
 	const char *found = NULL;
@@ -48,7 +60,7 @@ void ember__lazydep_run(struct ember__lazydep *d)
 		else if (i == 0 && e)
 			snprintf(why, sizeof(why), "%s", e);
 	}
-	size_t n = 0;
+	size_t n = 0, missing = 0;
 	while (d->names[n])
 		n++;
 	if (lib) {
@@ -70,6 +82,7 @@ void ember__lazydep_run(struct ember__lazydep *d)
 					 "the %s found (%s) lacks %s; install a current %s", d->what,
 					 found, d->names[i], d->package);
 				lib = NULL; /* stays loaded: unloading is never safe */
+				missing = 1;
 				break;
 			}
 		}
@@ -80,11 +93,12 @@ void ember__lazydep_run(struct ember__lazydep *d)
 	if (!lib)
 		for (size_t i = 0; i < n; i++)
 			set_slot(d, i, (void *)lazydep_missing);
-	atomic_store_explicit(&d->state, lib ? 1 : -1, memory_order_release);
+	if (!lib && !missing)
+		atomic_store(&d->retry_after_ns, mono_ns() + RETRY_NS);
+	atomic_store_explicit(&d->state, lib ? 1 : missing ? -1 : 0, memory_order_release);
 }
 
 #define LAZYDEP_LIB(name, what_, package_, fns, ...)                                         \
-	static void name##_load(void);                                                       \
 	static const char *const name##_sonames[] = {__VA_ARGS__, NULL};                     \
 	static const char *const name##_names[] = {fns(EMBER__LAZYDEP_NAME) NULL};            \
 	struct name##_fns name##_fn;                                                         \
@@ -94,13 +108,7 @@ void ember__lazydep_run(struct ember__lazydep *d)
 		.sonames = name##_sonames,                                                   \
 		.names = name##_names,                                                       \
 		.slots = &name##_fn,                                                         \
-		.load = name##_load,                                                         \
-		.once = PTHREAD_ONCE_INIT,                                                   \
-	};                                                                                   \
-	static void name##_load(void)                                                        \
-	{                                                                                    \
-		ember__lazydep_run(&name);                                                          \
-	}
+	};
 
 LAZYDEP_LIB(ember__elfutils, "libdw (elfutils)", "libdw1", EMBER__ELFUTILS_FNS, "libdw.so.1")
 LAZYDEP_LIB(ember__zlib, "zlib", "zlib1g", EMBER__ZLIB_FNS, "libz.so.1")
@@ -123,10 +131,8 @@ __thread int ember__elfutils_thread_ready;
 
 void ember__elfutils_thread_init(void)
 {
-	if (ember__lazydep_load(&ember__elfutils) < 0) {
-		ember__elfutils_thread_ready = 1; /* the stubs touch no TLS */
-		return;
-	}
+	if (ember__lazydep_load(&ember__elfutils) < 0)
+		return; /* the stubs touch no TLS; the next call tries again */
 	void *reserve = malloc(64 * 1024);
 	if (!reserve)
 		return; /* not now: the next call tries again */
@@ -139,8 +145,32 @@ void ember__elfutils_thread_init(void)
 
 int ember__lazydep_load(struct ember__lazydep *d)
 {
-	pthread_once(&d->once, d->load);
-	if (atomic_load_explicit(&d->state, memory_order_acquire) == 1)
-		return 0;
+	for (;;) {
+		int s = atomic_load_explicit(&d->state, memory_order_acquire);
+		if (s == 1)
+			return 0;
+		if (s == -1)
+			break;
+		if (s == 2) {
+			if (atomic_load(&d->loader) != getpid()) {
+				/* copied from a parent whose loading thread is
+				 * not in this fork child: load here */
+				int expect = 2;
+				atomic_compare_exchange_strong(&d->state, &expect, 0);
+				continue;
+			}
+			struct timespec nap = {0, 1000000}; /* another thread loads it */
+			nanosleep(&nap, NULL);
+			continue;
+		}
+		if (d->error[0] && mono_ns() < atomic_load(&d->retry_after_ns))
+			break;
+		/* (the same pid from every thread of this process: set first) */
+		atomic_store(&d->loader, getpid());
+		int expect = 0;
+		if (!atomic_compare_exchange_strong(&d->state, &expect, 2))
+			continue;
+		lazydep_run(d);
+	}
 	return ember__error(EMBER_ERR_UNSUPPORTED, "%s", d->error);
 }

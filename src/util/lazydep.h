@@ -35,8 +35,9 @@
 #ifndef EMBER_UTIL_LAZYDEP_H
 #define EMBER_UTIL_LAZYDEP_H
 
-#include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
+#include <sys/types.h>
 
 /* One lazily loaded library. Defined once per library (src/util/lazydep.c),
  * static storage, never freed: the library stays loaded (unloading code
@@ -47,23 +48,23 @@ struct ember__lazydep {
 	const char *const *sonames;    /* tried in order; NULL-terminated */
 	const char *const *names;      /* the functions; NULL-terminated */
 	void *slots;                   /* the *_fns table: one pointer a name */
-	void (*load)(void);            /* runs the load, under once */
-	pthread_once_t once;
-	atomic_int state;              /* 0 not tried, 1 loaded, -1 failed */
+	/* 0 not loaded (not tried, or to be tried again), 1 loaded, -1 failed
+	 * for good (a function missing), 2 being loaded by a thread of
+	 * process `loader` */
+	atomic_int state;
+	_Atomic pid_t loader;
+	_Atomic int64_t retry_after_ns; /* CLOCK_MONOTONIC; after a failed dlopen */
 	char error[256];
 };
 
-/* Loads the library and fills its table, once per process (later calls
- * return the first outcome). Returns 0, or EMBER_ERR_UNSUPPORTED with the
- * message (which library, why, which package) set. Thread-safe; not
- * async-signal-safe. */
+/* Loads the library and fills its table; once loaded, or once it lacks
+ * a function, every later call returns that outcome at once. A library
+ * that could not be opened (missing, or memory short: dlopen's own
+ * allocations) is tried again by a call 100 ms or more later. Returns 0,
+ * or EMBER_ERR_UNSUPPORTED with the message (which library, why, which
+ * package) set. Thread-safe, also across fork (a fork child of a load
+ * under way loads again); not async-signal-safe. */
 int ember__lazydep_load(struct ember__lazydep *d);
-
-/* The work of a load, for d->load, which pthread_once runs with no
- * argument: each library's load function calls it with its own
- * descriptor. Fills every slot (with the stub that returns 0 on failure)
- * and sets the outcome. */
-void ember__lazydep_run(struct ember__lazydep *d);
 
 /* The call every redirected function makes first: a load on first use,
  * one atomic load after that. */

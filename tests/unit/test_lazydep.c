@@ -5,6 +5,7 @@
  * and its package, and its table never leads to address 0.
  */
 #include <stdlib.h>
+#include <time.h>
 
 #include "check.h"
 #include "emberprof.h"
@@ -38,39 +39,25 @@ struct two_fns {
 static const char *const nosuch_sonames[] = {"libember-no-such-library.so.7", NULL};
 static const char *const nosuch_names[] = {"f", "g", NULL};
 static struct two_fns nosuch_fn;
-static void nosuch_load(void);
 static struct ember__lazydep nosuch = {
 	.what = "libnosuch (a test)",
 	.package = "no-such-package",
 	.sonames = nosuch_sonames,
 	.names = nosuch_names,
 	.slots = &nosuch_fn,
-	.load = nosuch_load,
-	.once = PTHREAD_ONCE_INIT,
 };
-static void nosuch_load(void)
-{
-	ember__lazydep_run(&nosuch);
-}
 
 /* A library that is there (zlib) but lacks the second function. */
 static const char *const lacking_sonames[] = {"libember-no-such-library.so.7", "libz.so.1", NULL};
 static const char *const lacking_names[] = {"crc32", "ember_no_such_function", NULL};
 static struct two_fns lacking_fn;
-static void lacking_load(void);
 static struct ember__lazydep lacking = {
 	.what = "zlib (a test)",
 	.package = "zlib1g",
 	.sonames = lacking_sonames,
 	.names = lacking_names,
 	.slots = &lacking_fn,
-	.load = lacking_load,
-	.once = PTHREAD_ONCE_INIT,
 };
-static void lacking_load(void)
-{
-	ember__lazydep_run(&lacking);
-}
 
 static void test_missing_library(void)
 {
@@ -78,8 +65,15 @@ static void test_missing_library(void)
 	const char *msg = ember_last_error();
 	CHECK(strstr(msg, "cannot load libnosuch (a test)") != NULL);
 	CHECK(strstr(msg, "install no-such-package") != NULL);
-	/* the same outcome again, without another attempt */
+	/* the same outcome again, without another attempt within 100 ms */
+	int64_t retry = atomic_load(&nosuch.retry_after_ns);
+	CHECK(retry > 0);
 	CHECK(ember__lazydep_load(&nosuch) == EMBER_ERR_UNSUPPORTED);
+	/* a failed open is tried again later (memory may have been short) */
+	struct timespec nap = {0, 120000000};
+	nanosleep(&nap, NULL);
+	CHECK(ember__lazydep_load(&nosuch) == EMBER_ERR_UNSUPPORTED);
+	CHECK(atomic_load(&nosuch.retry_after_ns) > retry);
 	/* never address 0: the stub answers 0 ("no result") */
 	CHECK(nosuch_fn.p_f != NULL && nosuch_fn.p_g != NULL);
 	CHECK(nosuch_fn.p_f() == 0 && nosuch_fn.p_g() == 0);
@@ -93,6 +87,8 @@ static void test_missing_function(void)
 	CHECK(strstr(msg, "zlib1g") != NULL);
 	/* none of its table is used: crc32 too leads to the stub */
 	CHECK(lacking_fn.p_f != NULL && lacking_fn.p_f() == 0);
+	/* a library that lacks a function stays failed: no retry */
+	CHECK(atomic_load(&lacking.state) == -1);
 }
 
 int main(void)
