@@ -39,9 +39,19 @@ if wait_for port; then
 		"$EMBERPROF" run -q --log-level debug --server "http://127.0.0.1:$(cat port)" -- \
 		"$H/host_exit" exit 0.3 0 >out 2>err
 	check_exit "silent: status" 0 $?
-	check_grep "silent: the flush waited its timeout" err "1 window not delivered within the 1000 ms flush wait"
+	# Windows are aligned to the wall clock (10 s): a run that crosses a
+	# boundary has two (CI saw it), both waited for and spooled.
+	if grep -Eq '(1 window|2 windows) not delivered within the 1000 ms flush wait' err; then
+		ok "silent: the flush waited its timeout"
+	else
+		fail "silent: the flush did not wait its timeout:"; sed 's/^/    /' err >&2
+	fi
 	check_no_grep "silent: not taken for down" err "refused the connection"
-	check_grep "silent: spooled at shutdown" err "at shutdown: 1 undelivered window spooled"
+	if grep -Eq 'at shutdown: (1 undelivered window|2 undelivered windows) spooled' err; then
+		ok "silent: spooled at shutdown"
+	else
+		fail "silent: not spooled at shutdown:"; sed 's/^/    /' err >&2
+	fi
 else
 	fail "the silent server did not start"
 fi
