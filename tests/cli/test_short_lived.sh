@@ -32,7 +32,15 @@ check_exit "shell loop" 0 $rc
 sh_pid=$(cat sh.pid) bash_pid=$(cat bash.pid)
 others=$(ls out 2>/dev/null | grep -v -e "-$sh_pid-[0-9]*\." -e "-$bash_pid-[0-9]*\.")
 n_bash=$(ls out 2>/dev/null | grep -c -e "-$bash_pid-[0-9]*\.")
-if [ -z "$others" ]; then ok "shell loop: no profile from the /bin/true processes"
+# KNOWN LIMIT of the sanitizer build: libasan comes first in LD_PRELOAD, so
+# the libc wrappers are not in effect, the signal cannot be claimed before
+# main, and every image starts its agent at once (docs/ARCHITECTURE.md,
+# Exec'd images): /bin/true and seq start agents, seq may write a profile.
+sanitized=0
+if [ -n "${EMBER_TEST_SANITIZE:-}" ] && [ "$EMBER_TEST_SANITIZE" != OFF ]; then
+	sanitized=1
+	echo "KNOWN LIMIT (ASan): every image starts its agent at once; $(grep -c 'sampling [0-9]* Hz with' err) agents started, files: $(ls out | tr '\n' ' ')"
+elif [ -z "$others" ]; then ok "shell loop: no profile from the /bin/true processes"
 else fail "shell loop: profile files from other processes than sh ($sh_pid) and bash ($bash_pid):"; ls out >&2; fi
 if [ "$n_bash" -ge 1 ]; then ok "shell loop: the shell wrote $n_bash profile(s)"
 else fail "shell loop: no profile from the shell itself ($bash_pid):"; ls -la out >&2; sed 's/^/    /' err >&2; fi
@@ -40,7 +48,9 @@ else fail "shell loop: no profile from the shell itself ($bash_pid):"; ls -la ou
 # lazy starts each did: 32 starts); a fork child of the loaded shell that
 # takes over 20 ms to exec may.
 n_started=$(grep -c 'sampling [0-9]* Hz with' err)
-if [ "$n_started" -ge 2 ] && [ "$n_started" -le 12 ]; then
+if [ $sanitized = 1 ]; then
+	: # every image starts at once (above)
+elif [ "$n_started" -ge 2 ] && [ "$n_started" -le 12 ]; then
 	ok "shell loop: $n_started agents started for 32 processes (sh, bash, 30 /bin/true)"
 else
 	fail "shell loop: $n_started agents started for 32 processes, expected sh's, bash's and few others:"
