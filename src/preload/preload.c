@@ -34,6 +34,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -153,6 +154,13 @@ static int starts_at_once(void)
 	const char *v = getenv(EMBER_ENV_RUN_PID);
 	char *end;
 	if (!v || !*v)
+		return 1;
+	/* Allocation profiling counts a process's allocations from its start,
+	 * and a short one (a compiler's cc1) allocates most of its memory in
+	 * its first milliseconds: such runs start every image at once. */
+	uint64_t mean = 0;
+	const char *alloc = getenv("EMBERPROF_ALLOC");
+	if (alloc && *alloc && ember__parse_alloc(alloc, &mean) == 0 && mean > 0)
 		return 1;
 	long pid = strtol(v, &end, 10);
 	return *end != '\0' || pid <= 0 || pid == (long)getppid();
