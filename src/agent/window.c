@@ -169,7 +169,9 @@ static uint32_t location_for(builder *b, uint64_t addr, int leaf)
 	if (!inserted) /* a leaf where a caller was refused: a bare location */
 		return ember__profile_add_location(b->p, &loc);
 	if (b->sym && ember__symbolizer_lookup(b->sym, addr, &si) == 0) {
-		if (!si.module && !leaf && !in_exec_mapping(b, addr)) {
+		/* (the zero page first: /proc/self/maps may be unreadable,
+		 * and in_exec_mapping then says yes) */
+		if (!si.module && !leaf && (addr < 4096 || !in_exec_mapping(b, addr))) {
 			/* not code: remembered as "no location" (see the top) */
 			v = ember__u64map_get(&b->locs, addr);
 			*v = NO_LOCATION;
@@ -189,6 +191,12 @@ static uint32_t location_for(builder *b, uint64_t addr, int leaf)
 			}
 			loc.nlines = si.nframes;
 		}
+	} else if (!leaf && addr < 4096) {
+		/* No answer from the symbolizer (none, or the lookup failed):
+		 * a caller in the zero page is surely not code. */
+		v = ember__u64map_get(&b->locs, addr);
+		*v = NO_LOCATION;
+		return NO_LOCATION;
 	}
 	/* The builder's map may have moved; look the slot up again. */
 	uint32_t idx = ember__profile_add_location(b->p, &loc);
