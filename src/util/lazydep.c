@@ -108,24 +108,17 @@ static void lazydep_run(struct ember__lazydep *d)
 		.sonames = name##_sonames,                                                   \
 		.names = name##_names,                                                       \
 		.slots = &name##_fn,                                                         \
-	};
+	};                                                                                   \
+	/* one pointer-sized slot per name (set_slot) */                                     \
+	_Static_assert(sizeof(struct name##_fns) ==                                          \
+			       sizeof(void *) * (sizeof(name##_names) / sizeof(char *) - 1), \
+		       "one slot per name")
 
-LAZYDEP_LIB(ember__elfutils, "libdw (elfutils)", "libdw1", EMBER__ELFUTILS_FNS, "libdw.so.1")
-LAZYDEP_LIB(ember__zlib, "zlib", "zlib1g", EMBER__ZLIB_FNS, "libz.so.1")
+LAZYDEP_LIB(ember__elfutils, "libdw (elfutils)", "libdw1", EMBER__ELFUTILS_FNS, "libdw.so.1");
+LAZYDEP_LIB(ember__zlib, "zlib", "zlib1g", EMBER__ZLIB_FNS, "libz.so.1");
 #ifdef EMBER_LAZYDEP_JANSSON
-LAZYDEP_LIB(ember__jansson, "jansson", "libjansson4", EMBER__JANSSON_FNS, "libjansson.so.4")
-_Static_assert(sizeof(struct ember__jansson_fns) ==
-		       sizeof(void *) * (sizeof(ember__jansson_names) / sizeof(char *) - 1),
-	       "one slot per jansson name");
+LAZYDEP_LIB(ember__jansson, "jansson", "libjansson4", EMBER__JANSSON_FNS, "libjansson.so.4");
 #endif
-
-/* One pointer-sized slot per name (set_slot). */
-_Static_assert(sizeof(struct ember__elfutils_fns) ==
-		       sizeof(void *) * (sizeof(ember__elfutils_names) / sizeof(char *) - 1),
-	       "one slot per elfutils name");
-_Static_assert(sizeof(struct ember__zlib_fns) ==
-		       sizeof(void *) * (sizeof(ember__zlib_names) / sizeof(char *) - 1),
-	       "one slot per zlib name");
 
 __thread int ember__elfutils_thread_ready;
 
