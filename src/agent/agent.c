@@ -1309,6 +1309,7 @@ static int asprof_agent_stop(ember__core *c)
 EMBER_API int ember_running_stop(ember_agent **out, ember_running *r)
 {
 	ember__core *c = r->core;
+	ember__wall_announce_stop(&c->wall); /* first: no wall sample of this code */
 	*out = &c->ready;
 	if (c->pid != getpid()) {
 		/* A fork child: no agent thread and no timers exist here. */

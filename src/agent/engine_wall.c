@@ -170,11 +170,14 @@ static size_t tick(ember__wall *w, int64_t now, int final, size_t *nthreads)
 			stopper_final(w, tids[i]);
 			continue;
 		}
+		if (tids[i] == atomic_load(&w->stopping))
+			continue; /* stopping the agent: its last pass records it */
 		if (w->skip_idle) { /* blocked: sampled without waking it */
 			ember__sigstate *st = w->threads->sig;
 			ember__threadtab *tab = atomic_load(&st->tab);
 			ember__thread_ent *e = tab ? ember__threadtab_find(tab, tids[i]) : NULL;
-			int rr = e ? ember__wall_remote_sample(&w->remote, st, e, tids[i])
+			int rr = e ? ember__wall_remote_sample(&w->remote, st, e, tids[i],
+							       &w->stopping)
 				   : EMBER_WALL_REMOTE_RUNNING;
 			if (rr == EMBER_WALL_REMOTE_TAKEN)
 				atomic_fetch_add(&w->remote_samples, 1);
@@ -267,6 +270,12 @@ int ember__wall_start(ember__wall *w, struct ember__threads *t, int signo, unsig
 	t->wall_final = 1;
 	pthread_mutex_unlock(&t->mu);
 	return 0;
+}
+
+void ember__wall_announce_stop(ember__wall *w)
+{
+	if (w->started)
+		atomic_store(&w->stopping, (int32_t)gettid());
 }
 
 void ember__wall_stop(ember__wall *w)

@@ -63,6 +63,9 @@ typedef struct ember__wall {
 	pthread_cond_t cv;
 	int stop;
 	int32_t stopper; /* the thread calling ember__wall_stop (set with stop) */
+	/* the thread stopping the agent, announced before any stop code runs
+	 * (ember__wall_announce_stop): never sampled from then on */
+	_Atomic int32_t stopping;
 	int skip_idle; /* record threads left asleep without a signal (default) */
 	_Atomic uint64_t signals, ticks, max_per_tick;
 	/* blocked threads sampled without a signal (wall_remote.h), and the
@@ -101,6 +104,15 @@ void ember__wall_record_repeat(struct ember__sigstate *st, int32_t tid, int64_t 
 struct ember__thread_ent;
 int ember__wall_record_last(struct ember__sigstate *st, struct ember__thread_ent *e, int32_t tid,
 			    uint64_t start_pc);
+
+/*
+ * Announces that the calling thread is about to stop the agent: from then
+ * on the timer thread neither signals nor remotely samples it (its stack
+ * would show emberprof's stop code); its time is recorded at stop as a
+ * repeat of its last sample. Call first thing in the stop. Harmless if
+ * never started. Async-signal-safe (an atomic store).
+ */
+void ember__wall_announce_stop(ember__wall *w);
 
 /* Stops and joins the timer thread (no more wall signals are sent after
  * it returns). Harmless if never started. */

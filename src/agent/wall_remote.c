@@ -158,7 +158,7 @@ static int needs_handler(uintptr_t self)
 }
 
 int ember__wall_remote_sample(ember__wall_remote *w, ember__sigstate *st, ember__thread_ent *e,
-			      int32_t tid)
+			      int32_t tid, const _Atomic int32_t *stopping)
 {
 	long nr;
 	uintptr_t sp, pc;
@@ -253,6 +253,10 @@ int ember__wall_remote_sample(ember__wall_remote *w, ember__sigstate *st, ember_
 	ember__sigpath_leave();
 	if (thread_cpu_ns(tid) != cpu0)
 		return EMBER_WALL_REMOTE_SKIP; /* it ran: the copy may be torn */
+	/* It has not run since the read: if it is the stopper now, it was then
+	 * (it announces itself before the stop code), and the stack is ours. */
+	if (stopping && atomic_load(stopping) == tid)
+		return EMBER_WALL_REMOTE_SKIP;
 	ember__sample_rec *r = ember__sampbuf_claim(&st->buf);
 	if (!r) {
 		atomic_fetch_add_explicit(&st->dropped_full, 1, memory_order_relaxed);

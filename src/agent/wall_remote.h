@@ -69,10 +69,13 @@ enum {
  * publishes it in the entry (wall_seq, wall_cpu_ns) as the handler does,
  * so that the following ticks repeat it while the thread stays asleep.
  * Returns EMBER_WALL_REMOTE_*. A sample that cannot be recorded (ring
- * full) is counted in st->dropped_full.
+ * full) is counted in st->dropped_full. If `*stopping` (may be NULL)
+ * names the thread once its stack is read, nothing is recorded (SKIP): a
+ * thread announces itself there before it runs the agent's stop code, so
+ * a stack read while it did was never the program's.
  */
 int ember__wall_remote_sample(ember__wall_remote *w, ember__sigstate *st, ember__thread_ent *e,
-			      int32_t tid);
+			      int32_t tid, const _Atomic int32_t *stopping);
 
 void ember__wall_remote_free(ember__wall_remote *w);
 
