@@ -5,6 +5,8 @@
  * process's own CPU time, window alignment and order, reports made on the
  * agent's thread, and that `go tool pprof` reads every window.
  * Threads exist both before start (found by the scan) and after (hook).
+ * 12 s of CPU at 100 Hz: ~1,200 samples put one standard deviation of the
+ * split at 1.25 points (with 600, a run under load once measured 69.9 %).
  */
 #include "it_common.h"
 #include "agent/unwind_tables.h"
@@ -27,7 +29,7 @@ int main(void)
 	it_work work[NTHREADS];
 	pthread_t th[NTHREADS];
 	for (int i = 0; i < NTHREADS; i++)
-		work[i] = (it_work){.cpu_seconds = 1.5};
+		work[i] = (it_work){.cpu_seconds = 3.0};
 
 	pthread_barrier_init(&go, NULL, 3);
 	for (int i = 0; i < 2; i++)
