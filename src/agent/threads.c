@@ -692,6 +692,11 @@ static void install_atfork(void)
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
 
+void ember__threads_atfork_init(void)
+{
+	pthread_once(&atfork_once, install_atfork);
+}
+
 /* The kernel's tick rate (CONFIG_HZ): the coarse clocks advance once per
  * tick, so their resolution is one tick. 0 if it does not look like one. */
 static long kernel_hz(void)

@@ -137,6 +137,14 @@ int ember__threads_gone_name(ember__threads *t, int32_t tid, char *buf, size_t l
  * fails with EMBER_ERR_UNSUPPORTED where the kernel refuses. On success the
  * registry is reachable by the pthread_create hook. 0 or ember_err.
  */
+/*
+ * Registers the registry's atfork handlers now (once per program image;
+ * ember__threads_start does it too). For the lazy start (fork_child.c):
+ * its own handlers must come after these, and no start may call
+ * pthread_atfork while a fork waits for it. Not async-signal-safe.
+ */
+void ember__threads_atfork_init(void);
+
 int ember__threads_start(ember__threads *t, ember__sigstate *sig, int signo, int64_t period_ns,
 			 int engine, int perf_refuse, int32_t agent_tid);
 

@@ -283,6 +283,11 @@ ember__livetab *ember__heap_live_table(void)
 	return ember__heap_live.keys ? &ember__heap_live : NULL;
 }
 
+void ember__heap_atfork_init(void)
+{
+	pthread_once(&g_atfork_once, register_atfork);
+}
+
 int ember__heap_hook_attach(ember__heap_hook *h)
 {
 	pthread_once(&g_atfork_once, register_atfork);

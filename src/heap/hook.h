@@ -58,6 +58,9 @@ typedef struct ember__heap_hook {
  * hook is attached already. Agent side.
  */
 int ember__heap_hook_attach(ember__heap_hook *h);
+/* Registers the hook's atfork handler now (once per program image; the
+ * first attach does it too): see ember__threads_atfork_init. */
+void ember__heap_atfork_init(void);
 /*
  * Unpublishes the hook. The sampled path runs inside ember__sigpath_enter
  * and leave, so once ember__sigpath_quiesce (sigsetup.c) returns after

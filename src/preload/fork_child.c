@@ -39,10 +39,16 @@
  *
  * The exec wrappers (signal_wrap.c) hold a lazy start while an exec is
  * under way (released if it fails) and wait for a start in progress, so
- * an exec never races with an agent arming its timers. exit, _exit and
+ * an exec never races with an agent arming its timers. A fork does the
+ * same (the atfork prepare and parent handlers): a start under way
+ * holds locks (the allocator's, the loader's, the agent's) that the new
+ * child would inherit held, with no thread to release them, and the
+ * child's own start would then wait on them for good. exit, _exit and
  * _Exit cancel a start not yet begun (the process leaves too early to be
  * worth an agent) or wait, bounded, for one under way, then stop that
- * agent as any other (preload.c, exit_hook.c).
+ * agent as any other (preload.c, exit_hook.c); a start still under way
+ * at the bound is reported on stderr (its profile is lost), never
+ * silently dropped.
  *
  * glibc's fork re-initializes its own locks (malloc's arenas, the thread
  * stack cache, stdio's list) before the child handlers run, which is what
@@ -54,15 +60,18 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "agent/threads.h"
 #include "heap/hook.h"
 #include "sample/handler.h"
 #include "sample/sigvirt.h"
 #include "preload/fork_child.h"
 #include "util/envsnap.h"
+#include "util/logfd.h"
 
 enum {
 	FC_NONE = 0,      /* no lazy start in this process */
@@ -133,9 +142,39 @@ static void *helper_main(void *arg)
 }
 
 static void arm_helper(void);
+static void wait_started(void);
+
+/* Whether the prepare handler held a pending start. (glibc holds its
+ * atfork lock from the prepare handlers to the parent's and child's, so
+ * forks do not overlap.) */
+static int g_fork_held;
+
+/* Before a fork: a start not begun waits (held) until the fork is done;
+ * one under way is waited for (bounded), so the child never inherits its
+ * locks held (see the top). */
+static void atfork_prepare(void)
+{
+	g_fork_held = 0;
+	if (atomic_load(&g_pid) != raw_getpid())
+		return;
+	int s = FC_PENDING;
+	if (atomic_compare_exchange_strong(&g_state, &s, FC_HELD))
+		g_fork_held = 1;
+	else if (s == FC_STARTING)
+		wait_started();
+}
+
+static void atfork_parent(void)
+{
+	int s = FC_HELD;
+	if (g_fork_held)
+		atomic_compare_exchange_strong(&g_state, &s, FC_PENDING);
+	g_fork_held = 0;
+}
 
 static void atfork_child(void)
 {
+	g_fork_held = 0;
 	/* The fork may have come during the image's first agent start (its
 	 * signal handler attached, the agent's atfork handlers, which detach
 	 * it in a child, not yet registered: an agent started on another
@@ -183,7 +222,13 @@ void ember__fork_follow_enable(int (*start)(void))
 	g_start = start;
 	if (!g_create)
 		g_create = (create_fn)dlsym(RTLD_NEXT, "pthread_create");
-	if (!registered && pthread_atfork(NULL, NULL, atfork_child) == 0)
+	/* The agent's own atfork handlers first: prepare handlers run last
+	 * registered first, so ours waits for a start under way before the
+	 * registry's locks its mutex, and no start registers one while a
+	 * fork holds glibc's atfork lock. */
+	ember__threads_atfork_init();
+	ember__heap_atfork_init();
+	if (!registered && pthread_atfork(atfork_prepare, atfork_parent, atfork_child) == 0)
 		registered = 1;
 }
 
@@ -201,12 +246,30 @@ static int ours(void)
 	return atomic_load(&g_pid) == raw_getpid();
 }
 
+/* Waits, at most FC_SETTLE_MS, for a start under way; says so on stderr
+ * if it is still under way then (once per process). Async-signal-safe. */
 static void wait_started(void)
 {
 	for (int i = 0; i < FC_SETTLE_MS && atomic_load(&g_state) == FC_STARTING; i++) {
 		struct timespec nap = {0, 1000000};
 		nanosleep(&nap, NULL);
 	}
+	static _Atomic pid_t said;
+	pid_t me = raw_getpid();
+	if (atomic_load(&g_state) != FC_STARTING || atomic_exchange(&said, me) == me)
+		return;
+	char line[200] = "emberprof: warning: process ";
+	size_t n = strlen(line);
+	char digits[16];
+	size_t k = 0;
+	for (unsigned long v = (unsigned long)me; k == 0 || v; v /= 10)
+		digits[k++] = (char)('0' + v % 10);
+	while (k)
+		line[n++] = digits[--k];
+	static const char rest[] = ": its agent did not finish starting within 10 s (blocked on "
+				   "a lock?); this process is not profiled\n";
+	memcpy(line + n, rest, sizeof(rest) - 1);
+	ember__logfd_write(line, n + sizeof(rest) - 1);
 }
 
 void ember__fork_child_settle(void)
