@@ -139,7 +139,7 @@ RS
 		cmd="$rc -O -o $work/small-rs $work/small.rs"
 		ember_configs rustc "$cmd"
 		run_case rustc "unprofiled|$cmd" "${emb[@]}" \
-			${before:+"before-f|$before run -f -o @OUT@ -- $cmd"}
+			${before:+"before-nocache|$before run -f --unwind-cache off -o @OUT@ -- $cmd"}
 		;;
 	clangxx)
 		if ! command -v clang++ >/dev/null; then
@@ -160,7 +160,7 @@ CC
 		cmd="clang++ -O2 -c -o $work/small.o $work/small.cc"
 		ember_configs clangxx "$cmd"
 		run_case clangxx "unprofiled|$cmd" "${emb[@]}" \
-			${before:+"before-f|$before run -f -o @OUT@ -- $cmd"}
+			${before:+"before-nocache|$before run -f --unwind-cache off -o @OUT@ -- $cmd"}
 		;;
 	node)
 		if ! command -v node >/dev/null; then
@@ -170,7 +170,7 @@ CC
 		cmd="node -e 'let s = 0; for (let i = 0; i < 3e6; i++) s += i % 7; console.log(s)'"
 		ember_configs node "$cmd"
 		run_case node "unprofiled|$cmd" "${emb[@]}" \
-			${before:+"before-f|$before run -f -o @OUT@ -- $cmd"}
+			${before:+"before-nocache|$before run -f --unwind-cache off -o @OUT@ -- $cmd"}
 		;;
 	*)
 		echo "startcost.sh: unknown case $c" >&2

@@ -13,6 +13,7 @@
 #include "util/error.h"
 
 #define MAX_SCOPES 64 /* inline depth we look at before trimming */
+#define RANK_NAME_DONE 0x80000000u /* in a symbol's rank: its name is final */
 
 void ember__symindex_reset(ember__symindex *ix)
 {
@@ -31,6 +32,13 @@ void ember__symindex_reset(ember__symindex *ix)
  * sorted index instead, built once from the same symbols, enumerated with
  * dwfl_module_getsym_info(): .symtab (the file's or its debug file's),
  * else .dynsym, with addresses already relocated to this process.
+ *
+ * The build reads no name (only the symbols at one address are compared
+ * by name): a name is looked at, and its version dropped, when a lookup
+ * returns it. A big module's string table is mostly never read: in
+ * librustc_driver it is 20 MB against 4 MB of symbols, and reading every
+ * name at the build faulted in all of it for the few hundred functions a
+ * short run's samples land in.
  */
 
 static unsigned leading_underscores(const char *s)
@@ -51,8 +59,12 @@ static int cmp_sym(const void *a, const void *b)
 		return x->addr < y->addr ? -1 : 1;
 	if ((x->size == 0) != (y->size == 0))
 		return x->size == 0 ? 1 : -1;
-	if (x->rank != y->rank)
-		return x->rank < y->rank ? -1 : 1;
+	unsigned rx = x->rank & ~RANK_NAME_DONE, ry = y->rank & ~RANK_NAME_DONE;
+	if (rx != ry)
+		return rx < ry ? -1 : 1;
+	/* an empty name loses (it names nothing) */
+	if ((x->name[0] == '\0') != (y->name[0] == '\0'))
+		return x->name[0] == '\0' ? 1 : -1;
 	unsigned ux = leading_underscores(x->name), uy = leading_underscores(y->name);
 	if (ux != uy)
 		return ux < uy ? -1 : 1;
@@ -69,6 +81,7 @@ static unsigned sym_rank(const GElf_Sym *sym)
 /* The name without a symbol version: "memcpy@@GLIBC_2.14" and
  * "memcpy@GLIBC_2.2.5" are "memcpy" (a copy in the index's arena), any
  * other name is itself. NULL on OOM. */
+
 static const char *unversioned(ember__symindex *ix, const char *name)
 {
 	const char *at = strchr(name, '@');
@@ -98,7 +111,8 @@ static int add_plt_stubs(ember__symindex *ix, Dwfl_Module *dm, uint64_t start, u
 	for (size_t i = 0; i < ns; i++) {
 		uint64_t addr = stubs[i].addr + bias;
 		if (addr >= start && addr < limit)
-			nv[(*n)++] = (ember__sym_entry){addr, stubs[i].size, stubs[i].name, 0};
+			nv[(*n)++] = (ember__sym_entry){addr, stubs[i].size, stubs[i].name,
+							RANK_NAME_DONE};
 	}
 	free(stubs);
 	return 0;
@@ -128,17 +142,14 @@ int ember__symindex_build_syms(ember__symindex *ix, Dwfl_Module *dm, uint64_t st
 		GElf_Word shndx;
 		Elf *elf;
 		Dwarf_Addr bias;
+		/* (the name's address only: see above) */
 		const char *name = dwfl_module_getsym_info(dm, i, &sym, &addr, &shndx, &elf, &bias);
 		int type = name ? GELF_ST_TYPE(sym.st_info) : -1;
-		if (!name || !name[0] || shndx == SHN_UNDEF || shndx == SHN_ABS ||
+		if (!name || shndx == SHN_UNDEF || shndx == SHN_ABS ||
 		    (type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_NOTYPE))
 			continue;
 		if (addr < start || addr >= limit)
 			continue;
-		if (!(name = unversioned(ix, name))) {
-			err = ember__error_oom("symbol names");
-			break;
-		}
 		v[n++] = (ember__sym_entry){addr, sym.st_size, name, sym_rank(&sym)};
 	}
 	if (!err && dm)
@@ -164,7 +175,21 @@ int ember__symindex_build_syms(ember__symindex *ix, Dwfl_Module *dm, uint64_t st
 /* How far back to look for a sized symbol enclosing a later one. */
 #define ENCLOSING_LOOKBACK 16
 
-const char *ember__symindex_symbol_at(const ember__symindex *ix, uint64_t addr)
+/* The entry's name, final: without its version (once; NULL on OOM, and
+ * for an empty name). */
+static const char *entry_name(ember__symindex *ix, ember__sym_entry *e)
+{
+	if (!(e->rank & RANK_NAME_DONE)) {
+		const char *name = unversioned(ix, e->name);
+		if (!name)
+			return NULL;
+		e->name = name;
+		e->rank |= RANK_NAME_DONE;
+	}
+	return e->name[0] ? e->name : NULL;
+}
+
+const char *ember__symindex_symbol_at(ember__symindex *ix, uint64_t addr)
 {
 	size_t lo = 0, hi = ix->nsyms;
 	while (lo < hi) {
@@ -176,13 +201,14 @@ const char *ember__symindex_symbol_at(const ember__symindex *ix, uint64_t addr)
 	}
 	if (lo == 0)
 		return NULL;
-	const ember__sym_entry *e = &ix->syms[lo - 1];
-	if (e->size == 0 || addr - e->addr < e->size)
-		return e->name;
+	ember__sym_entry *e = &ix->syms[lo - 1];
+	const char *name;
+	if ((e->size == 0 || addr - e->addr < e->size) && (name = entry_name(ix, e)))
+		return name;
 	for (size_t j = lo - 1; j-- > 0 && lo - 1 - j <= ENCLOSING_LOOKBACK;) {
 		e = &ix->syms[j];
-		if (e->size && addr - e->addr < e->size)
-			return e->name;
+		if (e->size && addr - e->addr < e->size && (name = entry_name(ix, e)))
+			return name;
 	}
 	return NULL;
 }

@@ -29,7 +29,8 @@
 typedef struct ember__sym_entry {
 	uint64_t addr, size;
 	const char *name; /* libelf's, or in the index's arena (see below) */
-	unsigned rank; /* preference among symbols at one address, lower wins */
+	unsigned rank; /* preference among symbols at one address, lower wins;
+			* its top bit: the name is final (symindex.c) */
 } ember__sym_entry;
 
 /* One function's code range in the DWARF index. */
@@ -78,7 +79,8 @@ void ember__symindex_reset(ember__symindex *ix);
  * is kept. A NULL dm or a module without
  * symbols gives an empty, built index. Sets syms_built; on failure
  * (EMBER_ERR_NOMEM) the index is empty and left unbuilt. The names point
- * into libelf data owned by dm.
+ * into libelf data owned by dm; none is read here but to order the
+ * symbols at one address (symindex.c says why).
  */
 int ember__symindex_build_syms(ember__symindex *ix, Dwfl_Module *dm, uint64_t start,
 			       uint64_t limit);
@@ -87,9 +89,11 @@ int ember__symindex_build_syms(ember__symindex *ix, Dwfl_Module *dm, uint64_t st
  * The name of the symbol covering addr: the closest one at or below it if
  * it is sizeless (it then runs to the next symbol) or its size reaches
  * addr; else a nearby earlier symbol whose size encloses addr; else NULL.
- * The string is borrowed from libelf (see above).
+ * (A symbol with an empty name names nothing.) The string is borrowed from
+ * libelf or the index's arena; the first lookup of a symbol drops its
+ * version there, so lookups on one index are not concurrent.
  */
-const char *ember__symindex_symbol_at(const ember__symindex *ix, uint64_t addr);
+const char *ember__symindex_symbol_at(ember__symindex *ix, uint64_t addr);
 
 /*
  * Loads dm's DWARF (setting dw and dwbias; dw stays NULL when there is
