@@ -27,6 +27,7 @@
 #include "asprof/asprof_hooks.h"
 #include "emberprof.h"
 #include "util/error.h"
+#include "util/forkguard.h"
 
 /* upstream: typedef struct { volatile uint64_t sample_counter; } asprof_thread_local_data; */
 typedef struct asprof_tld {
@@ -85,7 +86,9 @@ int ember__asprof_load(const char *library, const ember__asprof_api **out)
 		}
 	rc = 0;
 	dlerror();
+	ember__forkguard_enter(); /* its initialization (forkguard.h) */
 	void *h = dlopen(name, RTLD_LOCAL | RTLD_LAZY);
+	ember__forkguard_leave();
 	if (!h) {
 		const char *why = dlerror();
 		rc = ember__error(EMBER_ERR_UNSUPPORTED, "cannot load async-profiler: %s (give its "

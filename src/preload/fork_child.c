@@ -40,9 +40,10 @@
  * The exec wrappers (signal_wrap.c) hold a lazy start while an exec is
  * under way (released if it fails) and wait for a start in progress, so
  * an exec never races with an agent arming its timers. A fork does the
- * same (the atfork prepare and parent handlers): a start under way
- * holds locks (the allocator's, the loader's, the agent's) that the new
- * child would inherit held, with no thread to release them, and the
+ * same (the atfork prepare and parent handlers), waiting at most 1 s and
+ * not while the start loads a library (util/forkguard.h says why): a
+ * start under way holds locks (the allocator's, the agent's) that the
+ * new child would inherit held, with no thread to release them, and the
  * child's own start would then wait on them for good. exit, _exit and
  * _Exit cancel a start not yet begun (the process leaves too early to be
  * worth an agent) or wait, bounded, for one under way, then stop that
@@ -71,6 +72,7 @@
 #include "sample/sigvirt.h"
 #include "preload/fork_child.h"
 #include "util/envsnap.h"
+#include "util/forkguard.h"
 #include "util/logfd.h"
 
 enum {
@@ -86,6 +88,7 @@ enum {
 #define FC_CPU_NS 2000000LL    /* start after 2 ms of CPU... */
 #define FC_LIFE_NS 20000000LL  /* ...or 20 ms of life */
 #define FC_SETTLE_MS 10000     /* the longest exit or exec waits for a start (as _exit for a flush) */
+#define FC_FORK_WAIT_MS 1000   /* the longest a fork waits for one (it takes milliseconds) */
 
 static int (*g_start)(void);  /* set in the first profiled process, inherited */
 typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
@@ -142,7 +145,6 @@ static void *helper_main(void *arg)
 }
 
 static void arm_helper(void);
-static void wait_started(void);
 
 /* Whether the prepare handler held a pending start. (glibc holds its
  * atfork lock from the prepare handlers to the parent's and child's, so
@@ -158,10 +160,20 @@ static void atfork_prepare(void)
 	if (atomic_load(&g_pid) != raw_getpid())
 		return;
 	int s = FC_PENDING;
-	if (atomic_compare_exchange_strong(&g_state, &s, FC_HELD))
+	if (atomic_compare_exchange_strong(&g_state, &s, FC_HELD)) {
 		g_fork_held = 1;
-	else if (s == FC_STARTING)
-		wait_started();
+		return;
+	}
+	/* A start under way: wait, at most FC_FORK_WAIT_MS, and not while it
+	 * loads a library, whose initialization may call pthread_atfork and
+	 * wait for glibc's atfork lock, which this fork holds
+	 * (util/forkguard.h). */
+	for (int i = 0; i < FC_FORK_WAIT_MS && atomic_load(&g_state) == FC_STARTING &&
+			!ember__forkguard_busy();
+	     i++) {
+		struct timespec nap = {0, 1000000};
+		nanosleep(&nap, NULL);
+	}
 }
 
 static void atfork_parent(void)

@@ -19,6 +19,7 @@
 #include <zip.h>
 
 #include "util/error.h"
+#include "util/forkguard.h"
 
 static struct zip_api {
 	zip_source_t *(*source_buffer_create)(const void *d, zip_uint64_t n, int freep,
@@ -47,7 +48,16 @@ static pthread_once_t zip_once = PTHREAD_ONCE_INIT;
 static char zip_load_error[EMBER_ERROR_MAX];
 static int zip_ok;
 
+static void load_zip_guarded(void);
+
 static void load_zip(void)
+{
+	ember__forkguard_enter(); /* libzip's initialization (forkguard.h) */
+	load_zip_guarded();
+	ember__forkguard_leave();
+}
+
+static void load_zip_guarded(void)
 {
 	static const char *const names[] = {"libzip.so.4", "libzip.so.5"};
 	void *lib = NULL;

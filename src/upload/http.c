@@ -32,6 +32,7 @@
 
 #include "util/error.h"
 #include "util/redact.h"
+#include "util/forkguard.h"
 
 #define BODY_KEEP 4096 /* bytes of a response body kept for messages */
 
@@ -72,7 +73,17 @@ static struct curl_api {
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static char load_error[EMBER_ERROR_MAX];
 
+static void load_curl_guarded(void);
+
+/* libcurl's and its TLS library's initialization run here (forkguard.h). */
 static void load_curl(void)
+{
+	ember__forkguard_enter();
+	load_curl_guarded();
+	ember__forkguard_leave();
+}
+
+static void load_curl_guarded(void)
 {
 	static const char *const names[] = {"libcurl.so.4", "libcurl-gnutls.so.4"};
 	void *lib = NULL;

@@ -19,6 +19,7 @@
 #include "util/dep_jansson.h"
 #endif
 #include "util/error.h"
+#include "util/forkguard.h"
 
 /* Where a slot points when its library could not be loaded: 0 (NULL) is
  * "no result" for every function listed (dep_*.h). Only reached by a call an
@@ -47,7 +48,16 @@ static int64_t mono_ns(void)
 
 /* One attempt, by the thread that moved the state to 2: fills every slot
  * (with the stub that returns 0 on failure) and sets the outcome. */
+static void lazydep_run_guarded(struct ember__lazydep *d);
+
 static void lazydep_run(struct ember__lazydep *d)
+{
+	ember__forkguard_enter(); /* the library's initialization runs here */
+	lazydep_run_guarded(d);
+	ember__forkguard_leave();
+}
+
+static void lazydep_run_guarded(struct ember__lazydep *d)
 {
 	void *lib = NULL;
 	const char *found = NULL;
