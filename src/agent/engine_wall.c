@@ -166,12 +166,11 @@ static size_t tick(ember__wall *w, int64_t now, int final, size_t *nthreads)
 			ember__wall_record_repeat(w->threads->sig, tids[i], weights[i], repeat[i]);
 			continue;
 		}
-		if (final && tids[i] == w->stopper) {
-			stopper_final(w, tids[i]);
+		if (tids[i] == atomic_load(&w->stopping)) {
+			if (final) /* else: stopping the agent, the last pass records it */
+				stopper_final(w, tids[i]);
 			continue;
 		}
-		if (tids[i] == atomic_load(&w->stopping))
-			continue; /* stopping the agent: its last pass records it */
 		if (w->skip_idle) { /* blocked: sampled without waking it */
 			ember__sigstate *st = w->threads->sig;
 			ember__threadtab *tab = atomic_load(&st->tab);
@@ -286,7 +285,7 @@ void ember__wall_stop(ember__wall *w)
 	w->threads->wall_final = 0;
 	pthread_mutex_unlock(&w->threads->mu);
 	pthread_mutex_lock(&w->mu);
-	w->stopper = (int32_t)gettid();
+	atomic_store(&w->stopping, (int32_t)gettid()); /* if not announced already */
 	w->stop = 1;
 	pthread_cond_broadcast(&w->cv);
 	pthread_mutex_unlock(&w->mu);

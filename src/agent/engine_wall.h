@@ -62,9 +62,9 @@ typedef struct ember__wall {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	int stop;
-	int32_t stopper; /* the thread calling ember__wall_stop (set with stop) */
 	/* the thread stopping the agent, announced before any stop code runs
-	 * (ember__wall_announce_stop): never sampled from then on */
+	 * (ember__wall_announce_stop), else by ember__wall_stop: never sampled
+	 * from then on */
 	_Atomic int32_t stopping;
 	int skip_idle; /* record threads left asleep without a signal (default) */
 	_Atomic uint64_t signals, ticks, max_per_tick;

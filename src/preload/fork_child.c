@@ -146,6 +146,20 @@ static void *helper_main(void *arg)
 
 static void arm_helper(void);
 
+/* Waits while a start is under way, at most max_ms; with `not_in_loads`,
+ * not while a thread loads a library (util/forkguard.h). Returns whether
+ * it is still under way. Async-signal-safe. */
+static int wait_starting(int max_ms, int not_in_loads)
+{
+	for (int i = 0; i < max_ms && atomic_load(&g_state) == FC_STARTING &&
+			!(not_in_loads && ember__forkguard_busy());
+	     i++) {
+		struct timespec nap = {0, 1000000};
+		nanosleep(&nap, NULL);
+	}
+	return atomic_load(&g_state) == FC_STARTING;
+}
+
 /* Whether the prepare handler held a pending start. (glibc holds its
  * atfork lock from the prepare handlers to the parent's and child's, so
  * forks do not overlap.) */
@@ -168,12 +182,7 @@ static void atfork_prepare(void)
 	 * loads a library, whose initialization may call pthread_atfork and
 	 * wait for glibc's atfork lock, which this fork holds
 	 * (util/forkguard.h). */
-	for (int i = 0; i < FC_FORK_WAIT_MS && atomic_load(&g_state) == FC_STARTING &&
-			!ember__forkguard_busy();
-	     i++) {
-		struct timespec nap = {0, 1000000};
-		nanosleep(&nap, NULL);
-	}
+	wait_starting(FC_FORK_WAIT_MS, 1);
 }
 
 static void atfork_parent(void)
@@ -262,13 +271,9 @@ static int ours(void)
  * if it is still under way then (once per process). Async-signal-safe. */
 static void wait_started(void)
 {
-	for (int i = 0; i < FC_SETTLE_MS && atomic_load(&g_state) == FC_STARTING; i++) {
-		struct timespec nap = {0, 1000000};
-		nanosleep(&nap, NULL);
-	}
 	static _Atomic pid_t said;
 	pid_t me = raw_getpid();
-	if (atomic_load(&g_state) != FC_STARTING || atomic_exchange(&said, me) == me)
+	if (!wait_starting(FC_SETTLE_MS, 0) || atomic_exchange(&said, me) == me)
 		return;
 	char line[200] = "emberprof: warning: process ";
 	size_t n = strlen(line);
