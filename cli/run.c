@@ -21,7 +21,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/agent_internal.h"
+#include "agent/agent_internal.h" /* the builder, to learn what EMBERPROF_* asks */
+#include "util/parse.h"
 #include "cli.h"
 #include "emberprof.h"
 #include "encode/pprof.h"
@@ -133,7 +134,7 @@ static const char *const known_vars[] = {
 	"EMBERPROF_OUTPUT_FORMAT",
 	"EMBERPROF_AUTOSTART",	   "EMBERPROF_LIB",
 	"EMBERPROF_POLLCATCH_THRESHOLD", "EMBERPROF_WALL_SIGNAL_IDLE", /* read by the agent too */
-	/* the Pyroscope reporter's (src/report/pyroscope_env.c) */
+	/* the Pyroscope reporter's (src/agent/env_pyroscope.c) */
 	"EMBERPROF_SERVER_URL", "EMBERPROF_SERVER_PROTOCOL", "EMBERPROF_SERVER_AUTH_TOKEN",
 	"EMBERPROF_SERVER_BASIC_AUTH_USER", "EMBERPROF_SERVER_BASIC_AUTH_PASSWORD",
 	"EMBERPROF_SERVER_TENANT_ID", "EMBERPROF_SERVER_HEADERS", "EMBERPROF_SERVER_CA_FILE",
@@ -141,7 +142,7 @@ static const char *const known_vars[] = {
 	"EMBERPROF_SERVER_SPOOL_DIR", "EMBERPROF_SERVER_SPOOL_MAX", "EMBERPROF_SERVER_QUEUE_LEN",
 	"EMBERPROF_SERVER_UPLOAD_JITTER", "EMBERPROF_SERVER_FLUSH_TIMEOUT",
 	"EMBERPROF_SERVER_USER_AGENT", "EMBERPROF_SERVER_MAX_AGE",
-	/* the S3 reporter's (src/report/s3_env.c) */
+	/* the S3 reporter's (src/agent/env_s3.c) */
 	"EMBERPROF_S3_BUCKET", "EMBERPROF_S3_PROFILING_GROUP", "EMBERPROF_S3_BUCKET_OWNER",
 	"EMBERPROF_S3_ENDPOINT", "EMBERPROF_S3_REGION", "EMBERPROF_S3_AWS_PROFILE",
 	"EMBERPROF_S3_SPOOL_DIR", "EMBERPROF_S3_HOST",

@@ -11,8 +11,8 @@
 #include <stdint.h>
 
 #include "emberprof.h"
-#include "agent/threads.h"
-#include "agent/sigsetup.h"
+#include "engine/threads.h"
+#include "engine/sigsetup.h"
 #include "asprof/asprof.h"
 
 typedef struct ember__tag {
@@ -82,28 +82,8 @@ void ember__config_defaults(ember__config *c);
 void ember__log(const ember__config *c, ember_log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-/* Parsers shared by the builder, the environment and the CLI. */
-int ember__parse_duration_ms(const char *s, unsigned *out_ms);
-int ember__parse_uint(const char *s, unsigned long min, unsigned long max, unsigned long *out);
-int ember__parse_bool(const char *s, int *out);
-int ember__parse_signal(const char *s, int *out);
-int ember__parse_log_level(const char *s, int *out);
-/* EMBERPROF_OUTPUT_FORMAT: "pprof", "jfr" or "both" -> EMBER_FORMAT_* bits. */
-int ember__parse_formats(const char *s, unsigned *out);
-/* "off"/"0" (0), "on" (the default 50 ms) or a duration of 1 ms..60 s. */
-int ember__parse_wall(const char *s, unsigned *out_ms);
+/* The option parsers (shared with the CLI and the reporters). */
+#include "util/parse.h"
 
-/* Allocation profiling: "off"/"0" (0), "on"/"1" (the default mean) or a
- * mean such as 512k, 1m, 4096 (bytes; 1 takes every allocation). */
-int ember__parse_alloc(const char *s, uint64_t *out);
-/* A byte size: 4096, 512k, 512KiB, 1m, 1MiB, 1g (binary units), 1..1 GiB. */
-/* A decimal number at the start of `s` (digits first, no sign): its
- * value, and in *unit what follows it. 0 or EMBER_ERR_INVALID (overflow). */
-int ember__parse_number(const char *s, unsigned long long *value, const char **unit);
-int ember__parse_bytes(const char *s, uint64_t *out);
-#define EMBER__ALLOC_MAX_MEAN (1ull << 30)
-
-/* The wall-clock interval "on" means. */
-#define EMBER__WALL_DEFAULT_MS 50
 
 #endif

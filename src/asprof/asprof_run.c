@@ -25,7 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent/threads.h"
+#include "engine/threads.h"
 #include "asprof/asprof.h"
 #include "sample/sigvirt.h"
 #include "util/error.h"

@@ -6,7 +6,7 @@
  */
 #include <pthread.h>
 
-#include "agent/threads.h"
+#include "engine/threads.h"
 
 int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
 {

@@ -3,7 +3,7 @@
  * wrappers: programs linking it keep calling libc's sigaction,
  * pthread_sigmask and exec directly (see src/preload/signal_wrap.c).
  */
-#include "agent/sigsetup.h"
+#include "engine/sigsetup.h"
 
 int ember__sigwrap_in_effect(void)
 {

@@ -66,7 +66,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent/threads.h"
+#include "engine/threads.h"
 #include "heap/hook.h"
 #include "sample/handler.h"
 #include "sample/sigvirt.h"

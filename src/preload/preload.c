@@ -40,7 +40,7 @@
 #include <unistd.h>
 
 #include "agent/agent_internal.h"
-#include "agent/sigsetup.h"
+#include "engine/sigsetup.h"
 #include "emberprof.h"
 #include "preload/preload_env.h"
 #include "preload/exit_hook.h"

@@ -14,7 +14,7 @@
 
 #include "unwind/arch.h"
 
-#include "agent/threads.h"
+#include "engine/threads.h"
 
 int ember__pthread_create_v234(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *),
 			       void *arg);

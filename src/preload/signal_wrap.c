@@ -46,8 +46,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent/sigsetup.h"
-#include "agent/threads.h"
+#include "engine/sigsetup.h"
+#include "engine/threads.h"
 #include "heap/hook.h"
 #include "preload/exit_hook.h"
 #include "preload/fork_child.h"

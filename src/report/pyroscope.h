@@ -1,7 +1,7 @@
 /*
  * pyroscope.h - internals of the Grafana Pyroscope reporter behind
  * ember_reporter_pyroscope() (declared in include/emberprof.h), exposed
- * for the unit tests and for the environment variables (pyroscope_env.c).
+ * for the unit tests and for the environment variables (src/agent/env_pyroscope.c).
  *
  * Labels. A window's series labels are emberprof's own: __name__ (from
  * the profile type: cpu -> process_cpu, wall -> wall, memory -> memory),

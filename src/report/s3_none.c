@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/agent_internal.h"
 #include "report/s3.h"
 #include "util/envsnap.h"
 #include "util/error.h"

@@ -29,7 +29,7 @@
 #define EMBER_REDELIVER_VALUE ((uintptr_t)0x656d6264u << 16)
 
 /*
- * Wall-clock samples (src/agent/engine_wall.c) are queued signals whose
+ * Wall-clock samples (src/engine/engine_wall.c) are queued signals whose
  * sival_ptr holds EMBER_WALL_TAG in its top 16 bits and, below, the wall
  * time in nanoseconds since the thread's previous visit (< 2^48 ns, 78
  * hours): the weight only if the handler cannot find the thread's table

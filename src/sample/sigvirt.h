@@ -100,7 +100,7 @@ void ember__sigvirt_count_ours(void);
 int ember__sigvirt_raise(int sig);
 
 /*
- * For exec (src/agent/threads.c): makes the kernel's state of `signo` on
+ * For exec (src/engine/threads.c): makes the kernel's state of `signo` on
  * the calling thread what the program's would be - blocked if it virtually
  * blocks it, with a pending signal of its own queued again, and SIG_IGN if
  * it ignores it - so the new program inherits them. Returns a token for

@@ -28,7 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent/threads.h"
+#include "engine/threads.h"
 #include "sample/sigvirt.h"
 #include "upload/spool.h"
 #include "util/error.h"

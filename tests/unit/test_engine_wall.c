@@ -5,7 +5,7 @@
  * coming and going between ticks do not break the rotation; ticks spread
  * a pass over the interval but never come closer than the floor.
  */
-#include "agent/engine_wall.h"
+#include "engine/engine_wall.h"
 #include "check.h"
 
 typedef struct rec {

@@ -1,8 +1,8 @@
 /*
  * test_wall_replay.c - the agent's copies of wall samples, given to the
- * records of threads left asleep or exiting (src/agent/wall_replay.c).
+ * records of threads left asleep or exiting (src/engine/wall_replay.c).
  */
-#include "agent/wall_replay.h"
+#include "engine/wall_replay.h"
 #include "check.h"
 #include "sample/handler.h"
 

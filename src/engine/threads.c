@@ -2,7 +2,8 @@
  * threads.c - per-thread CPU timers or perf events, and stack bounds
  * (threads.h).
  */
-#include "agent/threads.h"
+#include "engine/threads.h"
+#include "engine/threads_internal.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -18,10 +19,10 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "agent/engine_perf.h"
-#include "agent/engine_wall.h"
-#include "agent/wall_remote.h"
-#include "agent/sigsetup.h"
+#include "engine/engine_perf.h"
+#include "engine/engine_wall.h"
+#include "engine/wall_remote.h"
+#include "engine/sigsetup.h"
 #include "emberprof.h"
 #include "sample/sigvirt.h"
 #include "symbols/procmaps.h"
@@ -36,8 +37,6 @@ enum { BOUNDS_UNKNOWN = 0, BOUNDS_PROBED = 1, BOUNDS_KNOWN = 2, BOUNDS_FAILED = 
  * why this one pointer has to be global. */
 static _Atomic(ember__threads *) g_threads;
 
-static void add_note(ember__threads *t, const ember__thread_rec *r, int gone);
-static uint64_t thread_cpu_ns(int32_t tid);
 
 /* ---- records ---- */
 
@@ -143,7 +142,7 @@ static uint64_t next_random(ember__threads *t)
 	return x * 0x2545F4914F6CDD1DULL;
 }
 
-static int arm_thread_timer(ember__threads *t, ember__thread_rec *r)
+int ember__threads_arm_timer(ember__threads *t, ember__thread_rec *r)
 {
 	struct sigevent sev;
 	memset(&sev, 0, sizeof(sev));
@@ -235,7 +234,7 @@ static void arm_thread(ember__threads *t, ember__thread_rec *r, ember__thread_en
 		r->parked = 1;
 		return;
 	}
-	int rc = t->perf ? arm_thread_perf(t, r, e) : arm_thread_timer(t, r);
+	int rc = t->perf ? arm_thread_perf(t, r, e) : ember__threads_arm_timer(t, r);
 	if (rc)
 		note_timer_failure(t, r->tid, -rc);
 }
@@ -354,14 +353,14 @@ static void adopt_thread(ember__threads *t, int32_t tid)
 static void forget_thread(ember__threads *t, ember__thread_rec *r)
 {
 	/* On the exiting thread itself (exit hook) its clock still reads. */
-	uint64_t now = r->blocks_signal >= 2 ? thread_cpu_ns(r->tid) : 0;
+	uint64_t now = r->blocks_signal >= 2 ? ember__thread_cpu_ns(r->tid) : 0;
 	if (r->blocked_cpu_at && now > r->blocked_cpu_at) {
 		r->unsampled_ns += now - r->blocked_cpu_at;
 		atomic_fetch_add_explicit(&t->unsampled_cpu_ns, now - r->blocked_cpu_at,
 					  memory_order_relaxed);
 	}
 	if (r->unsampled_ns && r->comm[0])
-		add_note(t, r, 1);
+		ember__threads_note_blocked(t, r, 1);
 	if (r->has_timer)
 		timer_delete(r->timer);
 	drop_perf(t, r);
@@ -444,121 +443,6 @@ static DIR *open_tasks(void)
 	return d;
 }
 
-static void add_note(ember__threads *t, const ember__thread_rec *r, int gone)
-{
-	if (t->nnotes >= sizeof(t->notes) / sizeof(t->notes[0]))
-		return; /* the totals still count it */
-	ember__blocked_note *n = &t->notes[t->nnotes++];
-	n->tid = r->tid;
-	n->gone = gone;
-	memcpy(n->comm, r->comm, sizeof(n->comm));
-	n->unsampled_ns = r->unsampled_ns;
-}
-
-static uint64_t thread_cpu_ns(int32_t tid)
-{
-	struct timespec ts;
-	clockid_t clk = (clockid_t)((~(unsigned)tid << 3) | 6u); /* as in arm_thread_timer */
-	if (clock_gettime(clk, &ts) != 0)
-		return 0;
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* Whether thread `tid` really blocks signal `signo` (its SigBlk line in
- * /proc): 1, 0, or -1 if it cannot be read (the thread is gone). */
-static int task_blocks(int32_t tid, int signo)
-{
-	char buf[2048];
-	if (ember__read_task_file(tid, "status", buf, sizeof(buf)) < 0)
-		return -1;
-	const char *p = strstr(buf, "\nSigBlk:");
-	if (!p)
-		return -1;
-	unsigned long long mask = strtoull(p + 8, NULL, 16);
-	return signo >= 1 && signo <= 64 && ((mask >> (signo - 1)) & 1) ? 1 : 0;
-}
-
-/*
- * A thread that really blocks the sampling signal is never sampled: its
- * CPU time from one scan to the next is counted instead, and the agent
- * warns about it. (Through emberprof's wrappers a program's blocking is
- * virtual and the thread stays sampled: src/sample/sigvirt.h.)
- */
-static void check_blocked(ember__threads *t, ember__thread_rec *r)
-{
-	if (t->process_timer)
-		return; /* SIGPROF from ITIMER_PROF goes to any thread that takes it */
-	if (r->own)
-		return;
-	int b = task_blocks(r->tid, t->signo);
-	if (b < 0)
-		return;
-	/* Its CPU time and samples since the last scan: a thread whose mask
-	 * shows the signal blocked but whose samples cover at least half of
-	 * that CPU time blocks it only for moments (glibc's raise() blocks
-	 * every signal around its tgkill; a pending timer signal is
-	 * delivered at the unblock), not a thread that blocks it. */
-	uint64_t cpu = thread_cpu_ns(r->tid);
-	ember__thread_ent *e = ember__threadtab_find(t->tab, r->tid);
-	uint32_t samples = e ? atomic_load_explicit(&e->cpu_samples, memory_order_relaxed) : 0;
-	uint64_t dcpu = r->scan_cpu && cpu > r->scan_cpu ? cpu - r->scan_cpu : 0;
-	uint64_t covered = (uint64_t)(uint32_t)(samples - r->scan_samples) * (uint64_t)t->period_ns;
-	int sampled = r->scan_cpu && samples != r->scan_samples && covered * 2 >= dcpu;
-	/* Nor is a thread that used under one period of CPU since: nothing
-	 * went unsampled, and a blocked mask seen then proves nothing (the
-	 * 30-minute soak's one false warning: "0.00 s of CPU not sampled"). */
-	int idle = r->scan_cpu && dcpu < (uint64_t)t->period_ns;
-	r->scan_cpu = cpu;
-	r->scan_samples = samples;
-	if (sampled)
-		b = 0;
-	uint64_t now = b ? cpu : 0;
-	/* scans in a row that saw it (an idle one neither counts nor resets) */
-	int seen = !b ? 0 : idle ? r->blocks_signal : r->blocks_signal + 1;
-	/* Seen on two scans in a row before the agent is told: a thread is
-	 * blocked for a moment inside our handler (the kernel blocks the
-	 * signal it is delivering) and while the agent starts its own threads
-	 * with every signal blocked; neither is a thread that blocks it. */
-	if (seen >= 2 && !r->comm[0]) { /* first time: tell the agent */
-		if (ember__read_task_file(r->tid, "comm", r->comm, sizeof(r->comm)) < 0)
-			r->comm[0] = '\0';
-		r->comm[strcspn(r->comm, "\n")] = '\0';
-		if (!r->comm[0]) /* gone already: its id, as in profiles */
-			snprintf(r->comm, sizeof(r->comm), "thread-%d", (int)r->tid);
-		/* Our own helper threads (the uploader "emberprof-up", the
-		 * async-profiler driver) block every signal on purpose and
-		 * name themselves so: not the program's CPU, nothing to say. */
-		if (!strncmp(r->comm, "emberprof", 9)) {
-			r->own = 1;
-			r->blocked_cpu_at = 0;
-			return;
-		}
-		add_note(t, r, 0);
-	}
-	if (seen >= 2 && r->blocked_cpu_at && now > r->blocked_cpu_at) {
-		r->unsampled_ns += now - r->blocked_cpu_at;
-		atomic_fetch_add_explicit(&t->unsampled_cpu_ns, now - r->blocked_cpu_at,
-					  memory_order_relaxed);
-	}
-	r->blocks_signal = seen < 2 ? seen : 2;
-	r->blocked_cpu_at = now;
-}
-
-size_t ember__threads_take_blocked(ember__threads *t, ember__blocked_note *out, size_t max,
-				   int live)
-{
-	pthread_mutex_lock(&t->mu);
-	if (live)
-		for (size_t i = 0; i < t->nrecs; i++)
-			if (t->recs[i].unsampled_ns && t->recs[i].comm[0])
-				add_note(t, &t->recs[i], 1);
-	size_t n = t->nnotes < max ? t->nnotes : max;
-	memcpy(out, t->notes, n * sizeof(*out));
-	t->nnotes = 0;
-	pthread_mutex_unlock(&t->mu);
-	return n;
-}
-
 static void scan_tasks(ember__threads *t)
 {
 	/* One directory stream for the registry's life, rewound per scan:
@@ -594,7 +478,7 @@ static void scan_tasks(ember__threads *t)
 		if (t->recs[i].seen_gen != t->gen)
 			forget_thread(t, &t->recs[i]);
 	for (size_t i = 0; i < t->nrecs; i++)
-		check_blocked(t, &t->recs[i]);
+		ember__threads_check_blocked(t, &t->recs[i]);
 }
 
 void ember__threads_poll(ember__threads *t, int scan)
@@ -697,85 +581,6 @@ void ember__threads_atfork_init(void)
 	pthread_once(&atfork_once, install_atfork);
 }
 
-/* The kernel's tick rate (CONFIG_HZ): the coarse clocks advance once per
- * tick, so their resolution is one tick. 0 if it does not look like one. */
-static long kernel_hz(void)
-{
-	struct timespec res;
-	if (clock_getres(CLOCK_MONOTONIC_COARSE, &res) != 0 || res.tv_sec != 0 ||
-	    res.tv_nsec < 500000 || res.tv_nsec > 20000000)
-		return 0;
-	return (long)(1000000000L / res.tv_nsec);
-}
-
-/*
- * Whether `auto` wants perf events at this period: when CPU-time timers,
- * which fire on kernel ticks, cannot deliver it - a period shorter than
- * two ticks (above 125 Hz on a 250 Hz kernel). Below that the timers
- * deliver the rate, cost less (they ride the tick instead of adding an
- * interrupt per sample: on the benchmark's KVM guest ~33 us for the
- * task-clock hrtimer plus ~20 us for the irq_work that sends the signal,
- * against ~5 us for a timer sample - bench/engine_cost.c, docs/BENCHMARKS.md
- * "Engines"), need no descriptor per thread and charge system-call time
- * to its call site whatever perf_event_paranoid says. Above it perf events
- * are the only way to the asked resolution, so auto takes them despite
- * that cost; EMBERPROF_ENGINE=timer trades the resolution back.
- */
-static int auto_wants_perf(int64_t period_ns, char *why, size_t whylen)
-{
-	long hz = kernel_hz();
-	int64_t tick = hz ? 1000000000LL / hz : 4000000; /* unknown: assume 250 Hz */
-	if (period_ns < 2 * tick)
-		return 1;
-	snprintf(why, whylen, "%lld Hz is within what CPU-time timers deliver on this %ld Hz kernel",
-		 (long long)(1000000000LL / period_ns), hz ? hz : 250L);
-	return 0;
-}
-
-/* Picks the engine: perf events, per-thread timers or the process timer. */
-static int choose_engine(ember__threads *t, int engine, int perf_refuse)
-{
-	/* auto at a rate the timers deliver: timers, the note says why */
-	int try_perf = engine == EMBER_ENGINE_PERF ||
-		       (engine == EMBER_ENGINE_AUTO &&
-			auto_wants_perf(t->period_ns, t->engine_note, sizeof(t->engine_note)));
-	if (try_perf) {
-		char why[256];
-		int rc = ember__perf_probe(t->signo, t->period_ns, perf_refuse, &t->perf_exclude_kernel,
-					   why, sizeof(why));
-		if (rc == 0) {
-			t->perf = 1;
-			return 0;
-		}
-		if (engine == EMBER_ENGINE_PERF)
-			return ember__error(EMBER_ERR_UNSUPPORTED,
-					    "the perf_events engine was asked for but is not available: "
-					    "%s. Use EMBERPROF_ENGINE=auto (or timer) to fall back to "
-					    "CPU-time timers",
-					    why);
-		snprintf(t->engine_note, sizeof(t->engine_note), "%s", why);
-	}
-	t->process_timer = engine == EMBER_ENGINE_PROCESS_TIMER;
-	if (engine == EMBER_ENGINE_AUTO) {
-		/* Probe per-thread timers on this thread before relying on them. */
-		ember__thread_rec probe = {.tid = (int32_t)gettid()};
-		int rc = arm_thread_timer(t, &probe);
-		if (rc == 0)
-			timer_delete(probe.timer);
-		else
-			t->process_timer = 1;
-	}
-	return 0;
-}
-
-const char *ember__threads_engine_name(const ember__threads *t)
-{
-	return t->perf ? (t->perf_exclude_kernel ? "perf_events task-clock (user time only)"
-						 : "perf_events task-clock")
-	       : t->process_timer ? "setitimer(ITIMER_PROF)"
-				  : "per-thread CPU timers";
-}
-
 size_t ember__threads_count(ember__threads *t)
 {
 	pthread_mutex_lock(&t->mu);
@@ -803,7 +608,7 @@ int ember__threads_start(ember__threads *t, ember__sigstate *sig, int signo, int
 		return ember__error_oom("thread table");
 	atomic_store_explicit(&sig->tab, t->tab, memory_order_release);
 
-	int erc = choose_engine(t, engine, perf_refuse);
+	int erc = ember__threads_choose_engine(t, engine, perf_refuse);
 	if (erc)
 		return erc;
 	if (t->process_timer && signo != SIGPROF)
@@ -922,11 +727,9 @@ static uint32_t still_asleep(ember__threads *t, int32_t tid)
 	atomic_thread_fence(memory_order_acquire);
 	if (atomic_load_explicit(&e->wall_seq, memory_order_relaxed) != seq)
 		return 0; /* a new sample is being noted: sample again */
-	struct timespec ts;
-	clockid_t clk = (clockid_t)((~(unsigned)tid << 3) | 6u); /* as in arm_thread_timer */
-	if (clock_gettime(clk, &ts) != 0)
+	uint64_t now = ember__thread_cpu_ns(tid);
+	if (!now)
 		return 0;
-	uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 	return now >= then && now - then <= EMBER__WALL_IDLE_CPU_NS ? seq : 0;
 }
 
@@ -1063,7 +866,7 @@ void ember__threads_exec_end(int state)
 			continue;
 		r->parked = 0;
 		ember__thread_ent *e = ember__threadtab_find(t->tab, r->tid);
-		int rc = t->perf ? (e ? arm_thread_perf(t, r, e) : -ENOENT) : arm_thread_timer(t, r);
+		int rc = t->perf ? (e ? arm_thread_perf(t, r, e) : -ENOENT) : ember__threads_arm_timer(t, r);
 		if (rc)
 			note_timer_failure(t, r->tid, -rc);
 	}

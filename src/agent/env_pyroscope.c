@@ -1,5 +1,5 @@
 /*
- * pyroscope_env.c - the environment variables of the Pyroscope reporter,
+ * env_pyroscope.c - the environment variables of the Pyroscope reporter,
  * applied at the end of ember_builder_apply_env() (see docs/CONFIG.md,
  * section "Pyroscope", for every name, its format and where the
  * PYROSCOPE_* spellings come from).

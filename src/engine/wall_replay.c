@@ -2,7 +2,7 @@
  * wall_replay.c - per-thread copies of the last sleeping wall sample, for
  * the records of threads left asleep (wall_replay.h).
  */
-#include "agent/wall_replay.h"
+#include "engine/wall_replay.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -28,7 +28,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "agent/wall_remote.h"
+#include "engine/wall_remote.h"
 
 #define EMBER__WALL_MAX_PER_TICK 8
 #define EMBER__WALL_MIN_TICK_NS 1000000LL /* at most 8000 wall signals per second */

@@ -23,7 +23,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
-#include "agent/threads.h"
+#include "engine/threads.h"
 #include "emberprof.h"
 #include "heap/hook.h"
 #include "sample/handler.h"

@@ -10,7 +10,7 @@
  * (wakeup_events = 1 keeps that true on kernels that tie it to wakeups),
  * and the handler reads the count with read(2).
  */
-#include "agent/engine_perf.h"
+#include "engine/engine_perf.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -2,7 +2,7 @@
  * engine_wall.c - the wall-clock timer thread and its rotation
  * (engine_wall.h).
  */
-#include "agent/engine_wall.h"
+#include "engine/engine_wall.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -12,8 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent/threads.h"
-#include "agent/wall_remote.h"
+#include "engine/threads.h"
+#include "engine/wall_remote.h"
 #include "emberprof.h"
 #include "sample/handler.h"
 #include "sample/sigvirt.h"

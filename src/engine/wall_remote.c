@@ -2,7 +2,7 @@
  * wall_remote.c - wall-clock samples of blocked threads without a signal
  * (wall_remote.h).
  */
-#include "agent/wall_remote.h"
+#include "engine/wall_remote.h"
 
 #include <errno.h>
 #include <pthread.h>

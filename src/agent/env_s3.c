@@ -1,5 +1,5 @@
 /*
- * s3_env.c - the S3 reporter's environment variables, applied by
+ * env_s3.c - the S3 reporter's environment variables, applied by
  * ember_builder_apply_env() (docs/CONFIG.md, section "S3"):
  *
  *   EMBERPROF_S3_BUCKET           the bucket; setting it adds an S3 reporter

@@ -5,7 +5,7 @@
  * sigaction, format error messages and sleep. The handler itself and the
  * atomics it reads live in src/sample/handler.c.
  */
-#include "agent/sigsetup.h"
+#include "engine/sigsetup.h"
 
 #include <errno.h>
 #include <string.h>

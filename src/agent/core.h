@@ -1,0 +1,161 @@
+/*
+ * core.h - struct ember__core, all of one agent's state, for the files of
+ * the agent's lifecycle: agent.c (the API, start, stop, the agent thread's
+ * loop), agent_drain.c (rings into window aggregates) and agent_report.c
+ * (windows into profiles, to the reporters). Internal to src/agent/.
+ *
+ * Everything here runs on the agent thread or, for start and stop, on the
+ * caller's; nothing is async-signal-safe except where a comment says so.
+ */
+#ifndef EMBER_AGENT_CORE_H
+#define EMBER_AGENT_CORE_H
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/agent_internal.h"
+#include "agent/aggregate.h"
+#include "engine/engine_wall.h"
+#include "engine/wall_replay.h"
+#include "engine/threads.h"
+#include "agent/table_cache.h"
+#include "agent/unwind_tables.h"
+#include "agent/window.h"
+#include "asprof/asprof_run.h"
+#include "encode/jfr.h"
+#include "encode/pprof.h"
+#include "heap/heapprof.h"
+#include "report/pyroscope.h"
+#include "heap/jemalloc.h"
+#include "pollcatch/resolve.h"
+#include "sample/handler.h"
+#include "sample/sigvirt.h"
+#include "sample/labels.h"
+#include "symbols/symbolizer.h"
+#include "util/error.h"
+#include "util/logfd.h"
+
+/* How often the rings are drained: every 50 ms, more often while the
+ * allocation ring fills fast (ember__heap_drain_interval). */
+#define DRAIN_NS EMBER_HEAP_DRAIN_MAX_NS
+
+enum { STATE_READY = 0, STATE_RUNNING = 1 };
+
+typedef struct ember__core {
+	struct ember_agent ready;
+	struct ember_running running;
+	ember__config cfg;
+	int state;
+	pid_t pid;
+
+	ember__sigstate sig;
+	struct sigaction old_action;
+	ember__threads threads;
+	struct {
+		int32_t tid;
+		char name[16];
+	} tnames[256]; /* thread names seen, by tid modulo 256 (read_thread_name) */
+	ember__wall wall;
+	int64_t period_ns;
+
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int stop_req;
+	_Atomic int exit_req;  /* _exit hook: report the final window now */
+	_Atomic int exit_done; /* ...done (ember__running_exit_flush) */
+	int start_rc; /* agent thread's startup result, 1 while pending */
+	char start_err[EMBER_ERROR_MAX];
+	int final_rc;
+
+	ember__symbolizer *sym;
+	unsigned sym_failures; /* ember__core_ensure_symbolizer's, for its log */
+	ember__agg cur, next;
+	ember__agg wcur, wnext; /* wall-clock samples of the same windows */
+	ember__wall_replay wreplay; /* stacks of threads left asleep (wall_replay.h) */
+	ember__u64map wall_carry;   /* JFR: wall time per thread not yet in whole samples (jfr.h) */
+	int32_t starter_tid;        /* the thread that called start, and its TCB */
+	uintptr_t starter_self;
+	int64_t win_start, win_end;
+	uint32_t seq;
+	int64_t last_scan;
+	int64_t drain_ns; /* the agent thread's wait between drains */
+
+	/* totals over all runs (the sig counters restart with each start) */
+	_Atomic uint64_t samples, dropped_full, truncated, no_bounds, foreign, labels_truncated;
+	_Atomic uint64_t threads_seen, timer_failures, windows, report_failures;
+	_Atomic uint64_t cpu_unsampled_ns; /* threads that really block the signal */
+	_Atomic uint64_t perf_events, wall_samples, wall_signals, wall_max_per_tick;
+	_Atomic uint64_t fd_reopens; /* /proc/self/task reopened (threads.c) */
+	_Atomic uint64_t wall_asleep, wall_unweighed;
+	_Atomic uint64_t unwind_pending; /* samples walked by fp: table not built yet */
+	int run_reported; /* this run reported a window (ember__core_close_window) */
+	int stopping;     /* ember__core_final_window: no more table builds */
+
+	/* pollcatch: samples taken in a poll wait here until the poll ends */
+	ember__pollres polls;
+
+	/* JFR (a reporter asked for EMBER_FORMAT_JFR): samples are also
+	 * logged as events per window; events the log had no room for */
+	int want_jfr;
+	_Atomic uint64_t jfr_events_dropped;
+	/* pollcatch's long polls the samples of the current and the next
+	 * window were in (JFR only): emberprof.LongPoll events */
+	ember__pollres_list jpolls, jpolls_next;
+
+	/* DWARF unwind tables (modes auto and dwarf): used by the agent
+	 * thread while running, kept across runs like the symbolizer */
+	ember__unwind_tables *utab;
+
+	/* allocation profiling (src/heap/), NULL until first started; kept
+	 * across runs */
+	ember__heapprof *heap;
+	/* The async-profiler backend's run while running with it, else NULL
+	 * (src/asprof/asprof_run.c); its error total over past runs. */
+	ember__asprof_run *asprof;
+	_Atomic uint64_t asprof_errors;
+	int jemalloc_source; /* the jemalloc backend was added to heap */
+} ember__core;
+
+static inline int64_t now_ns(clockid_t clk)
+{
+	struct timespec ts;
+	clock_gettime(clk, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+
+/* ---- agent_drain.c: the samples of the rings into the windows ---- */
+
+/* The unwind tables if this run uses them (kept, unused, in mode fp). */
+ember__unwind_tables *ember__core_active_utab(const ember__core *c);
+/* How long a window stays open after its end (wall-clock samples). */
+int64_t ember__core_wall_grace_ns(const ember__core *c);
+/* Releases the samples of polls that ended, and, with `flush_before`,
+ * those of windows ending there (INT64_MIN: none). */
+void ember__core_resolve_polls(ember__core *c, int64_t flush_before);
+/* Makes the agent's symbolizer on first need; logs if it cannot. */
+void ember__core_ensure_symbolizer(ember__core *c);
+/* Moves every published sample from the rings into the window
+ * aggregates, and sets the wait before the next drain. */
+void ember__core_drain(ember__core *c);
+
+/* ---- agent_report.c: closed windows to the reporters ---- */
+
+/* Hands one report to every reporter taking its format: 0 or the first
+ * failure. The report is borrowed for the call. */
+int ember__core_call_reporters(ember__core *c, const ember_report *rep);
+/* Reports the window ending at `end` (wall-clock ns), `final` for a run's
+ * last, and moves the next window's samples into the current one. */
+int ember__core_close_window(ember__core *c, int64_t end, int final);
+/* After stop silenced sampling: the last drain, the windows that ended
+ * meanwhile, then the final partial window (its result in final_rc). */
+void ember__core_final_window(ember__core *c);
+
+#endif

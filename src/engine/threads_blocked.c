@@ -1,0 +1,148 @@
+/*
+ * threads_blocked.c - threads that really block the sampling signal
+ * (their /proc SigBlk; the program's blocking through emberprof's
+ * wrappers is virtual and does not count: src/sample/sigvirt.h) are
+ * never sampled: their CPU time is measured from one scan to the next
+ * and reported (threads_internal.h, ember__threads_take_blocked).
+ */
+#include "engine/threads_internal.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "engine/engine_perf.h"
+#include "engine/engine_wall.h"
+#include "engine/wall_remote.h"
+#include "engine/sigsetup.h"
+#include "emberprof.h"
+#include "sample/sigvirt.h"
+#include "symbols/procmaps.h"
+#include "util/error.h"
+#include "util/fileio.h"
+#include "util/ownfd.h"
+
+void ember__threads_note_blocked(ember__threads *t, const ember__thread_rec *r, int gone)
+{
+	if (t->nnotes >= sizeof(t->notes) / sizeof(t->notes[0]))
+		return; /* the totals still count it */
+	ember__blocked_note *n = &t->notes[t->nnotes++];
+	n->tid = r->tid;
+	n->gone = gone;
+	memcpy(n->comm, r->comm, sizeof(n->comm));
+	n->unsampled_ns = r->unsampled_ns;
+}
+
+uint64_t ember__thread_cpu_ns(int32_t tid)
+{
+	struct timespec ts;
+	clockid_t clk = (clockid_t)((~(unsigned)tid << 3) | 6u); /* as in ember__threads_arm_timer */
+	if (clock_gettime(clk, &ts) != 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Whether thread `tid` really blocks signal `signo` (its SigBlk line in
+ * /proc): 1, 0, or -1 if it cannot be read (the thread is gone). */
+static int task_blocks(int32_t tid, int signo)
+{
+	char buf[2048];
+	if (ember__read_task_file(tid, "status", buf, sizeof(buf)) < 0)
+		return -1;
+	const char *p = strstr(buf, "\nSigBlk:");
+	if (!p)
+		return -1;
+	unsigned long long mask = strtoull(p + 8, NULL, 16);
+	return signo >= 1 && signo <= 64 && ((mask >> (signo - 1)) & 1) ? 1 : 0;
+}
+
+/*
+ * A thread that really blocks the sampling signal is never sampled: its
+ * CPU time from one scan to the next is counted instead, and the agent
+ * warns about it. (Through emberprof's wrappers a program's blocking is
+ * virtual and the thread stays sampled: src/sample/sigvirt.h.)
+ */
+void ember__threads_check_blocked(ember__threads *t, ember__thread_rec *r)
+{
+	if (t->process_timer)
+		return; /* SIGPROF from ITIMER_PROF goes to any thread that takes it */
+	if (r->own)
+		return;
+	int b = task_blocks(r->tid, t->signo);
+	if (b < 0)
+		return;
+	/* Its CPU time and samples since the last scan: a thread whose mask
+	 * shows the signal blocked but whose samples cover at least half of
+	 * that CPU time blocks it only for moments (glibc's raise() blocks
+	 * every signal around its tgkill; a pending timer signal is
+	 * delivered at the unblock), not a thread that blocks it. */
+	uint64_t cpu = ember__thread_cpu_ns(r->tid);
+	ember__thread_ent *e = ember__threadtab_find(t->tab, r->tid);
+	uint32_t samples = e ? atomic_load_explicit(&e->cpu_samples, memory_order_relaxed) : 0;
+	uint64_t dcpu = r->scan_cpu && cpu > r->scan_cpu ? cpu - r->scan_cpu : 0;
+	uint64_t covered = (uint64_t)(uint32_t)(samples - r->scan_samples) * (uint64_t)t->period_ns;
+	int sampled = r->scan_cpu && samples != r->scan_samples && covered * 2 >= dcpu;
+	/* Nor is a thread that used under one period of CPU since: nothing
+	 * went unsampled, and a blocked mask seen then proves nothing (the
+	 * 30-minute soak's one false warning: "0.00 s of CPU not sampled"). */
+	int idle = r->scan_cpu && dcpu < (uint64_t)t->period_ns;
+	r->scan_cpu = cpu;
+	r->scan_samples = samples;
+	if (sampled)
+		b = 0;
+	uint64_t now = b ? cpu : 0;
+	/* scans in a row that saw it (an idle one neither counts nor resets) */
+	int seen = !b ? 0 : idle ? r->blocks_signal : r->blocks_signal + 1;
+	/* Seen on two scans in a row before the agent is told: a thread is
+	 * blocked for a moment inside our handler (the kernel blocks the
+	 * signal it is delivering) and while the agent starts its own threads
+	 * with every signal blocked; neither is a thread that blocks it. */
+	if (seen >= 2 && !r->comm[0]) { /* first time: tell the agent */
+		if (ember__read_task_file(r->tid, "comm", r->comm, sizeof(r->comm)) < 0)
+			r->comm[0] = '\0';
+		r->comm[strcspn(r->comm, "\n")] = '\0';
+		if (!r->comm[0]) /* gone already: its id, as in profiles */
+			snprintf(r->comm, sizeof(r->comm), "thread-%d", (int)r->tid);
+		/* Our own helper threads (the uploader "emberprof-up", the
+		 * async-profiler driver) block every signal on purpose and
+		 * name themselves so: not the program's CPU, nothing to say. */
+		if (!strncmp(r->comm, "emberprof", 9)) {
+			r->own = 1;
+			r->blocked_cpu_at = 0;
+			return;
+		}
+		ember__threads_note_blocked(t, r, 0);
+	}
+	if (seen >= 2 && r->blocked_cpu_at && now > r->blocked_cpu_at) {
+		r->unsampled_ns += now - r->blocked_cpu_at;
+		atomic_fetch_add_explicit(&t->unsampled_cpu_ns, now - r->blocked_cpu_at,
+					  memory_order_relaxed);
+	}
+	r->blocks_signal = seen < 2 ? seen : 2;
+	r->blocked_cpu_at = now;
+}
+
+size_t ember__threads_take_blocked(ember__threads *t, ember__blocked_note *out, size_t max,
+				   int live)
+{
+	pthread_mutex_lock(&t->mu);
+	if (live)
+		for (size_t i = 0; i < t->nrecs; i++)
+			if (t->recs[i].unsampled_ns && t->recs[i].comm[0])
+				ember__threads_note_blocked(t, &t->recs[i], 1);
+	size_t n = t->nnotes < max ? t->nnotes : max;
+	memcpy(out, t->notes, n * sizeof(*out));
+	t->nnotes = 0;
+	pthread_mutex_unlock(&t->mu);
+	return n;
+}
