@@ -10,19 +10,40 @@
 modes="fork-exit fork-_exit daemon fork-sigprof"
 # the program's own SIGPROF needs our sigaction wrapper first in line
 sanitized && modes="fork-exit fork-_exit daemon"
-for mode in $modes; do
-	"$EMBERPROF" run -q -o "$T/p-$mode" -- "$EMBER_TREE_WORK" "$mode" 1.0 "$T/$mode.cpu" >"$T/$mode.out" 2>"$T/$mode.err"
-	check_exit "$mode" 0 $?
-	wait_for "$T/$mode.cpu" || { fail "$mode: the child never reported its CPU"; continue; }
-	read -r pid cpu <"$T/$mode.cpu"
+# One run of MODE into $T/p-MODE; sets pid, cpu and share (profiled CPU
+# over the child's own), or returns 1 after saying why.
+run_mode() {
+	rm -rf "$T/p-$1" "$T/$1.cpu"
+	"$EMBERPROF" run -q -o "$T/p-$1" -- "$EMBER_TREE_WORK" "$1" 1.0 "$T/$1.cpu" >"$T/$1.out" 2>"$T/$1.err"
+	check_exit "$1" 0 $?
+	wait_for "$T/$1.cpu" || { fail "$1: the child never reported its CPU"; return 1; }
+	read -r pid cpu <"$T/$1.cpu"
 	# the daemon outlives `emberprof run`: its profile comes when it ends
-	wait_gone "$pid" || fail "$mode: process $pid did not end"
+	wait_gone "$pid" || fail "$1: process $pid did not end"
 	# (a file name check: reading the profiles each time took minutes
 	# under ASan when one never came)
 	i=0
-	while ! ls "$T/p-$mode" 2>/dev/null | grep -q -- "-$pid-" && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
-	ls "$T/p-$mode" 2>/dev/null | grep -q -- "-$pid-" || { fail "$mode: no profile file of child $pid after 30 s:"; ls "$T/p-$mode" >&2; sed 's/^/    /' "$T/$mode.err" >&2; }
-	check_cover "$mode: child $pid" "$(profiled_cpu "$T/p-$mode" "$pid")" "$cpu" 0.9 1.1
+	while ! ls "$T/p-$1" 2>/dev/null | grep -q -- "-$pid-" && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+	ls "$T/p-$1" 2>/dev/null | grep -q -- "-$pid-" || { fail "$1: no profile file of child $pid after 30 s:"; ls "$T/p-$1" >&2; sed 's/^/    /' "$T/$1.err" >&2; }
+	profiled=$(profiled_cpu "$T/p-$1" "$pid")
+}
+
+# The share is load-sensitive. The kernel checks a thread's CPU timers at
+# the ticks it is running on: with many more runnable threads than cores
+# those checks are rare (10 busy loops on 2 cores: the unprofiled program
+# of fork-sigprof got 5-8 of its 100 ITIMER_PROF ticks per CPU second).
+# A POSIX timer keeps the expirations it missed as overruns, which weigh
+# the next sample, but the CPU after the last check before exit is in no
+# sample (there, 50-99 % in every mode). One CI run saw 81 % in
+# fork-sigprof next to the fault tests. A share out of range is therefore
+# run once more, the first result printed; the second must be in range.
+for mode in $modes; do
+	run_mode "$mode" || continue
+	if ! sanitized && ! python3 -c "import sys; p, t = map(float, sys.argv[1:]); sys.exit(0 if t > 0 and 0.9 <= p / t <= 1.1 else 1)" "$profiled" "$cpu"; then
+		echo "note $mode: child $pid: $profiled s of $cpu s in the profiles; out of [0.9, 1.1] once (load?), run again"
+		run_mode "$mode" || continue
+	fi
+	check_cover "$mode: child $pid" "$profiled" "$cpu" 0.9 1.1
 	check_no_grep "$mode: nothing from the agent on stderr" "$T/$mode.err" "emberprof: warning"
 done
 
