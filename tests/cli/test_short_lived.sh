@@ -41,7 +41,24 @@ if [ -n "${EMBER_TEST_SANITIZE:-}" ] && [ "$EMBER_TEST_SANITIZE" != OFF ]; then
 	sanitized=1
 	echo "KNOWN LIMIT (ASan): every image starts its agent at once; $(grep -c 'sampling [0-9]* Hz with' err) agents started, files: $(ls out | tr '\n' ' ')"
 elif [ -z "$others" ]; then ok "shell loop: no profile from the /bin/true processes"
-else fail "shell loop: profile files from other processes than sh ($sh_pid) and bash ($bash_pid):"; ls out >&2; fi
+else
+	# A fork child of the loaded shell that takes over 20 ms to exec
+	# starts its agent (below), and if that agent took a sample it
+	# writes it (CI once: one such file of 32 processes). What must never
+	# be there: an empty profile, or files from most of the loop.
+	pids=$(echo "$others" | sed -n 's/.*-\([0-9]*\)-[0-9]*\..*/\1/p' | sort -u)
+	cpu=$(python3 "$(dirname "$0")/../tree/cpu_by_pid.py" out)
+	empty=0 n=0
+	for p in $pids; do
+		n=$((n + 1))
+		echo "$cpu" | awk -v p="$p" '$1 == p && $2 > 0 { f = 1 } END { exit !f }' || empty=$((empty + 1))
+	done
+	if [ $empty = 0 ] && [ $n -le 3 ]; then
+		ok "shell loop: $n other process(es) wrote a profile, each with samples (a fork child slow to exec under load)"
+	else
+		fail "shell loop: profile files from $n other processes than sh ($sh_pid) and bash ($bash_pid), $empty without samples:"; ls out >&2
+	fi
+fi
 if [ "$n_bash" -ge 1 ]; then ok "shell loop: the shell wrote $n_bash profile(s)"
 else fail "shell loop: no profile from the shell itself ($bash_pid):"; ls -la out >&2; sed 's/^/    /' err >&2; fi
 # Every agent logs its start. The /bin/true processes start none (before
