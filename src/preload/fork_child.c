@@ -19,7 +19,8 @@
  *    2 ms of CPU used or 20 ms lived, checked every millisecond. Most
  *    fork children (a shell's before each command) exec within a
  *    millisecond: exec ends the helper and nothing else was done;
- *  - then it starts the agent (preload.c's start) and ends.
+ *  - then it checks that the dynamic loader's list lock can be taken
+ *    (below), starts the agent (preload.c's start) and ends.
  *
  * A program image exec'd inside a profiled tree, other than the command
  * `emberprof run` started (a shell loop's /bin/true, a compiler driver's
@@ -52,12 +53,25 @@
  * silently dropped.
  *
  * glibc's fork re-initializes its own locks (malloc's arenas, the thread
- * stack cache, stdio's list) before the child handlers run, which is what
- * makes the helper's creation and the later start safe; a lock another
- * thread of the parent held (the dynamic loader's, say) can only stop the
- * helper, never the program's thread, whose exit waits at most the bound.
+ * stack cache, stdio's list, the loader's dlopen lock) before the child
+ * handlers run, which is what makes the helper's creation and the later
+ * start safe. It does not reset the lock that guards the loader's list of
+ * objects (dl_load_write_lock, taken by dl_iterate_phdr and briefly by
+ * dlopen and dlclose): a fork while another thread of the parent holds it
+ * (a dlopen/dlclose loop, a C++ throw walking the objects) leaves it held
+ * for good in the child, and the agent's start, which lists the objects
+ * with dl_iterate_phdr, would wait on it for ever. So the helper first
+ * takes that lock once itself (the probe), before the start begins: while
+ * it waits there, an exec or exit treats the start as not begun and goes
+ * on at once (never the 10 s bound: CI's soak saw one exec wait it), and
+ * the helper stays blocked until the process ends. Such a process is not
+ * profiled; its exit says so. A lock another thread of the parent held
+ * that the start needs later can only stop the helper, never the
+ * program's thread, whose exit waits at most the bound.
  */
 #include <dlfcn.h>
+#include <errno.h>
+#include <link.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -82,6 +96,7 @@ enum {
 	FC_STARTING = 3,  /* the helper is starting the agent */
 	FC_DONE = 4,      /* started (or failed: preload.c said why) */
 	FC_CANCELLED = 5, /* the process left first */
+	FC_PROBING = 6,   /* the helper waits for the loader's list lock (top) */
 };
 
 #define FC_POLL_NS 1000000LL   /* the helper looks every 1 ms */
@@ -105,6 +120,8 @@ static int64_t g_forked_ns;   /* CLOCK_MONOTONIC at the fork */
  * used some in the loader (ours and our libraries' relocations) before
  * its constructor arms the helper, which must not count. */
 static int64_t g_cpu0_ns;
+static _Atomic int g_probing; /* the probe began (read at exit) */
+static _Atomic int g_probed;  /* the probe came back: the lock is usable */
 
 static pid_t raw_getpid(void)
 {
@@ -118,6 +135,14 @@ static int64_t clock_ns(clockid_t clk)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+static int probe_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)info;
+	(void)size;
+	(void)data;
+	return 1; /* the lock was taken: that is all the probe asks */
+}
+
 static void *helper_main(void *arg)
 {
 	(void)arg;
@@ -129,13 +154,26 @@ static void *helper_main(void *arg)
 			continue;
 		if (s != FC_PENDING)
 			return NULL;
-		if (clock_ns(CLOCK_PROCESS_CPUTIME_ID) - g_cpu0_ns >= FC_CPU_NS ||
-		    clock_ns(CLOCK_MONOTONIC) - g_forked_ns >= FC_LIFE_NS)
+		if (clock_ns(CLOCK_PROCESS_CPUTIME_ID) - g_cpu0_ns < FC_CPU_NS &&
+		    clock_ns(CLOCK_MONOTONIC) - g_forked_ns < FC_LIFE_NS)
+			continue;
+		if (!atomic_load(&g_probed)) {
+			/* Still "not begun" for exec and exit while it waits
+			 * (see the top); an exec or fork may hold the start
+			 * meanwhile, and the loop then goes on waiting. */
+			if (!atomic_compare_exchange_strong(&g_state, &s, FC_PROBING))
+				continue;
+			atomic_store(&g_probing, 1);
+			dl_iterate_phdr(probe_cb, NULL);
+			atomic_store(&g_probed, 1);
+			s = FC_PROBING;
+			if (!atomic_compare_exchange_strong(&g_state, &s, FC_PENDING))
+				continue; /* held (the loop waits) or cancelled (it ends) */
+		}
+		int expect = FC_PENDING;
+		if (atomic_compare_exchange_strong(&g_state, &expect, FC_STARTING))
 			break;
 	}
-	int expect = FC_PENDING;
-	if (!atomic_compare_exchange_strong(&g_state, &expect, FC_STARTING))
-		return NULL;
 	/* (not before: most helpers end at an exec within a millisecond) */
 	ember__heap_set_internal(1); /* our allocations are never profiled */
 	pthread_setname_np(pthread_self(), "emberprof-fork");
@@ -145,6 +183,25 @@ static void *helper_main(void *arg)
 }
 
 static void arm_helper(void);
+
+/* "emberprof: warning: process PID" and `rest` (which ends the line), on
+ * stderr as the agent's log is written. Async-signal-safe. */
+static void say(pid_t pid, const char *rest)
+{
+	char line[512] = "emberprof: warning: process ";
+	size_t n = strlen(line);
+	char digits[16];
+	size_t k = 0;
+	for (unsigned long v = (unsigned long)pid; k == 0 || v; v /= 10)
+		digits[k++] = (char)('0' + v % 10);
+	while (k)
+		line[n++] = digits[--k];
+	size_t r = strlen(rest);
+	if (r > sizeof(line) - n)
+		r = sizeof(line) - n;
+	memcpy(line + n, rest, r);
+	ember__logfd_write(line, n + r);
+}
 
 /* Waits while a start is under way, at most max_ms; with `not_in_loads`,
  * not while a thread loads a library (util/forkguard.h). Returns whether
@@ -174,6 +231,11 @@ static void atfork_prepare(void)
 	if (atomic_load(&g_pid) != raw_getpid())
 		return;
 	int s = FC_PENDING;
+	if (atomic_compare_exchange_strong(&g_state, &s, FC_HELD)) {
+		g_fork_held = 1;
+		return;
+	}
+	s = FC_PROBING; /* not begun either: the helper holds nothing */
 	if (atomic_compare_exchange_strong(&g_state, &s, FC_HELD)) {
 		g_fork_held = 1;
 		return;
@@ -220,6 +282,8 @@ static void arm_helper(void)
 {
 	g_forked_ns = clock_ns(CLOCK_MONOTONIC);
 	g_cpu0_ns = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+	atomic_store(&g_probing, 0);
+	atomic_store(&g_probed, 0); /* a fork child probes its own lock again */
 	atomic_store(&g_state, FC_PENDING);
 	pthread_attr_t attr;
 	sigset_t all, old;
@@ -231,8 +295,14 @@ static void arm_helper(void)
 	 * with every signal blocked */
 	ember__sigmask_kernel(SIG_SETMASK, &all, &old);
 	pthread_t th;
-	if (!g_create || g_create(&th, &attr, helper_main, NULL) != 0)
-		atomic_store(&g_state, FC_NONE); /* runs unprofiled */
+	int err = g_create ? g_create(&th, &attr, helper_main, NULL) : ENOSYS;
+	if (err) {
+		atomic_store(&g_state, FC_NONE); /* runs unprofiled: say so */
+		say(raw_getpid(), err == EAGAIN ? " is not profiled: the thread that would start its "
+						  "agent could not be created (EAGAIN)\n"
+						: " is not profiled: the thread that would start its "
+						  "agent could not be created\n");
+	}
 	ember__sigmask_kernel(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);
 }
@@ -275,30 +345,36 @@ static void wait_started(void)
 	pid_t me = raw_getpid();
 	if (!wait_starting(FC_SETTLE_MS, 0) || atomic_exchange(&said, me) == me)
 		return;
-	char line[200] = "emberprof: warning: process ";
-	size_t n = strlen(line);
-	char digits[16];
-	size_t k = 0;
-	for (unsigned long v = (unsigned long)me; k == 0 || v; v /= 10)
-		digits[k++] = (char)('0' + v % 10);
-	while (k)
-		line[n++] = digits[--k];
-	static const char rest[] = ": its agent did not finish starting within 10 s (blocked on "
-				   "a lock?); this process is not profiled\n";
-	memcpy(line + n, rest, sizeof(rest) - 1);
-	ember__logfd_write(line, n + sizeof(rest) - 1);
+	say(me, ": its agent did not finish starting within 10 s (blocked on a lock?); this "
+		"process is not profiled\n");
+}
+
+/* At exit: the probe never came back, so this process was never profiled;
+ * says so on stderr, once. Async-signal-safe. */
+static void say_probe_stuck(void)
+{
+	static _Atomic pid_t said;
+	pid_t me = raw_getpid();
+	if (!atomic_load(&g_probing) || atomic_load(&g_probed) || atomic_exchange(&said, me) == me)
+		return;
+	say(me, " was not profiled: another thread of its parent held the dynamic loader's list "
+		"lock when it forked (a dlopen, dlclose or dl_iterate_phdr under way), glibc leaves "
+		"that lock held in the child, and the agent's start needs it\n");
 }
 
 void ember__fork_child_settle(void)
 {
 	if (!ours())
 		return;
-	int s = FC_PENDING;
-	if (atomic_compare_exchange_strong(&g_state, &s, FC_CANCELLED))
-		return;
-	s = FC_HELD;
-	if (atomic_compare_exchange_strong(&g_state, &s, FC_CANCELLED))
-		return;
+	static const int not_begun[] = {FC_PENDING, FC_HELD, FC_PROBING};
+	int s = FC_NONE;
+	for (size_t i = 0; i < sizeof(not_begun) / sizeof(not_begun[0]); i++) {
+		s = not_begun[i];
+		if (atomic_compare_exchange_strong(&g_state, &s, FC_CANCELLED)) {
+			say_probe_stuck();
+			return;
+		}
+	}
 	if (s == FC_STARTING)
 		wait_started();
 }
@@ -308,6 +384,9 @@ int ember__fork_child_exec_hold(void)
 	if (!ours())
 		return 0;
 	int s = FC_PENDING;
+	if (atomic_compare_exchange_strong(&g_state, &s, FC_HELD))
+		return 1;
+	s = FC_PROBING; /* not begun: the exec goes on at once */
 	if (atomic_compare_exchange_strong(&g_state, &s, FC_HELD))
 		return 1;
 	if (s == FC_STARTING)

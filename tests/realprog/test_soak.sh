@@ -39,22 +39,6 @@ if [ -n "${EMBER_TEST_SANITIZE:-}" ] && [ "$EMBER_TEST_SANITIZE" != OFF ]; then
 	echo "KNOWN LIMIT (ASan): $(grep -cF "$asan_fork" err.rest) fork children could not start an agent, $(grep -cF "$asan_lock" err.rest) waited on a lock held at the fork"
 	grep -vF -e "$asan_fork" -e "$asan_lock" err.rest >err.rest2
 	mv err.rest2 err.rest
-else
-	# KNOWN DEFECT (issue 15, not fixed): once in the normal build too
-	# (CI, 1 of 1,562 fork+exec children), a child's lazy start never
-	# finished and its exec waited the 10 s bound. The lock is not
-	# identified; suspected: one glibc does not reset in a fork child,
-	# held by the soak's dlopen/dlclose thread at the fork (the start
-	# walks the loaded modules). Counted and printed, at most 2 allowed.
-	n_lock=$(grep -cF "$asan_lock" err.rest)
-	if [ "$n_lock" -gt 0 ]; then
-		echo "KNOWN DEFECT: $n_lock fork children's lazy starts did not finish (issue 15):"
-		grep -F "$asan_lock" err.rest | sed 's/^/    /'
-	fi
-	if [ "$n_lock" -le 2 ]; then
-		grep -vF -e "$asan_lock" err.rest >err.rest2
-		mv err.rest2 err.rest
-	fi
 fi
 if grep -q . err.rest; then
 	fail "soak: more than the 'profiles written' line on stderr:"
