@@ -279,6 +279,13 @@ typedef struct ember_stats {
 					   waking them) */
 	uint64_t wall_unweighed;      /**< wall samples that could not be weighed (no
 					   previous sample to measure from); logged at stop */
+	/* CPU time no sample covers (since 0.2). */
+	uint64_t cpu_tail_unsampled_ns; /**< CPU time of sampled threads that no sample
+					   weighs, measured when each thread exits or
+					   sampling stops: its last partial period, and
+					   timer expirations the kernel had not checked yet
+					   (rare checks under heavy CPU contention); threads
+					   that block the signal count in cpu_unsampled_ns */
 } ember_stats;
 
 /* ---- version and errors ---- */

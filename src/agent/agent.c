@@ -353,6 +353,8 @@ static void add_sig_totals(ember__core *c)
 	atomic_fetch_add(&c->fd_reopens, c->threads.fd_reopens);
 	atomic_fetch_add(&c->timer_failures, c->threads.timer_failures);
 	atomic_fetch_add(&c->cpu_unsampled_ns, c->threads.unsampled_cpu_ns);
+	atomic_fetch_add(&c->tail_cpu_ns, c->threads.tail_cpu_ns);
+	atomic_fetch_add(&c->tail_unsampled_ns, c->threads.tail_unsampled_ns);
 	atomic_fetch_add(&c->perf_events, c->threads.perf_events);
 	atomic_fetch_add(&c->wall_samples, atomic_load(&c->sig.wall_samples));
 	atomic_fetch_add(&c->wall_signals, atomic_load(&c->wall.signals));
@@ -575,6 +577,27 @@ static void log_perfmap_stats(const ember__core *c)
 			   "perf map of this process ignored: not a regular file owned by us or root");
 }
 
+/* The CPU of sampled threads that no sample weighs (engine/threads.h):
+ * next to nothing normally (a thread's first expiry is uniform within
+ * its first period, so weights match CPU time on average); much more when
+ * the kernel checked a thread's timer rarely (heavy CPU contention)
+ * before it left. */
+static void log_tail(const ember__core *c)
+{
+	uint64_t used = atomic_load(&c->tail_cpu_ns), lost = atomic_load(&c->tail_unsampled_ns);
+	if (!used)
+		return;
+	double share = 100.0 * (double)lost / (double)used;
+	/* A warning only when it distorts totals badly: under heavy contention
+	 * the kernel checks CPU timers rarely (docs/ARCHITECTURE.md, Limits). */
+	int bad = share >= 50.0 && lost >= 500000000u;
+	ember__log(&c->cfg, bad ? EMBER_LOG_WARN : EMBER_LOG_INFO,
+		   "CPU in no sample: %.1f ms of the %.1f ms the sampled threads used (%.1f %%): "
+		   "timer expirations the kernel had not checked yet when a thread left or "
+		   "sampling stopped (many under heavy CPU contention)",
+		   (double)lost / 1e6, (double)used / 1e6, share);
+}
+
 static void log_heap_stats(const ember__core *c)
 {
 	if (!c->heap)
@@ -665,6 +688,7 @@ EMBER_API int ember_running_stop(ember_agent **out, ember_running *r)
 		   atomic_load(&c->samples), atomic_load(&c->dropped_full), atomic_load(&c->truncated),
 		   atomic_load(&c->no_bounds), atomic_load(&c->windows), atomic_load(&c->report_failures));
 	log_unwind_stats(c);
+	log_tail(c);
 	if (atomic_load(&c->jfr_events_dropped))
 		ember__log(&c->cfg, EMBER_LOG_WARN, "%" PRIu64 " samples left out of JFR recordings",
 			   atomic_load(&c->jfr_events_dropped));
@@ -754,6 +778,10 @@ static void fill_stats(const ember__core *c, ember_stats *s, int running)
 	s->cpu_unsampled_ns = atomic_load(&c->cpu_unsampled_ns);
 	if (running)
 		s->cpu_unsampled_ns += atomic_load_explicit(&c->threads.unsampled_cpu_ns, memory_order_relaxed);
+	s->cpu_tail_unsampled_ns = atomic_load(&c->tail_unsampled_ns);
+	if (running)
+		s->cpu_tail_unsampled_ns +=
+			atomic_load_explicit(&c->threads.tail_unsampled_ns, memory_order_relaxed);
 	s->signals_forwarded = s->signals_foreign;
 	if (running && c->asprof)
 		s->asprof_errors += ember__asprof_run_errors(c->asprof);

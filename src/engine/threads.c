@@ -237,6 +237,8 @@ static void arm_thread(ember__threads *t, ember__thread_rec *r, ember__thread_en
 	int rc = t->perf ? arm_thread_perf(t, r, e) : ember__threads_arm_timer(t, r);
 	if (rc)
 		note_timer_failure(t, r->tid, -rc);
+	else
+		ember__threads_measure_tail(t, r, 1);
 }
 
 /* Closes r's perf descriptor unless the program closed it and took its
@@ -364,6 +366,7 @@ static void forget_thread(ember__threads *t, ember__thread_rec *r)
 	if (r->has_timer)
 		timer_delete(r->timer);
 	drop_perf(t, r);
+	ember__threads_measure_tail(t, r, 0);
 	ember__thread_ent *e = ember__threadtab_find(t->tab, r->tid);
 	if (e) {
 		ember__threadtab_set_bounds(e, 0, 0);
@@ -686,6 +689,8 @@ void ember__threads_stop(ember__threads *t)
 	for (size_t i = 0; i < t->nrecs; i++)
 		if (t->recs[i].perf_fd1)
 			close_perf(t, &t->recs[i]);
+	for (size_t i = 0; i < t->nrecs && own; i++)
+		ember__threads_measure_tail(t, &t->recs[i], 0);
 	t->nrecs = 0;
 	pthread_mutex_unlock(&t->mu);
 }

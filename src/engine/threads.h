@@ -51,6 +51,7 @@ typedef struct ember__thread_rec {
 	uint64_t scan_cpu;       /* its CPU clock at the last blocked-signal scan */
 	uint32_t scan_samples;   /* its entry's cpu_samples then */
 	uint64_t unsampled_ns;   /* CPU time it used while blocking */
+	uint64_t cpu_base_ns;    /* its CPU clock when its engine was armed (+1; 0: not) */
 	int64_t wall_last; /* CLOCK_MONOTONIC of its last wall-clock sample (or adoption) */
 	int bounds; /* BOUNDS_* in threads.c */
 	unsigned probe_tries;
@@ -105,6 +106,12 @@ typedef struct ember__threads {
 	 * a path emberprof's wrappers do not see: raw system calls, or masks
 	 * set before the agent started), measured at each scan */
 	_Atomic uint64_t unsampled_cpu_ns;
+	/* Threads sampled by a timer or perf event of their own, measured when
+	 * each leaves (exit hook) or sampling stops: the CPU they used since
+	 * armed, and the part of it in no sample (their last partial period;
+	 * expirations the kernel had not checked yet, which under heavy CPU
+	 * contention is much more: docs/ARCHITECTURE.md, Limits). */
+	_Atomic uint64_t tail_cpu_ns, tail_unsampled_ns;
 	/* For the agent's log (ember__threads_take_blocked): threads found
 	 * blocking, and blocking threads gone with CPU time unsampled. */
 	ember__blocked_note notes[8];

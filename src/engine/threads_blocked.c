@@ -4,6 +4,8 @@
  * wrappers is virtual and does not count: src/sample/sigvirt.h) are
  * never sampled: their CPU time is measured from one scan to the next
  * and reported (threads_internal.h, ember__threads_take_blocked).
+ * Also the CPU of every sampled thread that no sample weighs, measured
+ * when it leaves or sampling stops (ember__threads_measure_tail).
  */
 #include "engine/threads_internal.h"
 
@@ -145,4 +147,46 @@ size_t ember__threads_take_blocked(ember__threads *t, ember__blocked_note *out, 
 	t->nnotes = 0;
 	pthread_mutex_unlock(&t->mu);
 	return n;
+}
+
+/* Is thread r one of emberprof's own (named "emberprof*"), which block
+ * every signal on purpose? On the thread itself its name is at hand. */
+static int is_own_thread(ember__thread_rec *r)
+{
+	if (r->own)
+		return 1;
+	char name[16] = "";
+	if (r->tid == (int32_t)syscall(SYS_gettid)) {
+		if (prctl(PR_GET_NAME, name, 0, 0, 0) != 0)
+			name[0] = '\0';
+	} else if (ember__read_task_file(r->tid, "comm", name, sizeof(name)) < 0) {
+		name[0] = '\0';
+	}
+	return !strncmp(name, "emberprof", 9);
+}
+
+void ember__threads_measure_tail(ember__threads *t, ember__thread_rec *r, int arm)
+{
+	ember__thread_ent *e = t->tab ? ember__threadtab_find(t->tab, r->tid) : NULL;
+	if (!e)
+		return;
+	uint64_t cpu = ember__thread_cpu_ns(r->tid);
+	if (arm) {
+		atomic_store_explicit(&e->cpu_weight_ns, 0, memory_order_relaxed);
+		r->cpu_base_ns = cpu ? cpu + 1 : 0;
+		return;
+	}
+	uint64_t base = r->cpu_base_ns;
+	r->cpu_base_ns = 0;
+	/* Not measurable (armed before it could be read, or gone before this
+	 * reads it), or out of the count: blocking threads are reported on
+	 * their own (above), and ours never take a sample. */
+	if (!base || !cpu || cpu + 1 < base || r->blocks_signal || r->unsampled_ns ||
+	    is_own_thread(r))
+		return;
+	uint64_t used = cpu + 1 - base;
+	uint64_t weight = atomic_load_explicit(&e->cpu_weight_ns, memory_order_relaxed);
+	atomic_fetch_add_explicit(&t->tail_cpu_ns, used, memory_order_relaxed);
+	if (used > weight)
+		atomic_fetch_add_explicit(&t->tail_unsampled_ns, used - weight, memory_order_relaxed);
 }

@@ -20,6 +20,12 @@ void ember__threads_note_blocked(ember__threads *t, const ember__thread_rec *r, 
  * /proc SigBlk, over two scans, and too few samples for its CPU time),
  * and if so the CPU time it used unsampled. */
 void ember__threads_check_blocked(ember__threads *t, ember__thread_rec *r);
+
+/* The CPU thread r used since its engine was armed, and how much of it no
+ * sample weighs, added to t's tail counters (see ember__threads); with
+ * `arm`, starts the measure instead. Lock held; on the thread itself when
+ * it exits, else any thread of the process. Not async-signal-safe. */
+void ember__threads_measure_tail(ember__threads *t, ember__thread_rec *r, int arm);
 /* Arms a CPU timer on thread r->tid (its CPU clock, our signal, a first
  * expiry uniform in the period); 0 or -errno. */
 int ember__threads_arm_timer(ember__threads *t, ember__thread_rec *r);

@@ -169,8 +169,10 @@ static void take_sample(ember__sigstate *st, uint64_t weight, unsigned kind, voi
 		note_wall_state(st, tid, (kind & EMBER_SAMPLE_SLEEPING) ? wall_seq : 0, wall_seq);
 	atomic_fetch_add_explicit(kind & EMBER_SAMPLE_WALL ? &st->wall_samples : &st->samples, 1,
 				  memory_order_relaxed);
-	if (self && !(kind & EMBER_SAMPLE_WALL))
+	if (self && !(kind & EMBER_SAMPLE_WALL)) {
 		atomic_fetch_add_explicit(&self->cpu_samples, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&self->cpu_weight_ns, weight, memory_order_relaxed);
+	}
 	if (flags & EMBER_UNWIND_PENDING)
 		atomic_fetch_add_explicit(&st->unwind_pending, 1, memory_order_relaxed);
 	if (flags & EMBER_UNWIND_NO_BOUNDS)

@@ -57,6 +57,10 @@ typedef struct ember__thread_ent {
 	 * at two scans but whose samples keep coming blocks it only for
 	 * moments (glibc's raise() blocks every signal around its tgkill). */
 	_Atomic uint32_t cpu_samples;
+	/* The weight of those samples, in ns (reset by the agent when it arms
+	 * the thread), against the thread's CPU clock when the thread leaves
+	 * or sampling stops: the CPU in no sample (threads_blocked.c). */
+	_Atomic uint64_t cpu_weight_ns;
 } ember__thread_ent;
 
 typedef struct ember__threadtab {
