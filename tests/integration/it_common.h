@@ -207,6 +207,19 @@ static __attribute__((unused)) ember__profile *it_decode(const it_window *w)
 	return p;
 }
 
+/* The CPU (ns) the samples of every captured window weigh. */
+static __attribute__((unused)) double it_sampled_cpu_ns(const it_capture *cap)
+{
+	double total = 0;
+	for (size_t i = 0; i < cap->n; i++) {
+		ember__profile *p = it_decode(&cap->w[i]);
+		for (uint32_t s = 0; s < p->nsamples; s++)
+			total += (double)p->samples[s].values[1];
+		ember__profile_free(p);
+	}
+	return total;
+}
+
 /* Writes the window to a file and has `go tool pprof` read it. */
 static __attribute__((unused)) void it_go_pprof_reads(const it_window *w, const char *must_contain)
 {

@@ -52,13 +52,7 @@ int main(void)
 	ember_stats st;
 	ember_agent_stats(a, &st);
 
-	double sampled = 0;
-	for (size_t i = 0; i < cap.n; i++) {
-		ember__profile *p = it_decode(&cap.w[i]);
-		for (uint32_t s = 0; s < p->nsamples; s++)
-			sampled += (double)p->samples[s].values[1];
-		ember__profile_free(p);
-	}
+	double sampled = it_sampled_cpu_ns(&cap);
 	sampled /= 1e9;
 	double tail = (double)st.cpu_tail_unsampled_ns / 1e9;
 	printf("%d threads used %.3f s of CPU; samples weigh %.3f s; CPU in no sample %.3f s\n",

@@ -52,13 +52,7 @@ int main(void)
 	double cpu = it_process_cpu() - cpu0;
 	IT_CHECK(rc == 0, "stop: %s", ember_last_error());
 
-	double total = 0;
-	for (size_t i = 0; i < cap.n; i++) {
-		ember__profile *p = it_decode(&cap.w[i]);
-		for (uint32_t s = 0; s < p->nsamples; s++)
-			total += (double)p->samples[s].values[1];
-		ember__profile_free(p);
-	}
+	double total = it_sampled_cpu_ns(&cap);
 	printf("threads seen %llu, samples %llu, sampled CPU %.3f s, process CPU %.3f s, ratio %.3f\n",
 	       (unsigned long long)st.threads_seen, (unsigned long long)st.samples, total / 1e9, cpu,
 	       total / 1e9 / cpu);
