@@ -280,12 +280,13 @@ typedef struct ember_stats {
 	uint64_t wall_unweighed;      /**< wall samples that could not be weighed (no
 					   previous sample to measure from); logged at stop */
 	/* CPU time no sample covers (since 0.2). */
-	uint64_t cpu_tail_unsampled_ns; /**< CPU time of sampled threads that no sample
-					   weighs, measured when each thread exits or
-					   sampling stops: its last partial period, and
-					   timer expirations the kernel had not checked yet
-					   (rare checks under heavy CPU contention); threads
-					   that block the signal count in cpu_unsampled_ns */
+	uint64_t cpu_tail_unsampled_ns; /**< CPU time the sampled threads used that their
+					   samples' weights fall short of (0 if none),
+					   measured as each thread exits and when sampling
+					   stops: timer expirations the kernel had not
+					   checked yet, many under heavy CPU contention;
+					   threads that block the signal count in
+					   cpu_unsampled_ns instead */
 } ember_stats;
 
 /* ---- version and errors ---- */

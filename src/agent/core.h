@@ -92,8 +92,8 @@ typedef struct ember__core {
 	_Atomic uint64_t threads_seen, timer_failures, windows, report_failures;
 	_Atomic uint64_t cpu_unsampled_ns; /* threads that really block the signal */
 	/* sampled threads measured as they left or sampling stopped: their CPU,
-	 * and the part of it in no sample (engine/threads.h) */
-	_Atomic uint64_t tail_cpu_ns, tail_unsampled_ns;
+	 * and what their samples weigh (engine/threads.h) */
+	_Atomic uint64_t tail_cpu_ns, tail_weight_ns;
 	_Atomic uint64_t perf_events, wall_samples, wall_signals, wall_max_per_tick;
 	_Atomic uint64_t fd_reopens; /* /proc/self/task reopened (threads.c) */
 	_Atomic uint64_t wall_asleep, wall_unweighed;

@@ -108,10 +108,10 @@ typedef struct ember__threads {
 	_Atomic uint64_t unsampled_cpu_ns;
 	/* Threads sampled by a timer or perf event of their own, measured when
 	 * each leaves (exit hook) or sampling stops: the CPU they used since
-	 * armed, and the part of it in no sample (their last partial period;
-	 * expirations the kernel had not checked yet, which under heavy CPU
-	 * contention is much more: docs/ARCHITECTURE.md, Limits). */
-	_Atomic uint64_t tail_cpu_ns, tail_unsampled_ns;
+	 * armed, and what their samples weigh. The difference is CPU in no
+	 * sample: expirations the kernel had not checked yet when a thread
+	 * left, many under heavy CPU contention (docs/ARCHITECTURE.md, Limits). */
+	_Atomic uint64_t tail_cpu_ns, tail_weight_ns;
 	/* For the agent's log (ember__threads_take_blocked): threads found
 	 * blocking, and blocking threads gone with CPU time unsampled. */
 	ember__blocked_note notes[8];

@@ -186,7 +186,10 @@ void ember__threads_measure_tail(ember__threads *t, ember__thread_rec *r, int ar
 		return;
 	uint64_t used = cpu + 1 - base;
 	uint64_t weight = atomic_load_explicit(&e->cpu_weight_ns, memory_order_relaxed);
+	/* Summed, not per thread: a short thread's one sample weighs a whole
+	 * period, which stands for the short threads no sample caught (the
+	 * first expiry is uniform within the first period). The soak's 149 k
+	 * short threads showed 53 % "unsampled" counted per thread. */
 	atomic_fetch_add_explicit(&t->tail_cpu_ns, used, memory_order_relaxed);
-	if (used > weight)
-		atomic_fetch_add_explicit(&t->tail_unsampled_ns, used - weight, memory_order_relaxed);
+	atomic_fetch_add_explicit(&t->tail_weight_ns, weight, memory_order_relaxed);
 }
