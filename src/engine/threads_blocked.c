@@ -34,6 +34,17 @@
 #include "util/fileio.h"
 #include "util/ownfd.h"
 
+/* Is this the name of one of emberprof's own threads ("emberprof", or
+ * "emberprof-" and a role)? Not a program that is itself called
+ * emberprof_something (the demo), whose threads take its name. A name
+ * read from /proc ends with a newline. */
+static int own_name(const char *name)
+{
+	if (strncmp(name, "emberprof", 9) != 0)
+		return 0;
+	return name[9] == '\0' || name[9] == '\n' || name[9] == '-';
+}
+
 void ember__threads_note_blocked(ember__threads *t, const ember__thread_rec *r, int gone)
 {
 	if (t->nnotes >= sizeof(t->notes) / sizeof(t->notes[0]))
@@ -118,7 +129,7 @@ void ember__threads_check_blocked(ember__threads *t, ember__thread_rec *r)
 		/* Our own helper threads (the uploader "emberprof-up", the
 		 * async-profiler driver) block every signal on purpose and
 		 * name themselves so: not the program's CPU, nothing to say. */
-		if (!strncmp(r->comm, "emberprof", 9)) {
+		if (own_name(r->comm)) {
 			r->own = 1;
 			r->blocked_cpu_at = 0;
 			return;
@@ -162,7 +173,7 @@ static int is_own_thread(ember__thread_rec *r)
 	} else if (ember__read_task_file(r->tid, "comm", name, sizeof(name)) < 0) {
 		name[0] = '\0';
 	}
-	return !strncmp(name, "emberprof", 9);
+	return own_name(name);
 }
 
 void ember__threads_measure_tail(ember__threads *t, ember__thread_rec *r, int arm)

@@ -96,4 +96,18 @@ d=$(ls -d emberprof-emberprof_demo-* 2>/dev/null | head -n 1)
 if [ -n "$d" ] && [ -d "$d" ]; then ok "default directory $d"; else fail "no emberprof-emberprof_demo-* directory"; ls -la >&2; fi
 check_grep "default output directory" err "written to $T/cwd/$d"
 
+# The CPU in no sample is measured over the program's threads (the demo's
+# workers are called emberprof_demo, which is not one of emberprof's own
+# threads): 2 workers of 0.5 s, so at least 0.9 s used.
+"$EMBERPROF" run --log-level info -o info -- "$EMBER_DEMO" --threads 2 --seconds 0.5 >out 2>err
+rc=$?
+check_exit "log level info" 0 $rc
+used=$(sed -n 's/.*CPU in no sample: .* the sampled threads used \([0-9.]*\) ms.*/\1/p' err)
+if [ -n "$used" ] && awk -v u="$used" 'BEGIN { exit !(u >= 900) }'; then
+	ok "CPU in no sample: measured over $used ms of the threads' CPU"
+else
+	fail "CPU in no sample: the threads' CPU measured is '${used}' ms, expected >= 900:"
+	sed 's/^/    /' err >&2
+fi
+
 done_tests
