@@ -326,6 +326,12 @@ void ember__fork_follow_enable(int (*start)(void))
 void ember__fork_lazy_start(int (*start)(void))
 {
 	ember__fork_follow_enable(start);
+	/* The helper reads the configuration on its own thread, while the
+	 * program may be calling setenv (git does at once): glibc's getenv is
+	 * not safe against that (the array it walks may be freed; CI saw git
+	 * commit crash in the helper's getenv). The copy taken before main()
+	 * is read instead. */
+	ember__env_snapshot_use();
 	atomic_store(&g_pid, raw_getpid());
 	arm_helper();
 }

@@ -189,7 +189,11 @@ void ember__s3_time(time_t t, char out[32])
 {
 	struct tm tm;
 	gmtime_r(&t, &tm);
-	strftime(out, 32, "%Y-%m-%dT%H-%M-%SZ", &tm);
+	/* Not strftime: glibc's calls tzset(), which reads TZ with getenv()
+	 * on the uploader thread, unsafe while the program calls setenv. */
+	snprintf(out, 32, "%04u-%02u-%02uT%02u-%02u-%02uZ", (unsigned)(tm.tm_year + 1900) % 10000u,
+		 (unsigned)(tm.tm_mon + 1) % 100u, (unsigned)tm.tm_mday % 100u,
+		 (unsigned)tm.tm_hour % 100u, (unsigned)tm.tm_min % 100u, (unsigned)tm.tm_sec % 100u);
 }
 
 int ember__s3_key(char *out, size_t cap, const char *group, const char *machine, long pid,

@@ -2,11 +2,13 @@
  * envsnap.h - the environment the configuration is read from.
  *
  * Every EMBERPROF_*, PYROSCOPE_* and AWS_* variable the library reads goes
- * through ember__getenv(). Normally that is getenv(). In a fork child
- * that profiles itself (src/preload/fork_child.c) it is the environment
- * the program image started with, taken before main(): a forked worker
- * may replace its environment before the child's agent starts (nginx's
- * workers keep only TZ), and the child is profiled as its parent is.
+ * through ember__getenv(). Normally that is getenv(). Where the agent
+ * starts lazily on a helper thread (src/preload/fork_child.c: a fork
+ * child, an image exec'd in the profiled tree) it is the environment the
+ * program image started with, taken before main(): a forked worker may
+ * replace its environment before the child's agent starts (nginx's
+ * workers keep only TZ), and glibc's getenv on the helper is not safe
+ * while the program calls setenv (git commit crashed so).
  */
 #ifndef EMBER_UTIL_ENVSNAP_H
 #define EMBER_UTIL_ENVSNAP_H

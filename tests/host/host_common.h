@@ -16,7 +16,7 @@ static inline double host_now(void)
 }
 
 /* Burns CPU for `seconds` of wall time; the profiles must name it. */
-__attribute__((noinline)) static unsigned long burn_cpu(double seconds)
+__attribute__((noinline, unused)) static unsigned long burn_cpu(double seconds)
 {
 	volatile unsigned long x = 0;
 	double end = host_now() + seconds;
