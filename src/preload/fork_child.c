@@ -122,6 +122,11 @@ static int64_t g_forked_ns;   /* CLOCK_MONOTONIC at the fork */
 static int64_t g_cpu0_ns;
 static _Atomic int g_probing; /* the probe began (read at exit) */
 static _Atomic int g_probed;  /* the probe came back: the lock is usable */
+/* The helper is inside the probe (may hold the lock), and the probe did
+ * not come back within FC_PROBE_WAIT_US once (its lock is held for good:
+ * forks stop waiting for it). */
+static _Atomic int g_probe_in, g_probe_stuck;
+#define FC_PROBE_WAIT_US 2000 /* a probe takes microseconds */
 
 static pid_t raw_getpid(void)
 {
@@ -164,7 +169,18 @@ static void *helper_main(void *arg)
 			if (!atomic_compare_exchange_strong(&g_state, &s, FC_PROBING))
 				continue;
 			atomic_store(&g_probing, 1);
+			/* A fork must not copy the lock while the probe holds
+			 * it: the prepare handler holds the state, then waits
+			 * while g_probe_in is set. Both sides store, then load
+			 * (sequentially consistent): if the fork's hold is not
+			 * seen here, g_probe_in is seen there. */
+			atomic_store(&g_probe_in, 1);
+			if (atomic_load(&g_state) != FC_PROBING) {
+				atomic_store(&g_probe_in, 0);
+				continue; /* held by a fork or exec, or cancelled */
+			}
 			dl_iterate_phdr(probe_cb, NULL);
+			atomic_store(&g_probe_in, 0);
 			atomic_store(&g_probed, 1);
 			s = FC_PROBING;
 			if (!atomic_compare_exchange_strong(&g_state, &s, FC_PENDING))
@@ -235,9 +251,20 @@ static void atfork_prepare(void)
 		g_fork_held = 1;
 		return;
 	}
-	s = FC_PROBING; /* not begun either: the helper holds nothing */
+	s = FC_PROBING; /* not begun either, once the probe has let go */
 	if (atomic_compare_exchange_strong(&g_state, &s, FC_HELD)) {
 		g_fork_held = 1;
+		/* The probe may hold the loader's list lock for a moment: the
+		 * child must not inherit it held. One that waits on a lock
+		 * held for good (see the top) is not waited for again. */
+		for (int us = 0; atomic_load(&g_probe_in) && !atomic_load(&g_probe_stuck); us += 50) {
+			if (us >= FC_PROBE_WAIT_US) {
+				atomic_store(&g_probe_stuck, 1);
+				break;
+			}
+			struct timespec nap = {0, 50000};
+			nanosleep(&nap, NULL);
+		}
 		return;
 	}
 	/* A start under way: wait, at most FC_FORK_WAIT_MS, and not while it
@@ -284,6 +311,8 @@ static void arm_helper(void)
 	g_cpu0_ns = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
 	atomic_store(&g_probing, 0);
 	atomic_store(&g_probed, 0); /* a fork child probes its own lock again */
+	atomic_store(&g_probe_in, 0);
+	atomic_store(&g_probe_stuck, 0);
 	atomic_store(&g_state, FC_PENDING);
 	pthread_attr_t attr;
 	sigset_t all, old;
