@@ -243,8 +243,11 @@ __attribute__((constructor)) static void preload_init(void)
 		goto out;
 	if (!follow && !is_profiled_pid())
 		goto out; /* another process of a --no-follow-children run */
-	if (follow)
-		ember__env_snapshot_take(); /* for fork children (fork_child.c) */
+	/* The environment as the image started, for the agent's own reads
+	 * from now on: fork children (fork_child.c) and agent threads, whose
+	 * getenv would not be safe while the program calls setenv. */
+	ember__env_snapshot_take();
+	ember__env_snapshot_use();
 	/* Any other image of the tree: claim the signal now, start later. */
 	if (follow && !starts_at_once() && preclaim_signal() == 0) {
 		ember__fork_lazy_start(preload_start);
