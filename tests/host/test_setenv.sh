@@ -5,6 +5,17 @@
 # getenv). The program must end as it does unprofiled, every time.
 . "$EMBER_TEST_SRCDIR/tests/host/host_lib.sh"
 
+# KNOWN DEFECT (issue 15, open): in the sanitizer build, where every image
+# starts its agent at once (no lazy start, so not the path this test is
+# about), host_setenv died of SIGSEGV once in CI (1 of 8 runs; no core,
+# cause not identified; suspected: a library the agent loads at the first
+# sample calling getenv in its constructor, as libdw's debuginfod set-up
+# does, while the program calls setenv). Skipped there until it is.
+if [ -n "${EMBER_TEST_SANITIZE:-}" ] && [ "$EMBER_TEST_SANITIZE" != OFF ]; then
+	echo "skipped in the sanitizer build: KNOWN DEFECT, a SIGSEGV seen once there (issue 15), cause not identified" >&2
+	exit 77
+fi
+
 "$H/host_setenv" >plain.out 2>plain.err
 check_grep "unprofiled" plain.out "setenv ok"
 # Through sh, so that host_setenv is an image exec'd inside the tree
