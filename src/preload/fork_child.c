@@ -148,6 +148,8 @@ static int probe_cb(struct dl_phdr_info *info, size_t size, void *data)
 	return 1; /* the lock was taken: that is all the probe asks */
 }
 
+static void bind_child_path(void);
+
 static void *helper_main(void *arg)
 {
 	(void)arg;
@@ -193,7 +195,8 @@ static void *helper_main(void *arg)
 	/* (not before: most helpers end at an exec within a millisecond) */
 	ember__heap_set_internal(1); /* our allocations are never profiled */
 	pthread_setname_np(pthread_self(), "emberprof-fork");
-	g_start();
+	if (g_start() == 0)
+		bind_child_path(); /* this process may fork: see bind_child_path */
 	atomic_store(&g_state, FC_DONE);
 	return NULL;
 }
@@ -336,7 +339,33 @@ static void arm_helper(void)
 	pthread_attr_destroy(&attr);
 }
 
-void ember__fork_follow_enable(int (*start)(void))
+/*
+ * Binds, in this process, the libc functions a fork child calls before it
+ * execs (arm_helper, the helper's first nap, the exec wrappers' check).
+ * The library is bound lazily: otherwise every child resolves them again
+ * itself, a symbol lookup over every loaded object and a copied GOT page
+ * each (perf of a profiled shell loop showed _dl_fixup and do_lookup_x in
+ * the children before their exec; LD_DEBUG=bindings now shows no binding
+ * in them). Called where forks may follow (a started agent, not an image
+ * still waiting to start); a child inherits the bound entries.
+ */
+static void bind_child_path(void)
+{
+	pthread_attr_t attr;
+	if (pthread_attr_init(&attr) == 0) {
+		pthread_attr_setstack(&attr, g_stack, sizeof(g_stack));
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		pthread_attr_destroy(&attr);
+	}
+	struct timespec zero = {0, 0};
+	nanosleep(&zero, NULL);
+	const char *volatile path = "/";
+	const char *volatile found = strchr(path, '/'); /* kept: strchr is pure */
+	(void)found;
+	(void)!access(path, X_OK);
+}
+
+static void follow_enable(int (*start)(void))
 {
 	static int registered; /* per program image; a fork child inherits it */
 	g_start = start;
@@ -352,9 +381,16 @@ void ember__fork_follow_enable(int (*start)(void))
 		registered = 1;
 }
 
+void ember__fork_follow_enable(int (*start)(void))
+{
+	follow_enable(start);
+	bind_child_path();
+}
+
 void ember__fork_lazy_start(int (*start)(void))
 {
-	ember__fork_follow_enable(start);
+	/* (the binding waits for the start: most such images exit first) */
+	follow_enable(start);
 	/* The helper reads the configuration on its own thread, while the
 	 * program may be calling setenv (git does at once): glibc's getenv is
 	 * not safe against that (the array it walks may be freed; CI saw git
