@@ -26,7 +26,7 @@ http {
 	access_log off;
 	client_body_temp_path $W/tmp; proxy_temp_path $W/tmp; fastcgi_temp_path $W/tmp;
 	uwsgi_temp_path $W/tmp; scgi_temp_path $W/tmp;
-	server { listen 127.0.0.1:$port; root $W/html; keepalive_requests 100000; }
+	server { listen 127.0.0.1:$port reuseport; root $W/html; keepalive_requests 100000; }
 }
 CEOF
 (cd "$W" && exec "$EMBERPROF" run -q -o "$W/prof" -- nginx -e stderr -p . -c nginx.conf) >"$W/run.out" 2>"$W/run.err" &
@@ -38,10 +38,13 @@ until [ -s "$W/nginx.pid" ] && curl -s -o /dev/null "http://127.0.0.1:$port/"; d
 	sleep 0.05
 done
 master=$(cat "$W/nginx.pid")
-# the load: 4 clients on kept-alive connections, 1500 requests each
+# the load: 8 clients on kept-alive connections, 750 requests each, spread
+# over the workers by the kernel (reuseport: one listening socket each;
+# with one shared socket, one worker could take every connection, as CI
+# once saw: 0.64 s and 0.01 s)
 clients=
-for c in 1 2 3 4; do
-	curl -s -o /dev/null "http://127.0.0.1:$port/index.html?[1-1500]" &
+for c in 1 2 3 4 5 6 7 8; do
+	curl -s -o /dev/null "http://127.0.0.1:$port/index.html?[1-750]" &
 	clients="$clients $!"
 done
 for p in $clients; do wait "$p"; done
@@ -62,7 +65,13 @@ while read -r w cpu; do
 	c=$(profiled_cpu "$W/prof" "$w")
 	echo "worker $w: $c s in the profiles"
 	sum=$(python3 -c "print($sum + $c)")
-	[ "$c" != 0 ] || fail "worker $w: not in the profiles"
+	# A worker the load left almost idle may get no sample at 100 Hz
+	# (0.05 s: 5 expected); its share of the total is checked below.
+	if python3 -c "import sys; sys.exit(0 if $cpu >= 0.05 else 1)"; then
+		[ "$c" != 0 ] || fail "worker $w: not in the profiles"
+	else
+		echo "worker $w: only $cpu s of CPU, too little to require a sample"
+	fi
 done <"$W/workers"
 python3 -c "import sys; sys.exit(0 if $total >= 0.3 else 1)" || fail "the load gave the workers only $total s of CPU"
 # the graceful quit adds a little CPU after the measure: up to 120 %
