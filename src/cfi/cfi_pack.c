@@ -16,7 +16,7 @@
 
 static int is_signal_rule(uint32_t rule)
 {
-	return ((rule >> 24) & EMBER_CFI_KIND_MASK) == EMBER_CFI_SIGNAL;
+	return (ember__cfi_rule_kind(rule) & EMBER_CFI_KIND_MASK) == EMBER_CFI_SIGNAL;
 }
 
 int ember__cfi_pack_rows(const ember__cfi_row *rows, uint32_t n, void **block, size_t *len,

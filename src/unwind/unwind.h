@@ -162,9 +162,9 @@ enum {
  * row's page, to page0 + npages - 1, the last row's:
  * - rows[i]: row i's pc & 0xffff | its rule's number << 16; sorted by pc;
  *   a row's page is the one whose range of pages[] holds i;
- * - rules[r]: each distinct rule once, (uint16_t)cfa | (uint8_t)fp << 16 |
- *   kind << 24 (ember__cfi_rule_pack); those of kind EMBER_CFI_SIGNAL come
- *   first, rules 0 .. nsignal - 1, so that a walk tells a row that starts a
+ * - rules[r]: each distinct rule once, its cfa, fp and kind in 32 bits
+ *   (ember__cfi_rule_pack); those of kind EMBER_CFI_SIGNAL come first,
+ *   rules 0 .. nsignal - 1, so that a walk tells a row that starts a
  *   sigreturn trampoline by its number alone;
  * - pages[p], p in [0, npages]: the first row at or above page page0 + p
  *   (pages[npages] == nrows);
@@ -189,11 +189,26 @@ typedef struct ember__cfi_packed {
 	uint32_t page0;
 } ember__cfi_packed;
 
-/* A rule (a row's cfa, fp and kind) as packed in ember__cfi_packed.rules. */
+/* A rule (a row's cfa, fp and kind) as packed in ember__cfi_packed.rules:
+ * the row's last 4 bytes as they lie in memory (the cache is only read on
+ * the architecture that wrote it), so that decoding is one 4-byte copy. */
+#define EMBER_CFI_RULE_AT offsetof(ember__cfi_row, cfa)
+_Static_assert(sizeof(ember__cfi_row) - EMBER_CFI_RULE_AT == sizeof(uint32_t),
+	       "a rule is a row's last 4 bytes");
+
 static inline uint32_t ember__cfi_rule_pack(const ember__cfi_row *r)
 {
-	return (uint32_t)(uint16_t)r->cfa | (uint32_t)(uint8_t)r->fp << 16 |
-	       (uint32_t)r->kind << 24;
+	uint32_t v;
+	__builtin_memcpy(&v, (const char *)r + EMBER_CFI_RULE_AT, sizeof(v));
+	return v;
+}
+
+/* The row kind (EMBER_CFI_* and flags) of a packed rule. */
+static inline unsigned ember__cfi_rule_kind(uint32_t rule)
+{
+	ember__cfi_row r;
+	__builtin_memcpy((char *)&r + EMBER_CFI_RULE_AT, &rule, sizeof(rule));
+	return r.kind;
 }
 
 /*

@@ -121,22 +121,23 @@ static int packed_decode(const ember__cfi_packed *p, uint32_t i, uint32_t pg, em
 	uint32_t e = p->rows[i], r = e >> 16;
 	if (r >= p->nrules)
 		return 0;
-	uint32_t rule = p->rules[r];
 	out->pc = (p->page0 + pg) << EMBER_CFI_PAGE_SHIFT | (e & 0xffff);
-	out->cfa = (int16_t)(rule & 0xffff);
-	out->fp = (int8_t)((rule >> 16) & 0xff);
-	out->kind = (uint8_t)(rule >> 24);
+	__builtin_memcpy((char *)out + EMBER_CFI_RULE_AT, &p->rules[r], sizeof(uint32_t));
 	return 1;
 }
 
-uint32_t ember__cfi_packed_find(const ember__cfi_packed *p, uint32_t pc, ember__cfi_row *out)
+/* ember__cfi_packed_find, inlined where the walk looks rows up. */
+__attribute__((always_inline)) static inline uint32_t
+packed_find(const ember__cfi_packed *p, uint32_t pc, ember__cfi_row *out)
 {
-	uint32_t page = pc >> EMBER_CFI_PAGE_SHIFT, low = pc & 0xffff;
-	if (p->nrows == 0 || p->npages == 0 || page < p->page0)
-		return 0;
-	uint32_t pg = page - p->page0;
-	if (pg >= p->npages) /* beyond the last row's page: its last row */
+	uint32_t low = pc & 0xffff, pg = (pc >> EMBER_CFI_PAGE_SHIFT) - p->page0;
+	if (pg >= p->npages) {
+		/* below the first row's page (pg wrapped), or beyond the last
+		 * row's page: its last row */
+		if ((pc >> EMBER_CFI_PAGE_SHIFT) < p->page0 || p->npages == 0)
+			return 0;
 		pg = p->npages - 1, low = 0xffff;
+	}
 	uint32_t b = low >> EMBER_CFI_INDEX_SHIFT, first = p->pages[pg];
 	const uint16_t *f = p->fine + (size_t)pg * EMBER_CFI_FINE_PER_PAGE + b;
 	uint32_t lo = first + f[0];
@@ -156,6 +157,11 @@ uint32_t ember__cfi_packed_find(const ember__cfi_packed *p, uint32_t pc, ember__
 	if (i < first) /* the bucket has no row at or below pc: an earlier page's */
 		pg = packed_page_of(p, i, pg);
 	return packed_decode(p, i, pg, out) ? lo : 0;
+}
+
+uint32_t ember__cfi_packed_find(const ember__cfi_packed *p, uint32_t pc, ember__cfi_row *out)
+{
+	return packed_find(p, pc, out);
 }
 
 int ember__cfi_packed_row(const ember__cfi_packed *p, uint32_t i, ember__cfi_row *out)
@@ -233,10 +239,11 @@ static int frame_row(const ember__unwind_snapshot *snap, const ember__unwind_mod
 	uint32_t off = (uint32_t)(look - m->base);
 	if (m->packed.nrows) {
 		const ember__cfi_packed *p = &m->packed;
-		uint32_t next = in_range ? ember__cfi_packed_find(p, off, out) : 0;
+		uint32_t next = in_range ? packed_find(p, off, out) : 0;
 		/* next: the number of the row after look's (0: none covers
 		 * look); SIGNAL rules are numbered first */
-		if (check_next && next < p->nrows && (p->rows[next] >> 16) < p->nsignal) {
+		if (p->nsignal && check_next && next < p->nrows &&
+		    (p->rows[next] >> 16) < p->nsignal) {
 			ember__cfi_row n;
 			if (ember__cfi_packed_row(p, next, &n) && n.pc == (uint32_t)(pc - m->base) &&
 			    (n.kind & EMBER_CFI_KIND_MASK) == EMBER_CFI_SIGNAL) {
