@@ -19,6 +19,42 @@ static int is_signal_rule(uint32_t rule)
 	return (ember__cfi_rule_kind(rule) & EMBER_CFI_KIND_MASK) == EMBER_CFI_SIGNAL;
 }
 
+static uint32_t rule_hash(uint32_t k, uint32_t cap)
+{
+	return (k * 0x9e3779b1u) >> 7 & (cap - 1);
+}
+
+/* Doubles the rule hash (or makes it: 4,096 slots) and re-inserts the
+ * nrules rules of distinct[]. 0 or EMBER_ERR_NOMEM. */
+static int grow_rules(uint32_t *cap, uint32_t nrules, uint32_t **keys, uint32_t **ids,
+		      uint32_t **distinct)
+{
+	uint32_t ncap = *cap ? 2 * *cap : 4096;
+	uint32_t *k = malloc((size_t)ncap * sizeof(*k)), *d = malloc((size_t)ncap * sizeof(*d));
+	uint32_t *dist = realloc(*distinct, ((size_t)ncap / 2 + 1) * sizeof(*dist));
+	if (dist)
+		*distinct = dist;
+	if (!k || !d || !dist) {
+		free(k);
+		free(d);
+		return EMBER_ERR_NOMEM;
+	}
+	memset(d, 0xff, (size_t)ncap * sizeof(*d));
+	for (uint32_t r = 0; r < nrules; r++) {
+		uint32_t h = rule_hash(dist[r], ncap);
+		while (d[h] != UINT32_MAX)
+			h = (h + 1) & (ncap - 1);
+		k[h] = dist[r];
+		d[h] = r;
+	}
+	free(*keys);
+	free(*ids);
+	*keys = k;
+	*ids = d;
+	*cap = ncap;
+	return 0;
+}
+
 int ember__cfi_pack_rows(const ember__cfi_row *rows, uint32_t n, void **block, size_t *len,
 			 ember__cfi_packed *out)
 {
@@ -27,23 +63,21 @@ int ember__cfi_pack_rows(const ember__cfi_row *rows, uint32_t n, void **block, s
 	int rc = EMBER_ERR_NOMEM;
 	uint32_t page0 = rows[0].pc >> EMBER_CFI_PAGE_SHIFT;
 	uint32_t npages = (rows[n - 1].pc >> EMBER_CFI_PAGE_SHIFT) - page0 + 1;
-	/* Distinct rules, by an open-addressing hash of their packed value:
-	 * at most EMBER_CFI_RULES_MAX, so at most half full. */
-	uint32_t cap = 64;
-	while (cap < 2 * (n < EMBER_CFI_RULES_MAX ? n : EMBER_CFI_RULES_MAX + 1))
-		cap <<= 1;
-	uint32_t *keys = malloc((size_t)cap * sizeof(*keys));
-	uint32_t *ids = malloc((size_t)cap * sizeof(*ids));
-	uint32_t *distinct = malloc(((size_t)EMBER_CFI_RULES_MAX + 1) * sizeof(*distinct));
-	uint32_t *rule_of = malloc((size_t)n * sizeof(*rule_of));
-	uint32_t nrules = 0;
+	/* Distinct rules, by an open-addressing hash of their packed value,
+	 * at most half full: it grows with the rules (a few thousand in a
+	 * large library), not with the rows, so that packing touches little
+	 * fresh memory. A row's first rule number fits 16 bits. */
+	uint32_t cap = 0, nrules = 0;
+	uint32_t *keys = NULL, *ids = NULL, *distinct = NULL;
+	uint16_t *rule_of = malloc((size_t)n * sizeof(*rule_of));
 	uint8_t *wblock = NULL;
-	if (!keys || !ids || !distinct || !rule_of)
+	if (!rule_of)
 		goto out;
-	memset(ids, 0xff, (size_t)cap * sizeof(*ids));
 	for (uint32_t i = 0; i < n; i++) {
+		if (2 * nrules >= cap && grow_rules(&cap, nrules, &keys, &ids, &distinct) != 0)
+			goto out;
 		uint32_t k = ember__cfi_rule_pack(&rows[i]);
-		uint32_t h = (k * 0x9e3779b1u) >> 7 & (cap - 1);
+		uint32_t h = rule_hash(k, cap);
 		while (ids[h] != UINT32_MAX && keys[h] != k)
 			h = (h + 1) & (cap - 1);
 		if (ids[h] == UINT32_MAX) {
@@ -55,7 +89,7 @@ int ember__cfi_pack_rows(const ember__cfi_row *rows, uint32_t n, void **block, s
 			ids[h] = nrules;
 			distinct[nrules++] = k;
 		}
-		rule_of[i] = ids[h];
+		rule_of[i] = (uint16_t)ids[h];
 	}
 	/* Renumber: SIGNAL rules first (unwind.h). ids is reused as the map
 	 * from a rule's first number to its final one. */
