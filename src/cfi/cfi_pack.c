@@ -24,12 +24,12 @@ static uint32_t rule_hash(uint32_t k, uint32_t cap)
 	return (k * 0x9e3779b1u) >> 7 & (cap - 1);
 }
 
-/* Doubles the rule hash (or makes it: 4,096 slots) and re-inserts the
+/* Doubles the rule hash (or makes it: 512 slots) and re-inserts the
  * nrules rules of distinct[]. 0 or EMBER_ERR_NOMEM. */
 static int grow_rules(uint32_t *cap, uint32_t nrules, uint32_t **keys, uint32_t **ids,
 		      uint32_t **distinct)
 {
-	uint32_t ncap = *cap ? 2 * *cap : 4096;
+	uint32_t ncap = *cap ? 2 * *cap : 512;
 	uint32_t *k = malloc((size_t)ncap * sizeof(*k)), *d = malloc((size_t)ncap * sizeof(*d));
 	uint32_t *dist = realloc(*distinct, ((size_t)ncap / 2 + 1) * sizeof(*dist));
 	if (dist)

@@ -146,7 +146,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	 * 64 KiB pages for a quick run. */
 	ember__cfi_table pk;
 	memset(&pk, 0, sizeof(pk));
-	int packed = t->nrows && ((rows[t->nrows - 1].pc - rows[0].pc) >> 16) < 1024 &&
+	int packed = t->nrows && ((rows[t->nrows - 1].pc - rows[0].pc) >> 16) < 64 &&
 		     ember__cfi_pack_rows(rows, t->nrows, &pk.block, &pk.block_len, &pk.packed) == 0;
 	pk.nrows = t->nrows;
 	if (packed && ember__cfi_packed_check(&pk.packed) != 0)
