@@ -4,8 +4,10 @@
  * rows per module (src/cfi/), published as an immutable snapshot.
  *
  * For each frame: find the module holding the PC (the previous frame's,
- * or a binary search) and the row covering it (the module's index, then a
- * binary search over a few rows), compute the frame's CFA from sp, fp or
+ * or a binary search) and the row covering it (in the packed form, the
+ * page's and the 512-byte bucket's index, then a binary search over the
+ * bucket's few rows and the row's rule; in a module that kept 8-byte rows,
+ * its index, then a binary search over a few rows), compute the frame's CFA from sp, fp or
  * aux (rbx, for ld.so's trampolines), read the return address and the
  * saved fp and aux at CFA-relative offsets, and continue in the caller
  * with pc = return address, sp = CFA.
