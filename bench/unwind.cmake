@@ -7,6 +7,11 @@ add_executable(ember_bench_unwind_cost ${CMAKE_CURRENT_LIST_DIR}/unwind_cost.c)
 target_compile_options(ember_bench_unwind_cost PRIVATE -O2 -fno-omit-frame-pointer)
 target_link_libraries(ember_bench_unwind_cost PRIVATE emberprof_internal ${CMAKE_DL_LIBS})
 
+# Table size and build time of the modules named (docs/BENCHMARKS.md,
+# "Unwind table size").
+add_executable(ember_bench_cfi_size ${CMAKE_CURRENT_LIST_DIR}/cfi_size.c)
+target_link_libraries(ember_bench_cfi_size PRIVATE emberprof_internal ${CMAKE_DL_LIBS})
+
 # Instructions per unwind at depth 32, for comparing architectures
 # (issue 17; bench/unwind_insns.sh).
 add_executable(ember_bench_unwind_insns ${CMAKE_CURRENT_LIST_DIR}/unwind_insns.c)

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "agent/agent_internal.h"
+#include "cfi/cfi_pack.h"
 #include "unwind/arch.h"
 #include "util/envsnap.h"
 #include "util/error.h"
@@ -50,9 +51,9 @@ uint64_t ember__table_cache_header_check(const ember__table_cache_header *h)
 }
 
 void ember__table_cache_header_init(ember__table_cache_header *h, const ember__build_id *id,
-				    const ember__build_id *builder, uint32_t nrows, uint32_t nindex,
-				    uint32_t index_shift)
+				    const ember__build_id *builder, const ember__cfi_table *t)
 {
+	uint32_t nrows = t->nrows, nindex = t->index ? t->nindex : 0;
 	memset(h, 0, sizeof(*h));
 	memcpy(h->magic, EMBER_TABLE_CACHE_MAGIC, sizeof(h->magic));
 	h->version = EMBER_TABLE_CACHE_VERSION;
@@ -61,12 +62,52 @@ void ember__table_cache_header_init(ember__table_cache_header *h, const ember__b
 	h->row_size = sizeof(ember__cfi_row);
 	h->module = *id;
 	h->builder = *builder;
+	h->rows_off = (sizeof(*h) + 7) & ~(uint64_t)7;
+	if (t->packed.nrows) {
+		const ember__cfi_packed *p = &t->packed;
+		h->packed = 1;
+		h->nrows = p->nrows;
+		h->nrules = p->nrules;
+		h->nsignal = p->nsignal;
+		h->npages = p->npages;
+		h->page0 = p->page0;
+		h->index_off = h->rows_off +
+			       ember__cfi_packed_layout(p->nrows, p->nrules, p->npages, NULL, NULL);
+		h->file_size = h->index_off;
+		return;
+	}
 	h->nrows = nrows;
 	h->nindex = nindex;
-	h->index_shift = index_shift;
-	h->rows_off = (sizeof(*h) + 7) & ~(uint64_t)7;
+	h->index_shift = nindex ? t->index_shift : 0;
 	h->index_off = h->rows_off + (uint64_t)nrows * sizeof(ember__cfi_row);
 	h->file_size = h->index_off + (uint64_t)nindex * sizeof(uint32_t);
+}
+
+/* The packed arrays of a file image whose header says packed (sizes
+ * checked by the caller). */
+static void image_packed(const ember__table_cache_header *h, const uint8_t *img,
+			 ember__cfi_packed *p)
+{
+	memset(p, 0, sizeof(*p));
+	ember__cfi_packed_layout(h->nrows, h->nrules, h->npages, img + h->rows_off, p);
+	p->nsignal = h->nsignal;
+	p->page0 = h->page0;
+}
+
+/* The packed form's part of ember__table_cache_validate. */
+static int validate_packed(const ember__table_cache_header *h, const uint8_t *data, size_t size)
+{
+	if (h->nindex || h->index_shift || h->nrows == 0 || h->npages == 0 ||
+	    h->nrules > EMBER_CFI_RULES_MAX || h->npages > (1u << (32 - EMBER_CFI_PAGE_SHIFT)))
+		return ember__error(EMBER_ERR_FORMAT, "bad packed counts (%u rows, %u rules, %u pages)",
+				    h->nrows, h->nrules, h->npages);
+	uint64_t len = ember__cfi_packed_layout(h->nrows, h->nrules, h->npages, NULL, NULL);
+	if (h->rows_off < sizeof(*h) || h->rows_off % 8 != 0 || h->rows_off > size ||
+	    len > size - h->rows_off || h->index_off != h->rows_off + len || h->index_off != size)
+		return ember__error(EMBER_ERR_FORMAT, "packed arrays out of the file's bounds");
+	ember__cfi_packed p;
+	image_packed(h, data, &p);
+	return ember__cfi_packed_check(&p);
 }
 
 int ember__table_cache_dir_from_env(char *buf, size_t size)
@@ -417,6 +458,12 @@ int ember__table_cache_validate(const void *data, size_t size, const ember__buil
 	if (h.file_size != size)
 		return ember__error(EMBER_ERR_FORMAT, "size %zu, header says %llu", size,
 				    (unsigned long long)h.file_size);
+	if (h.packed > 1)
+		return ember__error(EMBER_ERR_FORMAT, "unknown form %u", h.packed);
+	if (h.packed)
+		return validate_packed(&h, data, size);
+	if (h.nrules || h.nsignal || h.npages || h.page0)
+		return ember__error(EMBER_ERR_FORMAT, "packed counts in an unpacked table");
 	uint64_t rows_end = h.rows_off + (uint64_t)h.nrows * sizeof(ember__cfi_row);
 	uint64_t index_end = h.index_off + (uint64_t)h.nindex * sizeof(uint32_t);
 	if (h.rows_off < sizeof(h) || h.rows_off % 8 != 0 || h.rows_off > size ||
@@ -472,6 +519,29 @@ static int table_from_image(const uint8_t *img, size_t size, int mapped, ember__
 	t->nindex = h.nindex;
 	t->index_shift = h.index_shift;
 	t->stats = h.stats;
+	if (h.packed) {
+		size_t len = (size_t)(h.file_size - h.rows_off);
+		if (mapped) {
+			t->map = (void *)img;
+			t->map_len = size;
+			image_packed(&h, img, &t->packed);
+			t->bytes = sizeof(*t) + size;
+		} else {
+			t->block = malloc(len);
+			if (!t->block) {
+				ember__cfi_table_free(t);
+				return EMBER_ERR_NOMEM;
+			}
+			memcpy(t->block, img + h.rows_off, len);
+			t->block_len = len;
+			ember__table_cache_header hb = h;
+			hb.rows_off = 0;
+			image_packed(&hb, t->block, &t->packed);
+			t->bytes = sizeof(*t) + len;
+		}
+		*out = t;
+		return 0;
+	}
 	size_t rbytes = (size_t)h.nrows * sizeof(ember__cfi_row);
 	size_t ibytes = (size_t)h.nindex * sizeof(uint32_t);
 	if (mapped) {
@@ -600,8 +670,7 @@ int ember__table_cache_store(ember__table_cache *c, const ember__build_id *id,
 	if (id->len == 0 || id->len > EMBER_BUILD_ID_MAX || file_name(c, id, path, sizeof(path)))
 		return ember__error(EMBER_ERR_INVALID, "unwind table cache: bad build id");
 	ember__table_cache_header h;
-	ember__table_cache_header_init(&h, id, &c->builder, t->nrows, t->index ? t->nindex : 0,
-				       t->index_shift);
+	ember__table_cache_header_init(&h, id, &c->builder, t);
 	h.stats = t->stats;
 	h.check = ember__table_cache_header_check(&h);
 
@@ -618,7 +687,9 @@ int ember__table_cache_store(ember__table_cache *c, const ember__build_id *id,
 	int rc = write_all(fd, &h, sizeof(h));
 	if (rc == 0 && h.rows_off > sizeof(h))
 		rc = write_all(fd, pad, (size_t)(h.rows_off - sizeof(h)));
-	if (rc == 0 && h.nrows)
+	if (rc == 0 && h.packed)
+		rc = write_all(fd, t->packed.rows, (size_t)(h.file_size - h.rows_off));
+	else if (rc == 0 && h.nrows)
 		rc = write_all(fd, t->rows, (size_t)h.nrows * sizeof(ember__cfi_row));
 	if (rc == 0 && h.nindex)
 		rc = write_all(fd, t->index, (size_t)h.nindex * sizeof(uint32_t));

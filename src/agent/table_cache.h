@@ -41,8 +41,9 @@ typedef struct ember__table_cache ember__table_cache;
 /* The file format's version: bump it with any change to the layout below
  * or to what a row means (src/unwind/unwind.h), or to the rows a file
  * gives. 2: rows for PLT stubs without CFI (ember__cfi_add_fill), and
- * the fill_rows and fill_dropped counters in the header's stats. */
-#define EMBER_TABLE_CACHE_VERSION 2
+ * the fill_rows and fill_dropped counters in the header's stats. 3: the
+ * packed form (ember__cfi_packed), its counts in the header. */
+#define EMBER_TABLE_CACHE_VERSION 3
 #define EMBER_TABLE_CACHE_MAGIC "EMBRUTAB"
 #define EMBER_TABLE_CACHE_ENV "EMBERPROF_UNWIND_CACHE"
 #define EMBER_BUILD_ID_MAX 64
@@ -57,9 +58,13 @@ typedef struct ember__build_id {
 /*
  * The header at offset 0 of a cache file (native byte order: the file is
  * only ever read on the architecture that wrote it, and arch says which).
- * rows_off: nrows ember__cfi_row (8-aligned); index_off: nindex uint32_t;
- * file_size: the whole file. check: FNV-1a 64 of the header's bytes before
- * it.
+ * A table in the packed form (packed == 1): rows_off (8-aligned) is its
+ * block of arrays (ember__cfi_packed_layout of nrows, nrules, npages) up to
+ * index_off == file_size; nindex and index_shift are 0. Otherwise (a table
+ * that kept its 8-byte rows, cfi_pack.h): rows_off: nrows ember__cfi_row
+ * (8-aligned); index_off: nindex uint32_t; nrules, nsignal, npages, page0
+ * are 0. file_size: the whole file. check: FNV-1a 64 of the header's bytes
+ * before it.
  */
 typedef struct ember__table_cache_header {
 	char magic[8];          /* EMBER_TABLE_CACHE_MAGIC, no NUL */
@@ -69,7 +74,8 @@ typedef struct ember__table_cache_header {
 	uint32_t row_size;      /* sizeof(ember__cfi_row) */
 	ember__build_id module; /* the module's build id: the file's name */
 	ember__build_id builder; /* the build id of the code that built the rows */
-	uint32_t nrows, nindex, index_shift, reserved;
+	uint32_t nrows, nindex, index_shift, packed;
+	uint32_t nrules, nsignal, npages, page0; /* the packed form's (unwind.h) */
 	uint64_t rows_off, index_off, file_size;
 	ember__cfi_stats stats; /* the build's counters, for logs */
 	uint64_t check;
@@ -168,13 +174,13 @@ int ember__table_cache_validate(const void *data, size_t size, const ember__buil
 				const ember__build_id *builder);
 
 /*
- * A header for nrows rows and nindex index entries (rows right after the
- * header, 8-aligned, the index after them; file_size set), stats zero and
- * check not yet computed.
+ * A header for a table shaped as t (its form and counts: t->packed's when
+ * t->packed.nrows, else nrows and, with an index, nindex and index_shift;
+ * the arrays right after the header, 8-aligned; file_size set), stats
+ * zero and check not yet computed.
  */
 void ember__table_cache_header_init(ember__table_cache_header *h, const ember__build_id *id,
-				    const ember__build_id *builder, uint32_t nrows, uint32_t nindex,
-				    uint32_t index_shift);
+				    const ember__build_id *builder, const ember__cfi_table *t);
 
 /* The header's check value (FNV-1a 64 of its bytes before `check`). */
 uint64_t ember__table_cache_header_check(const ember__table_cache_header *h);

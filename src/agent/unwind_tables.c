@@ -14,6 +14,7 @@
 #include "agent/agent_internal.h"
 #include "agent/table_cache.h"
 #include "cfi/cfi_elf.h"
+#include "cfi/cfi_pack.h"
 #include "symbols/procmaps.h"
 #include "util/error.h"
 
@@ -241,14 +242,17 @@ static void build_mod(ember__unwind_tables *t, mod_table *x)
 	ember__log(t->cfg, EMBER_LOG_DEBUG,
 	      "unwind table for %s%s: %u rows, %zu bytes in %.1f ms of CPU from "
 	      "%s%s%s%s (%u FDEs, %u skipped, %u left to frame pointers; %u rows for PLT "
-	      "stubs without CFI)",
+	      "stubs without CFI; %s)",
 	      x->path, t->lazy ? " (a sample landed in it)" : "", x->table->nrows, x->table->bytes,
 	      (double)took / 1e6,
 	      info.eh_frame_bytes ? (info.used_hdr ? ".eh_frame via .eh_frame_hdr" : ".eh_frame") : "",
 	      info.eh_frame_bytes && info.debug_frame_bytes ? " and " : "",
 	      info.debug_frame_bytes ? ".debug_frame " : (info.eh_frame_bytes ? "" : "no CFI"),
 	      info.debug_file[0] ? info.debug_file : "", s->fdes, s->bad_fdes, s->unknown_rows,
-	      s->fill_rows);
+	      s->fill_rows,
+	      s->unpacked_rules ? "8-byte rows: more than 65,535 distinct rules"
+	      : s->unpacked_small ? "8-byte rows: too small to pack"
+				  : "packed");
 	/* Rows are relative to the load bias the loader reports (dl_iterate_phdr):
 	 * another process loads the module at its own bias and uses them as they are. */
 	if (keyed && info.bias == id_bias)
@@ -310,7 +314,8 @@ static int same_snapshot(const ember__unwind_snapshot *a, const ember__unwind_sn
 	for (uint32_t i = 0; i < a->n; i++) {
 		const ember__unwind_module *x = &a->mods[i], *y = &b->mods[i];
 		if (x->start != y->start || x->end != y->end || x->base != y->base ||
-		    x->rows != y->rows || x->nrows != y->nrows || x->pending != y->pending)
+		    x->rows != y->rows || x->nrows != y->nrows || x->packed.rows != y->packed.rows ||
+		    x->packed.nrows != y->packed.nrows || x->pending != y->pending)
 			return 0;
 	}
 	return 1;
@@ -343,11 +348,7 @@ static int publish(ember__unwind_tables *t)
 			continue;
 		}
 		um->base = (uintptr_t)x->bias;
-		um->rows = x->table->rows;
-		um->nrows = x->table->nrows;
-		um->index = x->table->index;
-		um->nindex = x->table->nindex;
-		um->index_shift = x->table->index_shift;
+		ember__cfi_table_to_module(x->table, um);
 	}
 	if (same_snapshot(t->cur, snap)) {
 		free(snap);
@@ -359,7 +360,7 @@ static int publish(ember__unwind_tables *t)
 		free(snap);
 		return ember__error_oom("unwind snapshot");
 	}
-	uint64_t bytes = 0, rows = 0;
+	uint64_t bytes = 0, rows = 0, unpacked_rules = 0, unpacked_small = 0;
 	t->st.modules = t->st.pending = 0;
 	for (size_t i = 0; i < t->nmods; i++) {
 		const mod_table *x = &t->mods[i];
@@ -368,11 +369,15 @@ static int publish(ember__unwind_tables *t)
 			bytes += x->table->bytes;
 			rows += x->table->nrows;
 			t->st.modules += x->table->nrows != 0;
+			unpacked_rules += x->table->stats.unpacked_rules != 0;
+			unpacked_small += x->table->stats.unpacked_small != 0;
 		}
 	}
 	t->cur_bytes = bytes + sizeof(*t->cur) + t->cur->n * sizeof(t->cur->mods[0]);
 	t->st.bytes = t->cur_bytes;
 	t->st.rows = rows;
+	t->st.unpacked_rules = unpacked_rules;
+	t->st.unpacked_small = unpacked_small;
 	return 0;
 }
 

@@ -37,6 +37,9 @@ typedef struct ember__unwind_tables_stats {
 	uint64_t modules;    /* modules with a table in the current snapshot */
 	uint64_t bytes;      /* memory of those tables and the snapshot */
 	uint64_t rows;       /* rows in those tables */
+	/* of those tables, kept as 8-byte rows (src/cfi/cfi_pack.h): more
+	 * than 65,535 distinct rules; too small for packing to pay */
+	uint64_t unpacked_rules, unpacked_small;
 	uint64_t built;      /* tables built, all time */
 	uint64_t failed;     /* modules whose table could not be built, all time */
 	uint64_t retired;    /* tables dropped because their module was unmapped */

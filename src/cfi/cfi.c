@@ -25,6 +25,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "cfi/cfi_pack.h"
 #include "cfi/cfi_read.h"
 #include "emberprof.h"
 #include "unwind/arch.h"
@@ -114,6 +115,7 @@ void ember__cfi_table_free(ember__cfi_table *t)
 	}
 	free(t->rows);
 	free(t->index);
+	free(t->block);
 	free(t);
 }
 
@@ -930,7 +932,19 @@ static int same_rule(const ember__cfi_row *a, const ember__cfi_row *b)
 	return a->kind == b->kind && a->cfa == b->cfa && a->fp == b->fp;
 }
 
+static int finish(ember__cfi_builder *b, ember__cfi_table **out, int pack);
+
 int ember__cfi_finish(ember__cfi_builder *b, ember__cfi_table **out)
+{
+	return finish(b, out, 1);
+}
+
+int ember__cfi_finish_rows(ember__cfi_builder *b, ember__cfi_table **out)
+{
+	return finish(b, out, 0);
+}
+
+static int finish(ember__cfi_builder *b, ember__cfi_table **out, int pack)
 {
 	*out = NULL;
 	int rc = 0;
@@ -1018,6 +1032,8 @@ int ember__cfi_finish(ember__cfi_builder *b, ember__cfi_table **out)
 		goto oom;
 	t->bytes = sizeof(*t) + w * sizeof(*t->rows) + t->nindex * sizeof(*t->index);
 	t->stats = b->stats;
+	if (pack && ember__cfi_pack(t))
+		goto oom;
 	*out = t;
 	goto done;
 oom:

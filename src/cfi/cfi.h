@@ -44,19 +44,31 @@ typedef struct ember__cfi_stats {
 	uint32_t ra_sign_ops;  /* DW_CFA_AARCH64_negate_ra_state seen (PAC-signed code) */
 	uint32_t fill_rows;    /* rows of ember__cfi_add_fill kept (no FDE covers them) */
 	uint32_t fill_dropped; /* ember__cfi_add_fill ranges dropped: an FDE covers them */
+	/* 1 when the table kept the 8-byte rows (cfi_pack.h): more than
+	 * EMBER_CFI_RULES_MAX distinct rules, or packing would not be smaller */
+	uint32_t unpacked_rules, unpacked_small;
 } ember__cfi_stats;
 
-/* The finished table of one module. */
+/*
+ * The finished table of one module: packed (packed.nrows != 0, the arrays
+ * in `block` or the cache file's mapping; rows and index NULL) or, where
+ * packing does not pay, rows + index (cfi_pack.h). Read row i with
+ * ember__cfi_table_row, look an address up with ember__cfi_table_find.
+ */
 typedef struct ember__cfi_table {
-	ember__cfi_row *rows; /* sorted by pc */
-	uint32_t nrows;
+	ember__cfi_row *rows; /* the unpacked form: sorted by pc */
+	uint32_t nrows;       /* rows, in either form */
 	uint32_t nindex, index_shift;
 	uint32_t *index; /* the lookup index (ember__unwind_module); NULL if no rows */
-	size_t bytes;    /* memory held by the table: struct, rows and index */
+	ember__cfi_packed packed; /* the packed form (src/unwind/unwind.h) */
+	void *block;              /* the packed form's arrays on the heap (or NULL) */
+	size_t block_len;
+	size_t bytes;    /* memory held by the table: struct, rows and index or block */
 	ember__cfi_stats stats;
 	/* a table loaded from the unwind-table cache (src/agent/table_cache.h):
-	 * rows and index point into this read-only file mapping, unmapped by
-	 * ember__cfi_table_free; NULL for a table on the heap */
+	 * rows and index, or the packed arrays, point into this read-only file
+	 * mapping, unmapped by ember__cfi_table_free; NULL for a table on the
+	 * heap */
 	void *map;
 	size_t map_len;
 } ember__cfi_table;
@@ -117,12 +129,16 @@ int ember__cfi_add_fill(ember__cfi_builder *b, uint64_t start, uint64_t end,
 			const ember__cfi_row *rows, size_t n);
 
 /*
- * Builds the table from everything added and frees the builder (also on
- * failure). *out is the caller's, freed with ember__cfi_table_free(). A
+ * Builds the table from everything added, packed (cfi_pack.h), and frees
+ * the builder (also on failure). *out is the caller's, freed with ember__cfi_table_free(). A
  * builder with no usable FDE gives a table with no rows. Returns 0 or
  * EMBER_ERR_NOMEM.
  */
 int ember__cfi_finish(ember__cfi_builder *b, ember__cfi_table **out);
+
+/* The same, without packing: the table keeps rows + index whatever its
+ * size (the reference the packed form is tested against). */
+int ember__cfi_finish_rows(ember__cfi_builder *b, ember__cfi_table **out);
 
 /* Statistics so far (valid before finish). */
 const ember__cfi_stats *ember__cfi_builder_stats(const ember__cfi_builder *b);

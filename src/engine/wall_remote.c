@@ -120,7 +120,7 @@ static int code_like(const ember__unwind_snapshot *snap, uint64_t v, uintptr_t l
 {
 	if (v < 4096 || (v >= lo && v < hi))
 		return 0;
-	if (snap && !ember__unwind_find_row(snap, (uintptr_t)v - 1, NULL))
+	if (snap && !ember__unwind_find_row(snap, (uintptr_t)v - 1, NULL, NULL))
 		return 0;
 	return called_from((uintptr_t)v);
 }

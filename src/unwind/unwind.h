@@ -154,10 +154,89 @@ enum {
  */
 #define EMBER_CFI_INDEX_SHIFT 9
 
-/* One executable mapping with CFI, as the handler sees it. */
+/*
+ * The packed form of a module's rows (issue 15; built by src/cfi/cfi_pack.c,
+ * read by cfi_packed.c), about 4.3 bytes a row where the form above takes
+ * 8.5, after the OpenTelemetry eBPF profiler's "stack deltas". Addresses
+ * are cut into 64 KiB pages (pc >> 16), numbered from page0, the first
+ * row's page, to page0 + npages - 1, the last row's:
+ * - rows[i]: row i's pc & 0xffff | its rule's number << 16; sorted by pc;
+ *   a row's page is the one whose range of pages[] holds i;
+ * - rules[r]: each distinct rule once, its cfa, fp and kind in 32 bits
+ *   (ember__cfi_rule_pack); those of kind EMBER_CFI_SIGNAL come first,
+ *   rules 0 .. nsignal - 1, so that a walk tells a row that starts a
+ *   sigreturn trampoline by its number alone;
+ * - pages[p], p in [0, npages]: the first row at or above page page0 + p
+ *   (pages[npages] == nrows);
+ * - fine[p * EMBER_CFI_FINE_PER_PAGE + b]: the first row at or above byte
+ *   b << EMBER_CFI_INDEX_SHIFT of page p, less pages[p] (< 65,536: a page
+ *   holds at most 65,536 rows).
+ * The row covering pc is then the last row of its 512-byte bucket at or
+ * below pc, or, when there is none, the row before the bucket's first
+ * (which may lie in an earlier page). A table contradicting itself gives
+ * no row, never a read outside its arrays (cfi_packed.c).
+ * The arrays lie in one block in the order rows, rules, pages, fine
+ * (ember__cfi_packed_layout), in memory as in the unwind-table cache.
+ */
+#define EMBER_CFI_PAGE_SHIFT 16
+#define EMBER_CFI_FINE_PER_PAGE (1u << (EMBER_CFI_PAGE_SHIFT - EMBER_CFI_INDEX_SHIFT))
+#define EMBER_CFI_RULES_MAX 65535u
+
+typedef struct ember__cfi_packed {
+	const uint32_t *rows, *rules, *pages;
+	const uint16_t *fine;
+	uint32_t nrows, nrules, nsignal, npages;
+	uint32_t page0;
+} ember__cfi_packed;
+
+/* A rule (a row's cfa, fp and kind) as packed in ember__cfi_packed.rules:
+ * the row's last 4 bytes as they lie in memory (the cache is only read on
+ * the architecture that wrote it), so that decoding is one 4-byte copy. */
+#define EMBER_CFI_RULE_AT offsetof(ember__cfi_row, cfa)
+_Static_assert(sizeof(ember__cfi_row) - EMBER_CFI_RULE_AT == sizeof(uint32_t),
+	       "a rule is a row's last 4 bytes");
+
+static inline uint32_t ember__cfi_rule_pack(const ember__cfi_row *r)
+{
+	uint32_t v;
+	__builtin_memcpy(&v, (const char *)r + EMBER_CFI_RULE_AT, sizeof(v));
+	return v;
+}
+
+/* The row kind (EMBER_CFI_* and flags) of a packed rule. */
+static inline unsigned ember__cfi_rule_kind(uint32_t rule)
+{
+	ember__cfi_row r;
+	__builtin_memcpy((char *)&r + EMBER_CFI_RULE_AT, &rule, sizeof(rule));
+	return r.kind;
+}
+
+/*
+ * The byte size of a block holding a packed table of the given counts,
+ * and, when p is non-NULL and block is, p's arrays pointed into it (counts
+ * copied). Async-signal-safe (no handler calls it).
+ */
+size_t ember__cfi_packed_layout(uint32_t nrows, uint32_t nrules, uint32_t npages,
+				const void *block, ember__cfi_packed *p);
+
+/*
+ * The row covering offset pc in a packed table, decoded into *out (out->pc
+ * its start), and its number + 1; 0 when no row covers pc (pc below the
+ * first row, or a table that contradicts itself). Bounded: a few loads and
+ * two binary searches of at most 17 steps. Async-signal-safe.
+ */
+uint32_t ember__cfi_packed_find(const ember__cfi_packed *p, uint32_t pc, ember__cfi_row *out);
+
+/* Row i of a packed table, decoded; 0 if there is none. Async-signal-safe. */
+int ember__cfi_packed_row(const ember__cfi_packed *p, uint32_t i, ember__cfi_row *out);
+
+/* One executable mapping with CFI, as the handler sees it: its rows in
+ * the packed form (packed.nrows != 0) or, where packing does not pay (a
+ * small module, more than EMBER_CFI_RULES_MAX rules), as rows + index. */
 typedef struct ember__unwind_module {
 	uintptr_t start, end; /* the mapping [start, end) */
 	uintptr_t base;       /* load bias: row pc = address - base */
+	ember__cfi_packed packed;
 	const ember__cfi_row *rows;
 	const uint32_t *index; /* may be NULL: search all rows */
 	uint32_t nrows, nindex;
@@ -201,11 +280,16 @@ int ember__unwind_dwarf(const ember__unwind_snapshot *snap, int strict, const em
 			const ember__stack_bounds *bounds, uint64_t *pcs, int max, unsigned *flags);
 
 /*
- * The row covering `pc` in the snapshot, or NULL (no module, or a gap).
- * *mod receives the module when non-NULL. Async-signal-safe.
+ * The row covering `pc` in the snapshot: 1 and *out (when non-NULL; out->pc
+ * its start, an offset from the module's bias), or 0 (no module, or a
+ * gap). *mod receives the module when non-NULL. Async-signal-safe.
  */
-const ember__cfi_row *ember__unwind_find_row(const ember__unwind_snapshot *snap, uintptr_t pc,
-					     const ember__unwind_module **mod);
+int ember__unwind_find_row(const ember__unwind_snapshot *snap, uintptr_t pc,
+			   const ember__unwind_module **mod, ember__cfi_row *out);
+
+/* The row covering offset pc in module m, in whichever form it has: 1 and
+ * *out, or 0. Async-signal-safe. */
+int ember__unwind_module_row(const ember__unwind_module *m, uint32_t pc, ember__cfi_row *out);
 
 /*
  * The row covering offset `pc` in rows[0..n) sorted by pc (the last row

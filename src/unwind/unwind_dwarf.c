@@ -4,8 +4,10 @@
  * rows per module (src/cfi/), published as an immutable snapshot.
  *
  * For each frame: find the module holding the PC (the previous frame's,
- * or a binary search) and the row covering it (the module's index, then a
- * binary search over a few rows), compute the frame's CFA from sp, fp or
+ * or a binary search) and the row covering it (in the packed form, the
+ * page's and the 512-byte bucket's index, then a binary search over the
+ * bucket's few rows and the row's rule; in a module that kept 8-byte rows,
+ * its index, then a binary search over a few rows), compute the frame's CFA from sp, fp or
  * aux (rbx, for ld.so's trampolines), read the return address and the
  * saved fp and aux at CFA-relative offsets, and continue in the caller
  * with pc = return address, sp = CFA.
@@ -78,6 +80,112 @@ const ember__cfi_row *ember__cfi_rows_find_indexed(const ember__cfi_row *rows, u
 	return search(rows, lo, hi, pc);
 }
 
+/* ---- the packed form (unwind.h: ember__cfi_packed) ---- */
+
+size_t ember__cfi_packed_layout(uint32_t nrows, uint32_t nrules, uint32_t npages,
+				const void *block, ember__cfi_packed *p)
+{
+	size_t words = (size_t)nrows + nrules + (size_t)npages + 1;
+	size_t size = words * sizeof(uint32_t) +
+		      (size_t)npages * EMBER_CFI_FINE_PER_PAGE * sizeof(uint16_t);
+	if (p && block) {
+		const uint32_t *w = block;
+		p->rows = w;
+		p->rules = w + nrows;
+		p->pages = w + nrows + nrules;
+		p->fine = (const uint16_t *)(w + words);
+		p->nrows = nrows;
+		p->nrules = nrules;
+		p->npages = npages;
+	}
+	return size;
+}
+
+/* Row i's page given that it lies in pages [0, below): the last page whose
+ * first row is at or before i. */
+static uint32_t packed_page_of(const ember__cfi_packed *p, uint32_t i, uint32_t below)
+{
+	uint32_t lo = 0, hi = below;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (p->pages[mid] <= i)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo ? lo - 1 : 0;
+}
+
+/* Row i (< nrows) in page pg (relative to page0), decoded; 0 if its rule
+ * number is out of range. */
+static int packed_decode(const ember__cfi_packed *p, uint32_t i, uint32_t pg, ember__cfi_row *out)
+{
+	uint32_t e = p->rows[i], r = e >> 16;
+	if (r >= p->nrules)
+		return 0;
+	out->pc = (p->page0 + pg) << EMBER_CFI_PAGE_SHIFT | (e & 0xffff);
+	__builtin_memcpy((char *)out + EMBER_CFI_RULE_AT, &p->rules[r], sizeof(uint32_t));
+	return 1;
+}
+
+/* ember__cfi_packed_find, inlined where the walk looks rows up. */
+__attribute__((always_inline)) static inline uint32_t
+packed_find(const ember__cfi_packed *p, uint32_t pc, ember__cfi_row *out)
+{
+	uint32_t low = pc & 0xffff, pg = (pc >> EMBER_CFI_PAGE_SHIFT) - p->page0;
+	if (pg >= p->npages) {
+		/* below the first row's page (pg wrapped), or beyond the last
+		 * row's page: its last row */
+		if ((pc >> EMBER_CFI_PAGE_SHIFT) < p->page0 || p->npages == 0)
+			return 0;
+		pg = p->npages - 1, low = 0xffff;
+	}
+	uint32_t b = low >> EMBER_CFI_INDEX_SHIFT, first = p->pages[pg];
+	const uint16_t *f = p->fine + (size_t)pg * EMBER_CFI_FINE_PER_PAGE + b;
+	uint32_t lo = first + f[0];
+	uint32_t hi = b + 1 < EMBER_CFI_FINE_PER_PAGE ? first + f[1] : p->pages[pg + 1];
+	if (lo > hi || hi > p->nrows)
+		return 0; /* a table that contradicts itself */
+	while (lo < hi) { /* the first row of the bucket above pc */
+		uint32_t mid = lo + (hi - lo) / 2;
+		if ((p->rows[mid] & 0xffff) <= low)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return 0; /* below the first row */
+	uint32_t i = lo - 1;
+	if (i < first) /* the bucket has no row at or below pc: an earlier page's */
+		pg = packed_page_of(p, i, pg);
+	return packed_decode(p, i, pg, out) ? lo : 0;
+}
+
+uint32_t ember__cfi_packed_find(const ember__cfi_packed *p, uint32_t pc, ember__cfi_row *out)
+{
+	return packed_find(p, pc, out);
+}
+
+int ember__cfi_packed_row(const ember__cfi_packed *p, uint32_t i, ember__cfi_row *out)
+{
+	if (i >= p->nrows || p->npages == 0)
+		return 0;
+	return packed_decode(p, i, packed_page_of(p, i, p->npages), out);
+}
+
+/* ---- modules ---- */
+
+int ember__unwind_module_row(const ember__unwind_module *m, uint32_t pc, ember__cfi_row *out)
+{
+	if (m->packed.nrows)
+		return ember__cfi_packed_find(&m->packed, pc, out) != 0;
+	const ember__cfi_row *r =
+		ember__cfi_rows_find_indexed(m->rows, m->nrows, m->index, m->nindex, m->index_shift, pc);
+	if (r)
+		*out = *r;
+	return r != NULL;
+}
+
 static const ember__unwind_module *find_module(const ember__unwind_snapshot *snap, uintptr_t pc)
 {
 	uint32_t lo = 0, hi = snap->n;
@@ -94,53 +202,72 @@ static const ember__unwind_module *find_module(const ember__unwind_snapshot *sna
 	return pc < m->end ? m : NULL;
 }
 
-/* The row covering pc in module m (a NONE row for a gap), or NULL. */
-static const ember__cfi_row *module_row(const ember__unwind_module *m, uintptr_t pc)
-{
-	if (pc < m->base || pc - m->base > UINT32_MAX)
-		return NULL;
-	return ember__cfi_rows_find_indexed(m->rows, m->nrows, m->index, m->nindex, m->index_shift,
-					    (uint32_t)(pc - m->base));
-}
-
-const ember__cfi_row *ember__unwind_find_row(const ember__unwind_snapshot *snap, uintptr_t pc,
-					     const ember__unwind_module **mod)
+int ember__unwind_find_row(const ember__unwind_snapshot *snap, uintptr_t pc,
+			   const ember__unwind_module **mod, ember__cfi_row *out)
 {
 	const ember__unwind_module *m = snap ? find_module(snap, pc) : NULL;
-	const ember__cfi_row *r = m ? module_row(m, pc) : NULL;
+	ember__cfi_row r;
+	int found = m && pc >= m->base && pc - m->base <= UINT32_MAX &&
+		    ember__unwind_module_row(m, (uint32_t)(pc - m->base), &r);
 	if (mod)
 		*mod = m;
-	if (r && (r->kind & EMBER_CFI_KIND_MASK) == EMBER_CFI_NONE)
-		return NULL;
-	return r;
+	if (!found || (r.kind & EMBER_CFI_KIND_MASK) == EMBER_CFI_NONE)
+		return 0;
+	if (out)
+		*out = r;
+	return 1;
 }
 
 /*
- * The row for a frame. `look` is the address to look up (pc, or pc - 1
- * for a return address). A return address that is the very first byte of
- * a signal trampoline (its FDE does not start a byte early, as glibc's
- * does) must use the trampoline's row, which starts exactly at pc.
+ * The row for a frame, into *out: 1, or 0 for none. `look` is the address
+ * to look up (pc, or pc - 1 for a return address). A return address that
+ * is the very first byte of a signal trampoline (its FDE does not start a
+ * byte early, as glibc's does) must use the trampoline's row, which starts
+ * exactly at pc: the row after look's, when it is a SIGNAL row.
  */
-static const ember__cfi_row *frame_row(const ember__unwind_snapshot *snap,
-				       const ember__unwind_module **last, uintptr_t pc,
-				       uintptr_t look)
+static int frame_row(const ember__unwind_snapshot *snap, const ember__unwind_module **last,
+		     uintptr_t pc, uintptr_t look, ember__cfi_row *out)
 {
 	/* Consecutive frames are often in the same module. */
 	const ember__unwind_module *m = *last;
 	if (!m || look < m->start || look >= m->end) {
 		m = find_module(snap, look);
 		if (!m)
-			return NULL;
+			return 0;
 		*last = m;
 	}
-	const ember__cfi_row *r = module_row(m, look);
-	if (look != pc && pc - m->base <= UINT32_MAX) {
-		const ember__cfi_row *next = r ? r + 1 : m->rows;
-		if (next < m->rows + m->nrows && next->pc == (uint32_t)(pc - m->base) &&
-		    (next->kind & EMBER_CFI_KIND_MASK) == EMBER_CFI_SIGNAL)
-			return next;
+	int in_range = look >= m->base && look - m->base <= UINT32_MAX;
+	int check_next = look != pc && pc - m->base <= UINT32_MAX;
+	uint32_t off = (uint32_t)(look - m->base);
+	if (m->packed.nrows) {
+		const ember__cfi_packed *p = &m->packed;
+		uint32_t next = in_range ? packed_find(p, off, out) : 0;
+		/* next: the number of the row after look's (0: none covers
+		 * look); SIGNAL rules are numbered first */
+		if (p->nsignal && check_next && next < p->nrows &&
+		    (p->rows[next] >> 16) < p->nsignal) {
+			ember__cfi_row n;
+			if (ember__cfi_packed_row(p, next, &n) && n.pc == (uint32_t)(pc - m->base) &&
+			    (n.kind & EMBER_CFI_KIND_MASK) == EMBER_CFI_SIGNAL) {
+				*out = n;
+				return 1;
+			}
+		}
+		return next != 0;
 	}
-	return r;
+	const ember__cfi_row *r =
+		in_range ? ember__cfi_rows_find_indexed(m->rows, m->nrows, m->index, m->nindex,
+							m->index_shift, off)
+			 : NULL;
+	if (check_next) {
+		const ember__cfi_row *next = r ? r + 1 : m->rows;
+		if (next && next < m->rows + m->nrows && next->pc == (uint32_t)(pc - m->base) &&
+		    (next->kind & EMBER_CFI_KIND_MASK) == EMBER_CFI_SIGNAL)
+			r = next;
+	}
+	if (r)
+		*out = *r;
+	return r != NULL;
 }
 
 /* A stack word at addr, if it lies in [lo, hi) and is aligned. */
@@ -177,7 +304,9 @@ int ember__unwind_dwarf(const ember__unwind_snapshot *snap, int strict, const em
 
 	for (;;) {
 		uintptr_t look = exact ? pc : pc - 1;
-		const ember__cfi_row *row = snap ? frame_row(snap, &last, pc, look) : NULL;
+		ember__cfi_row row_val;
+		const ember__cfi_row *row =
+			snap && frame_row(snap, &last, pc, look, &row_val) ? &row_val : NULL;
 		unsigned kind = row ? row->kind & EMBER_CFI_KIND_MASK : EMBER_CFI_NONE;
 		/* A trampoline without CFI, known by its one address and code,
 		 * whatever lies before it: look (pc - 1) may fall in another

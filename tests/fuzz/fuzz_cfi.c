@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "cfi/cfi.h"
+#include "cfi/cfi_pack.h"
 #include "emberprof.h"
 #include "unwind/arch.h"
 #include "unwind/unwind.h"
@@ -48,7 +49,8 @@ static uint8_t *dup(const uint8_t *p, size_t n)
 	return d;
 }
 
-static void walk(const ember__cfi_table *t, const uint8_t *data, size_t size)
+static void walk(const ember__cfi_table *t, const ember__cfi_row *rows, const uint8_t *data,
+		 size_t size)
 {
 	static uintptr_t stack[64];
 	memset(stack, 0, sizeof(stack));
@@ -57,16 +59,13 @@ static void walk(const ember__cfi_table *t, const uint8_t *data, size_t size)
 	ember__unwind_snapshot *s = malloc(sizeof(*s) + sizeof(s->mods[0]));
 	if (!s)
 		abort();
+	memset(s, 0, sizeof(*s) + sizeof(s->mods[0]));
 	s->n = 1;
 	s->mods[0].start = 0;
 	s->mods[0].end = UINTPTR_MAX;
 	s->mods[0].base = 0;
-	s->mods[0].rows = t->rows;
-	s->mods[0].nrows = t->nrows;
-	s->mods[0].index = t->index;
-	s->mods[0].nindex = t->nindex;
-	s->mods[0].index_shift = t->index_shift;
-	ember__regs r = {.pc = t->rows[data[0] % t->nrows].pc + (data[size - 1] & 7),
+	ember__cfi_table_to_module(t, &s->mods[0]);
+	ember__regs r = {.pc = rows[data[0] % t->nrows].pc + (data[size - 1] & 7),
 			 .sp = (uintptr_t)&stack[0],
 			 .fp = (uintptr_t)&stack[data[size / 2] % 64]};
 	ember__stack_bounds b = {(uintptr_t)&stack[0], (uintptr_t)&stack[64]};
@@ -135,24 +134,54 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	ember__cfi_table *t = NULL;
 	if (ember__cfi_finish(b, &t) != 0 || !t)
 		abort();
-	for (uint32_t i = 0; i < t->nrows; i++) {
-		if ((t->rows[i].kind & EMBER_CFI_KIND_MASK) > EMBER_CFI_AUX)
+	/* The rows, decoded from whichever form the table took. */
+	ember__cfi_row *rows = malloc((t->nrows ? t->nrows : 1) * sizeof(*rows));
+	if (!rows)
+		abort();
+	for (uint32_t i = 0; i < t->nrows; i++)
+		if (!ember__cfi_table_row(t, i, &rows[i]))
 			abort();
-		if (i && t->rows[i - 1].pc >= t->rows[i].pc)
+	/* The same rows packed whatever their size (fuzzed tables are small,
+	 * which ember__cfi_finish keeps unpacked), unless they span too many
+	 * 64 KiB pages for a quick run. */
+	ember__cfi_table pk;
+	memset(&pk, 0, sizeof(pk));
+	int packed = t->nrows && ((rows[t->nrows - 1].pc - rows[0].pc) >> 16) < 64 &&
+		     ember__cfi_pack_rows(rows, t->nrows, &pk.block, &pk.block_len, &pk.packed) == 0;
+	pk.nrows = t->nrows;
+	if (packed && ember__cfi_packed_check(&pk.packed) != 0)
+		abort();
+	for (uint32_t i = 0; i < t->nrows; i++) {
+		if ((rows[i].kind & EMBER_CFI_KIND_MASK) > EMBER_CFI_AUX)
+			abort();
+		if (i && rows[i - 1].pc >= rows[i].pc)
 			abort();
 		if (t->nindex > t->nrows)
 			abort(); /* the index stays proportional to the rows */
-		/* The index finds what a full search finds, around each row. */
-		for (uint32_t d = 0; d < 3; d++) {
-			uint32_t pc = t->rows[i].pc + d - 1;
-			if (ember__cfi_rows_find_indexed(t->rows, t->nrows, t->index, t->nindex,
-							 t->index_shift, pc) !=
-			    ember__cfi_rows_find(t->rows, t->nrows, pc))
+		/* The index, and the packed form, find what a full search finds,
+		 * around each row and around the 64 KiB page it lies in. */
+		uint32_t probes[6] = {rows[i].pc - 1, rows[i].pc, rows[i].pc + 1,
+				      (rows[i].pc & ~0xffffu) - 1, rows[i].pc & ~0xffffu,
+				      rows[i].pc | 0xffff};
+		for (uint32_t d = 0; d < 6; d++) {
+			uint32_t pc = probes[d];
+			const ember__cfi_row *want = ember__cfi_rows_find(rows, t->nrows, pc);
+			ember__cfi_row got;
+			int found = ember__cfi_table_find(t, pc, &got);
+			if (found != (want != NULL) || (found && memcmp(&got, want, sizeof(got))))
+				abort();
+			found = packed && ember__cfi_table_find(&pk, pc, &got);
+			if (packed &&
+			    (found != (want != NULL) || (found && memcmp(&got, want, sizeof(got)))))
 				abort();
 		}
 	}
 	if (t->nrows)
-		walk(t, data, size);
+		walk(t, rows, data, size);
+	if (packed)
+		walk(&pk, rows, data, size);
+	free(pk.block);
+	free(rows);
 	ember__cfi_table_free(t);
 	free(a);
 	free(c);

@@ -304,8 +304,9 @@ static uint64_t lu_as_ours(const rec *r, int i)
 	if (r->lu_after_signal[i])
 		return r->lu[i] + 1;
 	if (r->lu_tramp[i]) {
-		const ember__cfi_row *row = ember__unwind_find_row(g_snap, r->lu[i] - 1, NULL);
-		if (!row || (row->kind & EMBER_CFI_KIND_MASK) != EMBER_CFI_SIGNAL)
+		ember__cfi_row row;
+		if (!ember__unwind_find_row(g_snap, r->lu[i] - 1, NULL, &row) ||
+		    (row.kind & EMBER_CFI_KIND_MASK) != EMBER_CFI_SIGNAL)
 			return r->lu[i] + 1;
 	}
 	return r->lu[i];

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "cfi/cfi.h"
+#include "cfi/cfi_pack.h"
 #include "unwind/unwind.h"
 
 static int fail(const char *what, const char *file)
@@ -41,6 +42,13 @@ static int fail(const char *what, const char *file)
 
 /* .plt's header and, when data is not NULL, a copy of its bytes (the
  * caller's, free()). 0, or 1 after a message. */
+/* The row covering pc in t (either form), or NULL; valid until the next call. */
+static const ember__cfi_row *find_row(const ember__cfi_table *t, uint32_t pc)
+{
+	static ember__cfi_row r;
+	return ember__cfi_table_find(t, pc, &r) ? &r : NULL;
+}
+
 static int find_plt(const char *file, unsigned machine, GElf_Shdr *sh, uint8_t **data)
 {
 	if (elf_version(EV_CURRENT) == EV_NONE)
@@ -100,7 +108,7 @@ static int check_x86_64(const char *file, int want_fill)
 	for (uint64_t pc = sh.sh_addr; pc < sh.sh_addr + sh.sh_size; pc++) {
 		uint64_t off = pc - sh.sh_addr;
 		int want = off < 6 ? 16 : off < 16 ? 24 : (off & 15) >= 11 ? 16 : 8;
-		const ember__cfi_row *r = ember__cfi_rows_find(t->rows, t->nrows, (uint32_t)pc);
+		const ember__cfi_row *r = find_row(t, (uint32_t)pc);
 		unsigned k = r ? r->kind & EMBER_CFI_KIND_MASK : EMBER_CFI_NONE;
 		int cfa = k == EMBER_CFI_SP    ? r->cfa * 8
 			  : k == EMBER_CFI_PLT ? r->cfa * 8 + ((int)(pc & 15) >= r->fp ? 8 : 0)
@@ -166,7 +174,7 @@ int main(int argc, char **argv)
 	const unsigned want_kind = EMBER_CFI_SP | (EMBER_CFI_LR_REG << EMBER_CFI_AUX_SHIFT);
 	unsigned bad = 0, up = 0;
 	for (uint64_t pc = sh.sh_addr; pc < sh.sh_addr + sh.sh_size; pc += 4) {
-		const ember__cfi_row *r = ember__cfi_rows_find(t->rows, t->nrows, (uint32_t)pc);
+		const ember__cfi_row *r = find_row(t, (uint32_t)pc);
 		int want_cfa = has_stp && pc > stp && pc < sh.sh_addr + 32 ? 2 : 0;
 		up += want_cfa != 0;
 		if (!r || r->kind != want_kind || r->cfa != want_cfa || r->fp != 0) {
@@ -177,7 +185,7 @@ int main(int argc, char **argv)
 		}
 	}
 	const ember__cfi_row *after =
-		ember__cfi_rows_find(t->rows, t->nrows, (uint32_t)(sh.sh_addr + sh.sh_size));
+		find_row(t, (uint32_t)(sh.sh_addr + sh.sh_size));
 	if (!after || (after->kind & EMBER_CFI_KIND_MASK) != EMBER_CFI_NONE)
 		bad++, fprintf(stderr, "  the rows spill past .plt\n");
 	if (has_stp && up == 0)

@@ -24,6 +24,7 @@
 
 #include "cfi/cfi.h"
 #include "cfi/cfi_elf.h"
+#include "cfi/cfi_pack.h"
 #include "check.h"
 #include "emberprof.h"
 #include "unwind/arch.h"
@@ -160,6 +161,15 @@ static ember__cfi_table *parse_eh(const buf *s)
 	return finish(b);
 }
 
+/* Row i of a table, in whichever form it has (an all-0xff row if none). */
+static ember__cfi_row row_of(const ember__cfi_table *t, uint32_t i)
+{
+	ember__cfi_row r;
+	if (!ember__cfi_table_row(t, i, &r))
+		memset(&r, 0xff, sizeof(r));
+	return r;
+}
+
 /* Compares a row with byte offsets (for PLT rows, fp is the threshold). */
 static int row_is(const ember__cfi_row *r, uint32_t pc, unsigned kind, int cfa, int fp)
 {
@@ -168,6 +178,28 @@ static int row_is(const ember__cfi_row *r, uint32_t pc, unsigned kind, int cfa, 
 	if (!ok)
 		fprintf(stderr, "  row {pc %#x kind %#x cfa %d fp %d}, expected {%#x %#x %d %d}\n", r->pc,
 			r->kind, r->cfa * EMBER_CFI_UNIT, rfp, pc, kind, cfa, fp);
+	return ok;
+}
+
+/* A row as a test expects it: pc, kind, cfa and fp in bytes (row_is). */
+typedef struct want_row {
+	uint32_t pc;
+	unsigned kind;
+	int cfa, fp;
+} want_row;
+
+/* Whether t holds exactly the rows w[0..n). */
+static int rows_are(const ember__cfi_table *t, const want_row *w, uint32_t n)
+{
+	if (t->nrows != n) {
+		fprintf(stderr, "  %u rows, expected %u\n", t->nrows, n);
+		return 0;
+	}
+	int ok = 1;
+	for (uint32_t i = 0; i < n; i++) {
+		ember__cfi_row r = row_of(t, i);
+		ok &= row_is(&r, w[i].pc, w[i].kind, w[i].cfa, w[i].fp);
+	}
 	return ok;
 }
 
@@ -191,11 +223,14 @@ static void test_basic_rows(void)
 	u32(&s, 0); /* terminator */
 	ember__cfi_table *t = parse_eh(&s);
 	CHECK_EQ_INT(t->nrows, 5);
-	CHECK(row_is(&t->rows[0], 0x1000, EMBER_CFI_SP, 8, 0));
-	CHECK(row_is(&t->rows[1], 0x1001, EMBER_CFI_SP, 16, -16));
-	CHECK(row_is(&t->rows[2], 0x1004, EMBER_CFI_FP, 16, -16));
-	CHECK(row_is(&t->rows[3], 0x1024, EMBER_CFI_SP, 8, 0));
-	CHECK(row_is(&t->rows[4], 0x1030, EMBER_CFI_NONE, 0, 0));
+	static const want_row want[] = {
+		{0x1000, EMBER_CFI_SP, 8, 0},
+		{0x1001, EMBER_CFI_SP, 16, -16},
+		{0x1004, EMBER_CFI_FP, 16, -16},
+		{0x1024, EMBER_CFI_SP, 8, 0},
+		{0x1030, EMBER_CFI_NONE, 0, 0},
+	};
+	CHECK(rows_are(t, want, 5));
 	CHECK_EQ_INT(t->stats.fdes, 1);
 	CHECK_EQ_INT(t->stats.cies, 1);
 	CHECK_EQ_INT(t->stats.bad_fdes, 0);
@@ -228,20 +263,22 @@ static void test_state_and_rules(void)
 	CHECK_EQ_INT(t->stats.bad_fdes, 0);
 	CHECK_EQ_INT(t->nrows, 13); /* and the end of the FDE */
 	if (t->nrows == 13) {
-		CHECK(row_is(&t->rows[0], 0x2000, EMBER_CFI_SP, 8, 0));
-		CHECK(row_is(&t->rows[1], 0x2001, EMBER_CFI_SP, 16, 0));
-		CHECK(row_is(&t->rows[2], 0x2002, EMBER_CFI_SP, 8, 0));
-		CHECK(row_is(&t->rows[3], 0x2003, EMBER_CFI_SP, 16, 0));
-		CHECK(row_is(&t->rows[4], 0x2004, EMBER_CFI_SP, 16, 16));
-		CHECK(row_is(&t->rows[5], 0x2005, EMBER_CFI_SP, 16, 0));
-		CHECK(row_is(&t->rows[6], 0x2006, EMBER_CFI_SP | EMBER_CFI_F_FP_LOST, 16, 0));
-		CHECK(row_is(&t->rows[7], 0x2007,
-			     EMBER_CFI_SP | EMBER_CFI_F_FP_LOST | EMBER_CFI_F_RA_UNDEF, 16, 0));
-		CHECK(row_is(&t->rows[8], 0x2008, EMBER_CFI_SP | EMBER_CFI_F_FP_LOST, 16, 0));
-		CHECK(row_is(&t->rows[9], 0x2009, EMBER_CFI_SP | EMBER_CFI_F_FP_LOST, 32, 0));
-		CHECK(row_is(&t->rows[10], 0x200a, EMBER_CFI_SP | EMBER_CFI_F_FP_LOST, 24, 0));
-		CHECK(row_is(&t->rows[11], 0x200b, EMBER_CFI_UNKNOWN, 0, 0));
-		CHECK(row_is(&t->rows[12], 0x2020, EMBER_CFI_NONE, 0, 0));
+		static const want_row want[] = {
+			{0x2000, EMBER_CFI_SP, 8, 0},
+			{0x2001, EMBER_CFI_SP, 16, 0},
+			{0x2002, EMBER_CFI_SP, 8, 0},
+			{0x2003, EMBER_CFI_SP, 16, 0},
+			{0x2004, EMBER_CFI_SP, 16, 16},
+			{0x2005, EMBER_CFI_SP, 16, 0},
+			{0x2006, EMBER_CFI_SP | EMBER_CFI_F_FP_LOST, 16, 0},
+			{0x2007, EMBER_CFI_SP | EMBER_CFI_F_FP_LOST | EMBER_CFI_F_RA_UNDEF, 16, 0},
+			{0x2008, EMBER_CFI_SP | EMBER_CFI_F_FP_LOST, 16, 0},
+			{0x2009, EMBER_CFI_SP | EMBER_CFI_F_FP_LOST, 32, 0},
+			{0x200a, EMBER_CFI_SP | EMBER_CFI_F_FP_LOST, 24, 0},
+			{0x200b, EMBER_CFI_UNKNOWN, 0, 0},
+			{0x2020, EMBER_CFI_NONE, 0, 0},
+		};
+		CHECK(rows_are(t, want, 13));
 	}
 	ember__cfi_table_free(t);
 }
@@ -287,21 +324,24 @@ static void test_aux_rules(void)
 	CHECK_EQ_INT(t->nrows, 15);
 	if (t->nrows == 15) {
 		const unsigned lost = AUXC(EMBER_CFI_AUX_LOST);
-		CHECK(row_is(&t->rows[0], 0x3000, EMBER_CFI_SP, 24, 0));
-		CHECK(row_is(&t->rows[1], 0x3001, EMBER_CFI_SP | AUXC(3), 32, 0));
-		CHECK(row_is(&t->rows[2], 0x3004, EMBER_CFI_AUX | AUXC(3), 32, 0));
-		CHECK(row_is(&t->rows[3], 0x3014, EMBER_CFI_SP | AUXC(3), 32, 0));
-		CHECK(row_is(&t->rows[4], 0x3018, EMBER_CFI_SP, 24, 0));
-		CHECK(row_is(&t->rows[5], 0x3020, EMBER_CFI_NONE, 0, 0));
-		CHECK(row_is(&t->rows[6], 0x3100, EMBER_CFI_SP, 8, 0));
-		CHECK(row_is(&t->rows[7], 0x3101, EMBER_CFI_SP | AUXC(1), 16, 0));
-		CHECK(row_is(&t->rows[8], 0x3102, EMBER_CFI_SP | AUXC(6), 64, 0));
-		CHECK(row_is(&t->rows[9], 0x3103, EMBER_CFI_SP | lost, 72, 0));
-		CHECK(row_is(&t->rows[10], 0x3104, EMBER_CFI_SP | lost, 80, 0));
-		CHECK(row_is(&t->rows[11], 0x3105, EMBER_CFI_SP, 80, 0));
-		CHECK(row_is(&t->rows[12], 0x3106, EMBER_CFI_UNKNOWN, 0, 0));
-		CHECK(row_is(&t->rows[13], 0x3107, EMBER_CFI_UNKNOWN | lost, 0, 0));
-		CHECK(row_is(&t->rows[14], 0x3110, EMBER_CFI_NONE, 0, 0));
+		static const want_row want[] = {
+			{0x3000, EMBER_CFI_SP, 24, 0},
+			{0x3001, EMBER_CFI_SP | AUXC(3), 32, 0},
+			{0x3004, EMBER_CFI_AUX | AUXC(3), 32, 0},
+			{0x3014, EMBER_CFI_SP | AUXC(3), 32, 0},
+			{0x3018, EMBER_CFI_SP, 24, 0},
+			{0x3020, EMBER_CFI_NONE, 0, 0},
+			{0x3100, EMBER_CFI_SP, 8, 0},
+			{0x3101, EMBER_CFI_SP | AUXC(1), 16, 0},
+			{0x3102, EMBER_CFI_SP | AUXC(6), 64, 0},
+			{0x3103, EMBER_CFI_SP | lost, 72, 0},
+			{0x3104, EMBER_CFI_SP | lost, 80, 0},
+			{0x3105, EMBER_CFI_SP, 80, 0},
+			{0x3106, EMBER_CFI_UNKNOWN, 0, 0},
+			{0x3107, EMBER_CFI_UNKNOWN | lost, 0, 0},
+			{0x3110, EMBER_CFI_NONE, 0, 0},
+		};
+		CHECK(rows_are(t, want, 15));
 	}
 	ember__cfi_table_free(t);
 }
@@ -325,11 +365,14 @@ static void test_row_limits(void)
 	CHECK_EQ_INT(t->stats.bad_fdes, 0);
 	CHECK_EQ_INT(t->nrows, 5);
 	if (t->nrows == 5) {
-		CHECK(row_is(&t->rows[0], 0x6000, EMBER_CFI_SP, 8, 0));
-		CHECK(row_is(&t->rows[1], 0x6001, EMBER_CFI_UNKNOWN, 0, 0)); /* @1..@3 merge */
-		CHECK(row_is(&t->rows[2], 0x6004, EMBER_CFI_SP | EMBER_CFI_F_FP_LOST, 16, 0));
-		CHECK(row_is(&t->rows[3], 0x6005, EMBER_CFI_SP, 16, -1016));
-		CHECK(row_is(&t->rows[4], 0x6010, EMBER_CFI_NONE, 0, 0));
+		static const want_row want[] = {
+			{0x6000, EMBER_CFI_SP, 8, 0},
+			{0x6001, EMBER_CFI_UNKNOWN, 0, 0}, /* @1..@3 merge */
+			{0x6004, EMBER_CFI_SP | EMBER_CFI_F_FP_LOST, 16, 0},
+			{0x6005, EMBER_CFI_SP, 16, -1016},
+			{0x6010, EMBER_CFI_NONE, 0, 0},
+		};
+		CHECK(rows_are(t, want, 5));
 	}
 	ember__cfi_table_free(t);
 }
@@ -357,14 +400,17 @@ static void test_plt_and_signal(void)
 	CHECK_EQ_INT(t->stats.plt_rows, 2);
 	CHECK_EQ_INT(t->nrows, 8);
 	if (t->nrows == 8) {
-		CHECK(row_is(&t->rows[0], 0x3000, EMBER_CFI_SP, 16, 0));
-		CHECK(row_is(&t->rows[1], 0x3006, EMBER_CFI_SP, 24, 0));
-		CHECK(row_is(&t->rows[2], 0x3010, EMBER_CFI_PLT, 8, 11));
-		CHECK(row_is(&t->rows[3], 0x3020, EMBER_CFI_PLT, 8, 10));
-		CHECK(row_is(&t->rows[4], 0x3030, EMBER_CFI_UNKNOWN, 0, 0));
-		CHECK(row_is(&t->rows[5], 0x3040, EMBER_CFI_NONE, 0, 0));
-		CHECK(row_is(&t->rows[6], 0x3100, EMBER_CFI_SIGNAL, 0, 0));
-		CHECK(row_is(&t->rows[7], 0x3110, EMBER_CFI_NONE, 0, 0));
+		static const want_row want[] = {
+			{0x3000, EMBER_CFI_SP, 16, 0},
+			{0x3006, EMBER_CFI_SP, 24, 0},
+			{0x3010, EMBER_CFI_PLT, 8, 11},
+			{0x3020, EMBER_CFI_PLT, 8, 10},
+			{0x3030, EMBER_CFI_UNKNOWN, 0, 0},
+			{0x3040, EMBER_CFI_NONE, 0, 0},
+			{0x3100, EMBER_CFI_SIGNAL, 0, 0},
+			{0x3110, EMBER_CFI_NONE, 0, 0},
+		};
+		CHECK(rows_are(t, want, 8));
 	}
 	ember__cfi_table_free(t);
 }
@@ -385,12 +431,15 @@ static void test_merge_and_gaps(void)
 	 * absorbs the 6-byte pad), 0x5020 gap, 0x5100 sp+8, 0x5110 gap. */
 	CHECK_EQ_INT(t->nrows, 6);
 	if (t->nrows == 6) {
-		CHECK(row_is(&t->rows[0], 0x5000, EMBER_CFI_SP, 8, 0));
-		CHECK(row_is(&t->rows[1], 0x5001, EMBER_CFI_SP, 16, 0));
-		CHECK(row_is(&t->rows[2], 0x5005, EMBER_CFI_SP, 8, 0));
-		CHECK(row_is(&t->rows[3], 0x5020, EMBER_CFI_NONE, 0, 0));
-		CHECK(row_is(&t->rows[4], 0x5100, EMBER_CFI_SP, 8, 0));
-		CHECK(row_is(&t->rows[5], 0x5110, EMBER_CFI_NONE, 0, 0));
+		static const want_row want[] = {
+			{0x5000, EMBER_CFI_SP, 8, 0},
+			{0x5001, EMBER_CFI_SP, 16, 0},
+			{0x5005, EMBER_CFI_SP, 8, 0},
+			{0x5020, EMBER_CFI_NONE, 0, 0},
+			{0x5100, EMBER_CFI_SP, 8, 0},
+			{0x5110, EMBER_CFI_NONE, 0, 0},
+		};
+		CHECK(rows_are(t, want, 6));
 	}
 	CHECK_EQ_INT(t->stats.raw_rows, 5);
 	ember__cfi_table_free(t);
@@ -425,11 +474,14 @@ static void test_fill(void)
 	ember__cfi_table *t = finish(b);
 	CHECK_EQ_INT(t->nrows, 5);
 	if (t->nrows == 5) {
-		CHECK(row_is(&t->rows[0], 0x6000, EMBER_CFI_SP, 8, 0)); /* the FDE, whole */
-		CHECK(row_is(&t->rows[1], 0x6040, EMBER_CFI_NONE, 0, 0));
-		CHECK(row_is(&t->rows[2], 0x6100, EMBER_CFI_SP, 0, 0));
-		CHECK(row_is(&t->rows[3], 0x6108, EMBER_CFI_SP, 16, 0));
-		CHECK(row_is(&t->rows[4], 0x6140, EMBER_CFI_NONE, 0, 0));
+		static const want_row want[] = {
+			{0x6000, EMBER_CFI_SP, 8, 0}, /* the FDE, whole */
+			{0x6040, EMBER_CFI_NONE, 0, 0},
+			{0x6100, EMBER_CFI_SP, 0, 0},
+			{0x6108, EMBER_CFI_SP, 16, 0},
+			{0x6140, EMBER_CFI_NONE, 0, 0},
+		};
+		CHECK(rows_are(t, want, 5));
 	}
 	CHECK_EQ_INT(t->stats.fill_rows, 2);
 	CHECK_EQ_INT(t->stats.fill_dropped, 1);
@@ -449,6 +501,8 @@ static void test_sparse_index(void)
 	eh_fde(&s, c, 0x03, VADDR, 0x80001000u, 0x20, ins, sizeof(ins));
 	ember__cfi_table *t = parse_eh(&s);
 	CHECK_EQ_INT(t->nrows, 6);
+	/* 2 GiB of pages would not be smaller than 6 rows: kept unpacked */
+	CHECK(t->rows && t->packed.nrows == 0 && t->stats.unpacked_small);
 	CHECK(t->nindex <= t->nrows && t->index_shift > EMBER_CFI_INDEX_SHIFT);
 	static const uint32_t probe[] = {0x1000, 0x1001, 0x101f, 0x1020, 0x5000000, 0x80001000u,
 					 0x80001005u, 0x80001020u, 0xfffffff0u};
@@ -475,10 +529,10 @@ static void test_encodings(void)
 		size_t c = eh_cie(&s, "zPLR", enc);
 		eh_fde(&s, c, enc, VADDR, begin, 0x20, ins, sizeof(ins));
 		ember__cfi_table *t = parse_eh(&s);
-		if (t->nrows != 3 || t->rows[0].pc != begin || t->rows[1].pc != begin + 2 ||
-		    t->rows[2].pc != begin + 0x20)
+		if (t->nrows != 3 || row_of(t, 0).pc != begin || row_of(t, 1).pc != begin + 2 ||
+		    row_of(t, 2).pc != begin + 0x20)
 			fprintf(stderr, "  encoding %#x: %u rows, first at %#x\n", enc, t->nrows,
-				t->nrows ? t->rows[0].pc : 0);
+				t->nrows ? row_of(t, 0).pc : 0);
 		CHECK_EQ_INT(t->nrows, 3);
 		CHECK_EQ_INT(t->stats.bad_fdes, 0);
 		ember__cfi_table_free(t);
@@ -530,7 +584,7 @@ static void test_malformed(void)
 	ember__cfi_table *t = parse_eh(&s);
 	CHECK_EQ_INT(t->stats.fdes, 2);
 	CHECK_EQ_INT(t->stats.bad_fdes, 7);
-	CHECK(t->nrows >= 2 && t->rows[0].pc == 0x1000);
+	CHECK(t->nrows >= 2 && row_of(t, 0).pc == 0x1000);
 	ember__cfi_table_free(t);
 
 	/* Bad CIEs: version 2, an unknown augmentation, "eh". */
@@ -604,7 +658,7 @@ static void test_truncation_and_noise(void)
 		CHECK(t && t->stats.fdes <= 2);
 		/* Rows stay sorted whatever the input. */
 		for (uint32_t i = 1; t && i < t->nrows; i++)
-			CHECK(t->rows[i - 1].pc < t->rows[i].pc);
+			CHECK(row_of(t, i - 1).pc < row_of(t, i).pc);
 		ember__cfi_table_free(t);
 		free(copy);
 	}
@@ -760,12 +814,15 @@ static void test_debug_frame(void)
 		CHECK_EQ_INT(t->stats.bad_fdes, 0);
 		CHECK_EQ_INT(t->nrows, 6);
 		if (t->nrows == 6) {
-			CHECK(row_is(&t->rows[0], 0x4000, EMBER_CFI_SP, 8, 0));
-			CHECK(row_is(&t->rows[1], 0x4001, EMBER_CFI_SP, 16, 0));
-			CHECK(row_is(&t->rows[2], 0x4020, EMBER_CFI_NONE, 0, 0));
-			CHECK(row_is(&t->rows[3], 0x4100, EMBER_CFI_SP, 8, 0));
-			CHECK(row_is(&t->rows[4], 0x4101, EMBER_CFI_SP, 64, 0));
-			CHECK(row_is(&t->rows[5], 0x4120, EMBER_CFI_NONE, 0, 0));
+			static const want_row want[] = {
+				{0x4000, EMBER_CFI_SP, 8, 0},
+				{0x4001, EMBER_CFI_SP, 16, 0},
+				{0x4020, EMBER_CFI_NONE, 0, 0},
+				{0x4100, EMBER_CFI_SP, 8, 0},
+				{0x4101, EMBER_CFI_SP, 64, 0},
+				{0x4120, EMBER_CFI_NONE, 0, 0},
+			};
+			CHECK(rows_are(t, want, 6));
 		}
 		ember__cfi_table_free(t);
 	}
@@ -793,7 +850,7 @@ static ember__cfi_table *linear_table(const char *path)
 		}
 	}
 	ember__cfi_table *t = NULL;
-	ember__cfi_finish(b, &t);
+	ember__cfi_finish_rows(b, &t); /* the reference: rows + index, not packed */
 	elf_end(e);
 	close(fd);
 	return t;
@@ -815,8 +872,9 @@ static const char *libc_info(uintptr_t *base, const char *name, void **fn)
 /* The row at a function's first byte: CFA = sp + 8, RA at CFA - 8. */
 static void check_entry(const ember__cfi_table *t, uintptr_t base, void *fn, const char *name)
 {
+	ember__cfi_row row;
 	const ember__cfi_row *r =
-		ember__cfi_rows_find(t->rows, t->nrows, (uint32_t)((uintptr_t)fn - base));
+		ember__cfi_table_find(t, (uint32_t)((uintptr_t)fn - base), &row) ? &row : NULL;
 	int ok = r && r->kind == EMBER_CFI_SP && r->cfa * EMBER_CFI_UNIT == 8 && r->fp == 0;
 	if (!ok)
 		fprintf(stderr, "  %s: no entry row CFA=sp+8\n", name);
@@ -854,25 +912,45 @@ static void test_real_libc(void)
 	}
 	int undef = 0, sig = 0;
 	for (uint32_t i = 0; i < t->nrows; i++) {
-		undef += !!(t->rows[i].kind & EMBER_CFI_F_RA_UNDEF); /* clone, clone3 */
-		sig += (t->rows[i].kind & EMBER_CFI_KIND_MASK) == EMBER_CFI_SIGNAL;
+		ember__cfi_row r = row_of(t, i);
+		undef += !!(r.kind & EMBER_CFI_F_RA_UNDEF); /* clone, clone3 */
+		sig += (r.kind & EMBER_CFI_KIND_MASK) == EMBER_CFI_SIGNAL;
 		if (i)
-			CHECK(t->rows[i - 1].pc < t->rows[i].pc);
+			CHECK(row_of(t, i - 1).pc < r.pc);
 	}
 	CHECK(undef >= 1 && sig >= 1);
-	/* The index narrows lookups without changing their answers. */
-	uint32_t wrong = 0;
-	for (uint32_t pc = t->rows[0].pc - 3; pc < t->rows[t->nrows - 1].pc + 4096; pc += 7)
-		wrong += ember__cfi_rows_find_indexed(t->rows, t->nrows, t->index, t->nindex,
-						      t->index_shift, pc) !=
-			 ember__cfi_rows_find(t->rows, t->nrows, pc);
-	CHECK_EQ_INT(wrong, 0);
-	CHECK(t->nindex > 100 && t->index_shift == EMBER_CFI_INDEX_SHIFT);
-	/* The search table and a linear walk give the same table. */
+	/* Packed, 4-4.5 bytes a row with its index. */
+	CHECK(t->packed.nrows == t->nrows && !t->rows && !t->index);
+	CHECK(t->bytes < t->nrows * 4.5);
+	/* The search table and a linear walk give the same rows: the walk's
+	 * table unpacked, every row of the packed one decodes to its row. */
 	ember__cfi_table *l = linear_table(path);
-	CHECK(l && l->nrows == t->nrows && l->stats.fdes == t->stats.fdes);
-	if (l && l->nrows == t->nrows)
-		CHECK(!memcmp(l->rows, t->rows, t->nrows * sizeof(*t->rows)));
+	CHECK(l && l->rows && l->nrows == t->nrows && l->stats.fdes == t->stats.fdes);
+	int same = l && l->rows && l->nrows == t->nrows;
+	for (uint32_t i = 0; same && i < t->nrows; i++) {
+		ember__cfi_row b = row_of(t, i);
+		same = !memcmp(&l->rows[i], &b, sizeof(b));
+	}
+	CHECK(same);
+	/* Every byte from a page below the first row to a page above the
+	 * last: the packed lookup returns what the rows' index finds. */
+	uint64_t wrong = 0, n = 0;
+	uint32_t first = same ? l->rows[0].pc : 0, last = same ? l->rows[l->nrows - 1].pc : 0;
+	for (uint64_t pc = first > 0x10000 ? first - 0x10000 : 0; same && pc < last + 0x10000ull;
+	     pc++, n++) {
+		const ember__cfi_row *want = ember__cfi_rows_find_indexed(
+			l->rows, l->nrows, l->index, l->nindex, l->index_shift, (uint32_t)pc);
+		ember__cfi_row got;
+		int found = ember__cfi_table_find(t, (uint32_t)pc, &got);
+		wrong += found != (want != NULL) || (found && memcmp(&got, want, sizeof(got)));
+	}
+	printf("  packed %zu bytes (%.2f a row), rows + index %zu (%.2f); %llu addresses, %llu "
+	       "lookups differ\n",
+	       t->bytes, (double)t->bytes / t->nrows, l ? l->bytes : 0,
+	       l ? (double)l->bytes / l->nrows : 0.0, (unsigned long long)n,
+	       (unsigned long long)wrong);
+	CHECK(n > 1000000);
+	CHECK_EQ_INT(wrong, 0);
 	ember__cfi_table_free(l);
 	ember__cfi_table_free(t);
 }
@@ -907,10 +985,11 @@ static void test_real_others(void)
 		CHECK_EQ_INT(ember__cfi_build_file(ldso, &t, &info), 0);
 		unsigned aux = 0, unknown = 0, lost = 0;
 		for (uint32_t i = 0; t && i < t->nrows; i++) {
-			unsigned k = t->rows[i].kind & EMBER_CFI_KIND_MASK;
+			ember__cfi_row r = row_of(t, i);
+			unsigned k = r.kind & EMBER_CFI_KIND_MASK;
 			aux += k == EMBER_CFI_AUX;
 			unknown += k == EMBER_CFI_UNKNOWN;
-			lost += EMBER_CFI_AUX_CODE(t->rows[i].kind) == EMBER_CFI_AUX_LOST;
+			lost += EMBER_CFI_AUX_CODE(r.kind) == EMBER_CFI_AUX_LOST;
 		}
 		printf("  %s: %u rows, %u with CFA = rbx + n, %u unknown, %u with rbx lost\n", ldso,
 		       t ? t->nrows : 0, aux, unknown, lost);

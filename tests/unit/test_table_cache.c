@@ -59,6 +59,14 @@ static int same_tables(const ember__unwind_snapshot *a, const ember__unwind_snap
 			return 0;
 		if (x->nindex && memcmp(x->index, y->index, (size_t)x->nindex * sizeof(x->index[0])))
 			return 0;
+		const ember__cfi_packed *p = &x->packed, *q = &y->packed;
+		if (p->nrows != q->nrows || p->nrules != q->nrules || p->nsignal != q->nsignal ||
+		    p->npages != q->npages || p->page0 != q->page0)
+			return 0;
+		if (p->nrows && memcmp(p->rows, q->rows,
+				       ember__cfi_packed_layout(p->nrows, p->nrules, p->npages, NULL,
+								NULL)))
+			return 0;
 	}
 	return 1;
 }
@@ -177,10 +185,12 @@ static void test_corrupt_files_rebuilt(void)
 				bad[i] = (uint8_t)rand();
 			break;
 		case BAD_INDEX: {
-			/* the header (and its checksum) intact, one index entry beyond the rows */
+			/* the header (and its checksum) intact, one page's first row
+			 * beyond the rows (libc's table is packed) */
 			uint32_t v = h.nrows + 5;
-			CHECK(h.nindex > 3);
-			memcpy(bad + h.index_off + 3 * sizeof(uint32_t), &v, sizeof(v));
+			CHECK(h.packed && h.npages > 4);
+			memcpy(bad + h.rows_off + ((uint64_t)h.nrows + h.nrules + 3) * sizeof(uint32_t),
+			       &v, sizeof(v));
 			break;
 		}
 		}

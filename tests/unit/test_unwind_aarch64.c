@@ -37,6 +37,7 @@
 
 #include "cfi/cfi.h"
 #include "cfi/cfi_elf.h"
+#include "cfi/cfi_pack.h"
 #include "unwind/arch.h"
 #include "unwind/unwind.h"
 
@@ -72,6 +73,13 @@ static size_t fde(uint8_t *out, size_t at, uint32_t begin, uint32_t range, const
 	memcpy(out + at + 17, ins, nins);
 	memset(out + at + 17 + nins, 0, pad); /* DW_CFA_nop */
 	return at + 4 + len;
+}
+
+/* The row covering pc in t (either form), or NULL; valid until the next call. */
+static const ember__cfi_row *table_row(const ember__cfi_table *t, uint32_t pc)
+{
+	static ember__cfi_row r;
+	return ember__cfi_table_find(t, pc, &r) ? &r : NULL;
 }
 
 static void test_cfi_rows(void)
@@ -118,29 +126,29 @@ static void test_cfi_rows(void)
 	CHECK_EQ_INT(ember__cfi_finish(b, &t), 0);
 	const ember__cfi_row *r;
 	/* Entry: CFA = sp, return address in x30. */
-	r = ember__cfi_rows_find(t->rows, t->nrows, VADDR + 0x1000);
+	r = table_row(t, VADDR + 0x1000);
 	CHECK(r && (r->kind & EMBER_CFI_KIND_MASK) == EMBER_CFI_SP && r->cfa == 0);
 	CHECK(r && EMBER_CFI_AUX_CODE(r->kind) == EMBER_CFI_LR_REG);
 	/* After the stp: CFA = sp + 32, the record at CFA - 32. */
-	r = ember__cfi_rows_find(t->rows, t->nrows, VADDR + 0x1008);
+	r = table_row(t, VADDR + 0x1008);
 	CHECK(r && (r->kind & EMBER_CFI_KIND_MASK) == EMBER_CFI_SP && r->cfa == 4 && r->fp == -4);
 	CHECK(r && EMBER_CFI_AUX_CODE(r->kind) == EMBER_CFI_LR_RECORD);
 	/* Body: CFA = x29 + 32. */
-	r = ember__cfi_rows_find(t->rows, t->nrows, VADDR + 0x1010);
+	r = table_row(t, VADDR + 0x1010);
 	CHECK(r && (r->kind & EMBER_CFI_KIND_MASK) == EMBER_CFI_FP && r->cfa == 4 && r->fp == -4);
 	CHECK(r && EMBER_CFI_AUX_CODE(r->kind) == EMBER_CFI_LR_RECORD);
 	/* After the ldp: back to the entry's rule. */
-	r = ember__cfi_rows_find(t->rows, t->nrows, VADDR + 0x1030);
+	r = table_row(t, VADDR + 0x1030);
 	CHECK(r && (r->kind & EMBER_CFI_KIND_MASK) == EMBER_CFI_SP && r->cfa == 0);
 	CHECK(r && EMBER_CFI_AUX_CODE(r->kind) == EMBER_CFI_LR_REG);
 	/* G: x30 alone at CFA - 16, fp unchanged. */
-	r = ember__cfi_rows_find(t->rows, t->nrows, VADDR + 0x2004);
+	r = table_row(t, VADDR + 0x2004);
 	CHECK(r && (r->kind & EMBER_CFI_KIND_MASK) == EMBER_CFI_SP && r->cfa == 2 && r->fp == -2);
 	CHECK(r && EMBER_CFI_AUX_CODE(r->kind) == EMBER_CFI_LR_SLOT);
 	CHECK(r && !(r->kind & EMBER_CFI_F_FP_LOST));
 	/* H: x30 at the CFA's base + 80 bytes (10 units), not left to the
 	 * frame-pointer rule. */
-	r = ember__cfi_rows_find(t->rows, t->nrows, VADDR + 0x3008);
+	r = table_row(t, VADDR + 0x3008);
 	CHECK(r && (r->kind & EMBER_CFI_KIND_MASK) == EMBER_CFI_SP && r->cfa == 146 && r->fp == 10);
 	CHECK(r && EMBER_CFI_AUX_CODE(r->kind) == EMBER_CFI_LR_SLOT_BASE_UP);
 	ember__cfi_table_free(t);
@@ -465,9 +473,15 @@ static void test_real_libc(void)
 	if (!t)
 		return;
 	uint32_t lr_rows[8] = {0};
-	for (uint32_t i = 0; i < t->nrows; i++)
-		if ((t->rows[i].kind & EMBER_CFI_KIND_MASK) != EMBER_CFI_NONE)
-			lr_rows[EMBER_CFI_AUX_CODE(t->rows[i].kind)]++;
+	ember__cfi_row *rows = calloc(t->nrows, sizeof(*rows));
+	CHECK(rows != NULL);
+	if (!rows)
+		return;
+	for (uint32_t i = 0; i < t->nrows; i++) {
+		CHECK(ember__cfi_table_row(t, i, &rows[i]));
+		if ((rows[i].kind & EMBER_CFI_KIND_MASK) != EMBER_CFI_NONE)
+			lr_rows[EMBER_CFI_AUX_CODE(rows[i].kind)]++;
+	}
 	printf("  %s: %u rows, %u FDEs, %u unknown; return address in x30 %u, record %u, "
 	       "slot %u, record at base %u; negate_ra_state %u\n",
 	       lm->l_name, t->nrows, t->stats.fdes, t->stats.unknown_rows, lr_rows[0], lr_rows[1],
@@ -480,18 +494,21 @@ static void test_real_libc(void)
 	for (size_t i = 0; i < sizeof(fns) / sizeof(*fns); i++) {
 		void *fn = dlsym(h, fns[i]);
 		const ember__cfi_row *r =
-			fn ? ember__cfi_rows_find(t->rows, t->nrows,
-						  (uint32_t)((uintptr_t)fn - lm->l_addr))
+			fn ? table_row(t, (uint32_t)((uintptr_t)fn - lm->l_addr))
 			   : NULL;
 		CHECK(r && (r->kind & EMBER_CFI_KIND_MASK) == EMBER_CFI_SP && r->cfa == 0 &&
 		      EMBER_CFI_AUX_CODE(r->kind) == EMBER_CFI_LR_REG);
 	}
+	/* The table's lookup (packed) agrees with a search of its rows. */
 	uint32_t wrong = 0;
-	for (uint32_t pc = t->rows[0].pc; pc < t->rows[t->nrows - 1].pc; pc += 13)
-		wrong += ember__cfi_rows_find_indexed(t->rows, t->nrows, t->index, t->nindex,
-						      t->index_shift, pc) !=
-			 ember__cfi_rows_find(t->rows, t->nrows, pc);
+	for (uint32_t pc = rows[0].pc - 3; pc < rows[t->nrows - 1].pc + 4096; pc += 3) {
+		const ember__cfi_row *want = ember__cfi_rows_find(rows, t->nrows, pc);
+		const ember__cfi_row *got = table_row(t, pc);
+		wrong += !want != !got || (want && memcmp(want, got, sizeof(*got)));
+	}
 	CHECK_EQ_INT(wrong, 0);
+	CHECK(t->packed.nrows == t->nrows);
+	free(rows);
 	ember__cfi_table_free(t);
 }
 
@@ -533,13 +550,13 @@ static void test_real_plt(void)
 	       (unsigned long long)sh.sh_size, t->stats.fill_rows);
 	CHECK(t->stats.fill_rows >= 2);
 	const unsigned lr = EMBER_CFI_SP | LR(EMBER_CFI_LR_REG);
-	const ember__cfi_row *r = ember__cfi_rows_find(t->rows, t->nrows, (uint32_t)sh.sh_addr);
+	const ember__cfi_row *r = table_row(t, (uint32_t)sh.sh_addr);
 	CHECK(r && r->kind == lr && r->cfa == 0 && r->fp == 0); /* PLT0's first instruction */
-	r = ember__cfi_rows_find(t->rows, t->nrows, (uint32_t)sh.sh_addr + 28);
+	r = table_row(t, (uint32_t)sh.sh_addr + 28);
 	CHECK(r && r->kind == lr && r->cfa == 2 && r->fp == 0); /* after PLT0's stp */
 	unsigned bad = 0;
 	for (uint64_t pc = sh.sh_addr + 32; pc < sh.sh_addr + sh.sh_size; pc += 4) {
-		r = ember__cfi_rows_find(t->rows, t->nrows, (uint32_t)pc);
+		r = table_row(t, (uint32_t)pc);
 		bad += !r || r->kind != lr || r->cfa != 0 || r->fp != 0;
 	}
 	CHECK_EQ_INT(bad, 0);
@@ -551,11 +568,7 @@ static void test_real_plt(void)
 	s->mods[0].start = lm->l_addr + sh.sh_addr;
 	s->mods[0].end = lm->l_addr + sh.sh_addr + 0x1000000;
 	s->mods[0].base = lm->l_addr;
-	s->mods[0].rows = t->rows;
-	s->mods[0].nrows = t->nrows;
-	s->mods[0].index = t->index;
-	s->mods[0].nindex = t->nindex;
-	s->mods[0].index_shift = t->index_shift;
+	ember__cfi_table_to_module(t, &s->mods[0]);
 	uintptr_t caller = (uintptr_t)dlsym(h, "qsort") + 8;
 	memset(stack, 0, sizeof(stack));
 	ember__stack_bounds b = {(uintptr_t)&stack[0], (uintptr_t)&stack[1024]};

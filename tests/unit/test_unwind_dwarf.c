@@ -25,6 +25,7 @@
 #include <ucontext.h>
 
 #include "agent/unwind_tables.h"
+#include "cfi/cfi_pack.h"
 #include "check.h"
 #include "ifunc.h"
 #include "emberprof.h"
@@ -40,19 +41,43 @@
 
 static uintptr_t stack[512] __attribute__((aligned(16)));
 
+/* 1: make_snap gives its module the packed form of the rows (the tests
+ * run once with each form). */
+static int g_packed;
+
+/* A snapshot of one module with these rows; one block, free() it. */
 static ember__unwind_snapshot *make_snap(const ember__cfi_row *rows, uint32_t n)
 {
-	ember__unwind_snapshot *s = malloc(sizeof(*s) + sizeof(s->mods[0]));
+	void *block = NULL;
+	size_t len = 0, head = sizeof(ember__unwind_snapshot) + sizeof(ember__unwind_module);
+	ember__cfi_packed p;
+	if (g_packed)
+		CHECK_EQ_INT(ember__cfi_pack_rows(rows, n, &block, &len, &p), 0);
+	ember__unwind_snapshot *s = malloc(head + len);
+	memset(s, 0, head);
 	s->n = 1;
 	s->mods[0].start = MOD_START;
 	s->mods[0].end = MOD_END;
 	s->mods[0].base = MOD_START;
+	if (block) {
+		memcpy((uint8_t *)s + head, block, len);
+		s->mods[0].packed = p;
+		ember__cfi_packed_layout(n, p.nrules, p.npages, (uint8_t *)s + head, &s->mods[0].packed);
+		CHECK_EQ_INT(ember__cfi_packed_check(&s->mods[0].packed), 0);
+		free(block);
+		return s;
+	}
 	s->mods[0].rows = rows;
 	s->mods[0].nrows = n;
-	s->mods[0].index = NULL;
-	s->mods[0].nindex = 0;
-	s->mods[0].index_shift = 0;
 	return s;
+}
+
+/* The same after rows changed: the packed form is a copy. */
+static __attribute__((unused)) ember__unwind_snapshot *remake(ember__unwind_snapshot *s,
+							      const ember__cfi_row *rows, uint32_t n)
+{
+	free(s);
+	return make_snap(rows, n);
 }
 
 static __attribute__((unused)) ember__stack_bounds bounds_all(void)
@@ -84,11 +109,13 @@ static void test_rows_find(void)
 	CHECK(ember__cfi_rows_find(rows_abcd, 0, 0x100) == NULL);
 	ember__unwind_snapshot *s = make_snap(rows_abcd, 5);
 	const ember__unwind_module *m = NULL;
-	CHECK(ember__unwind_find_row(s, A(0x250), &m) == &rows_abcd[1]);
+	ember__cfi_row r;
+	CHECK(ember__unwind_find_row(s, A(0x250), &m, &r) == 1 &&
+	      !memcmp(&r, &rows_abcd[1], sizeof(r)));
 	CHECK(m == &s->mods[0]);
-	CHECK(ember__unwind_find_row(s, A(0x600), &m) == NULL); /* a gap */
-	CHECK(ember__unwind_find_row(s, MOD_END, &m) == NULL && m == NULL);
-	CHECK(ember__unwind_find_row(s, MOD_START - 1, NULL) == NULL);
+	CHECK(ember__unwind_find_row(s, A(0x600), &m, &r) == 0); /* a gap */
+	CHECK(ember__unwind_find_row(s, MOD_END, &m, NULL) == 0 && m == NULL);
+	CHECK(ember__unwind_find_row(s, MOD_START - 1, NULL, NULL) == 0);
 	free(s);
 }
 
@@ -392,6 +419,7 @@ static void test_aux_cfa(void)
 	CHECK_EQ_INT(flags, 0);
 	/* F did not save rbx: T's is still in the register. */
 	rows[0].kind = EMBER_CFI_SP;
+	s = remake(s, rows, 3);
 	r.aux = (uintptr_t)&stack[40];
 	flags = 0;
 	CHECK_EQ_INT(ember__unwind_dwarf(s, 1, &r, &b, pcs, 8, &flags), 3);
@@ -405,12 +433,14 @@ static void test_aux_cfa(void)
 	CHECK(flags & EMBER_UNWIND_TRUNCATED);
 	/* F lost it (saved where no code can say). */
 	rows[0].kind = EMBER_CFI_SP | (EMBER_CFI_AUX_LOST << EMBER_CFI_AUX_SHIFT);
+	s = remake(s, rows, 3);
 	r.aux = (uintptr_t)&stack[40];
 	flags = 0;
 	CHECK_EQ_INT(ember__unwind_dwarf(s, 1, &r, &b, pcs, 8, &flags), 2);
 	CHECK(flags & EMBER_UNWIND_TRUNCATED);
 	/* A saved rbx that points below the frame: the CFA would not move up. */
 	rows[0].kind = EMBER_CFI_SP | (1u << EMBER_CFI_AUX_SHIFT);
+	s = remake(s, rows, 3);
 	stack[1] = (uintptr_t)&stack[0] - 8 * sizeof(uintptr_t); /* CFA = &stack[-4] */
 	flags = 0;
 	CHECK_EQ_INT(ember__unwind_dwarf(s, 1, &r, &b, pcs, 8, &flags), 2);
@@ -592,15 +622,18 @@ int main(void)
 	 * now, so the modules mapped stay the same from table to table. */
 	if (ember__lazydep_load(&ember__elfutils) < 0 || ember__lazydep_load(&ember__zlib) < 0)
 		fprintf(stderr, "%s\n", ember_last_error());
-	RUN(test_rows_find);
+	for (g_packed = 0; g_packed < 2; g_packed++) {
+		printf("%s rows:\n", g_packed ? "packed" : "8-byte");
+		RUN(test_rows_find);
 #if defined(__x86_64__)
-	RUN(test_chain);
-	RUN(test_bad_stacks);
-	RUN(test_fallbacks);
-	RUN(test_plt);
-	RUN(test_signal_frame);
-	RUN(test_aux_cfa);
+		RUN(test_chain);
+		RUN(test_bad_stacks);
+		RUN(test_fallbacks);
+		RUN(test_plt);
+		RUN(test_signal_frame);
+		RUN(test_aux_cfa);
 #endif
+	}
 	RUN(test_real_stack);
 	RUN(test_config);
 	return CHECK_DONE();
