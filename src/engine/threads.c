@@ -618,9 +618,9 @@ int ember__threads_start(ember__threads *t, ember__sigstate *sig, int signo, int
 		return ember__error(EMBER_ERR_INVALID,
 				    "the process-wide timer engine can only use SIGPROF, not signal %d",
 				    signo);
-	sig->accept_itimer = t->process_timer;
-	sig->accept_perf = t->perf;
-	sig->period_ns = period_ns;
+	atomic_store_explicit(&sig->accept_itimer, t->process_timer, memory_order_release);
+	atomic_store_explicit(&sig->accept_perf, t->perf, memory_order_release);
+	atomic_store_explicit(&sig->period_ns, period_ns, memory_order_release);
 
 	t->tasks = open_tasks();
 	if (!t->tasks)

@@ -217,6 +217,12 @@ static void perf_sample(ember__sigstate *st, int fd, void *uc)
 			      memory_order_relaxed);
 }
 
+/* The CPU sampling period a timer expiry stands for. */
+static uint64_t sample_period(ember__sigstate *st)
+{
+	return (uint64_t)atomic_load_explicit(&st->period_ns, memory_order_relaxed);
+}
+
 void ember__sigpath_handler(int sig, siginfo_t *si, void *uc)
 {
 	ember__regs_note_sigreturn((uintptr_t)__builtin_return_address(0)); /* regs_<arch>.c */
@@ -250,13 +256,15 @@ void ember__sigpath_handler(int sig, siginfo_t *si, void *uc)
 		if ((uintptr_t)si->si_value.sival_ptr == EMBER_TIMER_VALUE) {
 			int ov = si->si_overrun;
 			uint64_t periods = 1u + (uint64_t)(ov < 0 ? 0 : ov > 100000 ? 100000 : ov);
-			take_sample(st, periods * (uint64_t)st->period_ns, 0, uc);
+			take_sample(st, periods * sample_period(st), 0, uc);
 		} else {
 			foreign = 1;
 		}
-	} else if (si->si_code == SI_KERNEL && st->accept_itimer) {
-		take_sample(st, (uint64_t)st->period_ns, 0, uc); /* setitimer(ITIMER_PROF) */
-	} else if (si->si_code >= POLL_IN && si->si_code <= POLL_HUP && st->accept_perf) {
+	} else if (si->si_code == SI_KERNEL &&
+		   atomic_load_explicit(&st->accept_itimer, memory_order_relaxed)) {
+		take_sample(st, sample_period(st), 0, uc); /* setitimer(ITIMER_PROF) */
+	} else if (si->si_code >= POLL_IN && si->si_code <= POLL_HUP &&
+		   atomic_load_explicit(&st->accept_perf, memory_order_relaxed)) {
 		perf_sample(st, si->si_fd, uc); /* F_SETSIG from a perf event */
 	} else if (si->si_code == SI_QUEUE && si->si_pid == getpid()) {
 		uint64_t v = (uint64_t)(uintptr_t)si->si_value.sival_ptr;

@@ -63,9 +63,13 @@ typedef struct ember__sigstate {
 	_Atomic(const ember__unwind_snapshot *) unwind_snap;
 	int unwind_mode; /* EMBER_UNWIND_MODE_* */
 	int max_depth;
-	int accept_itimer; /* process-wide ITIMER_PROF fallback: SI_KERNEL signals count */
-	int accept_perf;   /* perf_events engine: POLL_* signals from our descriptors count */
-	int64_t period_ns; /* the CPU sampling period: a timer expiry stands for this */
+	/* The next three are set by the agent thread as it starts the engine,
+	 * while the handler may already run (atomics: the order that matters
+	 * goes through the kernel, arming a timer after the store, which
+	 * ThreadSanitizer cannot see). */
+	_Atomic int accept_itimer; /* process-wide ITIMER_PROF fallback: SI_KERNEL signals count */
+	_Atomic int accept_perf;   /* perf_events engine: POLL_* signals from our descriptors count */
+	_Atomic int64_t period_ns; /* the CPU sampling period: a timer expiry stands for this */
 	_Atomic uint64_t samples;
 	_Atomic uint64_t dropped_full;
 	_Atomic uint64_t truncated;
