@@ -94,23 +94,29 @@ void ember__threads_check_blocked(ember__threads *t, ember__thread_rec *r)
 	int b = task_blocks(r->tid, t->signo);
 	if (b < 0)
 		return;
-	/* Its CPU time and samples since the last scan: a thread whose mask
-	 * shows the signal blocked but whose samples cover at least half of
+	/* Its CPU time since the last scan, and the CPU time the sampling
+	 * signals delivered to it since then stand for: a thread whose mask
+	 * shows the signal blocked but whose signals cover at least half of
 	 * that CPU time blocks it only for moments (glibc's raise() blocks
-	 * every signal around its tgkill; a pending timer signal is
-	 * delivered at the unblock), not a thread that blocks it. */
+	 * every signal around its tgkill, pthread_create around the clone
+	 * and while it waits for the loader's lock; a timer signal that fell
+	 * due meanwhile is delivered at the unblock, expirations merged into
+	 * it counted as overruns), not a thread that blocks it. Delivered,
+	 * not recorded: a sample dropped because the buffer was full (the
+	 * agent thread starved on a loaded machine) still shows the signal
+	 * got through. */
 	uint64_t cpu = ember__thread_cpu_ns(r->tid);
 	ember__thread_ent *e = ember__threadtab_find(t->tab, r->tid);
-	uint32_t samples = e ? atomic_load_explicit(&e->cpu_samples, memory_order_relaxed) : 0;
+	uint64_t sig_ns = e ? atomic_load_explicit(&e->cpu_signal_ns, memory_order_relaxed) : 0;
 	uint64_t dcpu = r->scan_cpu && cpu > r->scan_cpu ? cpu - r->scan_cpu : 0;
-	uint64_t covered = (uint64_t)(uint32_t)(samples - r->scan_samples) * (uint64_t)t->period_ns;
-	int sampled = r->scan_cpu && samples != r->scan_samples && covered * 2 >= dcpu;
+	uint64_t covered = sig_ns - r->scan_signal_ns;
+	int sampled = r->scan_cpu && covered && covered * 2 >= dcpu;
 	/* Nor is a thread that used under one period of CPU since: nothing
 	 * went unsampled, and a blocked mask seen then proves nothing (the
 	 * 30-minute soak's one false warning: "0.00 s of CPU not sampled"). */
 	int idle = r->scan_cpu && dcpu < (uint64_t)t->period_ns;
 	r->scan_cpu = cpu;
-	r->scan_samples = samples;
+	r->scan_signal_ns = sig_ns;
 	if (sampled)
 		b = 0;
 	uint64_t now = b ? cpu : 0;

@@ -122,6 +122,12 @@ static void take_sample(ember__sigstate *st, uint64_t weight, unsigned kind, voi
 		}
 		note_wall_state(st, tid, 0, 0); /* if no sample is recorded: nothing to repeat */
 	}
+	ember__threadtab *tab = atomic_load_explicit(&st->tab, memory_order_acquire);
+	ember__thread_ent *self = tab ? ember__threadtab_find(tab, tid) : NULL;
+	/* The signal reached this thread, whether or not it is recorded: the
+	 * thread does not block it (threads_blocked.c). */
+	if (self && !(kind & EMBER_SAMPLE_WALL))
+		atomic_fetch_add_explicit(&self->cpu_signal_ns, weight, memory_order_relaxed);
 	ember__sample_rec *r = ember__sampbuf_claim(&st->buf);
 	if (!r) {
 		atomic_fetch_add_explicit(&st->dropped_full, 1, memory_order_relaxed);
@@ -134,8 +140,6 @@ static void take_sample(ember__sigstate *st, uint64_t weight, unsigned kind, voi
 		kind |= sys > 0 ? EMBER_SAMPLE_SLEEPING : sys == 0 ? EMBER_SAMPLE_RUNNING : 0;
 	}
 	ember__stack_bounds bounds = {0, 0};
-	ember__threadtab *tab = atomic_load_explicit(&st->tab, memory_order_acquire);
-	ember__thread_ent *self = tab ? ember__threadtab_find(tab, tid) : NULL;
 	if (self)
 		ember__threadtab_ent_bounds(self, &bounds);
 	unsigned flags = 0;
@@ -169,10 +173,8 @@ static void take_sample(ember__sigstate *st, uint64_t weight, unsigned kind, voi
 		note_wall_state(st, tid, (kind & EMBER_SAMPLE_SLEEPING) ? wall_seq : 0, wall_seq);
 	atomic_fetch_add_explicit(kind & EMBER_SAMPLE_WALL ? &st->wall_samples : &st->samples, 1,
 				  memory_order_relaxed);
-	if (self && !(kind & EMBER_SAMPLE_WALL)) {
-		atomic_fetch_add_explicit(&self->cpu_samples, 1, memory_order_relaxed);
+	if (self && !(kind & EMBER_SAMPLE_WALL))
 		atomic_fetch_add_explicit(&self->cpu_weight_ns, weight, memory_order_relaxed);
-	}
 	if (flags & EMBER_UNWIND_PENDING)
 		atomic_fetch_add_explicit(&st->unwind_pending, 1, memory_order_relaxed);
 	if (flags & EMBER_UNWIND_NO_BOUNDS)

@@ -52,11 +52,13 @@ typedef struct ember__thread_ent {
 	 * the samples' weights tile the thread's time even when a signal is
 	 * lost (merged into another pending SIGPROF) or delayed. */
 	_Atomic int64_t wall_last_ns;
-	/* CPU samples the handler recorded on this thread (wraps), read by the
-	 * blocked-signal scan: a thread whose mask shows the signal blocked
-	 * at two scans but whose samples keep coming blocks it only for
-	 * moments (glibc's raise() blocks every signal around its tgkill). */
-	_Atomic uint32_t cpu_samples;
+	/* The CPU time (ns, wraps) that the CPU sampling signals delivered to
+	 * this thread stand for, recorded or dropped (a full buffer), merged
+	 * expirations included: read by the blocked-signal scan. A thread
+	 * whose mask shows the signal blocked at two scans but whose signals
+	 * keep coming blocks it only for moments (glibc's raise() and
+	 * pthread_create block every signal for a while). */
+	_Atomic uint64_t cpu_signal_ns;
 	/* The weight of those samples, in ns (reset by the agent when it arms
 	 * the thread), against the thread's CPU clock when the thread leaves
 	 * or sampling stops: the CPU in no sample (threads_blocked.c). */

@@ -75,6 +75,24 @@ static void *raw_blocked_burner(void *arg)
 	return NULL;
 }
 
+/* Blocks every signal behind libc's back for 30 ms of CPU at a time,
+ * unblocked for a moment in between (as glibc's pthread_create does
+ * around a clone, or while it waits for the loader's lock): each unblock
+ * delivers one timer signal standing for the three expirations merged
+ * into it. The thread is sampled, if late: not one that blocks the
+ * signal. */
+static void *raw_flicker_burner(void *arg)
+{
+	uint64_t all = ~0ull, old = 0;
+	double end = thread_cpu_s() + *(double *)arg;
+	while (thread_cpu_s() < end) {
+		syscall(SYS_rt_sigprocmask, SIG_BLOCK, &all, &old, sizeof(all));
+		burn_cpu(0.03);
+		syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, sizeof(old));
+	}
+	return NULL;
+}
+
 /* The dedicated signal thread: every thread blocks SIGPROF, one waits for
  * it with sigwait; the signals are sent to the process (kill), so the
  * kernel may pick any thread. */
@@ -125,7 +143,7 @@ static void *mask_defer_thread(void *arg)
 static int usage(void)
 {
 	fprintf(stderr, "usage: host_sig own-handler|own-itimer|block-all|raise-dfl|raise-ign|raise-count|"
-			"mask-defer|query|exec-chain|raw-block [ARG]\n");
+			"mask-defer|query|exec-chain|raw-block|raw-flicker [ARG]\n");
 	return 2;
 }
 
@@ -171,9 +189,10 @@ int main(int argc, char **argv)
 		printf("cpu=%.3f\n", cpu_s());
 		return 0;
 	}
-	if (!strcmp(mode, "raw-block")) {
+	if (!strcmp(mode, "raw-block") || !strcmp(mode, "raw-flicker")) {
 		pthread_t th;
-		pthread_create(&th, NULL, raw_blocked_burner, &secs);
+		pthread_create(&th, NULL, mode[4] == 'b' ? raw_blocked_burner : raw_flicker_burner,
+			       &secs);
 		pthread_join(th, NULL);
 		printf("cpu=%.3f\n", cpu_s());
 		return 0;
