@@ -153,8 +153,15 @@ static int cmp_start(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
-int ember__procmaps_parse(const char *text, size_t len, ember__procmaps *out)
+/*
+ * `live`: the text is the kernel's, read while the process may map and
+ * unmap (see ember__procmaps_parse_live). 0: strict. `overlap` (may be
+ * NULL) is set when the strict parse failed on an overlap only.
+ */
+static int parse_maps(const char *text, size_t len, ember__procmaps *out, int live, int *overlap)
 {
+	if (overlap)
+		*overlap = 0;
 	if (!text || !out)
 		return ember__error(EMBER_ERR_INVALID, "procmaps_parse: NULL argument");
 	out->maps = NULL;
@@ -193,12 +200,36 @@ int ember__procmaps_parse(const char *text, size_t len, ember__procmaps *out)
 		p = nl ? nl + 1 : end;
 	}
 
+	if (live) {
+		/* A torn read: each read() resumes at the first mapping that ends
+		 * past the last one printed, so a line that starts before the end
+		 * of earlier ones reaches past them and is the newer state. The
+		 * earlier ones keep what it does not cover, or go. */
+		size_t k = 0;
+		for (size_t i = 0; i < n; i++) {
+			while (k > 0 && maps[i].start < maps[k - 1].end &&
+			       maps[i].end > maps[k - 1].start) {
+				if (maps[k - 1].start < maps[i].start) {
+					maps[k - 1].end = maps[i].start;
+					break;
+				}
+				k--; /* wholly covered by the newer line */
+			}
+			maps[k++] = maps[i];
+		}
+		n = k;
+		sorted = 1;
+		for (size_t i = 1; i < n; i++)
+			sorted &= maps[i].start >= maps[i - 1].start;
+	}
 	/* The kernel prints mappings in address order; accept other orders from
 	 * files but never overlapping ranges, which lookups could not honour. */
 	if (!sorted)
 		qsort(maps, n, sizeof(*maps), cmp_start);
 	for (size_t i = 1; i < n; i++) {
 		if (maps[i].start < maps[i - 1].end) {
+			if (overlap)
+				*overlap = 1;
 			err = ember__error(EMBER_ERR_FORMAT,
 					   "maps: mapping %" PRIx64 "-%" PRIx64
 					   " overlaps %" PRIx64 "-%" PRIx64,
@@ -213,6 +244,16 @@ int ember__procmaps_parse(const char *text, size_t len, ember__procmaps *out)
 fail:
 	ember__procmaps_free(out);
 	return err;
+}
+
+int ember__procmaps_parse(const char *text, size_t len, ember__procmaps *out)
+{
+	return parse_maps(text, len, out, 0, NULL);
+}
+
+int ember__procmaps_parse_live(const char *text, size_t len, ember__procmaps *out)
+{
+	return parse_maps(text, len, out, 1, NULL);
 }
 
 int ember__procmaps_slurp(const char *path, char **text, size_t *len)
@@ -273,9 +314,24 @@ int ember__procmaps_read_file(const char *path, ember__procmaps *out)
 	return err;
 }
 
+/* Reads taken before the torn one is repaired (see procmaps.h). */
+#define LIVE_TRIES 4
+
 int ember__procmaps_read_self(ember__procmaps *out)
 {
-	return ember__procmaps_read_file("/proc/self/maps", out);
+	for (int i = 0;; i++) {
+		char *text = NULL;
+		size_t len = 0;
+		int err = ember__procmaps_slurp("/proc/self/maps", &text, &len);
+		if (err)
+			return err;
+		int overlap = 0;
+		err = i + 1 < LIVE_TRIES ? parse_maps(text, len, out, 0, &overlap)
+					 : parse_maps(text, len, out, 1, NULL);
+		free(text);
+		if (!overlap)
+			return err;
+	}
 }
 
 void ember__procmaps_free(ember__procmaps *m)

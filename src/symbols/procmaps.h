@@ -68,7 +68,20 @@ int ember__procmaps_slurp(const char *path, char **text, size_t *len);
 /* ember__procmaps_slurp() followed by ember__procmaps_parse(). */
 int ember__procmaps_read_file(const char *path, ember__procmaps *out);
 
-/* Reads and parses /proc/self/maps. */
+/*
+ * As ember__procmaps_parse, for the kernel's own text read while the
+ * process maps and unmaps: /proc/PID/maps read in several read() calls is
+ * no snapshot, and a mapping that changed between two of them can print
+ * over the end of an earlier line (seen in CI under ASan, whose shadow
+ * mappings are huge, with dlopen churn). In address-ordered text a line
+ * that overlaps earlier ones is the newer state: those are cut to end
+ * where it starts, or dropped if it covers them. Other errors as there.
+ */
+int ember__procmaps_parse_live(const char *text, size_t len, ember__procmaps *out);
+
+/* Reads and parses /proc/self/maps; a read torn by a concurrent change
+ * (an overlap) is read again, and the last of a few tries is repaired as
+ * ember__procmaps_parse_live does. */
 int ember__procmaps_read_self(ember__procmaps *out);
 
 /* Frees everything *m owns and leaves it empty (reusable). NULL is ok. */

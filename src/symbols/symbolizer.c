@@ -934,18 +934,10 @@ static int refresh_cb(void *arg)
 {
 	struct refresh_call *c = arg;
 	ember__symbolizer *s = c->s;
-	char *text;
-	size_t len;
-	int err = ember__procmaps_slurp("/proc/self/maps", &text, &len);
+	ember__procmaps maps = EMBER_PROCMAPS_INIT;
+	int err = ember__procmaps_read_self(&maps);
 	if (err)
 		return err;
-	ember__procmaps maps = EMBER_PROCMAPS_INIT;
-	err = ember__procmaps_parse(text, len, &maps);
-	if (err) {
-		free(text);
-		return err;
-	}
-	free(text);
 	int rerr = s->dwfl ? report_dwfl(s, &maps) : 0;
 
 	/* libdwfl may have freed modules it no longer saw: re-attach every
