@@ -37,6 +37,21 @@ static int check_delivery(const fake_server *f, ember_agent *a)
 {
 	static fake_profile rows[256];
 	int n = fake_list(f, rows, 256);
+	if ((size_t)n != cap.n) { /* say why before failing */
+		ember_stats st;
+		ember_agent_stats(a, &st);
+		char *count = fake_ctl(f, "/count");
+		fprintf(stderr, "server has %d, agent reported %zu windows; uploads ok %llu failed %llu "
+				"dropped %llu; server count: %s; the agent's log:\n%s\n",
+			n, cap.n, (unsigned long long)st.uploads_ok,
+			(unsigned long long)st.uploads_failed, (unsigned long long)st.uploads_dropped,
+			count, logbuf.text);
+		free(count);
+		for (size_t i = 0; i < cap.n; i++)
+			fprintf(stderr, "  window %zu: %lld..%lld, %llu samples\n", i,
+				(long long)cap.w[i].start_ns, (long long)cap.w[i].end_ns,
+				(unsigned long long)cap.w[i].samples);
+	}
 	pt_check_same_windows(f, &cap, 0, rows, n);
 	IT_CHECK(n >= 2, "only %d windows", n);
 	ember_stats st;
