@@ -67,9 +67,17 @@ static void final_flush(void)
 
 void ember__preload_exec_flush(const char *path)
 {
+	/* Most execs come from processes without an agent (a shell's fork
+	 * children, whose agent is the parent's; a process not profiled):
+	 * they make no system call and bind no libc function here, which the
+	 * child would otherwise resolve again in every fork (see
+	 * docs/BENCHMARKS.md section 13). */
+	ember_running *r = ember__preload_agent_now();
+	if (!r)
+		return;
 	if (path && strchr(path, '/') && access(path, X_OK) != 0)
 		return; /* the exec will fail: the program goes on, profiled */
-	flush_agent(ember__preload_agent_now());
+	flush_agent(r);
 }
 
 __attribute__((noreturn)) static void end_process(int status)

@@ -405,7 +405,8 @@ void ember__fork_lazy_start(int (*start)(void))
  * child sharing our memory, not a fork child before its handler.) */
 static int ours(void)
 {
-	return atomic_load(&g_pid) == raw_getpid();
+	pid_t pid = atomic_load(&g_pid); /* 0: never armed, no system call */
+	return pid != 0 && pid == raw_getpid();
 }
 
 /* Waits, at most FC_SETTLE_MS, for a start under way; says so on stderr

@@ -64,7 +64,8 @@ ember_running *ember__preload_agent(void)
 
 ember_running *ember__preload_agent_now(void)
 {
-	return preload_pid == getpid() ? preload_running : NULL;
+	ember_running *r = preload_running; /* (NULL: no getpid call) */
+	return r && preload_pid == getpid() ? r : NULL;
 }
 
 /* One line on standard error, written as the agent's log is (never
