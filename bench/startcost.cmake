@@ -3,3 +3,6 @@
 add_executable(ember_bench_cpurun cpurun.c)
 target_compile_options(ember_bench_cpurun PRIVATE -O2)
 target_compile_definitions(ember_bench_cpurun PRIVATE _GNU_SOURCE)
+
+# A preloaded library that does nothing: the loop case's floor.
+add_library(ember_bench_empty_preload SHARED empty_preload.c)

@@ -11,8 +11,11 @@
 #
 #     bash bench/startcost.sh BUILD_DIR [CASE...]
 #
-# Cases: loop (bash running /bin/true 300 times: unprofiled, `emberprof
-# run`, `emberprof run -f`), rustc (`rustc -O` on a small file, the real
+# Cases: loop (bash running /bin/true 300 times: unprofiled; what
+# LD_PRELOAD alone costs, with a library that does nothing ("empty") and
+# with emberprof's library and no request to profile ("idle"); `emberprof
+# run --no-follow-children` (the shell profiled, its children not);
+# `emberprof run`, the default: the whole tree), rustc (`rustc -O` on a small file, the real
 # compiler, not rustup's proxy), clangxx (`clang++ -O2 -c` on a small
 # C++ file), node (`node -e` with a small loop). A case whose program is
 # absent is skipped with a note. EMBER_BENCH_ROUNDS sets the rounds (5).
@@ -36,7 +39,8 @@ shift
 cases=("$@")
 [ ${#cases[@]} -gt 0 ] || cases=(loop rustc clangxx node)
 rounds=${EMBER_BENCH_ROUNDS:-5}
-cmake --build "$build" --target ember_bench_cpurun emberprof_cli emberprof emberprof_noalloc -j 2 >/dev/null ||
+cmake --build "$build" --target ember_bench_cpurun ember_bench_empty_preload emberprof_cli emberprof \
+	emberprof_noalloc -j 2 >/dev/null ||
 	{ echo "startcost.sh: building in $build failed" >&2; exit 1; }
 runner=$build/bench/ember_bench_cpurun
 ember=$build/emberprof
@@ -112,11 +116,12 @@ for c in "${cases[@]}"; do
 	loop)
 		loop='for i in $(seq 300); do /bin/true; done'
 		extra=()
-		[ -z "$before" ] || extra=("before|$before run -o @OUT@ -- bash -c '$loop'"
-			"before-f|$before run -f -o @OUT@ -- bash -c '$loop'")
+		[ -z "$before" ] || extra=("before|$before run -o @OUT@ -- bash -c '$loop'")
 		run_case loop "unprofiled|$loop" \
-			"run|$ember run -o @OUT@ -- bash -c '$loop'" \
-			"run-f|$ember run -f -o @OUT@ -- bash -c '$loop'" ${extra[@]+"${extra[@]}"}
+			"empty|LD_PRELOAD=$build/bench/libember_bench_empty_preload.so bash -c '$loop'" \
+			"idle|LD_PRELOAD=$build/libemberprof_noalloc.so bash -c '$loop'" \
+			"nofollow|$ember run --no-follow-children -o @OUT@ -- bash -c '$loop'" \
+			"run|$ember run -o @OUT@ -- bash -c '$loop'" ${extra[@]+"${extra[@]}"}
 		;;
 	rustc)
 		if ! command -v rustc >/dev/null; then
