@@ -15,8 +15,8 @@
 # LD_PRELOAD alone costs, with a library that does nothing ("empty") and
 # with emberprof's library and no request to profile ("idle"); `emberprof
 # run --no-follow-children` (the shell profiled, its children not);
-# `emberprof run`, the default: the whole tree), rustc (`rustc -O` on a small file, the real
-# compiler, not rustup's proxy), clangxx (`clang++ -O2 -c` on a small
+# `emberprof run`, the default: the whole tree), rustc (`rustc -O` on a
+# small file, the real compiler, not rustup's proxy), clangxx (`clang++ -O2 -c` on a small
 # C++ file), node (`node -e` with a small loop). A case whose program is
 # absent is skipped with a note. EMBER_BENCH_ROUNDS sets the rounds (5).
 # EMBER_BENCH_BEFORE=PATH adds, in the same rounds, the configurations
