@@ -14,13 +14,14 @@
 #include "emberprof.h"
 #include "sample/sigvirt.h"
 #include "util/error.h"
+#include "util/hotpage.h"
 
 /* ember__kernel_sigaction (sample/sigvirt.h) is glibc's sigaction under
  * its other name: emberprof's own libc wrappers (src/preload/signal_wrap.c)
  * export `sigaction`, and the agent must reach the kernel's disposition,
  * not the program's virtual one. */
 
-void ember__sigpath_our_action(struct sigaction *sa)
+EMBER_HOT_TEXT void ember__sigpath_our_action(struct sigaction *sa)
 {
 	memset(sa, 0, sizeof(*sa));
 	sa->sa_sigaction = ember__sigpath_handler;
@@ -73,7 +74,7 @@ int ember__sigpath_install(ember__sigstate *st, int signo, struct sigaction *old
 	return 0;
 }
 
-int ember__sigpath_preclaim(int signo)
+EMBER_HOT_TEXT int ember__sigpath_preclaim(int signo)
 {
 	struct sigaction old, sa;
 	if (!ember__sigwrap_in_effect() || ember__kernel_sigaction(signo, NULL, &old) != 0)

@@ -29,12 +29,13 @@
 #include "sample/handler.h"
 #include "sample/sigvirt.h"
 #include "unwind/arch.h"
+#include "util/hotpage.h"
 
 typedef int (*pthread_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 
-static _Atomic(pthread_create_fn) real_create;
-static pthread_key_t exit_key;
-static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+static _Atomic(pthread_create_fn) real_create EMBER_HOT_DATA;
+static pthread_key_t exit_key EMBER_HOT_DATA;
+static pthread_once_t key_once EMBER_HOT_DATA = PTHREAD_ONCE_INIT;
 
 static void on_thread_exit(void *value)
 {

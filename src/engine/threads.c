@@ -29,13 +29,14 @@
 #include "util/error.h"
 #include "util/fileio.h"
 #include "util/ownfd.h"
+#include "util/hotpage.h"
 
 enum { BOUNDS_UNKNOWN = 0, BOUNDS_PROBED = 1, BOUNDS_KNOWN = 2, BOUNDS_FAILED = 3 };
 
 /* The registry the pthread_create hook and fork handlers reach. Set while
  * sampling runs; the hook runs on arbitrary application threads, which is
  * why this one pointer has to be global. */
-static _Atomic(ember__threads *) g_threads;
+static _Atomic(ember__threads *) g_threads EMBER_HOT_DATA;
 
 
 /* ---- records ---- */
@@ -542,21 +543,21 @@ static void disarm_process_timer(void)
 	setitimer(ITIMER_PROF, &off, NULL);
 }
 
-static void atfork_prepare(void)
+EMBER_HOT_TEXT static void atfork_prepare(void)
 {
 	ember__threads *t = atomic_load(&g_threads);
 	if (t)
 		pthread_mutex_lock(&t->mu);
 }
 
-static void atfork_parent(void)
+EMBER_HOT_TEXT static void atfork_parent(void)
 {
 	ember__threads *t = atomic_load(&g_threads);
 	if (t)
 		pthread_mutex_unlock(&t->mu);
 }
 
-static void atfork_child(void)
+EMBER_HOT_TEXT static void atfork_child(void)
 {
 	/* The child has no timers and no agent thread: sampling is off there.
 	 * Unlock the copy of the mutex so nothing in the child can deadlock. */
@@ -573,13 +574,13 @@ static void atfork_child(void)
 	ember__sigpath_forget_tid();
 }
 
-static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
-static void install_atfork(void)
+static pthread_once_t atfork_once EMBER_HOT_DATA = PTHREAD_ONCE_INIT;
+EMBER_HOT_TEXT static void install_atfork(void)
 {
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
 
-void ember__threads_atfork_init(void)
+EMBER_HOT_TEXT void ember__threads_atfork_init(void)
 {
 	pthread_once(&atfork_once, install_atfork);
 }
@@ -804,7 +805,7 @@ static int lock_bounded(pthread_mutex_t *m)
 
 enum { EXEC_SUSPENDED = 1, EXEC_GATE = 2, EXEC_SIG_SHIFT = 8 };
 
-int ember__threads_exec_begin(void)
+EMBER_HOT_TEXT int ember__threads_exec_begin(void)
 {
 	ember__threads *t = atomic_load(&g_threads);
 	/* A vfork child shares our memory but not our timers: touch nothing. */
@@ -855,7 +856,7 @@ int ember__threads_exec_begin(void)
 	return EXEC_SUSPENDED | (gate ? EXEC_GATE : 0) | (sig << EXEC_SIG_SHIFT);
 }
 
-void ember__threads_exec_end(int state)
+EMBER_HOT_TEXT void ember__threads_exec_end(int state)
 {
 	ember__threads *t = atomic_load(&g_threads);
 	if (!(state & EXEC_SUSPENDED) || !t)

@@ -54,6 +54,7 @@
 #include "unwind/unwind.h"
 #include "util/hashmap.h"
 #include "util/ticks.h"
+#include "util/hotpage.h"
 
 #define TLS __attribute__((tls_model("initial-exec")))
 /* How often an idle hook looks at the global state: a new run starts
@@ -255,19 +256,19 @@ static _Atomic uint32_t g_epoch;
 static _Atomic int g_tsc; /* ember__heap_set_tsc */
 ember__livetab ember__heap_live; /* hook.h: free() reads its count */
 static pthread_mutex_t g_live_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
+static pthread_once_t g_atfork_once EMBER_HOT_DATA = PTHREAD_ONCE_INIT;
 
 /* A fork child has no agent: stop sampling there, and its only thread has
  * a new id. The live table stays (the child's own copy), so frees of
  * blocks sampled before the fork still find their entries. */
-static void atfork_child(void)
+EMBER_HOT_TEXT static void atfork_child(void)
 {
 	atomic_store_explicit(&g_hook, NULL, memory_order_relaxed);
 	tls_tid = 0;
 	tls_busy = 0; /* the stack bounds stay: the child runs on the same stack */
 }
 
-static void register_atfork(void)
+EMBER_HOT_TEXT static void register_atfork(void)
 {
 	pthread_atfork(NULL, NULL, atfork_child);
 }
@@ -283,7 +284,7 @@ ember__livetab *ember__heap_live_table(void)
 	return ember__heap_live.keys ? &ember__heap_live : NULL;
 }
 
-void ember__heap_atfork_init(void)
+EMBER_HOT_TEXT void ember__heap_atfork_init(void)
 {
 	pthread_once(&g_atfork_once, register_atfork);
 }

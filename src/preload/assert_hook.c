@@ -13,6 +13,7 @@
 #include <stdlib.h>
 
 #include "symbols/elfguard.h"
+#include "util/hotpage.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -22,7 +23,7 @@ EXPORT void __assert_fail(const char *assertion, const char *file, unsigned int 
 
 typedef void (*assert_fail_fn)(const char *, const char *, unsigned int, const char *);
 
-static assert_fail_fn real_assert_fail;
+static assert_fail_fn real_assert_fail EMBER_HOT_DATA;
 
 __attribute__((constructor(101))) static void resolve_assert_fail(void)
 {

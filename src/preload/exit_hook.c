@@ -40,9 +40,10 @@
 #define EXIT_WAIT_MS 10000
 
 #include "preload/exit_hook.h"
+#include "util/hotpage.h"
 
 typedef void (*exit_fn)(int) __attribute__((noreturn));
-static exit_fn real_exit; /* libc's, found before main() (dlsym is not signal-safe) */
+static exit_fn real_exit EMBER_HOT_DATA; /* libc's, found before main() (dlsym is not signal-safe) */
 
 __attribute__((constructor)) static void find_real_exit(void)
 {
@@ -60,12 +61,12 @@ static void flush_agent(ember_running *r)
 	}
 }
 
-static void final_flush(void)
+EMBER_HOT_TEXT static void final_flush(void)
 {
 	flush_agent(ember__preload_agent());
 }
 
-void ember__preload_exec_flush(const char *path)
+EMBER_HOT_TEXT void ember__preload_exec_flush(const char *path)
 {
 	/* Most execs come from processes without an agent (a shell's fork
 	 * children, whose agent is the parent's; a process not profiled):
@@ -88,13 +89,13 @@ __attribute__((noreturn)) static void end_process(int status)
 		syscall(SYS_exit_group, status);
 }
 
-EMBER_API __attribute__((noreturn)) void _exit(int status)
+EMBER_API EMBER_HOT_TEXT __attribute__((noreturn)) void _exit(int status)
 {
 	final_flush();
 	end_process(status);
 }
 
-EMBER_API __attribute__((noreturn)) void _Exit(int status)
+EMBER_API EMBER_HOT_TEXT __attribute__((noreturn)) void _Exit(int status)
 {
 	final_flush();
 	end_process(status);

@@ -88,6 +88,7 @@
 #include "util/envsnap.h"
 #include "util/forkguard.h"
 #include "util/logfd.h"
+#include "util/hotpage.h"
 
 enum {
 	FC_NONE = 0,      /* no lazy start in this process */
@@ -105,35 +106,36 @@ enum {
 #define FC_SETTLE_MS 10000     /* the longest exit or exec waits for a start (as _exit for a flush) */
 #define FC_FORK_WAIT_MS 1000   /* the longest a fork waits for one (it takes milliseconds) */
 
-static int (*g_start)(void);  /* set in the first profiled process, inherited */
+static int (*g_start)(void) EMBER_HOT_DATA;  /* set in the first profiled process, inherited */
 typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
-static create_fn g_create;    /* libc's pthread_create, found before main() */
+static create_fn g_create EMBER_HOT_DATA;    /* libc's pthread_create, found before main() */
 /* The helper's stack: a fork child inherits it untouched (no mmap, no
  * guard page to make, pages faulted in only as used). glibc keeps the
  * thread's descriptor at its top. Enough for the agent's start. */
 #define FC_STACK (256u << 10)
 static char g_stack[FC_STACK] __attribute__((aligned(4096)));
-static _Atomic int g_state;
-static _Atomic pid_t g_pid;   /* the process g_state belongs to */
-static int64_t g_forked_ns;   /* CLOCK_MONOTONIC at the fork */
+static _Atomic int g_state EMBER_HOT_DATA;
+static _Atomic pid_t g_pid EMBER_HOT_DATA;   /* the process g_state belongs to */
+static int64_t g_forked_ns EMBER_HOT_DATA;   /* CLOCK_MONOTONIC at the fork */
 /* The process's CPU time then: 0 after a fork, but an exec'd image has
  * used some in the loader (ours and our libraries' relocations) before
  * its constructor arms the helper, which must not count. */
-static int64_t g_cpu0_ns;
-static _Atomic int g_probing; /* the probe began (read at exit) */
-static _Atomic int g_probed;  /* the probe came back: the lock is usable */
+static int64_t g_cpu0_ns EMBER_HOT_DATA;
+static _Atomic int g_probing EMBER_HOT_DATA; /* the probe began (read at exit) */
+static _Atomic int g_probed EMBER_HOT_DATA;  /* the probe came back: the lock is usable */
 /* The helper is inside the probe (may hold the lock), and the probe did
  * not come back within FC_PROBE_WAIT_US once (its lock is held for good:
  * forks stop waiting for it). */
-static _Atomic int g_probe_in, g_probe_stuck;
+static _Atomic int g_probe_in EMBER_HOT_DATA;
+static _Atomic int g_probe_stuck EMBER_HOT_DATA;
 #define FC_PROBE_WAIT_US 2000 /* a probe takes microseconds */
 
-static pid_t raw_getpid(void)
+EMBER_HOT_TEXT static pid_t raw_getpid(void)
 {
 	return (pid_t)syscall(SYS_getpid);
 }
 
-static int64_t clock_ns(clockid_t clk)
+EMBER_HOT_TEXT static int64_t clock_ns(clockid_t clk)
 {
 	struct timespec ts;
 	clock_gettime(clk, &ts);
@@ -150,7 +152,7 @@ static int probe_cb(struct dl_phdr_info *info, size_t size, void *data)
 
 static void bind_child_path(void);
 
-static void *helper_main(void *arg)
+EMBER_HOT_TEXT static void *helper_main(void *arg)
 {
 	(void)arg;
 	for (;;) {
@@ -239,14 +241,17 @@ static int wait_starting(int max_ms, int not_in_loads)
 /* Whether the prepare handler held a pending start. (glibc holds its
  * atfork lock from the prepare handlers to the parent's and child's, so
  * forks do not overlap.) */
-static int g_fork_held;
+static int g_fork_held EMBER_HOT_DATA;
 
 /* Before a fork: a start not begun waits (held) until the fork is done;
  * one under way is waited for (bounded), so the child never inherits its
  * locks held (see the top). */
-static void atfork_prepare(void)
+EMBER_HOT_TEXT static void atfork_prepare(void)
 {
-	g_fork_held = 0;
+	/* Written only when it changes: a page the parent writes between
+	 * two forks costs it a fault after each (util/hotpage.h). */
+	if (g_fork_held)
+		g_fork_held = 0;
 	if (atomic_load(&g_pid) != raw_getpid())
 		return;
 	int s = FC_PENDING;
@@ -277,15 +282,16 @@ static void atfork_prepare(void)
 	wait_starting(FC_FORK_WAIT_MS, 1);
 }
 
-static void atfork_parent(void)
+EMBER_HOT_TEXT static void atfork_parent(void)
 {
 	int s = FC_HELD;
-	if (g_fork_held)
+	if (g_fork_held) {
 		atomic_compare_exchange_strong(&g_state, &s, FC_PENDING);
-	g_fork_held = 0;
+		g_fork_held = 0;
+	}
 }
 
-static void atfork_child(void)
+EMBER_HOT_TEXT static void atfork_child(void)
 {
 	g_fork_held = 0;
 	/* The fork may have come during the image's first agent start (its
@@ -308,7 +314,7 @@ static void atfork_child(void)
 /* Creates the helper that starts this process's agent lazily. On the
  * process's only thread (the atfork child handler) or its main thread
  * before main (the constructor). */
-static void arm_helper(void)
+EMBER_HOT_TEXT static void arm_helper(void)
 {
 	g_forked_ns = clock_ns(CLOCK_MONOTONIC);
 	g_cpu0_ns = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
@@ -349,7 +355,7 @@ static void arm_helper(void)
  * in them). Called where forks may follow (a started agent, not an image
  * still waiting to start); a child inherits the bound entries.
  */
-static void bind_child_path(void)
+EMBER_HOT_TEXT static void bind_child_path(void)
 {
 	pthread_attr_t attr;
 	if (pthread_attr_init(&attr) == 0) {
@@ -365,9 +371,9 @@ static void bind_child_path(void)
 	(void)!access(path, X_OK);
 }
 
-static void follow_enable(int (*start)(void))
+EMBER_HOT_TEXT static void follow_enable(int (*start)(void))
 {
-	static int registered; /* per program image; a fork child inherits it */
+	static int registered EMBER_HOT_DATA; /* per program image; a fork child inherits it */
 	g_start = start;
 	if (!g_create)
 		g_create = (create_fn)dlsym(RTLD_NEXT, "pthread_create");
@@ -381,13 +387,13 @@ static void follow_enable(int (*start)(void))
 		registered = 1;
 }
 
-void ember__fork_follow_enable(int (*start)(void))
+EMBER_HOT_TEXT void ember__fork_follow_enable(int (*start)(void))
 {
 	follow_enable(start);
 	bind_child_path();
 }
 
-void ember__fork_lazy_start(int (*start)(void))
+EMBER_HOT_TEXT void ember__fork_lazy_start(int (*start)(void))
 {
 	/* (the binding waits for the start: most such images exit first) */
 	follow_enable(start);
@@ -403,7 +409,7 @@ void ember__fork_lazy_start(int (*start)(void))
 
 /* Is this the process the lazy-start state belongs to? (Not a vfork
  * child sharing our memory, not a fork child before its handler.) */
-static int ours(void)
+EMBER_HOT_TEXT static int ours(void)
 {
 	pid_t pid = atomic_load(&g_pid); /* 0: never armed, no system call */
 	return pid != 0 && pid == raw_getpid();
@@ -411,9 +417,9 @@ static int ours(void)
 
 /* Waits, at most FC_SETTLE_MS, for a start under way; says so on stderr
  * if it is still under way then (once per process). Async-signal-safe. */
-static void wait_started(void)
+EMBER_HOT_TEXT static void wait_started(void)
 {
-	static _Atomic pid_t said;
+	static _Atomic pid_t said EMBER_HOT_DATA;
 	pid_t me = raw_getpid();
 	if (!wait_starting(FC_SETTLE_MS, 0) || atomic_exchange(&said, me) == me)
 		return;
@@ -425,7 +431,7 @@ static void wait_started(void)
  * says so on stderr, once. Async-signal-safe. */
 static void say_probe_stuck(void)
 {
-	static _Atomic pid_t said;
+	static _Atomic pid_t said EMBER_HOT_DATA;
 	pid_t me = raw_getpid();
 	if (!atomic_load(&g_probing) || atomic_load(&g_probed) || atomic_exchange(&said, me) == me)
 		return;
@@ -434,7 +440,7 @@ static void say_probe_stuck(void)
 		"that lock held in the child, and the agent's start needs it\n");
 }
 
-void ember__fork_child_settle(void)
+EMBER_HOT_TEXT void ember__fork_child_settle(void)
 {
 	if (!ours())
 		return;
@@ -451,7 +457,7 @@ void ember__fork_child_settle(void)
 		wait_started();
 }
 
-int ember__fork_child_exec_hold(void)
+EMBER_HOT_TEXT int ember__fork_child_exec_hold(void)
 {
 	if (!ours())
 		return 0;
@@ -466,7 +472,7 @@ int ember__fork_child_exec_hold(void)
 	return 0;
 }
 
-void ember__fork_child_exec_failed(int held)
+EMBER_HOT_TEXT void ember__fork_child_exec_failed(int held)
 {
 	int s = FC_HELD;
 	if (held && ours())

@@ -47,22 +47,23 @@
 #include "preload/fork_child.h"
 #include "util/envsnap.h"
 #include "util/logfd.h"
+#include "util/hotpage.h"
 
 /* The agent we started, or NULL, and the process that started it. Atomic:
  * in a fork child another thread starts it (fork_child.c). */
-static _Atomic(ember_running *) preload_running;
-static _Atomic pid_t preload_pid;
+static _Atomic(ember_running *) preload_running EMBER_HOT_DATA;
+static _Atomic pid_t preload_pid EMBER_HOT_DATA;
 
 /* The agent this process started, for the _exit hook (exit_hook.c); NULL
  * in a fork child whose agent did not start and once stopped. A lazy start
  * in a fork child is cancelled or waited for first. Async-signal-safe. */
-ember_running *ember__preload_agent(void)
+EMBER_HOT_TEXT ember_running *ember__preload_agent(void)
 {
 	ember__fork_child_settle();
 	return ember__preload_agent_now();
 }
 
-ember_running *ember__preload_agent_now(void)
+EMBER_HOT_TEXT ember_running *ember__preload_agent_now(void)
 {
 	ember_running *r = preload_running; /* (NULL: no getpid call) */
 	return r && preload_pid == getpid() ? r : NULL;
@@ -104,7 +105,7 @@ static void preload_stop(void)
  * lazy start (a fork child, an image exec'd in the tree: fork_child.c). */
 static int preload_start(void)
 {
-	static int exit_registered; /* a fork child inherits the registration */
+	static int exit_registered EMBER_HOT_DATA; /* a fork child inherits the registration */
 	ember_builder *b = NULL;
 	ember_agent *a = NULL;
 	ember_running *r = NULL;
@@ -150,7 +151,7 @@ static int preload_start(void)
  * image of the tree (a shell loop's /bin/true, a compiler driver's cc1)
  * defers: most live a millisecond or two, less than an agent's start.
  */
-static int starts_at_once(void)
+EMBER_HOT_TEXT static int starts_at_once(void)
 {
 	const char *v = getenv(EMBER_ENV_RUN_PID);
 	char *end;
@@ -169,7 +170,7 @@ static int starts_at_once(void)
 
 /* ember__sigpath_preclaim for the signal the environment names; -1 when
  * it names none that parses (the agent's start then says why). */
-static int preclaim_signal(void)
+EMBER_HOT_TEXT static int preclaim_signal(void)
 {
 	const char *v = getenv("EMBERPROF_SIGNAL");
 	int signo = SIGPROF;
@@ -179,7 +180,7 @@ static int preclaim_signal(void)
 }
 
 /* A boolean variable; unset is off. Returns 0 or -1 if malformed. */
-static int env_flag(const char *name, int *out)
+EMBER_HOT_TEXT static int env_flag(const char *name, int *out)
 {
 	const char *v = getenv(name);
 	*out = 0;
@@ -198,7 +199,7 @@ static int env_flag(const char *name, int *out)
  * The first constructor to run records its pid in EMBERPROF_PROFILE_PID;
  * the same pid after an exec in place is still it, any other is not.
  */
-static int is_profiled_pid(void)
+EMBER_HOT_TEXT static int is_profiled_pid(void)
 {
 	const char *v = getenv(EMBER_ENV_PROFILE_PID);
 	char buf[24];
@@ -212,7 +213,7 @@ static int is_profiled_pid(void)
 }
 
 /* Is this copy of emberprof the first in the symbol search order? */
-static int is_first_copy(void)
+EMBER_HOT_TEXT static int is_first_copy(void)
 {
 	Dl_info api, self;
 	void *sym = dlsym(RTLD_DEFAULT, "ember_builder_new");

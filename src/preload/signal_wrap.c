@@ -52,6 +52,7 @@
 #include "preload/exit_hook.h"
 #include "preload/fork_child.h"
 #include "sample/sigvirt.h"
+#include "util/hotpage.h"
 #include "unwind/arch.h" /* EMBER_GLIBC_BASE */
 
 #define EXPORT __attribute__((visibility("default")))
@@ -76,7 +77,7 @@ static struct {
 	_Atomic(execveat_fn) execveat;
 	_Atomic(sigtimedwait_fn) sigtimedwait;
 	_Atomic(raise_fn) raise;
-} real;
+} real EMBER_HOT_DATA;
 
 /* glibc's own definition, after this library in the search order. */
 static void *next(const char *name)
@@ -114,7 +115,7 @@ __attribute__((constructor(101))) static void resolve_all(void)
 }
 
 /* Is the definition the program's calls to `name` reach this library's? */
-static int ours(const char *name)
+EMBER_HOT_TEXT static int ours(const char *name)
 {
 	Dl_info sym, self;
 	void *p = dlsym(RTLD_DEFAULT, name);
@@ -122,7 +123,7 @@ static int ours(const char *name)
 	       sym.dli_fbase == self.dli_fbase;
 }
 
-int ember__sigwrap_in_effect(void)
+EMBER_HOT_TEXT int ember__sigwrap_in_effect(void)
 {
 	return ours("sigaction") && ours("pthread_sigmask") && ours("sigprocmask") &&
 	       ours("execve");
@@ -130,14 +131,14 @@ int ember__sigwrap_in_effect(void)
 
 /* ---- dispositions ---- */
 
-EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+EXPORT EMBER_HOT_TEXT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
 	if (ember__sigvirt_action(sig, act, old))
 		return 0;
 	return __sigaction(sig, act, old);
 }
 
-static sighandler_t virtual_signal(int sig, sighandler_t h, int flags)
+EMBER_HOT_TEXT static sighandler_t virtual_signal(int sig, sighandler_t h, int flags)
 {
 	struct sigaction sa, old;
 	sa.sa_handler = h;
@@ -149,7 +150,7 @@ static sighandler_t virtual_signal(int sig, sighandler_t h, int flags)
 	return (old.sa_flags & SA_SIGINFO) ? (sighandler_t)(void *)old.sa_sigaction : old.sa_handler;
 }
 
-EXPORT sighandler_t signal(int sig, sighandler_t h)
+EXPORT EMBER_HOT_TEXT sighandler_t signal(int sig, sighandler_t h)
 {
 	if (sig > 0 && sig == ember__sigvirt_signo())
 		return virtual_signal(sig, h, SA_RESTART); /* BSD semantics, as glibc's */
@@ -157,9 +158,9 @@ EXPORT sighandler_t signal(int sig, sighandler_t h)
 	return f ? f(sig, h) : SIG_ERR;
 }
 
-sighandler_t bsd_signal(int sig, sighandler_t h); /* not declared by every glibc */
+EMBER_HOT_TEXT sighandler_t bsd_signal(int sig, sighandler_t h); /* not declared by every glibc */
 
-EXPORT sighandler_t bsd_signal(int sig, sighandler_t h)
+EXPORT EMBER_HOT_TEXT sighandler_t bsd_signal(int sig, sighandler_t h)
 {
 	if (sig > 0 && sig == ember__sigvirt_signo())
 		return virtual_signal(sig, h, SA_RESTART);
@@ -167,7 +168,7 @@ EXPORT sighandler_t bsd_signal(int sig, sighandler_t h)
 	return f ? f(sig, h) : SIG_ERR;
 }
 
-EXPORT sighandler_t sysv_signal(int sig, sighandler_t h)
+EXPORT EMBER_HOT_TEXT sighandler_t sysv_signal(int sig, sighandler_t h)
 {
 	if (sig > 0 && sig == ember__sigvirt_signo())
 		return virtual_signal(sig, h, SA_RESETHAND | SA_NODEFER);
@@ -177,7 +178,7 @@ EXPORT sighandler_t sysv_signal(int sig, sighandler_t h)
 
 /* ---- masks ---- */
 
-static int virtual_mask(mask_fn f, int how, const sigset_t *set, sigset_t *old)
+EMBER_HOT_TEXT static int virtual_mask(mask_fn f, int how, const sigset_t *set, sigset_t *old)
 {
 	int sig = ember__sigvirt_signo();
 	if (!f)
@@ -216,7 +217,7 @@ static int virtual_mask(mask_fn f, int how, const sigset_t *set, sigset_t *old)
 	return 0;
 }
 
-EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old)
+EXPORT EMBER_HOT_TEXT int sigprocmask(int how, const sigset_t *set, sigset_t *old)
 {
 	return virtual_mask(REAL(sigprocmask, mask_fn), how, set, old);
 }
@@ -224,12 +225,12 @@ EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old)
 int ember__pthread_sigmask_v232(int how, const sigset_t *set, sigset_t *old);
 int ember__pthread_sigmask_v225(int how, const sigset_t *set, sigset_t *old);
 
-EXPORT int ember__pthread_sigmask_v232(int how, const sigset_t *set, sigset_t *old)
+EXPORT EMBER_HOT_TEXT int ember__pthread_sigmask_v232(int how, const sigset_t *set, sigset_t *old)
 {
 	return virtual_mask(REAL(pthread_sigmask, mask_fn), how, set, old);
 }
 
-EXPORT int ember__pthread_sigmask_v225(int how, const sigset_t *set, sigset_t *old)
+EXPORT EMBER_HOT_TEXT int ember__pthread_sigmask_v225(int how, const sigset_t *set, sigset_t *old)
 {
 	return virtual_mask(REAL(pthread_sigmask, mask_fn), how, set, old);
 }
@@ -339,7 +340,7 @@ EXPORT int raise(int sig)
 /* pthread_kill() of the calling thread with the sampling signal: as
  * raise() (glibc's blocks every signal around its tgkill too). */
 typedef int (*pthread_kill_fn)(pthread_t, int);
-static _Atomic(pthread_kill_fn) real_pthread_kill;
+static _Atomic(pthread_kill_fn) real_pthread_kill EMBER_HOT_DATA;
 
 static int wrapped_pthread_kill(pthread_t th, int sig)
 {
@@ -397,42 +398,42 @@ __asm__(".symver ember__pthread_kill_v225, pthread_kill@" EMBER_GLIBC_BASE);
 		}                                                                            \
 	} while (0)
 
-EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+EXPORT EMBER_HOT_TEXT int execve(const char *path, char *const argv[], char *const envp[])
 {
 	execve_fn f = REAL(execve, execve_fn);
 	NO_REAL(f);
 	AROUND_EXEC(path, f(path, argv, envp));
 }
 
-EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
+EXPORT EMBER_HOT_TEXT int execvpe(const char *file, char *const argv[], char *const envp[])
 {
 	execve_fn f = REAL(execvpe, execve_fn);
 	NO_REAL(f);
 	AROUND_EXEC(file, f(file, argv, envp));
 }
 
-EXPORT int execv(const char *path, char *const argv[])
+EXPORT EMBER_HOT_TEXT int execv(const char *path, char *const argv[])
 {
 	execv_fn f = REAL(execv, execv_fn);
 	NO_REAL(f);
 	AROUND_EXEC(path, f(path, argv));
 }
 
-EXPORT int execvp(const char *file, char *const argv[])
+EXPORT EMBER_HOT_TEXT int execvp(const char *file, char *const argv[])
 {
 	execv_fn f = REAL(execvp, execv_fn);
 	NO_REAL(f);
 	AROUND_EXEC(file, f(file, argv));
 }
 
-EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
+EXPORT EMBER_HOT_TEXT int fexecve(int fd, char *const argv[], char *const envp[])
 {
 	fexecve_fn f = REAL(fexecve, fexecve_fn);
 	NO_REAL(f);
 	AROUND_EXEC(NULL, f(fd, argv, envp));
 }
 
-EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[], int flags)
+EXPORT EMBER_HOT_TEXT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[], int flags)
 {
 	execveat_fn f = REAL(execveat, execveat_fn);
 	NO_REAL(f);
@@ -440,7 +441,7 @@ EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const
 }
 
 /* The list forms gather their arguments and call the vector forms above. */
-static size_t count_args(va_list ap)
+EMBER_HOT_TEXT static size_t count_args(va_list ap)
 {
 	size_t n = 1; /* arg0 */
 	while (va_arg(ap, char *))
@@ -460,21 +461,21 @@ static size_t count_args(va_list ap)
 		argv[i_] = va_arg(ap_, char *);                                              \
 	argv[n_] = NULL
 
-EXPORT int execl(const char *path, const char *arg, ...)
+EXPORT EMBER_HOT_TEXT int execl(const char *path, const char *arg, ...)
 {
 	GATHER_ARGS(argv, arg, arg);
 	va_end(ap_);
 	return execv(path, argv);
 }
 
-EXPORT int execlp(const char *file, const char *arg, ...)
+EXPORT EMBER_HOT_TEXT int execlp(const char *file, const char *arg, ...)
 {
 	GATHER_ARGS(argv, arg, arg);
 	va_end(ap_);
 	return execvp(file, argv);
 }
 
-EXPORT int execle(const char *path, const char *arg, ...)
+EXPORT EMBER_HOT_TEXT int execle(const char *path, const char *arg, ...)
 {
 	GATHER_ARGS(argv, arg, arg);
 	char *const *envp = va_arg(ap_, char *const *); /* after the NULL */

@@ -24,9 +24,10 @@
 #include "sample/polltls.h"
 #include "sample/sigvirt.h"
 #include "unwind/unwind.h"
+#include "util/hotpage.h"
 
-static _Atomic(ember__sigstate *) g_state;
-static _Atomic int g_inflight;
+static _Atomic(ember__sigstate *) g_state EMBER_HOT_DATA;
+static _Atomic int g_inflight EMBER_HOT_DATA;
 
 __thread int ember__sig_depth __attribute__((tls_model("initial-exec")));
 
@@ -42,7 +43,7 @@ static int32_t current_tid(void)
 	return t;
 }
 
-void ember__sigpath_forget_tid(void)
+EMBER_HOT_TEXT void ember__sigpath_forget_tid(void)
 {
 	tls_tid = 0;
 }
@@ -309,7 +310,7 @@ void ember__sigpath_detach(void)
 	atomic_store_explicit(&g_state, NULL, memory_order_release);
 }
 
-int ember__sigpath_inflight(void)
+EMBER_HOT_TEXT int ember__sigpath_inflight(void)
 {
 	return atomic_load_explicit(&g_inflight, memory_order_acquire);
 }
@@ -325,7 +326,7 @@ void ember__sigpath_leave(void)
 	atomic_fetch_sub_explicit(&g_inflight, 1, memory_order_release);
 }
 
-void ember__sigpath_forget(void)
+EMBER_HOT_TEXT void ember__sigpath_forget(void)
 {
 	atomic_store_explicit(&g_state, NULL, memory_order_release);
 	atomic_store_explicit(&g_inflight, 0, memory_order_release);

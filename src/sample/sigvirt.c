@@ -17,6 +17,7 @@
 #include "sample/sigvirt.h"
 
 #include "sample/handler.h"
+#include "util/hotpage.h"
 
 #include <errno.h>
 #include <stdatomic.h>
@@ -28,9 +29,9 @@
 #define KSIGSET_BYTES 8 /* the kernel's sigset_t: signals 1..64 */
 
 static struct sigaction slots[EMBER_SIGVIRT_SLOTS];
-static _Atomic unsigned slot_next;
-static _Atomic(const struct sigaction *) app_action;
-static _Atomic int owned_signo;
+static _Atomic unsigned slot_next EMBER_HOT_DATA;
+static _Atomic(const struct sigaction *) app_action EMBER_HOT_DATA;
+static _Atomic int owned_signo EMBER_HOT_DATA;
 
 /* The program's virtual block bit and the one signal of its own that
  * waits for it to clear (a standard signal is pending at most once; a
@@ -51,19 +52,37 @@ static __thread volatile unsigned tls_foreign __attribute__((tls_model("initial-
  * sigwait & co if there is one (`waiter`), else it is kept here for the
  * first thread that unblocks or waits. proc_state: 0 empty, 1 being
  * written or read, 2 full. */
-static _Atomic int proc_state;
+static _Atomic int proc_state EMBER_HOT_DATA;
 static siginfo_t proc_si;
-static _Atomic int waiter_tid;
+static _Atomic int waiter_tid EMBER_HOT_DATA;
 
-static void publish(const struct sigaction *sa)
+/* The default action, as current() reports a NULL app_action: stored as
+ * NULL, it leaves slots[] untouched, and with it a page of .bss that each
+ * process of a profiled tree would otherwise fault in at its start, when
+ * ember__sigpath_preclaim() records the program's SIGPROF (util/hotpage.h). */
+EMBER_HOT_TEXT static int is_default(const struct sigaction *sa)
 {
+	if (sa->sa_handler != SIG_DFL || sa->sa_flags != 0)
+		return 0;
+	for (int s = 1; s <= 8 * KSIGSET_BYTES; s++)
+		if (sigismember(&sa->sa_mask, s) == 1)
+			return 0;
+	return 1;
+}
+
+EMBER_HOT_TEXT static void publish(const struct sigaction *sa)
+{
+	if (is_default(sa)) {
+		atomic_store_explicit(&app_action, NULL, memory_order_release);
+		return;
+	}
 	unsigned i = atomic_fetch_add_explicit(&slot_next, 1, memory_order_relaxed) %
 		     EMBER_SIGVIRT_SLOTS;
 	memcpy(&slots[i], sa, sizeof(*sa));
 	atomic_store_explicit(&app_action, &slots[i], memory_order_release);
 }
 
-static void current(struct sigaction *out)
+EMBER_HOT_TEXT static void current(struct sigaction *out)
 {
 	const struct sigaction *p = atomic_load_explicit(&app_action, memory_order_acquire);
 	if (p)
@@ -74,7 +93,7 @@ static void current(struct sigaction *out)
 	}
 }
 
-void ember__sigvirt_own(int signo, const struct sigaction *app)
+EMBER_HOT_TEXT void ember__sigvirt_own(int signo, const struct sigaction *app)
 {
 	publish(app);
 	atomic_store_explicit(&owned_signo, signo, memory_order_release);
@@ -166,7 +185,7 @@ static void keep_proc(const siginfo_t *si)
 	atomic_store(&proc_state, 2);
 }
 
-void ember__sigvirt_set_blocked(int blocked)
+EMBER_HOT_TEXT void ember__sigvirt_set_blocked(int blocked)
 {
 	tls_blocked = blocked ? 1 : 0;
 	int sig = ember__sigvirt_signo();
@@ -283,7 +302,7 @@ void ember__sigvirt_foreign(int sig, siginfo_t *si, void *uc)
 		syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, KSIGSET_BYTES);
 }
 
-int ember__sigvirt_exec_prepare(void)
+EMBER_HOT_TEXT int ember__sigvirt_exec_prepare(void)
 {
 	int sig = ember__sigvirt_signo();
 	if (!sig)
@@ -310,7 +329,7 @@ int ember__sigvirt_exec_prepare(void)
 	return token;
 }
 
-void ember__sigvirt_exec_undo(int token, const struct sigaction *ours)
+EMBER_HOT_TEXT void ember__sigvirt_exec_undo(int token, const struct sigaction *ours)
 {
 	int sig = ember__sigvirt_signo();
 	if (!sig)

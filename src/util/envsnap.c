@@ -2,6 +2,7 @@
  * envsnap.c - the environment the configuration is read from (envsnap.h).
  */
 #include "util/envsnap.h"
+#include "util/hotpage.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -12,10 +13,10 @@ extern char **environ;
 
 /* One block: the pointer array, then the strings. Never freed: fork
  * children inherit it. */
-static char **g_snap;
-static _Atomic int g_use;
+static char **g_snap EMBER_HOT_DATA;
+static _Atomic int g_use EMBER_HOT_DATA;
 
-void ember__env_snapshot_take(void)
+EMBER_HOT_TEXT void ember__env_snapshot_take(void)
 {
 	if (g_snap)
 		return;
@@ -36,13 +37,13 @@ void ember__env_snapshot_take(void)
 	g_snap = v;
 }
 
-void ember__env_snapshot_use(void)
+EMBER_HOT_TEXT void ember__env_snapshot_use(void)
 {
 	if (g_snap)
 		atomic_store(&g_use, 1);
 }
 
-const char *ember__getenv(const char *name)
+EMBER_HOT_TEXT const char *ember__getenv(const char *name)
 {
 	if (!atomic_load(&g_use))
 		return getenv(name);

@@ -3,22 +3,23 @@
  * prepare handler reads it with no agent at hand.
  */
 #include "util/forkguard.h"
+#include "util/hotpage.h"
 
 #include <stdatomic.h>
 
-static _Atomic int g_inside;
+static _Atomic int g_inside EMBER_HOT_DATA;
 
-void ember__forkguard_enter(void)
+EMBER_HOT_TEXT void ember__forkguard_enter(void)
 {
 	atomic_fetch_add(&g_inside, 1);
 }
 
-void ember__forkguard_leave(void)
+EMBER_HOT_TEXT void ember__forkguard_leave(void)
 {
 	atomic_fetch_sub(&g_inside, 1);
 }
 
-int ember__forkguard_busy(void)
+EMBER_HOT_TEXT int ember__forkguard_busy(void)
 {
 	return atomic_load(&g_inside) > 0;
 }

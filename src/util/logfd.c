@@ -12,13 +12,14 @@
 #include <sys/stat.h>
 
 #include "util/fileio.h"
+#include "util/hotpage.h"
 
-static int err_known;      /* descriptor 2 was open at load time */
-static dev_t err_dev;
-static ino_t err_ino;
-static _Atomic uint64_t lost;   /* descriptor 2 not the original any more */
-static _Atomic uint64_t failed; /* write(2) failed (a full disk, a closed pipe) */
-static _Atomic int failed_errno;
+static int err_known EMBER_HOT_DATA;      /* descriptor 2 was open at load time */
+static dev_t err_dev EMBER_HOT_DATA;
+static ino_t err_ino EMBER_HOT_DATA;
+static _Atomic uint64_t lost EMBER_HOT_DATA;   /* descriptor 2 not the original any more */
+static _Atomic uint64_t failed EMBER_HOT_DATA; /* write(2) failed (a full disk, a closed pipe) */
+static _Atomic int failed_errno EMBER_HOT_DATA;
 
 /* Priority 101: before the preloaded agent starts (preload.c's constructor,
  * default priority), whose thread may log at once. */

@@ -11,6 +11,7 @@
 
 #include "emberprof.h"
 #include "util/parse.h"
+#include "util/hotpage.h"
 
 int ember__parse_number(const char *s, unsigned long long *value, const char **unit)
 {
@@ -99,7 +100,7 @@ int ember__parse_duration_ms(const char *s, unsigned *out_ms)
 	return 0;
 }
 
-int ember__parse_bool(const char *s, int *out)
+EMBER_HOT_TEXT int ember__parse_bool(const char *s, int *out)
 {
 	static const char *const yes[] = {"1", "true", "yes", "on"};
 	static const char *const no[] = {"0", "false", "no", "off", ""};
