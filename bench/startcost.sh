@@ -6,8 +6,11 @@
 # configuration the median CPU time (user + sys of the command and all
 # its descendants, from wait4), its ratio to the unprofiled median of the
 # same rounds, the median of the per-round ratios, the median max RSS
-# (the largest process of the tree) and, for emberprof, the profile files
-# written.
+# (the largest process of the tree), the median page faults of the tree
+# and their ratio to the unprofiled median (a count that hardly varies
+# from run to run, where CPU time on a virtual machine does; there a
+# fault costs tens of microseconds) and, for emberprof, the profile
+# files written.
 #
 #     bash bench/startcost.sh BUILD_DIR [CASE...]
 #
@@ -73,29 +76,31 @@ run_case() {
 		done
 	done
 	echo "== $name ($rounds rounds): median CPU s, ratio of medians to unprofiled, median" \
-		"of per-round ratios [min..max], median max RSS MiB (+ over unprofiled), files"
+		"of per-round ratios [min..max], median max RSS MiB (+ over unprofiled)," \
+		"median page faults (ratio to unprofiled), files"
 	awk -v base="${configs[0]%%|*}" '
 	function median(arr, m,   i, j, t, a) {
 		for (i = 1; i <= m; i++) a[i] = arr[i]
 		for (i = 2; i <= m; i++) for (j = i; j > 1 && a[j-1] > a[j]; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
 		return m % 2 ? a[(m+1)/2] : (a[m/2] + a[m/2+1]) / 2
 	}
-	{ cpu[$2, $1] = $3; rss[$2, $1] = $5; files[$2, $1] = $7; if (!($2 in seen)) { seen[$2] = 1; order[++nl] = $2 } rounds[$1] = 1 }
+	{ cpu[$2, $1] = $3; rss[$2, $1] = $5; flt[$2, $1] = $7; files[$2, $1] = $8; if (!($2 in seen)) { seen[$2] = 1; order[++nl] = $2 } rounds[$1] = 1 }
 	END {
 		nr = 0; for (r in rounds) nr++
-		for (r = 0; r < nr; r++) { bc[r+1] = cpu[base, r]; br[r+1] = rss[base, r] }
-		bcm = median(bc, nr); brm = median(br, nr)
+		for (r = 0; r < nr; r++) { bc[r+1] = cpu[base, r]; br[r+1] = rss[base, r]; bf[r+1] = flt[base, r] }
+		bcm = median(bc, nr); brm = median(br, nr); bfm = median(bf, nr)
 		for (l = 1; l <= nl; l++) {
 			lab = order[l]
 			lo = 1e9; hi = 0
 			for (r = 0; r < nr; r++) {
-				c[r+1] = cpu[lab, r]; m[r+1] = rss[lab, r]; f[r+1] = files[lab, r]
+				c[r+1] = cpu[lab, r]; m[r+1] = rss[lab, r]; f[r+1] = files[lab, r]; g[r+1] = flt[lab, r]
 				q[r+1] = cpu[base, r] > 0 ? cpu[lab, r] / cpu[base, r] : 0
 				if (q[r+1] < lo) lo = q[r+1]; if (q[r+1] > hi) hi = q[r+1]
 			}
-			cm = median(c, nr); mm = median(m, nr)
-			printf "  %-10s cpu %7.3f s  x%5.2f  (per round x%5.2f [%4.2f..%4.2f])  rss %7.1f MiB (%+6.1f)  files %d\n",
-				lab, cm, (bcm > 0 ? cm / bcm : 0), median(q, nr), lo, hi, mm / 1024, (mm - brm) / 1024, median(f, nr)
+			cm = median(c, nr); mm = median(m, nr); gm = median(g, nr)
+			printf "  %-10s cpu %7.3f s  x%5.2f  (per round x%5.2f [%4.2f..%4.2f])  rss %7.1f MiB (%+6.1f)  faults %7d (x%4.2f)  files %d\n",
+				lab, cm, (bcm > 0 ? cm / bcm : 0), median(q, nr), lo, hi, mm / 1024, (mm - brm) / 1024,
+				gm, (bfm > 0 ? gm / bfm : 0), median(f, nr)
 		}
 	}' "$tsv"
 }
