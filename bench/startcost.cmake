@@ -6,3 +6,7 @@ target_compile_definitions(ember_bench_cpurun PRIVATE _GNU_SOURCE)
 
 # A preloaded library that does nothing: the loop case's floor.
 add_library(ember_bench_empty_preload SHARED empty_preload.c)
+
+# Sorting a big module's symbol index: glibc's qsort against ember__sort.
+add_executable(ember_bench_sort_faults sort_faults.c)
+target_link_libraries(ember_bench_sort_faults PRIVATE emberprof_internal)

@@ -11,6 +11,7 @@
 #include "symbols/elfguard.h"
 #include "symbols/pltsyms.h"
 #include "util/error.h"
+#include "util/sort.h"
 
 #define MAX_SCOPES 64 /* inline depth we look at before trimming */
 #define RANK_NAME_DONE 0x80000000u /* in a symbol's rank: its name is final */
@@ -161,7 +162,7 @@ int ember__symindex_build_syms(ember__symindex *ix, Dwfl_Module *dm, uint64_t st
 		return err;
 	}
 	if (n > 1)
-		qsort(v, n, sizeof(*v), cmp_sym);
+		ember__sort(v, n, sizeof(*v), cmp_sym); /* no second array (util/sort.h) */
 	size_t k = 0; /* keep the preferred symbol of each address */
 	for (size_t i = 0; i < n; i++) {
 		if (k == 0 || v[k - 1].addr != v[i].addr)
@@ -347,7 +348,7 @@ int ember__symindex_build_funcs(ember__symindex *ix, Dwfl_Module *dm, uint64_t s
 		}
 	}
 	if (fv.n > 1) /* qsort(NULL, 0) is undefined: a module may have no functions */
-		qsort(fv.v, fv.n, sizeof(*fv.v), cmp_func);
+		ember__sort(fv.v, fv.n, sizeof(*fv.v), cmp_func);
 	ix->funcs = fv.v;
 	ix->nfuncs = fv.n;
 	return 0;
