@@ -47,6 +47,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "median.h"
+
 enum { A_NONE, A_NONE2, A_PERF_NOSIG, A_PERF_SIG, A_PERF_READ, A_PERF_SIGTRAP, A_CPUTIMER,
        A_MONOTIMER, A_COUNT };
 static const char *arm_names[A_COUNT] = {"none",	  "none2",	"perf-nosig", "perf-sig",
@@ -161,18 +163,6 @@ static int run_arm(int a, int64_t period_ns, long iters, int64_t *cpu_ns, long *
 	return 0;
 }
 
-static int cmp_d(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(*v), cmp_d);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 int main(int argc, char **argv)
 {
 	int rounds = argc > 1 ? atoi(argv[1]) : 9;
@@ -223,8 +213,8 @@ int main(int argc, char **argv)
 			printf("%-12s (not available here)\n", arm_names[a]);
 			continue;
 		}
-		printf("%-12s %10.4f %12.0f %16.2f\n", arm_names[a], median(ratio[a], rounds),
-		       median(sigs[a], rounds), median(per_sig_us[a], rounds));
+		printf("%-12s %10.4f %12.0f %16.2f\n", arm_names[a], bench_median(ratio[a], rounds),
+		       bench_median(sigs[a], rounds), bench_median(per_sig_us[a], rounds));
 	}
 	return 0;
 }

@@ -51,6 +51,7 @@
 #include <unistd.h>
 
 #include "unwind/unwind.h"
+#include "median.h"
 
 #if defined(__x86_64__)
 
@@ -269,18 +270,6 @@ static struct result run_block(int mode, uint64_t period, uint64_t work)
 	return res;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(*v), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 int main(int argc, char **argv)
 {
 	int rounds = argc > 1 ? atoi(argv[1]) : 9;
@@ -322,17 +311,17 @@ int main(int argc, char **argv)
 			nsamp[m] += x.samples;
 		}
 	}
-	double base = median(cpu[M_BASE], rounds);
+	double base = bench_median(cpu[M_BASE], rounds);
 	printf("period %llu ns, %d rounds, depth %d, work %.3f s of CPU (median, unsampled)\n",
 	       (unsigned long long)period, rounds, DEPTH, base);
-	double event = median(cpu[M_EVENT], rounds);
+	double event = bench_median(cpu[M_EVENT], rounds);
 	printf("%-8s %10s %9s %8s %11s %14s %14s %10s %8s\n", "mode", "cpu s", "ratio", "samples",
 	       "us/sample", "over event us", "reader us/smp", "bytes/smp", "lost");
 	for (int m = 0; m < NMODES; m++) {
-		double c = median(cpu[m], rounds), s = median(samples[m], rounds);
+		double c = bench_median(cpu[m], rounds), s = bench_median(samples[m], rounds);
 		double per = m == M_BASE || s < 1 ? 0 : (c - base) / s * 1e6;
 		double over = m <= M_EVENT || s < 1 ? 0 : (c - event) / s * 1e6;
-		double rc = median(rcpu[m], rounds);
+		double rc = bench_median(rcpu[m], rounds);
 		printf("%-8s %10.4f %9.4f %8.0f %11.2f %14.2f %14.2f %10.0f %8llu\n", mode_name[m], c,
 		       c / base, s, per, over, s >= 1 ? rc / s * 1e6 : 0.0,
 		       nsamp[m] ? (double)bytes[m] / (double)nsamp[m] : 0.0,

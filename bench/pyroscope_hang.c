@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "emberprof.h"
+#include "median.h"
 
 extern char **environ;
 
@@ -173,18 +174,6 @@ static result run_once(const server *s, int hang, double seconds, int nthreads)
 	return res;
 }
 
-static int cmp_double(const void *x, const void *y)
-{
-	double a = *(const double *)x, b = *(const double *)y;
-	return a < b ? -1 : a > b;
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(*v), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 int main(int argc, char **argv)
 {
 	double seconds = 8;
@@ -217,7 +206,7 @@ int main(int argc, char **argv)
 			       r.stop_s, r.shutdown_s, r.ok, r.dropped);
 		}
 	}
-	double h = median(healthy, rounds), g = median(hanging, rounds);
+	double h = bench_median(healthy, rounds), g = bench_median(hanging, rounds);
 	printf("median: healthy %.1f units/s, hanging %.1f units/s, ratio hanging/healthy %.3f\n", h, g,
 	       g / h);
 	server_stop(&s);

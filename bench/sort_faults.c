@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "util/sort.h"
+#include "median.h"
 
 typedef struct {
 	uint64_t addr, size;
@@ -134,18 +135,6 @@ static int measure(const entry *v, size_t n, int ours, double out[2])
 		       : -1;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(*v), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -171,8 +160,8 @@ int main(int argc, char **argv)
 			cpu[ours][r] = res[0];
 			flt[ours][r] = res[1];
 		}
-	double qc = median(cpu[0], rounds), ec = median(cpu[1], rounds);
-	double qf = median(flt[0], rounds), ef = median(flt[1], rounds);
+	double qc = bench_median(cpu[0], rounds), ec = bench_median(cpu[1], rounds);
+	double qf = bench_median(flt[0], rounds), ef = bench_median(flt[1], rounds);
 	printf("%s: %zu entries of %zu bytes (%.1f MiB), %d rounds, medians\n", argv[1], n,
 	       sizeof(entry), (double)(n * sizeof(entry)) / (1 << 20), rounds);
 	printf("  qsort        cpu %8.2f ms  faults %7.0f\n", qc * 1e3, qf);
