@@ -5,8 +5,8 @@
  *     ember_bench_sort_faults ELF_FILE [ROUNDS]
  *
  * Reads the function symbols of ELF_FILE (.symtab, else .dynsym) into
- * entries shaped as the symbolizer's index (32 bytes: address, size,
- * name, rank), then, ROUNDS times (5), in a fresh fork child each, for
+ * entries shaped as the symbolizer's index (symbols/symindex.h: 24
+ * bytes, address, name, size, rank), then, ROUNDS times (5), in a fresh fork child each, for
  * each sort in turn: copies them into a new array (untimed, as the index
  * build fills its array), sorts it by address, size and rank, and
  * reports the CPU time and page faults of the sort alone. Prints the
@@ -30,9 +30,9 @@
 #include "median.h"
 
 typedef struct {
-	uint64_t addr, size;
+	uint64_t addr;
 	const char *name;
-	unsigned rank;
+	uint32_t size, rank;
 } entry;
 
 static int cmp_entry(const void *a, const void *b)
@@ -84,7 +84,8 @@ static entry *read_syms(const char *path, size_t *n)
 		    (type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_NOTYPE))
 			continue;
 		unsigned rank = bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2;
-		v[(*n)++] = (entry){sym[i].st_value, sym[i].st_size, str + sym[i].st_name,
+		v[(*n)++] = (entry){sym[i].st_value, str + sym[i].st_name,
+				    sym[i].st_size > UINT32_MAX ? UINT32_MAX : (uint32_t)sym[i].st_size,
 				    type == STT_NOTYPE ? rank + 3 : rank};
 	}
 	return v;

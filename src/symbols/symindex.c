@@ -72,6 +72,11 @@ static int cmp_sym(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
+static uint32_t clamp_size(uint64_t size)
+{
+	return size > UINT32_MAX ? UINT32_MAX : (uint32_t)size;
+}
+
 static unsigned sym_rank(const GElf_Sym *sym)
 {
 	int bind = GELF_ST_BIND(sym->st_info);
@@ -112,7 +117,7 @@ static int add_plt_stubs(ember__symindex *ix, Dwfl_Module *dm, uint64_t start, u
 	for (size_t i = 0; i < ns; i++) {
 		uint64_t addr = stubs[i].addr + bias;
 		if (addr >= start && addr < limit)
-			nv[(*n)++] = (ember__sym_entry){addr, stubs[i].size, stubs[i].name,
+			nv[(*n)++] = (ember__sym_entry){addr, stubs[i].name, clamp_size(stubs[i].size),
 							RANK_NAME_DONE};
 	}
 	free(stubs);
@@ -151,7 +156,7 @@ int ember__symindex_build_syms(ember__symindex *ix, Dwfl_Module *dm, uint64_t st
 			continue;
 		if (addr < start || addr >= limit)
 			continue;
-		v[n++] = (ember__sym_entry){addr, sym.st_size, name, sym_rank(&sym)};
+		v[n++] = (ember__sym_entry){addr, name, clamp_size(sym.st_size), sym_rank(&sym)};
 	}
 	if (!err && dm)
 		err = add_plt_stubs(ix, dm, start, limit, &v, &n);

@@ -25,12 +25,15 @@
 #include "util/arena.h"
 #include "util/dep_elfutils.h"
 
-/* One function symbol of a module's index; name is libelf-owned. */
+/* One function symbol of a module's index; name is libelf-owned. 24
+ * bytes: a big module's index is hundreds of thousands of them, each page
+ * of which is a page fault when it is built. */
 typedef struct ember__sym_entry {
-	uint64_t addr, size;
+	uint64_t addr;
 	const char *name; /* libelf's, or in the index's arena (see below) */
-	unsigned rank; /* preference among symbols at one address, lower wins;
-			* its top bit: the name is final (symindex.c) */
+	uint32_t size;    /* the symbol's size, at most UINT32_MAX (no function is larger) */
+	uint32_t rank;    /* preference among symbols at one address, lower wins;
+			   * its top bit: the name is final (symindex.c) */
 } ember__sym_entry;
 
 /* One function's code range in the DWARF index. */
