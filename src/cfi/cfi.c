@@ -30,6 +30,7 @@
 #include "emberprof.h"
 #include "unwind/arch.h"
 #include "util/error.h"
+#include "util/sort.h"
 
 /* ---- the rule state ---- */
 
@@ -960,7 +961,7 @@ static int finish(ember__cfi_builder *b, ember__cfi_table **out, int pack)
 			goto oom;
 	}
 	if (b->nruns)
-		qsort(b->runs, b->nruns, sizeof(*b->runs), cmp_runs);
+		ember__sort(b->runs, b->nruns, sizeof(*b->runs), cmp_runs); /* util/sort.h */
 	/* Priority by priority: keep a run unless it overlaps one kept from a
 	 * higher priority or the previous one kept at its own. */
 	size_t nacc = 0;
