@@ -111,9 +111,12 @@ typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *),
 static create_fn g_create EMBER_HOT_DATA;    /* libc's pthread_create, found before main() */
 /* The helper's stack: a fork child inherits it untouched (no mmap, no
  * guard page to make, pages faulted in only as used). glibc keeps the
- * thread's descriptor at its top. Enough for the agent's start. */
+ * thread's descriptor at its top. Enough for the agent's start. Aligned
+ * to 64 bytes, not a page: a page alignment would start .bss on a page
+ * of its own, and the C runtime's exit flag at its start would cost every
+ * process a fault at exit (util/hotpage.h). */
 #define FC_STACK (256u << 10)
-static char g_stack[FC_STACK] __attribute__((aligned(4096)));
+static char g_stack[FC_STACK] __attribute__((aligned(64)));
 static _Atomic int g_state EMBER_HOT_DATA;
 static _Atomic pid_t g_pid EMBER_HOT_DATA;   /* the process g_state belongs to */
 static int64_t g_forked_ns EMBER_HOT_DATA;   /* CLOCK_MONOTONIC at the fork */
