@@ -40,8 +40,14 @@ int main(void)
 		IT_CHECK(r.st.perf_events >= 3, "every worker gets a perf event (%llu)",
 			 (unsigned long long)r.st.perf_events);
 		IT_CHECK(r.st.timer_failures == 0, "no perf event failed");
+		/* Signals the kernel merges (a vCPU descheduled for a moment,
+		 * the handler slower under ASan) arrive as fewer samples that
+		 * each weigh the periods they stand for: the sampled CPU below
+		 * stays exact. CI's ASan stage once saw 0.915 of the count with
+		 * 0.995 of the CPU (normally 0.995 of both); a count below 0.85
+		 * is throttling or loss, not merging. */
 		if (hz == 1000)
-			IT_CHECK(delivered >= 0.95, "perf at 1 kHz delivered only %.3f of the expected samples",
+			IT_CHECK(delivered >= 0.85, "perf at 1 kHz delivered only %.3f of the expected samples",
 				 delivered);
 		IT_CHECK(fabs(ratio - 1.0) <= 0.05,
 			 "sampled CPU %.3f s is not within 5%% of the threads' CPU %.3f s", r.sampled_s,
