@@ -52,7 +52,7 @@
  * Lazy-binding PLT stubs describe their CFA with one DWARF expression:
  * rsp + base + ((rip & 15) >= threshold ? 8 : 0), i.e. 8 more once the
  * stub has pushed its relocation index. The table builder recognises this
- * exact byte pattern (see cfi.c) and keeps base and threshold.
+ * exact byte pattern (see cfi_program.c) and keeps base and threshold.
  */
 #define EMBER_ARCH_HAS_PLT_EXPR 1
 

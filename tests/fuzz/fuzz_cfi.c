@@ -1,7 +1,7 @@
 /*
  * fuzz_cfi.c - libFuzzer target for the CFI parser and table builder
- * (src/cfi/cfi.c), and for the DWARF unwinder walking whatever table comes
- * out (src/unwind/unwind_dwarf.c).
+ * (src/cfi/cfi.c, cfi_program.c), and for the DWARF unwinder walking
+ * whatever table comes out (src/unwind/unwind_dwarf.c).
  *
  * Input layout (little-endian), by the low two bits of the first byte:
  *   0: u32 vaddr, then raw .eh_frame bytes (linear walk)
