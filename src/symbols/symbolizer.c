@@ -22,7 +22,10 @@
  * address cache is bounded; when it fills up, or when a module goes away,
  * it is emptied, which frees only the frame arrays, never the strings.
  *
- * The per-module symbol and function indexes live in symindex.c, the
+ * Resolving one address of a module into frames (symbol, file and line,
+ * inlined calls, demangled and interned names) lives in
+ * symbolizer_resolve.c (the state both files share: symbolizer_internal.h),
+ * the per-module symbol and function indexes in symindex.c, the
  * local-disk search for separate debug files in debugfile.c.
  *
  * Every call into elfutils runs inside a guard (elfguard.h): where libdw
@@ -34,6 +37,7 @@
  * MAX_ELF_FAILURES such failures the symbolizer stops using elfutils.
  */
 #include "symbols/symbolizer.h"
+#include "symbols/symbolizer_internal.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -45,7 +49,6 @@
 
 #include "emberprof.h"
 #include "symbols/debugfile.h"
-#include "symbols/demangle.h"
 #include "symbols/elfguard.h"
 #include "symbols/perfmap.h"
 #include "symbols/procmaps.h"
@@ -60,100 +63,6 @@
 
 /* ---------------------------------------------------------------------- */
 /* Modules                                                                 */
-
-typedef struct sym_module {
-	ember__module_info info; /* path and build_id point into arena */
-	uint64_t inode;
-	uint32_t dev_major, dev_minor;
-	Dwfl_Module *dm;         /* NULL if libdwfl does not know the module */
-	uint64_t dm_low, dm_high; /* dm's range when attached (a module libdwfl
-				   * made anew may reuse a freed one's address) */
-	size_t index;            /* position in the symbolizer's tables */
-	int seen;                /* marked while diffing during a refresh */
-	int elf_failed;          /* elfutils gave up inside it: never ask again */
-	ember__arena arena;      /* every string handed out for this module */
-	const char **strs;       /* interned strings: open addressing */
-	size_t strs_cap, strs_count;
-	ember__symindex ix;      /* symbols and functions of dm, built lazily */
-} sym_module;
-
-typedef struct cache_entry {
-	uint64_t addr;
-	sym_module *mod;               /* NULL: empty slot */
-	uint32_t nframes;
-	ember__symbol_frame first;     /* frames[0] */
-	ember__symbol_frame *rest;     /* frames[1..nframes-1], malloc'd */
-} cache_entry;
-
-struct ember__symbolizer {
-	Dwfl *dwfl;
-	pid_t pid;
-	sym_module **mods;          /* sorted by start */
-	ember__module_info *infos;  /* infos[i] is a copy of mods[i]->info */
-	size_t nmods;
-	uint32_t next_id;
-	int lines; /* EMBER__LINES_* */
-	cache_entry *cache;
-	size_t cache_cap, cache_count;
-	/* JIT code: the anonymous executable mappings, sorted by start, named
-	 * from the perf map /tmp/perf-PID.map when the runtime writes one */
-	ember__module_info *jits;
-	size_t njits;
-	ember__perfmap_file pmf;
-	/* Modules whose ELF file could not be read (their frames stay
-	 * unnamed), and the last one's path and reason, for the log. */
-	uint64_t unreadable;
-	char unreadable_last[512];
-	/* Calls elfutils gave up inside (elfguard.h), the module being worked
-	 * on (to blame), and the last failure, for the log. */
-	uint64_t elf_failures;
-	sym_module *busy;
-	char elf_failed_last[512];
-};
-
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = 1469598103934665603ull; /* FNV-1a */
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
-}
-
-/*
- * Returns the module's copy of s, adding it if needed, or NULL on OOM.
- * NULL in gives NULL out without error (callers check `s` first).
- */
-static const char *intern(sym_module *m, const char *s)
-{
-	if (m->strs_count * 2 >= m->strs_cap) {
-		size_t ncap = m->strs_cap ? m->strs_cap * 2 : 64;
-		const char **n = calloc(ncap, sizeof(*n));
-		if (!n)
-			return NULL;
-		for (size_t i = 0; i < m->strs_cap; i++) {
-			if (!m->strs[i])
-				continue;
-			size_t j = hash_str(m->strs[i]) & (ncap - 1);
-			while (n[j])
-				j = (j + 1) & (ncap - 1);
-			n[j] = m->strs[i];
-		}
-		free(m->strs);
-		m->strs = n;
-		m->strs_cap = ncap;
-	}
-	size_t j = hash_str(s) & (m->strs_cap - 1);
-	for (; m->strs[j]; j = (j + 1) & (m->strs_cap - 1)) {
-		if (strcmp(m->strs[j], s) == 0)
-			return m->strs[j];
-	}
-	const char *copy = ember__arena_strdup(&m->arena, s);
-	if (!copy)
-		return NULL;
-	m->strs[j] = copy;
-	m->strs_count++;
-	return copy;
-}
 
 static void module_free(sym_module *m)
 {
@@ -376,165 +285,6 @@ static void cache_put(ember__symbolizer *s, cache_entry *e)
 	s->cache_count++;
 }
 
-/* ---------------------------------------------------------------------- */
-/* Resolving one address                                                   */
-
-/* Demangles a name, keeping a PLT stub's "@plt" suffix (as perf does:
- * "_ZN3foo3barEv@plt" is "foo::bar()@plt"). Malloc'd, or NULL if the name
- * is not mangled. */
-static char *demangle_stub(const char *name)
-{
-	size_t len = strlen(name);
-	if (len <= 4 || strcmp(name + len - 4, "@plt") != 0)
-		return ember__demangle(name);
-	char *base = strndup(name, len - 4);
-	char *d = base ? ember__demangle(base) : NULL;
-	free(base);
-	if (!d)
-		return NULL;
-	size_t dl = strlen(d);
-	char *full = realloc(d, dl + 5);
-	if (!full) {
-		free(d);
-		return NULL;
-	}
-	memcpy(full + dl, "@plt", 5);
-	return full;
-}
-
-/* Interns one raw frame's strings into the module; demangles the name. */
-static int finish_frame(sym_module *m, const ember__raw_frame *raw, ember__symbol_frame *f)
-{
-	*f = (ember__symbol_frame){0};
-	f->line = raw->line;
-	if (raw->file && !(f->file = intern(m, raw->file)))
-		return ember__error_oom("symbol strings");
-	if (!raw->system_name)
-		return 0;
-	if (!(f->system_name = intern(m, raw->system_name)))
-		return ember__error_oom("symbol strings");
-	char *demangled = demangle_stub(raw->system_name);
-	if (demangled) {
-		f->function = intern(m, demangled);
-		free(demangled);
-		if (!f->function)
-			return ember__error_oom("symbol strings");
-	} else {
-		f->function = f->system_name;
-	}
-	return 0;
-}
-
-/* System libraries live here; their debug info is usually a separate,
- * compressed file of tens of MB (libc6-dbg), costly to load. */
-static int system_path(const char *path)
-{
-	static const char *const dirs[] = {"/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/",
-					   "/usr/libexec/"};
-	for (size_t i = 0; i < sizeof(dirs) / sizeof(*dirs); i++)
-		if (!strncmp(path, dirs[i], strlen(dirs[i])))
-			return 1;
-	return path[0] == '['; /* [vdso] and friends */
-}
-
-static int wants_dwarf(const ember__symbolizer *s, const sym_module *m)
-{
-	switch (s->lines) {
-	case EMBER__LINES_ALL:
-		return 1;
-	case EMBER__LINES_NONE:
-		return 0;
-	default:
-		return !system_path(m->info.path);
-	}
-}
-
-void ember__symbolizer_set_lines(ember__symbolizer *s, int policy)
-{
-	s->lines = policy;
-}
-
-/* Resolves addr in module m into a new cache entry (not yet inserted). */
-static int resolve(ember__symbolizer *s, sym_module *m, uint64_t addr, cache_entry *e)
-{
-	ember__raw_frame raw[EMBER_MAX_INLINE];
-	int n = 0;
-	*e = (cache_entry){.addr = addr, .mod = m};
-	if (!m->dm)
-		return 0;
-
-	if (!m->ix.syms_built) {
-		int err = ember__symindex_build_syms(&m->ix, m->dm, m->info.start, m->info.limit);
-		if (err)
-			return err;
-	}
-	const char *symname = ember__symindex_symbol_at(&m->ix, addr);
-	const char *file = NULL;
-	int line = 0;
-	int dwarf = wants_dwarf(s, m);
-	if (dwarf) {
-		/* Before libdw allocates anything for it: its own handler exits. */
-		Dwarf_Addr dwbias;
-		Dwarf *dw = dwfl_module_getdwarf(m->dm, &dwbias);
-		if (dw)
-			dwarf_new_oom_handler(dw, ember__elfguard_oom);
-	}
-	Dwfl_Line *dl = dwarf ? dwfl_module_getsrc(m->dm, addr) : NULL;
-	if (dl)
-		file = dwfl_lineinfo(dl, NULL, &line, NULL, NULL, NULL);
-	if (!file)
-		line = 0;
-
-	if (!dwarf) {
-		n = 0; /* symbols only: no inline expansion without DWARF */
-	} else if (!m->ix.funcs_built) {
-		int err = ember__symindex_build_funcs(&m->ix, m->dm, m->info.start, m->info.limit);
-		if (err)
-			return err;
-		m->info.has_lines = m->ix.dw != NULL;
-		s->infos[m->index].has_lines = m->info.has_lines;
-	}
-	if (dwarf)
-		n = ember__symindex_inline_frames(&m->ix, addr, raw, EMBER_MAX_INLINE);
-	if (n > 0) {
-		raw[0].file = file;
-		raw[0].line = line;
-		/* The symbol table names the real (outermost) function best: it
-		 * is what the linker saw, e.g. "foo.cold" for a split function. */
-		if (symname)
-			raw[n - 1].system_name = symname;
-	} else if (symname || file) {
-		raw[0] = (ember__raw_frame){symname, file, line};
-		n = 1;
-	}
-
-	ember__symbol_frame frames[EMBER_MAX_INLINE];
-	for (int i = 0; i < n; i++) {
-		int err = finish_frame(m, &raw[i], &frames[i]);
-		if (err)
-			return err;
-	}
-	if (n > 1) {
-		e->rest = malloc((size_t)(n - 1) * sizeof(*e->rest));
-		if (!e->rest)
-			return ember__error_oom("symbol frames");
-		memcpy(e->rest, frames + 1, (size_t)(n - 1) * sizeof(*e->rest));
-	}
-	if (n > 0)
-		e->first = frames[0];
-	e->nframes = (uint32_t)n;
-	return 0;
-}
-
-static void fill_info(const ember__symbolizer *s, const cache_entry *e, ember__symbol_info *out)
-{
-	out->module = &s->infos[e->mod->index];
-	out->nframes = e->nframes;
-	if (e->nframes > 0)
-		out->frames[0] = e->first;
-	for (uint32_t i = 1; i < e->nframes; i++)
-		out->frames[i] = e->rest[i - 1];
-}
 
 /* Index of the range of v[0..n) (sorted, disjoint) containing addr, or -1. */
 static ptrdiff_t find_range(const ember__module_info *v, size_t n, uint64_t addr)
@@ -664,7 +414,7 @@ static int resolve_cb(void *arg)
 {
 	struct resolve_call *c = arg;
 	c->s->busy = c->m;
-	return resolve(c->s, c->m, c->addr, c->e);
+	return ember__symbolizer_resolve(c->s, c->m, c->addr, c->e);
 }
 
 static void elfutils_gave_up(ember__symbolizer *s, const char *why);
@@ -682,7 +432,7 @@ int ember__symbolizer_lookup(ember__symbolizer *s, uint64_t addr, ember__symbol_
 
 	cache_entry *hit = cache_get(s, addr);
 	if (hit) {
-		fill_info(s, hit, out);
+		ember__symbolizer_fill_info(s, hit, out);
 		return 0;
 	}
 	cache_entry e;
@@ -703,7 +453,7 @@ int ember__symbolizer_lookup(ember__symbolizer *s, uint64_t addr, ember__symbol_
 		return err;
 	}
 	/* Fill from the local entry: cache_put may have to drop it. */
-	fill_info(s, &e, out);
+	ember__symbolizer_fill_info(s, &e, out);
 	cache_put(s, &e);
 	return 0;
 }

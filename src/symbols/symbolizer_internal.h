@@ -1,0 +1,84 @@
+/*
+ * symbolizer_internal.h - the symbolizer's state (symbolizer.h), shared by
+ * symbolizer.c (the module table kept in step with libdwfl's, the address
+ * cache, JIT code, refreshing) and symbolizer_resolve.c (one address of a
+ * module into frames: symbol, file and line, inlined calls, demangled
+ * names interned into the module). Private to src/symbols/. Agent thread
+ * only; nothing here is async-signal-safe.
+ */
+#ifndef EMBER_SYMBOLS_SYMBOLIZER_INTERNAL_H
+#define EMBER_SYMBOLS_SYMBOLIZER_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "symbols/perfmap.h"
+#include "symbols/symbolizer.h"
+#include "symbols/symindex.h"
+#include "util/arena.h"
+#include "util/dep_elfutils.h"
+
+typedef struct sym_module {
+	ember__module_info info; /* path and build_id point into arena */
+	uint64_t inode;
+	uint32_t dev_major, dev_minor;
+	Dwfl_Module *dm;         /* NULL if libdwfl does not know the module */
+	uint64_t dm_low, dm_high; /* dm's range when attached (a module libdwfl
+				   * made anew may reuse a freed one's address) */
+	size_t index;            /* position in the symbolizer's tables */
+	int seen;                /* marked while diffing during a refresh */
+	int elf_failed;          /* elfutils gave up inside it: never ask again */
+	ember__arena arena;      /* every string handed out for this module */
+	const char **strs;       /* interned strings: open addressing */
+	size_t strs_cap, strs_count;
+	ember__symindex ix;      /* symbols and functions of dm, built lazily */
+} sym_module;
+
+typedef struct cache_entry {
+	uint64_t addr;
+	sym_module *mod;               /* NULL: empty slot */
+	uint32_t nframes;
+	ember__symbol_frame first;     /* frames[0] */
+	ember__symbol_frame *rest;     /* frames[1..nframes-1], malloc'd */
+} cache_entry;
+
+struct ember__symbolizer {
+	Dwfl *dwfl;
+	pid_t pid;
+	sym_module **mods;          /* sorted by start */
+	ember__module_info *infos;  /* infos[i] is a copy of mods[i]->info */
+	size_t nmods;
+	uint32_t next_id;
+	int lines; /* EMBER__LINES_* */
+	cache_entry *cache;
+	size_t cache_cap, cache_count;
+	/* JIT code: the anonymous executable mappings, sorted by start, named
+	 * from the perf map /tmp/perf-PID.map when the runtime writes one */
+	ember__module_info *jits;
+	size_t njits;
+	ember__perfmap_file pmf;
+	/* Modules whose ELF file could not be read (their frames stay
+	 * unnamed), and the last one's path and reason, for the log. */
+	uint64_t unreadable;
+	char unreadable_last[512];
+	/* Calls elfutils gave up inside (elfguard.h), the module being worked
+	 * on (to blame), and the last failure, for the log. */
+	uint64_t elf_failures;
+	sym_module *busy;
+	char elf_failed_last[512];
+};
+
+/*
+ * Resolves addr in module m into a new cache entry (not yet inserted):
+ * its frames, their strings interned into m (symbolizer_resolve.c). Call
+ * it inside ember__elfguard_run (elfguard.h): it gives the module's Dwarf
+ * the guard's out-of-memory handler. 0 or an ember_err.
+ */
+int ember__symbolizer_resolve(ember__symbolizer *s, sym_module *m, uint64_t addr, cache_entry *e);
+
+/* Fills *out from a cache entry (its strings stay the module's). */
+void ember__symbolizer_fill_info(const ember__symbolizer *s, const cache_entry *e,
+				 ember__symbol_info *out);
+
+#endif

@@ -1,0 +1,227 @@
+/*
+ * symbolizer_resolve.c - one address of a module into frames for the
+ * symbolizer (symbolizer_internal.h): the symbol that covers it (symindex.c's
+ * index of the module's symbol table), its file and line and the calls
+ * inlined there from DWARF (for the modules the line policy wants:
+ * ember__symbolizer_set_lines), each name demangled, every string
+ * interned into the module's arena. The module table, the address cache
+ * and the elfutils guard around each call are symbolizer.c's.
+ *
+ * Agent thread only; not async-signal-safe.
+ */
+#include "symbols/symbolizer_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "emberprof.h"
+#include "symbols/demangle.h"
+#include "symbols/elfguard.h"
+#include "util/error.h"
+
+/* ---------------------------------------------------------------------- */
+/* Strings of the module                                                   */
+
+static uint64_t hash_str(const char *s)
+{
+	uint64_t h = 1469598103934665603ull; /* FNV-1a */
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+/*
+ * Returns the module's copy of s, adding it if needed, or NULL on OOM.
+ * NULL in gives NULL out without error (callers check `s` first).
+ */
+static const char *intern(sym_module *m, const char *s)
+{
+	if (m->strs_count * 2 >= m->strs_cap) {
+		size_t ncap = m->strs_cap ? m->strs_cap * 2 : 64;
+		const char **n = calloc(ncap, sizeof(*n));
+		if (!n)
+			return NULL;
+		for (size_t i = 0; i < m->strs_cap; i++) {
+			if (!m->strs[i])
+				continue;
+			size_t j = hash_str(m->strs[i]) & (ncap - 1);
+			while (n[j])
+				j = (j + 1) & (ncap - 1);
+			n[j] = m->strs[i];
+		}
+		free(m->strs);
+		m->strs = n;
+		m->strs_cap = ncap;
+	}
+	size_t j = hash_str(s) & (m->strs_cap - 1);
+	for (; m->strs[j]; j = (j + 1) & (m->strs_cap - 1)) {
+		if (strcmp(m->strs[j], s) == 0)
+			return m->strs[j];
+	}
+	const char *copy = ember__arena_strdup(&m->arena, s);
+	if (!copy)
+		return NULL;
+	m->strs[j] = copy;
+	m->strs_count++;
+	return copy;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Resolving one address                                                   */
+
+/* Demangles a name, keeping a PLT stub's "@plt" suffix (as perf does:
+ * "_ZN3foo3barEv@plt" is "foo::bar()@plt"). Malloc'd, or NULL if the name
+ * is not mangled. */
+static char *demangle_stub(const char *name)
+{
+	size_t len = strlen(name);
+	if (len <= 4 || strcmp(name + len - 4, "@plt") != 0)
+		return ember__demangle(name);
+	char *base = strndup(name, len - 4);
+	char *d = base ? ember__demangle(base) : NULL;
+	free(base);
+	if (!d)
+		return NULL;
+	size_t dl = strlen(d);
+	char *full = realloc(d, dl + 5);
+	if (!full) {
+		free(d);
+		return NULL;
+	}
+	memcpy(full + dl, "@plt", 5);
+	return full;
+}
+
+/* Interns one raw frame's strings into the module; demangles the name. */
+static int finish_frame(sym_module *m, const ember__raw_frame *raw, ember__symbol_frame *f)
+{
+	*f = (ember__symbol_frame){0};
+	f->line = raw->line;
+	if (raw->file && !(f->file = intern(m, raw->file)))
+		return ember__error_oom("symbol strings");
+	if (!raw->system_name)
+		return 0;
+	if (!(f->system_name = intern(m, raw->system_name)))
+		return ember__error_oom("symbol strings");
+	char *demangled = demangle_stub(raw->system_name);
+	if (demangled) {
+		f->function = intern(m, demangled);
+		free(demangled);
+		if (!f->function)
+			return ember__error_oom("symbol strings");
+	} else {
+		f->function = f->system_name;
+	}
+	return 0;
+}
+
+/* System libraries live here; their debug info is usually a separate,
+ * compressed file of tens of MB (libc6-dbg), costly to load. */
+static int system_path(const char *path)
+{
+	static const char *const dirs[] = {"/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/",
+					   "/usr/libexec/"};
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(*dirs); i++)
+		if (!strncmp(path, dirs[i], strlen(dirs[i])))
+			return 1;
+	return path[0] == '['; /* [vdso] and friends */
+}
+
+static int wants_dwarf(const ember__symbolizer *s, const sym_module *m)
+{
+	switch (s->lines) {
+	case EMBER__LINES_ALL:
+		return 1;
+	case EMBER__LINES_NONE:
+		return 0;
+	default:
+		return !system_path(m->info.path);
+	}
+}
+
+void ember__symbolizer_set_lines(ember__symbolizer *s, int policy)
+{
+	s->lines = policy;
+}
+
+int ember__symbolizer_resolve(ember__symbolizer *s, sym_module *m, uint64_t addr, cache_entry *e)
+{
+	ember__raw_frame raw[EMBER_MAX_INLINE];
+	int n = 0;
+	*e = (cache_entry){.addr = addr, .mod = m};
+	if (!m->dm)
+		return 0;
+
+	if (!m->ix.syms_built) {
+		int err = ember__symindex_build_syms(&m->ix, m->dm, m->info.start, m->info.limit);
+		if (err)
+			return err;
+	}
+	const char *symname = ember__symindex_symbol_at(&m->ix, addr);
+	const char *file = NULL;
+	int line = 0;
+	int dwarf = wants_dwarf(s, m);
+	if (dwarf) {
+		/* Before libdw allocates anything for it: its own handler exits. */
+		Dwarf_Addr dwbias;
+		Dwarf *dw = dwfl_module_getdwarf(m->dm, &dwbias);
+		if (dw)
+			dwarf_new_oom_handler(dw, ember__elfguard_oom);
+	}
+	Dwfl_Line *dl = dwarf ? dwfl_module_getsrc(m->dm, addr) : NULL;
+	if (dl)
+		file = dwfl_lineinfo(dl, NULL, &line, NULL, NULL, NULL);
+	if (!file)
+		line = 0;
+
+	if (!dwarf) {
+		n = 0; /* symbols only: no inline expansion without DWARF */
+	} else if (!m->ix.funcs_built) {
+		int err = ember__symindex_build_funcs(&m->ix, m->dm, m->info.start, m->info.limit);
+		if (err)
+			return err;
+		m->info.has_lines = m->ix.dw != NULL;
+		s->infos[m->index].has_lines = m->info.has_lines;
+	}
+	if (dwarf)
+		n = ember__symindex_inline_frames(&m->ix, addr, raw, EMBER_MAX_INLINE);
+	if (n > 0) {
+		raw[0].file = file;
+		raw[0].line = line;
+		/* The symbol table names the real (outermost) function best: it
+		 * is what the linker saw, e.g. "foo.cold" for a split function. */
+		if (symname)
+			raw[n - 1].system_name = symname;
+	} else if (symname || file) {
+		raw[0] = (ember__raw_frame){symname, file, line};
+		n = 1;
+	}
+
+	ember__symbol_frame frames[EMBER_MAX_INLINE];
+	for (int i = 0; i < n; i++) {
+		int err = finish_frame(m, &raw[i], &frames[i]);
+		if (err)
+			return err;
+	}
+	if (n > 1) {
+		e->rest = malloc((size_t)(n - 1) * sizeof(*e->rest));
+		if (!e->rest)
+			return ember__error_oom("symbol frames");
+		memcpy(e->rest, frames + 1, (size_t)(n - 1) * sizeof(*e->rest));
+	}
+	if (n > 0)
+		e->first = frames[0];
+	e->nframes = (uint32_t)n;
+	return 0;
+}
+
+void ember__symbolizer_fill_info(const ember__symbolizer *s, const cache_entry *e,
+				 ember__symbol_info *out)
+{
+	out->module = &s->infos[e->mod->index];
+	out->nframes = e->nframes;
+	if (e->nframes > 0)
+		out->frames[0] = e->first;
+	for (uint32_t i = 1; i < e->nframes; i++)
+		out->frames[i] = e->rest[i - 1];
+}
