@@ -8,8 +8,8 @@
  * thread's CPU time, at any rate. The handler (src/sample/handler.c) reads
  * the event's count to weigh each sample by the CPU time it stands for.
  *
- * threads.c calls these on the agent thread, or on a new thread in the
- * pthread_create hook, under the registry's mutex. None is
+ * threads.c and threads_arm.c call these on the agent thread, or on a new
+ * thread in the pthread_create hook, under the registry's mutex. None is
  * async-signal-safe.
  */
 #ifndef EMBER_ENGINE_PERF_H

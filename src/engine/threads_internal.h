@@ -1,10 +1,13 @@
 /*
  * threads_internal.h - the parts of the thread registry (threads.h) that
  * live in their own files: threads_blocked.c (threads that really block
- * the sampling signal: their CPU time measured instead) and
- * threads_engine.c (which CPU engine a start uses). Called with the
- * registry's mutex held, on the agent thread or the caller of start;
- * none is async-signal-safe.
+ * the sampling signal: their CPU time measured instead),
+ * threads_engine.c (which CPU engine a start uses) and threads_arm.c
+ * (arming each thread's timer or perf event). Called with the registry's
+ * mutex held (or before start publishes the registry), on the agent
+ * thread, the caller of start or exec, or an application thread that
+ * registers itself or exits; ember__threads_close_perf also in a fork
+ * child's atfork handler. None is async-signal-safe.
  */
 #ifndef EMBER_ENGINE_THREADS_INTERNAL_H
 #define EMBER_ENGINE_THREADS_INTERNAL_H
@@ -29,6 +32,22 @@ void ember__threads_measure_tail(ember__threads *t, ember__thread_rec *r, int ar
 /* Arms a CPU timer on thread r->tid (its CPU clock, our signal, a first
  * expiry uniform in the period); 0 or -errno. */
 int ember__threads_arm_timer(ember__threads *t, ember__thread_rec *r);
+/* Opens, publishes and enables a perf event for thread r->tid (its entry
+ * e); 0 or -errno. */
+int ember__threads_arm_perf(ember__threads *t, ember__thread_rec *r, ember__thread_ent *e);
+/* Arms r's engine once (counted in threads_seen; parked while an exec is
+ * under way); a failure is counted and noted. */
+void ember__threads_arm_thread(ember__threads *t, ember__thread_rec *r, ember__thread_ent *e);
+/* Counts a timer or perf event that could not be made for `tid` (errno
+ * `err`) and keeps the first one's message for the log. */
+void ember__threads_note_timer_failure(ember__threads *t, int32_t tid, int err);
+/* Closes r's perf descriptor if it is still ours (util/ownfd.h). */
+void ember__threads_close_perf(ember__threads *t, ember__thread_rec *r);
+/* Finds perf events the program closed (with `full`, by their id too) and
+ * makes them again. */
+void ember__threads_check_perf(ember__threads *t, int full);
+/* Unpublishes and closes the perf event of a thread that exits or is gone. */
+void ember__threads_drop_perf(ember__threads *t, ember__thread_rec *r);
 /* Picks the engine for EMBER_ENGINE_* `engine` (auto: perf events where
  * the kernel's tick would make CPU timers coarse, and they work), sets
  * t->perf / t->process_timer and t->engine_note; 0 or an ember_err. */
