@@ -25,70 +25,79 @@
 enum { F_CPOOL = 1, F_ARRAY = 2, F_TICKS = 4, F_BYTES = 8, F_ADDRESS = 16, F_SPAN = 32 };
 enum { C_PLAIN = 0, C_SIMPLE, C_EVENT, C_ANNOTATION };
 
+/* The strings are arrays, not pointers: a table of pointers needs a
+ * relocation each, which the loader applies in every process the library
+ * is loaded into, writing 8 KiB of pages for a table most processes never
+ * read (util/hotpage.h says what a page costs there). An empty string is
+ * "none". At most JFR_STR - 1 bytes each (the longest here is 24): the
+ * compiler warns about a longer one, but not about one of exactly
+ * JFR_STR, which would lose its terminator. */
+#define JFR_STR 32
+
 typedef struct fdef {
-	const char *name;
+	char name[JFR_STR];
 	int type;
 	unsigned flags;
-	const char *label;
+	char label[JFR_STR];
 } fdef;
 
 typedef struct cdef {
-	const char *name;
+	char name[JFR_STR];
 	int id;
 	int kind;
-	const char *label;
+	char label[JFR_STR];
 	int content_type; /* carries @ContentType: a unit annotation */
-	const char *cat[2];
+	char cat[2][JFR_STR];
 	fdef fields[8];
 } cdef;
 
 #define START_TIME {"startTime", T_LONG, F_TICKS, "Start Time"}
 
 static const cdef classes[] = {
-	{"boolean", T_BOOLEAN, 0, NULL, 0, {0}, {{0}}},
-	{"char", T_CHAR, 0, NULL, 0, {0}, {{0}}},
-	{"float", T_FLOAT, 0, NULL, 0, {0}, {{0}}},
-	{"double", T_DOUBLE, 0, NULL, 0, {0}, {{0}}},
-	{"byte", T_BYTE, 0, NULL, 0, {0}, {{0}}},
-	{"short", T_SHORT, 0, NULL, 0, {0}, {{0}}},
-	{"int", T_INT, 0, NULL, 0, {0}, {{0}}},
-	{"long", T_LONG, 0, NULL, 0, {0}, {{0}}},
-	{"java.lang.String", T_STRING, 0, NULL, 0, {0}, {{0}}},
-	{"java.lang.Class", T_CLASS, 0, "Java Class", 0, {0},
+	{"boolean", T_BOOLEAN, 0, "", 0, {"", ""}, {{"", 0, 0, ""}}},
+	{"char", T_CHAR, 0, "", 0, {"", ""}, {{"", 0, 0, ""}}},
+	{"float", T_FLOAT, 0, "", 0, {"", ""}, {{"", 0, 0, ""}}},
+	{"double", T_DOUBLE, 0, "", 0, {"", ""}, {{"", 0, 0, ""}}},
+	{"byte", T_BYTE, 0, "", 0, {"", ""}, {{"", 0, 0, ""}}},
+	{"short", T_SHORT, 0, "", 0, {"", ""}, {{"", 0, 0, ""}}},
+	{"int", T_INT, 0, "", 0, {"", ""}, {{"", 0, 0, ""}}},
+	{"long", T_LONG, 0, "", 0, {"", ""}, {{"", 0, 0, ""}}},
+	{"java.lang.String", T_STRING, 0, "", 0, {"", ""}, {{"", 0, 0, ""}}},
+	{"java.lang.Class", T_CLASS, 0, "Java Class", 0, {"", ""},
 	 {{"classLoader", T_CLASS_LOADER, F_CPOOL, "Class Loader"},
 	  {"name", T_SYMBOL, F_CPOOL, "Name"},
 	  {"package", T_PACKAGE, F_CPOOL, "Package"},
 	  {"modifiers", T_INT, 0, "Access Modifiers"}}},
-	{"java.lang.Thread", T_THREAD, 0, "Thread", 0, {0},
+	{"java.lang.Thread", T_THREAD, 0, "Thread", 0, {"", ""},
 	 {{"osName", T_STRING, 0, "OS Thread Name"},
 	  {"osThreadId", T_LONG, 0, "OS Thread Id"},
 	  {"javaName", T_STRING, 0, "Java Thread Name"},
 	  {"javaThreadId", T_LONG, 0, "Java Thread Id"},
 	  {"group", T_THREAD_GROUP, F_CPOOL, "Java Thread Group"}}},
-	{"jdk.types.ThreadGroup", T_THREAD_GROUP, 0, "Thread Group", 0, {0},
+	{"jdk.types.ThreadGroup", T_THREAD_GROUP, 0, "Thread Group", 0, {"", ""},
 	 {{"parent", T_THREAD_GROUP, F_CPOOL, "Parent"}, {"name", T_STRING, 0, "Name"}}},
-	{"jdk.types.ClassLoader", T_CLASS_LOADER, 0, "Java Class Loader", 0, {0},
+	{"jdk.types.ClassLoader", T_CLASS_LOADER, 0, "Java Class Loader", 0, {"", ""},
 	 {{"type", T_CLASS, F_CPOOL, "Type"}, {"name", T_SYMBOL, F_CPOOL, "Name"}}},
-	{"jdk.types.FrameType", T_FRAME_TYPE, C_SIMPLE, "Frame type", 0, {0},
+	{"jdk.types.FrameType", T_FRAME_TYPE, C_SIMPLE, "Frame type", 0, {"", ""},
 	 {{"description", T_STRING, 0, "Description"}}},
-	{"jdk.types.ThreadState", T_THREAD_STATE, C_SIMPLE, "Java Thread State", 0, {0},
+	{"jdk.types.ThreadState", T_THREAD_STATE, C_SIMPLE, "Java Thread State", 0, {"", ""},
 	 {{"name", T_STRING, 0, "Name"}}},
-	{"jdk.types.StackTrace", T_STACK_TRACE, 0, "Stacktrace", 0, {0},
+	{"jdk.types.StackTrace", T_STACK_TRACE, 0, "Stacktrace", 0, {"", ""},
 	 {{"truncated", T_BOOLEAN, 0, "Truncated"},
 	  {"frames", T_STACK_FRAME, F_ARRAY, "Stack Frames"}}},
-	{"jdk.types.StackFrame", T_STACK_FRAME, 0, NULL, 0, {0},
+	{"jdk.types.StackFrame", T_STACK_FRAME, 0, "", 0, {"", ""},
 	 {{"method", T_METHOD, F_CPOOL, "Java Method"},
 	  {"lineNumber", T_INT, 0, "Line Number"},
 	  {"bytecodeIndex", T_INT, 0, "Bytecode Index"},
 	  {"type", T_FRAME_TYPE, F_CPOOL, "Frame Type"}}},
-	{"jdk.types.Method", T_METHOD, 0, "Java Method", 0, {0},
+	{"jdk.types.Method", T_METHOD, 0, "Java Method", 0, {"", ""},
 	 {{"type", T_CLASS, F_CPOOL, "Type"},
 	  {"name", T_SYMBOL, F_CPOOL, "Name"},
 	  {"descriptor", T_SYMBOL, F_CPOOL, "Descriptor"},
 	  {"modifiers", T_INT, 0, "Access Modifiers"},
 	  {"hidden", T_BOOLEAN, 0, "Hidden"}}},
-	{"jdk.types.Package", T_PACKAGE, 0, "Package", 0, {0}, {{"name", T_SYMBOL, F_CPOOL, "Name"}}},
-	{"jdk.types.Symbol", T_SYMBOL, C_SIMPLE, "Symbol", 0, {0}, {{"string", T_STRING, 0, "String"}}},
+	{"jdk.types.Package", T_PACKAGE, 0, "Package", 0, {"", ""}, {{"name", T_SYMBOL, F_CPOOL, "Name"}}},
+	{"jdk.types.Symbol", T_SYMBOL, C_SIMPLE, "Symbol", 0, {"", ""}, {{"string", T_STRING, 0, "String"}}},
 	{"jdk.ExecutionSample", T_EXECUTION_SAMPLE, C_EVENT, "Method Profiling Sample", 0,
 	 {"Java Virtual Machine", "Profiling"},
 	 {START_TIME,
@@ -102,7 +111,7 @@ static const cdef classes[] = {
 	  {"stackTrace", T_STACK_TRACE, F_CPOOL, "Stack Trace"},
 	  {"state", T_THREAD_STATE, F_CPOOL, "Thread State"},
 	  {"samples", T_INT, 0, "Samples"}}},
-	{"profiler.Malloc", T_MALLOC, C_EVENT, "Malloc", 0, {"Java Application", NULL},
+	{"profiler.Malloc", T_MALLOC, C_EVENT, "Malloc", 0, {"Java Application", ""},
 	 {START_TIME,
 	  {"eventThread", T_THREAD, F_CPOOL, "Event Thread"},
 	  {"stackTrace", T_STACK_TRACE, F_CPOOL, "Stack Trace"},
@@ -119,7 +128,7 @@ static const cdef classes[] = {
 	 * converter reads jdk.ActiveSetting {name, value} (JfrReader
 	 * readActiveSetting: the fields up to `id` are numbers). */
 	{"jdk.ActiveRecording", T_ACTIVE_RECORDING, C_EVENT, "Flight Recording", 0,
-	 {"Flight Recorder", NULL},
+	 {"Flight Recorder", ""},
 	 {START_TIME,
 	  {"id", T_LONG, 0, "Id"},
 	  {"name", T_STRING, 0, "Name"},
@@ -129,23 +138,23 @@ static const cdef classes[] = {
 	  {"recordingStart", T_LONG, 0, "Start Time"},
 	  {"recordingDuration", T_LONG, 0, "Recording Duration"}}},
 	{"jdk.ActiveSetting", T_ACTIVE_SETTING, C_EVENT, "Recording Setting", 0,
-	 {"Flight Recorder", NULL},
+	 {"Flight Recorder", ""},
 	 {START_TIME,
 	  {"id", T_LONG, 0, "Event Id"},
 	  {"name", T_STRING, 0, "Setting Name"},
 	  {"value", T_STRING, 0, "Setting Value"}}},
-	{"jdk.jfr.Label", T_LABEL, C_ANNOTATION, NULL, 0, {0}, {{"value", T_STRING, 0, NULL}}},
-	{"jdk.jfr.Category", T_CATEGORY, C_ANNOTATION, NULL, 0, {0},
-	 {{"value", T_STRING, F_ARRAY, NULL}}},
-	{"jdk.jfr.ContentType", T_CONTENT_TYPE, C_ANNOTATION, NULL, 0, {0}, {{0}}},
-	{"jdk.jfr.Timestamp", T_TIMESTAMP, C_ANNOTATION, "Timestamp", 1, {0},
-	 {{"value", T_STRING, 0, NULL}}},
-	{"jdk.jfr.Timespan", T_TIMESPAN, C_ANNOTATION, "Timespan", 1, {0},
-	 {{"value", T_STRING, 0, NULL}}},
-	{"jdk.jfr.DataAmount", T_DATA_AMOUNT, C_ANNOTATION, "Data Amount", 1, {0},
-	 {{"value", T_STRING, 0, NULL}}},
-	{"jdk.jfr.MemoryAddress", T_MEMORY_ADDRESS, C_ANNOTATION, "Memory Address", 1, {0}, {{0}}},
-	{"jdk.jfr.Unsigned", T_UNSIGNED, C_ANNOTATION, "Unsigned Value", 1, {0}, {{0}}},
+	{"jdk.jfr.Label", T_LABEL, C_ANNOTATION, "", 0, {"", ""}, {{"value", T_STRING, 0, ""}}},
+	{"jdk.jfr.Category", T_CATEGORY, C_ANNOTATION, "", 0, {"", ""},
+	 {{"value", T_STRING, F_ARRAY, ""}}},
+	{"jdk.jfr.ContentType", T_CONTENT_TYPE, C_ANNOTATION, "", 0, {"", ""}, {{"", 0, 0, ""}}},
+	{"jdk.jfr.Timestamp", T_TIMESTAMP, C_ANNOTATION, "Timestamp", 1, {"", ""},
+	 {{"value", T_STRING, 0, ""}}},
+	{"jdk.jfr.Timespan", T_TIMESPAN, C_ANNOTATION, "Timespan", 1, {"", ""},
+	 {{"value", T_STRING, 0, ""}}},
+	{"jdk.jfr.DataAmount", T_DATA_AMOUNT, C_ANNOTATION, "Data Amount", 1, {"", ""},
+	 {{"value", T_STRING, 0, ""}}},
+	{"jdk.jfr.MemoryAddress", T_MEMORY_ADDRESS, C_ANNOTATION, "Memory Address", 1, {"", ""}, {{"", 0, 0, ""}}},
+	{"jdk.jfr.Unsigned", T_UNSIGNED, C_ANNOTATION, "Unsigned Value", 1, {"", ""}, {{"", 0, 0, ""}}},
 };
 
 /* ---- the metadata event ---- */
@@ -234,7 +243,7 @@ static void field_node(meta *m, mnode *cls, const fdef *f)
 		attr(m, e, "constantPool", "true");
 	if (f->flags & F_ARRAY)
 		attr(m, e, "dimension", "1");
-	if (f->label)
+	if (f->label[0])
 		annotation(m, e, T_LABEL, f->label);
 	if (f->flags & F_TICKS)
 		annotation(m, e, T_TIMESTAMP, "TICKS");
@@ -261,18 +270,18 @@ static void class_node(meta *m, mnode *parent, const cdef *c)
 		attr(m, e, "superType", "jdk.jfr.Event");
 	else if (c->kind == C_ANNOTATION)
 		attr(m, e, "superType", "java.lang.annotation.Annotation");
-	if (c->label)
+	if (c->label[0])
 		annotation(m, e, T_LABEL, c->label);
 	if (c->content_type)
 		annotation(m, e, T_CONTENT_TYPE, NULL);
-	if (c->cat[0]) {
+	if (c->cat[0][0]) {
 		mnode *a = node(m, e, "annotation");
 		attr_int(m, a, "class", T_CATEGORY);
 		attr(m, a, "value-0", c->cat[0]);
-		if (c->cat[1])
+		if (c->cat[1][0])
 			attr(m, a, "value-1", c->cat[1]);
 	}
-	for (const fdef *f = c->fields; f < c->fields + 8 && f->name; f++)
+	for (const fdef *f = c->fields; f < c->fields + 8 && f->name[0]; f++)
 		field_node(m, e, f);
 }
 
