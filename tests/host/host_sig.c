@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,16 +96,23 @@ static void *raw_flicker_burner(void *arg)
 
 /* The dedicated signal thread: every thread blocks SIGPROF, one waits for
  * it with sigwait; the signals are sent to the process (kill), so the
- * kernel may pick any thread. */
+ * kernel may pick any thread. It counts each one as it comes, so that the
+ * sender can wait for it before sending the next: a standard signal is
+ * pending at most once, and two sent before this thread runs would be one
+ * (seen once on a loaded machine: the test then waited for a third signal
+ * until its timeout). */
+static _Atomic int g_sigwait_got;
+
 static void *sigwait_thread(void *arg)
 {
+	(void)arg;
 	sigset_t s;
 	sigemptyset(&s);
 	sigaddset(&s, SIGPROF);
-	int got = 0, sig;
-	while (got < 3 && sigwait(&s, &sig) == 0)
-		got += sig == SIGPROF;
-	*(int *)arg = got;
+	int sig;
+	while (atomic_load(&g_sigwait_got) < 3 && sigwait(&s, &sig) == 0)
+		if (sig == SIGPROF)
+			atomic_fetch_add(&g_sigwait_got, 1);
 	return NULL;
 }
 
@@ -203,17 +211,28 @@ int main(int argc, char **argv)
 		sigemptyset(&s);
 		sigaddset(&s, SIGPROF);
 		pthread_sigmask(SIG_BLOCK, &s, NULL);
-		int got = 0;
 		double busy = 0.6;
 		pthread_t w, b;
-		pthread_create(&w, NULL, sigwait_thread, &got);
+		pthread_create(&w, NULL, sigwait_thread, NULL);
 		pthread_create(&b, NULL, idle_burner, &busy);
 		for (int i = 0; i < 3; i++) {
 			burn_cpu(0.1);
 			kill(getpid(), SIGPROF);
+			/* Until the waiter has it, at most 10 s: a signal that
+			 * never arrives is a failure below, not a hang. */
+			for (int ms = 0; atomic_load(&g_sigwait_got) <= i && ms < 10000; ms++) {
+				struct timespec d = {0, 1000000};
+				nanosleep(&d, NULL);
+			}
+			if (atomic_load(&g_sigwait_got) <= i) {
+				printf("sigwait got %d: signal %d of 3 never reached sigwait\n",
+				       atomic_load(&g_sigwait_got), i + 1);
+				return 1;
+			}
 		}
 		pthread_join(w, NULL);
 		pthread_join(b, NULL);
+		int got = atomic_load(&g_sigwait_got);
 		printf("sigwait got %d\n", got);
 		return got == 3 ? 0 : 1;
 	}
