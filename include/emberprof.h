@@ -446,6 +446,44 @@ EMBER_API int ember_builder_set_log(ember_builder *b, ember_log_fn fn, void *use
 EMBER_API int ember_builder_apply_env(ember_builder *b);
 
 /**
+ * Called in a fork child of a process whose agent follows forks
+ * (ember_builder_follow_forks), to finish the child's builder. `b` is
+ * configured as the parent's was (application name, tags, rates, engine,
+ * wall clock, allocation profiling, log callback, and this same
+ * following), with no reporter: add the child's own (a reporter's state,
+ * a connection, a file, cannot be shared between two processes), change
+ * what else should differ, and return 0 to profile the child, or a
+ * negative value to leave it unprofiled. `b` stays emberprof's either way:
+ * do not build or free it. Runs on a thread of emberprof's in the child,
+ * not the program's, so it must not wait for a lock only the program's
+ * threads release; not async-signal-safe context needed (malloc, libcurl
+ * and the ember_reporter_* constructors are fine there).
+ */
+typedef int (*ember_fork_fn)(void *userdata, ember_builder *b);
+
+/**
+ * (since 0.2) Profiles fork children that keep running, each as its own
+ * process with its own agent, pid, windows and reports, as `emberprof
+ * run` does for a whole process tree. After a fork, the child gets an
+ * agent of its own once it has used 2 ms of CPU or lived 20 ms: most
+ * children that exec do so before that and cost only a short-lived
+ * helper thread. The child's agent is built from the parent's settings
+ * and `fn` (see ember_fork_fn), started on a thread of emberprof's, and
+ * stopped, its last window reported, when the child calls exit(),
+ * _exit() or exec; its children are followed the same way. What a child
+ * runs before its agent starts is not sampled. A child that is killed by
+ * a signal loses its last window, as a killed parent does.
+ *
+ * While following is on, do not start agents in fork children yourself:
+ * only one agent runs per process, so one of the two would fail to start.
+ * Following ends when the parent's agent is stopped. `fn` NULL turns it
+ * off. Only in the shared library libemberprof.so and with emberprof's
+ * own sampler: EMBER_ERR_UNSUPPORTED otherwise (here, or from
+ * ember_builder_build with the async-profiler backend).
+ */
+EMBER_API int ember_builder_follow_forks(ember_builder *b, ember_fork_fn fn, void *userdata);
+
+/**
  * Builds a ready agent. Consumes `b` whether or not it succeeds.
  * On success *out is the caller's, freed with ember_agent_shutdown().
  */

@@ -104,6 +104,10 @@ EMBER_API int ember_builder_build(ember_agent **out, ember_builder *b)
 		brc = ember__error(EMBER_ERR_INVALID, "allocation profiling (EMBERPROF_ALLOC, "
 				   "ember_builder_set_alloc) needs emberprof's own sampler, not the "
 				   "async-profiler backend");
+	if (brc == 0 && c->cfg.backend == EMBER_BACKEND_ASYNC_PROFILER && c->cfg.fork_fn)
+		brc = ember__error(EMBER_ERR_UNSUPPORTED, "following fork children "
+				   "(ember_builder_follow_forks) needs emberprof's own sampler, not the "
+				   "async-profiler backend");
 	if (brc == 0)
 		brc = bind_reporters(&c->cfg);
 	if (brc) {
@@ -504,6 +508,11 @@ EMBER_API int ember_agent_start(ember_running **out, ember_agent *a)
 	}
 	c->state = STATE_RUNNING;
 	*out = &c->running;
+	/* Fork children from now on (their agents are their own): a failure
+	 * here leaves this process profiled, and says so. */
+	if (c->cfg.fork_fn && ember__follow_forks_begin(&c->cfg) < 0)
+		ember__log(&c->cfg, EMBER_LOG_WARN, "fork children will not be profiled: %s",
+			   ember_last_error());
 	return 0;
 }
 
@@ -658,6 +667,8 @@ EMBER_API int ember_running_stop(ember_agent **out, ember_running *r)
 	}
 	if (c->asprof)
 		return asprof_agent_stop(c);
+	if (c->cfg.fork_fn)
+		ember__follow_forks_end(); /* a fork from now on gets no agent */
 	/* A last scan measures the CPU time of threads that block the signal
 	 * up to now. Then no new signals, none pending or running, the last
 	 * drain. A wall signal reaching this thread meanwhile is not sampled

@@ -45,6 +45,9 @@ typedef struct ember__config {
 	/* the profiling backend (ember_backend) and the async-profiler one's settings */
 	int backend;
 	ember__asprof_config asprof;
+	/* ember_builder_follow_forks: finishes a fork child's builder; NULL: off */
+	ember_fork_fn fork_fn;
+	void *fork_ud;
 } ember__config;
 
 struct ember_builder {
@@ -75,6 +78,29 @@ int ember__running_exit_flush(ember_running *r, unsigned timeout_ms);
 void ember__config_release(ember__config *c, int destroy_reporters);
 /* Sets the defaults. */
 void ember__config_defaults(ember__config *c);
+
+/*
+ * A new builder with the settings of `src` (its own copies of the
+ * application name and tags) and no reporter: a fork child's, before
+ * ember_fork_fn adds its reporters (src/preload/preload.c). 0 or
+ * EMBER_ERR_NOMEM. Not async-signal-safe.
+ */
+int ember__builder_from_settings(ember_builder **out, const ember__config *src);
+
+/*
+ * Following fork children (ember_builder_follow_forks), implemented by the
+ * shared library's preload part (src/preload/preload.c) and, as
+ * "unsupported", by src/link/follow_none.c in the static one:
+ *  - available: 1 when this copy of emberprof can follow forks;
+ *  - begin: from now on a fork child of this process starts an agent with
+ *    the settings of `cfg` (copied) and cfg->fork_fn; called by
+ *    ember_agent_start once the agent runs. 0 or a negative ember_err;
+ *  - end: no more (ember_running_stop, in the process that started it).
+ * Not async-signal-safe.
+ */
+int ember__follow_forks_available(void);
+int ember__follow_forks_begin(const ember__config *cfg);
+void ember__follow_forks_end(void);
 
 /* Logging through the configured callback (or stderr); nothing when c is
  * NULL (a part used without an agent, as in unit tests). Never from a

@@ -245,6 +245,51 @@ EMBER_API int ember_builder_set_log(ember_builder *b, ember_log_fn fn, void *use
 	return 0;
 }
 
+EMBER_API int ember_builder_follow_forks(ember_builder *b, ember_fork_fn fn, void *userdata)
+{
+	if (fn && !ember__follow_forks_available())
+		return ember__error(EMBER_ERR_UNSUPPORTED, "following fork children needs the shared "
+				    "library libemberprof.so");
+	b->cfg.fork_fn = fn;
+	b->cfg.fork_ud = fn ? userdata : NULL;
+	return 0;
+}
+
+int ember__builder_from_settings(ember_builder **out, const ember__config *src)
+{
+	*out = NULL;
+	ember_builder *b = calloc(1, sizeof(*b));
+	if (!b)
+		return ember__error_oom("builder");
+	b->cfg = *src; /* the scalars; what the config owns is copied below */
+	b->cfg.app_name = NULL;
+	b->cfg.tags = NULL;
+	b->cfg.ntags = 0;
+	b->cfg.reporters = NULL;
+	b->cfg.nreporters = 0;
+	b->cfg.app_name = strdup(src->app_name);
+	if (!b->cfg.app_name)
+		goto oom;
+	if (src->ntags) {
+		b->cfg.tags = calloc(src->ntags, sizeof(*b->cfg.tags));
+		if (!b->cfg.tags)
+			goto oom;
+		for (size_t i = 0; i < src->ntags; i++) {
+			ember__tag *t = &b->cfg.tags[b->cfg.ntags];
+			t->key = strdup(src->tags[i].key);
+			t->value = strdup(src->tags[i].value);
+			b->cfg.ntags++; /* (released with the rest on failure) */
+			if (!t->key || !t->value)
+				goto oom;
+		}
+	}
+	*out = b;
+	return 0;
+oom:
+	ember_builder_free(b);
+	return ember__error_oom("a fork child's settings");
+}
+
 /* ---- environment ---- */
 
 static int bad_env(const char *name, const char *value, const char *expect)

@@ -106,7 +106,10 @@ enum {
 #define FC_SETTLE_MS 10000     /* the longest exit or exec waits for a start (as _exit for a flush) */
 #define FC_FORK_WAIT_MS 1000   /* the longest a fork waits for one (it takes milliseconds) */
 
-static int (*g_start)(void) EMBER_HOT_DATA;  /* set in the first profiled process, inherited */
+/* Set in the first profiled process, inherited; NULL again once an API
+ * agent that followed forks stops (ember__fork_follow_disable). Read and
+ * written with __atomic builtins: another thread may fork meanwhile. */
+static int (*g_start)(void) EMBER_HOT_DATA;
 typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 static create_fn g_create EMBER_HOT_DATA;    /* libc's pthread_create, found before main() */
 /* The helper's stack: a fork child inherits it untouched (no mmap, no
@@ -200,7 +203,8 @@ EMBER_HOT_TEXT static void *helper_main(void *arg)
 	/* (not before: most helpers end at an exec within a millisecond) */
 	ember__heap_set_internal(1); /* our allocations are never profiled */
 	pthread_setname_np(pthread_self(), "emberprof-fork");
-	if (g_start() == 0)
+	int (*start)(void) = __atomic_load_n(&g_start, __ATOMIC_ACQUIRE);
+	if (start && start() == 0)
 		bind_child_path(); /* this process may fork: see bind_child_path */
 	atomic_store(&g_state, FC_DONE);
 	return NULL;
@@ -308,7 +312,7 @@ EMBER_HOT_TEXT static void atfork_child(void)
 	ember__sigpath_forget_tid();
 	atomic_store(&g_pid, raw_getpid());
 	atomic_store(&g_state, FC_NONE);
-	if (!g_start)
+	if (!__atomic_load_n(&g_start, __ATOMIC_ACQUIRE))
 		return;
 	ember__env_snapshot_use();
 	arm_helper();
@@ -377,7 +381,7 @@ EMBER_HOT_TEXT static void bind_child_path(void)
 EMBER_HOT_TEXT static void follow_enable(int (*start)(void))
 {
 	static int registered EMBER_HOT_DATA; /* per program image; a fork child inherits it */
-	g_start = start;
+	__atomic_store_n(&g_start, start, __ATOMIC_RELEASE);
 	if (!g_create)
 		g_create = (create_fn)dlsym(RTLD_NEXT, "pthread_create");
 	/* The agent's own atfork handlers first: prepare handlers run last
@@ -394,6 +398,11 @@ EMBER_HOT_TEXT void ember__fork_follow_enable(int (*start)(void))
 {
 	follow_enable(start);
 	bind_child_path();
+}
+
+void ember__fork_follow_disable(void)
+{
+	__atomic_store_n(&g_start, NULL, __ATOMIC_RELEASE);
 }
 
 EMBER_HOT_TEXT void ember__fork_lazy_start(int (*start)(void))

@@ -16,6 +16,13 @@
 void ember__fork_follow_enable(int (*start)(void));
 
 /*
+ * From now on, a fork child gets no agent (an API agent that followed
+ * forks stopped: ember_builder_follow_forks). A helper already waiting in
+ * a child forked before still starts one. Not async-signal-safe.
+ */
+void ember__fork_follow_disable(void);
+
+/*
  * The same lazy start for this process itself, a program image exec'd
  * inside a profiled tree (not the command `emberprof run` started): a
  * helper starts the agent with `start` once the process has used 2 ms of

@@ -46,6 +46,7 @@
 #include "preload/exit_hook.h"
 #include "preload/fork_child.h"
 #include "util/envsnap.h"
+#include "util/error.h"
 #include "util/logfd.h"
 #include "util/hotpage.h"
 
@@ -100,26 +101,16 @@ static void preload_stop(void)
 	ember_agent_shutdown(a);
 }
 
-/* Builds and starts the agent; returns 0 or prints why not and fails.
- * On the thread running the constructor, or on the helper thread of a
- * lazy start (a fork child, an image exec'd in the tree: fork_child.c). */
-static int preload_start(void)
+/* Builds `b` (consumed) and starts the agent; returns 0 or prints why not
+ * and fails. On the thread running the constructor, or on the helper
+ * thread of a lazy start (a fork child, an image exec'd in the tree:
+ * fork_child.c). */
+static int start_builder(ember_builder *b)
 {
 	static int exit_registered EMBER_HOT_DATA; /* a fork child inherits the registration */
-	ember_builder *b = NULL;
 	ember_agent *a = NULL;
 	ember_running *r = NULL;
-	const char *app = program_invocation_short_name;
 
-	if (ember_builder_new(&b, app && *app ? app : "app") < 0) {
-		preload_complain("cannot create the profiler", ember_last_error());
-		return -1;
-	}
-	if (ember_builder_apply_env(b) < 0) {
-		preload_complain("bad configuration, not profiling", ember_last_error());
-		ember_builder_free(b);
-		return -1;
-	}
 	if (ember_builder_build(&a, b) < 0) {
 		preload_complain("cannot build the profiler", ember_last_error());
 		return -1;
@@ -142,6 +133,108 @@ static int preload_start(void)
 	}
 	exit_registered = 1;
 	return 0;
+}
+
+/* The agent the environment describes (EMBERPROF_*, docs/CONFIG.md). */
+static int preload_start(void)
+{
+	ember_builder *b = NULL;
+	const char *app = program_invocation_short_name;
+
+	if (ember_builder_new(&b, app && *app ? app : "app") < 0) {
+		preload_complain("cannot create the profiler", ember_last_error());
+		return -1;
+	}
+	if (ember_builder_apply_env(b) < 0) {
+		preload_complain("bad configuration, not profiling", ember_last_error());
+		ember_builder_free(b);
+		return -1;
+	}
+	return start_builder(b);
+}
+
+/*
+ * Fork children of an agent the program started through the API with
+ * ember_builder_follow_forks: the same lazy start as the environment's
+ * (fork_child.c), from a copy of the parent agent's settings. The copy is
+ * taken at the agent's start and dropped at its stop, under g_tpl_mu,
+ * which a fork also holds (tpl_prepare), so a child never inherits it
+ * half made or half freed. The child's helper thread reads its own copy.
+ */
+static pthread_mutex_t g_tpl_mu = PTHREAD_MUTEX_INITIALIZER;
+static ember_builder *g_tpl; /* settings only, no reporter; NULL: not following */
+
+static void tpl_prepare(void)
+{
+	pthread_mutex_lock(&g_tpl_mu);
+}
+
+static void tpl_release(void)
+{
+	pthread_mutex_unlock(&g_tpl_mu);
+}
+
+int ember__follow_forks_available(void)
+{
+	return 1;
+}
+
+/* fork_child.c's start in a child of an API agent: on the child's helper
+ * thread, 2 ms of CPU or 20 ms after the fork. */
+static int api_child_start(void)
+{
+	ember_builder *b = NULL;
+	pthread_mutex_lock(&g_tpl_mu);
+	int rc = g_tpl ? ember__builder_from_settings(&b, &g_tpl->cfg) : 1;
+	pthread_mutex_unlock(&g_tpl_mu);
+	if (rc == 1)
+		return -1; /* the parent's agent stopped as it forked: nothing to follow */
+	if (rc < 0) {
+		preload_complain("cannot create a fork child's profiler", ember_last_error());
+		return -1;
+	}
+	if (b->cfg.fork_fn(b->cfg.fork_ud, b) < 0) {
+		ember_builder_free(b); /* the program chose to leave this child alone */
+		return -1;
+	}
+	return start_builder(b);
+}
+
+int ember__follow_forks_begin(const ember__config *cfg)
+{
+	static int registered; /* per program image; a fork child inherits it */
+	ember_builder *t = NULL;
+	int rc = ember__builder_from_settings(&t, cfg);
+	if (rc < 0)
+		return rc;
+	if (!registered) {
+		/* before fork_child.c's: prepare handlers run last registered
+		 * first, so a fork holds g_tpl_mu only after fork_child.c's
+		 * prepare handler has waited for a start under way, which may
+		 * itself take g_tpl_mu */
+		if (pthread_atfork(tpl_prepare, tpl_release, tpl_release) != 0) {
+			ember_builder_free(t);
+			return ember__error(EMBER_ERR_SYS, "cannot register the fork handlers");
+		}
+		registered = 1;
+	}
+	pthread_mutex_lock(&g_tpl_mu);
+	ember_builder *old = g_tpl;
+	g_tpl = t;
+	pthread_mutex_unlock(&g_tpl_mu);
+	ember_builder_free(old);
+	ember__fork_follow_enable(api_child_start);
+	return 0;
+}
+
+void ember__follow_forks_end(void)
+{
+	ember__fork_follow_disable();
+	pthread_mutex_lock(&g_tpl_mu);
+	ember_builder *old = g_tpl;
+	g_tpl = NULL;
+	pthread_mutex_unlock(&g_tpl_mu);
+	ember_builder_free(old);
 }
 
 /*

@@ -459,6 +459,32 @@ static void reporters_must_take_jfr(void)
 	capture_free(&cap);
 }
 
+static int follow_fn(void *ud, ember_builder *b)
+{
+	(void)ud;
+	(void)b;
+	return 0;
+}
+
+/* Following fork children is the built-in sampler's: refused at build.
+ * (The static library refuses ember_builder_follow_forks itself, so the
+ * setting is made as the shared library's call would make it.) */
+static void follow_forks_refused(void)
+{
+	ember_builder *b;
+	CHECK_EQ_INT(ember_builder_new(&b, "x"), 0);
+	ember_builder_set_backend(b, EMBER_BACKEND_ASYNC_PROFILER);
+	capture cap;
+	ember_reporter r = capture_reporter(&cap);
+	CHECK_EQ_INT(ember_builder_add_reporter(b, &r), 0);
+	b->cfg.fork_fn = follow_fn;
+	ember_agent *a;
+	CHECK_EQ_INT(ember_builder_build(&a, b), EMBER_ERR_UNSUPPORTED);
+	CHECK(strstr(ember_last_error(), "ember_builder_follow_forks"));
+	CHECK(strstr(ember_last_error(), "async-profiler"));
+	capture_free(&cap);
+}
+
 /* The first start refused: ember_agent_start fails with async-profiler's message. */
 static void first_start_refused(void)
 {
@@ -936,6 +962,7 @@ int main(int argc, char **argv)
 	RUN_ISOLATED(missing_optional_symbols);
 	RUN_ISOLATED(hooks);
 	RUN_ISOLATED(reporters_must_take_jfr);
+	RUN_ISOLATED(follow_forks_refused);
 	RUN_ISOLATED(first_start_refused);
 	RUN_ISOLATED(start_refused_midway);
 	RUN_ISOLATED(stop_refused);

@@ -159,11 +159,57 @@ static void test_env_output_format(void)
 	rmdir(dir);
 }
 
+static int follow_fn(void *ud, ember_builder *b)
+{
+	(void)ud;
+	(void)b;
+	return 0;
+}
+
+/* ember_builder_follow_forks: refused by this static library (the shared
+ * one's is tests/tree/test_api_fork.sh); a fork child's builder carries the
+ * parent's settings, its own copies, and no reporter. */
+static void test_follow_forks_settings(void)
+{
+	ember_builder *b, *c;
+	CHECK_EQ_INT(ember_builder_new(&b, "svc"), 0);
+	CHECK_EQ_INT(ember_builder_follow_forks(b, follow_fn, b), EMBER_ERR_UNSUPPORTED);
+	CHECK(strstr(ember_last_error(), "libemberprof.so"));
+	CHECK(b->cfg.fork_fn == NULL);
+	CHECK_EQ_INT(ember_builder_follow_forks(b, NULL, NULL), 0); /* off is always fine */
+	CHECK_EQ_INT(ember_builder_set_sample_rate(b, 250), 0);
+	CHECK_EQ_INT(ember_builder_set_wall(b, 20), 0);
+	CHECK_EQ_INT(ember_builder_add_tag(b, "env", "prod"), 0);
+	CHECK_EQ_INT(ember_builder_add_tag(b, "region", "eu"), 0);
+	ember_reporter r;
+	CHECK_EQ_INT(ember_reporter_local(&r, "."), 0);
+	CHECK_EQ_INT(ember_builder_add_reporter(b, &r), 0);
+	b->cfg.fork_fn = follow_fn; /* as the shared library's call sets it */
+	b->cfg.fork_ud = b;
+	CHECK_EQ_INT(ember__builder_from_settings(&c, &b->cfg), 0);
+	CHECK_EQ_STR(c->cfg.app_name, "svc");
+	CHECK(c->cfg.app_name != b->cfg.app_name);
+	CHECK_EQ_INT(c->cfg.hz, 250);
+	CHECK_EQ_INT(c->cfg.wall_ms, 20);
+	CHECK_EQ_INT(c->cfg.ntags, 2);
+	CHECK(c->cfg.ntags == 2 && !strcmp(c->cfg.tags[1].key, "region") &&
+	      !strcmp(c->cfg.tags[1].value, "eu") && c->cfg.tags[1].key != b->cfg.tags[1].key);
+	CHECK_EQ_INT(c->cfg.nreporters, 0);
+	CHECK(c->cfg.reporters == NULL);
+	CHECK(c->cfg.fork_fn == follow_fn && c->cfg.fork_ud == b);
+	/* the child's own tags and reporters come on top */
+	CHECK_EQ_INT(ember_builder_add_tag(c, "role", "worker"), 0);
+	CHECK_EQ_INT(c->cfg.ntags, 3);
+	ember_builder_free(b);
+	ember_builder_free(c); /* frees only its own copies (ASan checks) */
+}
+
 int main(void)
 {
 	RUN(test_defaults_and_setters);
 	RUN(test_parsers);
 	RUN(test_env);
 	RUN(test_env_output_format);
+	RUN(test_follow_forks_settings);
 	return CHECK_DONE();
 }
