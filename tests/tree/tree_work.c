@@ -15,6 +15,15 @@
  * It also serves as a script's interpreter ("#!/path/to/tree_work" then
  * `script MODE SECS OUT`): the script's path comes first and is skipped.
  *
+ * Built as ember_tree_work_api (EMBER_TREE_API, linked with
+ * libemberprof.so), the program starts an agent of its own through the
+ * API when EMBER_TREE_API_DIR is set: a local reporter writing there,
+ * following its fork children (ember_builder_follow_forks), each child
+ * given a local reporter of its own into the same directory, unless
+ * EMBER_TREE_API_FOLLOW=0 (no following) or EMBER_TREE_API_DECLINE=1 (the
+ * callback declines every child). The parent stops its agent before it
+ * returns; the children stop theirs only by leaving.
+ *
  * The process that burned appends "PID CPU_SECONDS" to OUT (its main
  * thread's CPU from getrusage(RUSAGE_THREAD): the program's own time,
  * without the agent's threads) when done. The parent waits for its child
@@ -31,6 +40,10 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#ifdef EMBER_TREE_API
+#include "emberprof.h"
+#endif
 
 static volatile unsigned long sink;
 static volatile int prof_hits;
@@ -72,6 +85,53 @@ static void note(const char *out)
 	close(fd);
 }
 
+#ifdef EMBER_TREE_API
+static int api_child(void *dir, ember_builder *b)
+{
+	const char *decline = getenv("EMBER_TREE_API_DECLINE");
+	if (decline && !strcmp(decline, "1"))
+		return -1;
+	ember_reporter r;
+	if (ember_reporter_local(&r, dir) < 0 || ember_builder_add_reporter(b, &r) < 0) {
+		fprintf(stderr, "tree_work: child reporter: %s\n", ember_last_error());
+		return -1;
+	}
+	return 0;
+}
+
+/* The program's own agent, or NULL without EMBER_TREE_API_DIR. Exits 5
+ * when it cannot start. */
+static ember_running *api_start(void)
+{
+	const char *dir = getenv("EMBER_TREE_API_DIR"), *follow = getenv("EMBER_TREE_API_FOLLOW");
+	if (!dir || !*dir)
+		return NULL;
+	ember_builder *b;
+	ember_agent *a;
+	ember_running *r;
+	ember_reporter rep;
+	if (ember_builder_new(&b, "tree_work") < 0 || ember_reporter_local(&rep, dir) < 0 ||
+	    ember_builder_add_reporter(b, &rep) < 0 ||
+	    (!(follow && !strcmp(follow, "0")) &&
+	     ember_builder_follow_forks(b, api_child, (void *)dir) < 0) ||
+	    ember_builder_build(&a, b) < 0 || ember_agent_start(&r, a) < 0) {
+		fprintf(stderr, "tree_work: cannot start the agent: %s\n", ember_last_error());
+		exit(5);
+	}
+	return r;
+}
+
+static void api_stop(ember_running *r)
+{
+	ember_agent *a;
+	if (!r)
+		return;
+	if (ember_running_stop(&a, r) < 0)
+		fprintf(stderr, "tree_work: stop: %s\n", ember_last_error());
+	ember_agent_shutdown(a);
+}
+#endif
+
 int main(int argc, char **argv)
 {
 	if (argc == 5 && access(argv[1], F_OK) == 0) { /* run as an interpreter */
@@ -89,6 +149,9 @@ int main(int argc, char **argv)
 		note(out);
 		return 0;
 	}
+#ifdef EMBER_TREE_API
+	ember_running *agent = api_start();
+#endif
 	int sigprof = !strcmp(mode, "fork-sigprof");
 	if (sigprof) {
 		struct sigaction sa;
@@ -132,5 +195,8 @@ int main(int argc, char **argv)
 	int st;
 	waitpid(p, &st, 0);
 	tree_burn(0.05);
+#ifdef EMBER_TREE_API
+	api_stop(agent);
+#endif
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
 }
