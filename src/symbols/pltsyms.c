@@ -139,10 +139,25 @@ static int read_relocs(Elf *elf, int machine, Elf_Scn *scn, const GElf_Shdr *sh,
 		return 0;
 	Elf_Scn *symscn = elf_getscn(elf, sh->sh_link);
 	size_t count = sh->sh_size / sh->sh_entsize;
+	/* A 64-bit file's RELA entries are read in place: a big library's
+	 * .rela.dyn holds 100 k+ of them, nearly all R_*_RELATIVE, and
+	 * gelf_getrela's copy of each was most of the time spent here. */
+	GElf_Ehdr eh;
+	const Elf64_Rela *raw = NULL;
+	if (sh->sh_type == SHT_RELA && d->d_type == ELF_T_RELA && d->d_buf &&
+	    gelf_getehdr(elf, &eh) && eh.e_ident[EI_CLASS] == ELFCLASS64) {
+		raw = d->d_buf;
+		if (count > d->d_size / sizeof(Elf64_Rela))
+			count = d->d_size / sizeof(Elf64_Rela);
+	}
 	for (size_t i = 0; i < count && i <= INT32_MAX; i++) {
 		GElf_Rela rela = {0};
 		GElf_Rel rel;
-		if (sh->sh_type == SHT_RELA) {
+		if (raw) {
+			rela.r_offset = raw[i].r_offset;
+			rela.r_info = raw[i].r_info;
+			rela.r_addend = raw[i].r_addend;
+		} else if (sh->sh_type == SHT_RELA) {
 			if (!gelf_getrela(d, (int)i, &rela))
 				break;
 		} else {
