@@ -26,6 +26,7 @@
 
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
 #include <unistd.h>
@@ -276,6 +277,53 @@ static int add_labels(builder *b, const ember__config *cfg, const ember__agg *a,
 	return 0;
 }
 
+/* The address a frame is looked up at: a caller's return address minus
+ * one (inside its call), a leaf's own. */
+static uint64_t frame_addr(const uint64_t *pcs, uint32_t d)
+{
+	return d == 0 || pcs[d] == 0 ? pcs[d] : pcs[d] - 1;
+}
+
+/*
+ * Every frame address of a window, handed to the symbolizer at once before
+ * the lookups (symbolizer.h, prefetch): a module first met here is named
+ * by one pass over its symbols instead of an index of them all. The
+ * caller counts the frames (frames_need), adds each stack (frames_add),
+ * then calls frames_prefetch. Failing to allocate only costs that saving
+ * (the lookups build the index).
+ */
+typedef struct frame_addrs {
+	uint64_t *v;
+	size_t n, cap;
+} frame_addrs;
+
+static void frames_add(frame_addrs *f, const uint64_t *pcs, uint32_t depth)
+{
+	for (uint32_t d = 0; d < depth && f->n < f->cap; d++)
+		f->v[f->n++] = frame_addr(pcs, d);
+}
+
+static void frames_prefetch(ember__symbolizer *sym, frame_addrs *f)
+{
+	if (sym && f->n)
+		(void)ember__symbolizer_prefetch(sym, f->v, f->n);
+	free(f->v);
+}
+
+/* Room for n frames, and the program's entry point (main_mapping_first
+ * looks it up) already in. */
+static frame_addrs frames_need(const ember__symbolizer *sym, size_t n)
+{
+	frame_addrs f = {NULL, 0, 0};
+	unsigned long entry = getauxval(AT_ENTRY);
+	if (sym && (f.v = malloc((n + 1) * sizeof(*f.v)))) {
+		f.cap = n + 1;
+		if (entry)
+			f.v[f.n++] = entry;
+	}
+	return f;
+}
+
 int ember__window_profile(const ember__agg *a, ember__symbolizer *sym, const ember__config *cfg,
 			  int kind, int64_t start_ns, int64_t end_ns, ember__profile **out)
 {
@@ -285,7 +333,6 @@ int ember__window_profile(const ember__agg *a, ember__symbolizer *sym, const emb
 	if (!b.p)
 		return ember__error_oom("profile");
 	ember__profile *p = b.p;
-	main_mapping_first(&b); /* even in an empty profile: every file names the program */
 	int wall = kind == EMBER__PROFILE_WALL;
 	int64_t period = wall ? (int64_t)cfg->wall_ms * 1000000 : 1000000000 / (int64_t)cfg->hz;
 	p->nvalues = 2;
@@ -299,6 +346,15 @@ int ember__window_profile(const ember__agg *a, ember__symbolizer *sym, const emb
 	p->duration_nanos = end_ns - start_ns;
 	p->default_sample_type = p->sample_type[1].type;
 
+	size_t nframes = 0;
+	for (size_t i = 0; i < a->n; i++)
+		nframes += a->stacks[i]->depth;
+	frame_addrs fa = frames_need(sym, nframes);
+	for (size_t i = 0; i < a->n; i++)
+		frames_add(&fa, a->stacks[i]->pcs, a->stacks[i]->depth);
+	frames_prefetch(sym, &fa);
+	main_mapping_first(&b); /* even in an empty profile: every file names the program */
+
 	int rc = 0;
 	for (size_t i = 0; i < a->n && rc == 0; i++) {
 		const ember__agg_stack *s = a->stacks[i];
@@ -311,8 +367,7 @@ int ember__window_profile(const ember__agg *a, ember__symbolizer *sym, const emb
 		}
 		smp.nlocs = s->depth;
 		for (uint32_t d = 0; d < s->depth; d++) {
-			uint64_t addr = d == 0 || s->pcs[d] == 0 ? s->pcs[d] : s->pcs[d] - 1;
-			smp.locs[d] = location_for(&b, addr, d == 0);
+			smp.locs[d] = location_for(&b, frame_addr(s->pcs, d), d == 0);
 			if (smp.locs[d] == NO_LOCATION) {
 				smp.nlocs = d; /* cut at the first frame that is not code */
 				break;
@@ -342,6 +397,13 @@ int ember__window_rows(ember__profile *p, ember__symbolizer *sym, const ember__c
 		       const ember__window_row *rows, size_t n)
 {
 	builder b = {.sym = sym, .p = p};
+	size_t nframes = 0;
+	for (size_t i = 0; i < n; i++)
+		nframes += rows[i].depth;
+	frame_addrs fa = frames_need(sym, nframes);
+	for (size_t i = 0; i < n; i++)
+		frames_add(&fa, rows[i].pcs, rows[i].depth);
+	frames_prefetch(sym, &fa);
 	main_mapping_first(&b);
 	int rc = 0;
 	for (size_t i = 0; i < n && rc == 0; i++) {
@@ -357,8 +419,7 @@ int ember__window_rows(ember__profile *p, ember__symbolizer *sym, const ember__c
 		}
 		smp.nlocs = r->depth;
 		for (uint32_t d = 0; d < r->depth && rc == 0; d++) {
-			uint64_t addr = d == 0 || r->pcs[d] == 0 ? r->pcs[d] : r->pcs[d] - 1;
-			if ((smp.locs[d] = location_for(&b, addr, d == 0)) == NO_LOCATION) {
+			if ((smp.locs[d] = location_for(&b, frame_addr(r->pcs, d), d == 0)) == NO_LOCATION) {
 				smp.nlocs = d; /* cut at the first frame that is not code */
 				break;
 			}

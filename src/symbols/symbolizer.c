@@ -56,6 +56,7 @@
 #include "util/arena.h"
 #include "util/dep_elfutils.h"
 #include "util/error.h"
+#include "util/sort.h"
 
 #define CACHE_MIN_SLOTS 1024u
 #define CACHE_MAX_SLOTS (1u << 16) /* at most 32K cached addresses, ~2.4 MB */
@@ -456,6 +457,64 @@ int ember__symbolizer_lookup(ember__symbolizer *s, uint64_t addr, ember__symbol_
 	ember__symbolizer_fill_info(s, &e, out);
 	cache_put(s, &e);
 	return 0;
+}
+
+struct scan_call {
+	ember__symbolizer *s;
+	sym_module *m;
+	const uint64_t *addrs;
+	size_t n;
+};
+
+static int scan_cb(void *arg)
+{
+	struct scan_call *c = arg;
+	c->s->busy = c->m;
+	return ember__symindex_scan_into(&c->m->ix, c->m->dm, c->m->info.start, c->m->info.limit,
+					 c->addrs, c->n);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+int ember__symbolizer_prefetch(ember__symbolizer *s, uint64_t *addrs, size_t n)
+{
+	if (!s || n == 0)
+		return 0;
+	ember__sort(addrs, n, sizeof(*addrs), cmp_u64);
+	size_t k = 0; /* the misses of modules that may still scan, in place */
+	for (size_t i = 0; i < n; i++) {
+		if (k && addrs[k - 1] == addrs[i])
+			continue;
+		ptrdiff_t idx = find_module(s, addrs[i]);
+		if (idx < 0 || cache_get(s, addrs[i]))
+			continue;
+		const sym_module *m = s->mods[idx];
+		if (m->dm && !m->elf_failed && !m->ix.syms_built &&
+		    m->ix.scans < EMBER_SYMINDEX_MAX_SCANS)
+			addrs[k++] = addrs[i];
+	}
+	int err = 0;
+	for (size_t i = 0; i < k && !err;) {
+		/* addresses are sorted, modules too: one module's are a run */
+		ptrdiff_t idx = find_module(s, addrs[i]);
+		size_t j = i + 1;
+		while (j < k && find_module(s, addrs[j]) == idx)
+			j++;
+		char why[256];
+		struct scan_call call = {s, s->mods[idx], addrs + i, j - i};
+		err = ember__elfguard_run(scan_cb, &call, why, sizeof(why));
+		if (err == EMBER__ELFGUARD_TRIPPED) {
+			elfutils_gave_up(s, why); /* that module is asked no more */
+			err = refresh(s, 0);
+		}
+		s->busy = NULL;
+		i = j;
+	}
+	return err;
 }
 
 int ember__symbolizer_covers(const ember__symbolizer *s, uint64_t addr)

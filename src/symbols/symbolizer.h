@@ -118,6 +118,18 @@ int ember__symbolizer_lookup(ember__symbolizer *s, uint64_t addr, ember__symbol_
  * Sets *out to the current module table, sorted by start address, and
  * returns its length. The array is borrowed; see the lifetime rules above.
  */
+/*
+ * Before the lookups of many addresses (a window's frames): in modules
+ * whose symbol index is not built yet, the addresses not in the cache are
+ * named in one pass over the module's symbols (symindex.h, scan), for the
+ * lookups to use, while the module has had fewer than
+ * EMBER_SYMINDEX_MAX_SCANS scans; after that a lookup builds the index. A
+ * process that lives a few windows never sorts a big module's symbols.
+ * `addrs` is the caller's scratch: sorted and reordered here. 0 or an
+ * ember_err (the lookups then build the index as without this call).
+ */
+int ember__symbolizer_prefetch(ember__symbolizer *s, uint64_t *addrs, size_t n);
+
 size_t ember__symbolizer_modules(const ember__symbolizer *s, const ember__module_info **out);
 
 /* Modules whose ELF file could not be read, so their frames have no

@@ -152,12 +152,16 @@ int ember__symbolizer_resolve(ember__symbolizer *s, sym_module *m, uint64_t addr
 	if (!m->dm)
 		return 0;
 
-	if (!m->ix.syms_built) {
-		int err = ember__symindex_build_syms(&m->ix, m->dm, m->info.start, m->info.limit);
-		if (err)
-			return err;
+	const char *symname = NULL;
+	if (m->ix.syms_built || !ember__symindex_scanned(&m->ix, addr, &symname)) {
+		if (!m->ix.syms_built) {
+			int err = ember__symindex_build_syms(&m->ix, m->dm, m->info.start,
+							     m->info.limit);
+			if (err)
+				return err;
+		}
+		symname = ember__symindex_symbol_at(&m->ix, addr);
 	}
-	const char *symname = ember__symindex_symbol_at(&m->ix, addr);
 	const char *file = NULL;
 	int line = 0;
 	int dwarf = wants_dwarf(s, m);

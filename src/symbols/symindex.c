@@ -21,6 +21,7 @@ void ember__symindex_reset(ember__symindex *ix)
 	free(ix->syms);
 	free(ix->funcs);
 	ember__arena_release(&ix->names);
+	ember__u64map_free(&ix->scanned);
 	*ix = (ember__symindex)EMBER_SYMINDEX_INIT;
 }
 
@@ -124,13 +125,166 @@ static int add_plt_stubs(ember__symindex *ix, Dwfl_Module *dm, uint64_t start, u
 	return 0;
 }
 
+/* Symbol i of dm as an index entry, if it is code in [start, limit): a
+ * function, an ifunc or a bare label, defined in a section. Reads no
+ * name (the name's address only: see above). */
+static int code_symbol(Dwfl_Module *dm, int i, uint64_t start, uint64_t limit,
+		       ember__sym_entry *out)
+{
+	GElf_Sym sym;
+	GElf_Addr addr;
+	GElf_Word shndx;
+	Elf *elf;
+	Dwarf_Addr bias;
+	const char *name = dwfl_module_getsym_info(dm, i, &sym, &addr, &shndx, &elf, &bias);
+	int type = name ? GELF_ST_TYPE(sym.st_info) : -1;
+	if (!name || shndx == SHN_UNDEF || shndx == SHN_ABS ||
+	    (type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_NOTYPE))
+		return 0;
+	if (addr < start || addr >= limit)
+		return 0;
+	*out = (ember__sym_entry){addr, name, clamp_size(sym.st_size), sym_rank(&sym)};
+	return 1;
+}
+
+/*
+ * The symbols as libdwfl enumerates them, read in place. Going through
+ * dwfl_module_getsym_info costs about 70 ns a symbol (a section header
+ * looked up and a symbol converted for each); librustc_driver has 165 k of
+ * them and libLLVM as many, so a short rustc run spent more on that than
+ * on its samples. A 64-bit module whose symbols are one table of the ELF
+ * file libdwfl reads them from (no minidebuginfo merged in, no extended
+ * section indexes, not a relocatable object) is read directly instead:
+ * st_value plus the bias libdwfl reports for that file, for symbols of an
+ * allocated section, as libdwfl computes it. A sample of symbols is
+ * checked against libdwfl first; any difference, and every other module,
+ * goes through libdwfl.
+ */
+typedef struct sym_iter {
+	Dwfl_Module *dm;
+	uint64_t start, limit;
+	const Elf64_Sym *syms; /* NULL: through libdwfl */
+	const char *str;       /* the string table, NUL-terminated at its end */
+	size_t nstr;
+	unsigned char *alloc;  /* per section index: SHF_ALLOC */
+	size_t nsec;
+	uint64_t bias;
+} sym_iter;
+
+static int raw_symbol(const sym_iter *it, int i, ember__sym_entry *out)
+{
+	const Elf64_Sym *y = &it->syms[i];
+	int type = ELF64_ST_TYPE(y->st_info);
+	if (type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_NOTYPE)
+		return 0;
+	unsigned shndx = y->st_shndx;
+	if (shndx == SHN_UNDEF || shndx == SHN_ABS || y->st_name >= it->nstr)
+		return 0;
+	if (shndx >= SHN_LORESERVE) /* (none but SHN_ABS in code: libdwfl's say) */
+		return code_symbol(it->dm, i, it->start, it->limit, out);
+	uint64_t addr = y->st_value;
+	if (shndx >= it->nsec || it->alloc[shndx])
+		addr += it->bias;
+	if (addr < it->start || addr >= it->limit)
+		return 0;
+	GElf_Sym g = {.st_info = y->st_info};
+	*out = (ember__sym_entry){addr, it->str + y->st_name, clamp_size(y->st_size), sym_rank(&g)};
+	return 1;
+}
+
+static int sym_next(const sym_iter *it, int i, ember__sym_entry *out)
+{
+	return it->syms ? raw_symbol(it, i, out)
+			: code_symbol(it->dm, i, it->start, it->limit, out);
+}
+
+static void sym_iter_done(sym_iter *it)
+{
+	free(it->alloc);
+	it->alloc = NULL;
+	it->syms = NULL;
+}
+
+/* Do the raw reading and libdwfl agree on a sample of the symbols? */
+static int raw_agrees(const sym_iter *it, int total)
+{
+	int step = total / 64 > 0 ? total / 64 : 1;
+	for (int i = 1; i < total; i += i < 32 ? 1 : step) {
+		ember__sym_entry a, b;
+		int ra = raw_symbol(it, i, &a), rb = code_symbol(it->dm, i, it->start, it->limit, &b);
+		if (ra != rb || (ra && (a.addr != b.addr || a.size != b.size || a.rank != b.rank ||
+					strcmp(a.name, b.name) != 0)))
+			return 0;
+	}
+	return 1;
+}
+
+static void sym_iter_init(sym_iter *it, Dwfl_Module *dm, int total, uint64_t start, uint64_t limit)
+{
+	*it = (sym_iter){.dm = dm, .start = start, .limit = limit};
+	GElf_Sym sym;
+	GElf_Addr addr;
+	GElf_Word shndx;
+	Elf *elf = NULL;
+	Dwarf_Addr bias;
+	GElf_Ehdr eh;
+	if (total < 2 || !dwfl_module_getsym_info(dm, 1, &sym, &addr, &shndx, &elf, &bias) || !elf ||
+	    !gelf_getehdr(elf, &eh) || eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_type == ET_REL)
+		return;
+	Elf_Scn *tab = NULL, *dyn = NULL;
+	GElf_Shdr tsh, sh;
+	size_t nsec = 1;
+	for (Elf_Scn *scn = NULL; (scn = elf_nextscn(elf, scn)); nsec++) {
+		if (!gelf_getshdr(scn, &sh))
+			return;
+		if (sh.sh_type == SHT_SYMTAB_SHNDX)
+			return; /* extended section indexes: libdwfl's way */
+		int fits = sh.sh_entsize == sizeof(Elf64_Sym) &&
+			   sh.sh_size / sizeof(Elf64_Sym) == (uint64_t)total;
+		if (sh.sh_type == SHT_SYMTAB && fits && !tab)
+			tab = scn;
+		else if (sh.sh_type == SHT_DYNSYM && fits && !dyn)
+			dyn = scn;
+	}
+	if (!tab)
+		tab = dyn; /* libdwfl prefers .symtab, as here */
+	Elf_Data *d = tab ? elf_getdata(tab, NULL) : NULL;
+	if (!d || d->d_type != ELF_T_SYM || d->d_size < (size_t)total * sizeof(Elf64_Sym) ||
+	    !gelf_getshdr(tab, &tsh))
+		return;
+	Elf_Scn *strscn = elf_getscn(elf, tsh.sh_link);
+	Elf_Data *sd = strscn ? elf_getdata(strscn, NULL) : NULL;
+	if (!sd || !sd->d_buf || sd->d_size == 0 || ((const char *)sd->d_buf)[sd->d_size - 1] != '\0')
+		return;
+	it->alloc = calloc(nsec, 1);
+	if (!it->alloc)
+		return;
+	size_t k = 1;
+	for (Elf_Scn *scn = NULL; (scn = elf_nextscn(elf, scn)) && k < nsec; k++)
+		it->alloc[k] = gelf_getshdr(scn, &sh) && (sh.sh_flags & SHF_ALLOC);
+	it->nsec = nsec;
+	it->syms = d->d_buf;
+	it->str = sd->d_buf;
+	it->nstr = sd->d_size;
+	it->bias = bias;
+	if (!raw_agrees(it, total))
+		sym_iter_done(it);
+}
+
 int ember__symindex_build_syms(ember__symindex *ix, Dwfl_Module *dm, uint64_t start,
 			       uint64_t limit)
+{
+	return ember__symindex_build_syms_ex(ix, dm, start, limit, 0);
+}
+
+int ember__symindex_build_syms_ex(ember__symindex *ix, Dwfl_Module *dm, uint64_t start,
+				  uint64_t limit, int via_dwfl)
 {
 	free(ix->syms);
 	ix->syms = NULL;
 	ix->nsyms = 0;
 	ember__arena_release(&ix->names);
+	ember__u64map_free(&ix->scanned); /* (its names were in the arena) */
 	ix->syms_built = 1;
 	int total = dm ? dwfl_module_getsymtab(dm) : -1;
 	if (total < 1)
@@ -142,22 +296,13 @@ int ember__symindex_build_syms(ember__symindex *ix, Dwfl_Module *dm, uint64_t st
 	}
 	size_t n = 0;
 	int err = 0;
-	for (int i = 1; i < total; i++) {
-		GElf_Sym sym;
-		GElf_Addr addr;
-		GElf_Word shndx;
-		Elf *elf;
-		Dwarf_Addr bias;
-		/* (the name's address only: see above) */
-		const char *name = dwfl_module_getsym_info(dm, i, &sym, &addr, &shndx, &elf, &bias);
-		int type = name ? GELF_ST_TYPE(sym.st_info) : -1;
-		if (!name || shndx == SHN_UNDEF || shndx == SHN_ABS ||
-		    (type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_NOTYPE))
-			continue;
-		if (addr < start || addr >= limit)
-			continue;
-		v[n++] = (ember__sym_entry){addr, name, clamp_size(sym.st_size), sym_rank(&sym)};
-	}
+	sym_iter it;
+	sym_iter_init(&it, dm, via_dwfl ? 0 : total, start, limit);
+	ix->syms_raw = it.syms != NULL;
+	for (int i = 1; i < total; i++)
+		if (sym_next(&it, i, &v[n]))
+			n++;
+	sym_iter_done(&it);
 	if (!err && dm)
 		err = add_plt_stubs(ix, dm, start, limit, &v, &n);
 	if (err) {
@@ -217,6 +362,132 @@ const char *ember__symindex_symbol_at(ember__symindex *ix, uint64_t addr)
 			return name;
 	}
 	return NULL;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Naming a few addresses without the index                                */
+
+/*
+ * A short-lived process names the few hundred addresses its samples hold,
+ * once: sorting a big module's every symbol for them is most of what
+ * profiling rustc costs (BENCHMARKS.md section 13). One pass over the
+ * symbols finds the same names, without the index's memory:
+ *  - the floor: the preferred symbol at the highest address <= the
+ *    address. A symbol at `a` competes for the addresses from `a` to the
+ *    next one looked up, so each symbol goes into the gap before the first
+ *    address >= a (a binary search), and the floor of an address is the
+ *    highest symbol of its gap and the gaps before it;
+ *  - the enclosing symbol: the sized symbol with a name and the highest
+ *    address whose range holds the address, for a floor that does not
+ *    reach it (what the index's lookback finds, without its bound).
+ * Names are read only to break ties at one address, as the index does.
+ */
+
+/* Is x a better floor than y (y unset: addr 0 and no name)? */
+static int better_floor(const ember__sym_entry *x, const ember__sym_entry *y)
+{
+	if (!y->name || x->addr != y->addr)
+		return !y->name || x->addr > y->addr;
+	return cmp_sym(x, y) < 0;
+}
+
+static void scan_one(const ember__sym_entry *e, const uint64_t *addrs, size_t n,
+		     ember__sym_entry *gap, ember__sym_entry *enc)
+{
+	size_t lo = 0, hi = n; /* the first address >= e->addr */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (addrs[mid] < e->addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == n)
+		return; /* above every address looked up */
+	if (better_floor(e, &gap[lo]))
+		gap[lo] = *e;
+	for (size_t k = lo; k < n && e->size && addrs[k] - e->addr < e->size; k++)
+		if (better_floor(e, &enc[k]) && e->name[0])
+			enc[k] = *e;
+}
+
+int ember__symindex_scan(ember__symindex *ix, Dwfl_Module *dm, uint64_t start, uint64_t limit,
+			 const uint64_t *addrs, size_t n, const char **names)
+{
+	for (size_t i = 0; i < n; i++)
+		names[i] = NULL;
+	if (!n || !dm)
+		return 0;
+	ember__sym_entry *gap = calloc(2 * n, sizeof(*gap)), *enc = gap + n;
+	if (!gap)
+		return ember__error_oom("symbol scan");
+	int total = dwfl_module_getsymtab(dm);
+	sym_iter it;
+	sym_iter_init(&it, dm, total, start, limit);
+	for (int i = 1; i < total; i++) {
+		ember__sym_entry e;
+		if (sym_next(&it, i, &e))
+			scan_one(&e, addrs, n, gap, enc);
+	}
+	sym_iter_done(&it);
+	Dwarf_Addr bias;
+	Elf *elf = dwfl_module_getelf(dm, &bias);
+	ember__plt_stub *stubs;
+	size_t ns;
+	int err = ember__plt_stubs(elf, &ix->names, &stubs, &ns);
+	for (size_t i = 0; !err && i < ns; i++) {
+		ember__sym_entry e = {stubs[i].addr + bias, stubs[i].name, clamp_size(stubs[i].size),
+				      RANK_NAME_DONE};
+		if (e.addr >= start && e.addr < limit)
+			scan_one(&e, addrs, n, gap, enc);
+	}
+	if (!err)
+		free(stubs);
+	ember__sym_entry floor = {0};
+	for (size_t i = 0; !err && i < n; i++) {
+		if (gap[i].name && better_floor(&gap[i], &floor))
+			floor = gap[i];
+		ember__sym_entry *e = &floor;
+		if (!e->name || (e->size && addrs[i] - e->addr >= e->size) || !e->name[0])
+			e = enc[i].name ? &enc[i] : NULL;
+		if (e && !(names[i] = entry_name(ix, e)) && e->name[0])
+			err = ember__error_oom("symbol name");
+	}
+	free(gap);
+	return err;
+}
+
+int ember__symindex_scan_into(ember__symindex *ix, Dwfl_Module *dm, uint64_t start,
+			      uint64_t limit, const uint64_t *addrs, size_t n)
+{
+	ember__u64map_free(&ix->scanned);
+	ix->scanned = (ember__u64map)EMBER_U64MAP_INIT;
+	ix->scans++;
+	const char **names = malloc((n ? n : 1) * sizeof(*names));
+	if (!names)
+		return ember__error_oom("symbol scan");
+	int err = ember__symindex_scan(ix, dm, start, limit, addrs, n, names);
+	for (size_t i = 0; !err && i < n; i++) {
+		int inserted;
+		uint64_t *v = ember__u64map_put(&ix->scanned, addrs[i], &inserted);
+		if (!v)
+			err = ember__error_oom("symbol scan");
+		else
+			*v = (uint64_t)(uintptr_t)names[i];
+	}
+	free(names);
+	if (err)
+		ember__u64map_free(&ix->scanned);
+	return err;
+}
+
+int ember__symindex_scanned(const ember__symindex *ix, uint64_t addr, const char **name)
+{
+	const uint64_t *v = ember__u64map_get(&ix->scanned, addr);
+	if (!v)
+		return 0;
+	*name = (const char *)(uintptr_t)*v;
+	return 1;
 }
 
 /* ---------------------------------------------------------------------- */

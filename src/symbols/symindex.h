@@ -24,6 +24,7 @@
 
 #include "util/arena.h"
 #include "util/dep_elfutils.h"
+#include "util/hashmap.h"
 
 /* One function symbol of a module's index; name is libelf-owned. 24
  * bytes: a big module's index is hundreds of thousands of them, each page
@@ -48,13 +49,24 @@ typedef struct ember__symindex {
 	ember__sym_entry *syms;   /* sorted by addr, one per address */
 	size_t nsyms;
 	int syms_built;           /* syms reflects the module's symbol table */
+	int syms_raw;             /* ...read in place, not through libdwfl (symindex.c) */
 	ember__arena names;       /* names made here: "foo@plt", version-less copies */
 	ember__func_range *funcs; /* sorted by lo */
 	size_t nfuncs;
 	int funcs_built;          /* funcs reflects the module's DWARF */
 	Dwarf *dw;                /* the module's DWARF (owned by libdwfl), NULL if none */
 	Dwarf_Addr dwbias;        /* DWARF addresses + dwbias = ours */
+	/* Before the symbol index is built: the last scan's answers (address
+	 * -> name, 0 for none) and how many scans there were
+	 * (ember__symindex_scan_into) */
+	ember__u64map scanned;
+	unsigned scans;
 } ember__symindex;
+
+/* How many scans a module gets before the next lookup it misses builds
+ * its symbol index: a scan reads every symbol, as the build does, but
+ * keeps nothing, so after a few the index is the cheaper way. */
+#define EMBER_SYMINDEX_MAX_SCANS 2
 
 #define EMBER_SYMINDEX_INIT {0}
 
@@ -88,6 +100,11 @@ void ember__symindex_reset(ember__symindex *ix);
 int ember__symindex_build_syms(ember__symindex *ix, Dwfl_Module *dm, uint64_t start,
 			       uint64_t limit);
 
+/* The same; with via_dwfl, every symbol is read through libdwfl (the
+ * reference the in-place reading is checked against, symindex.c). */
+int ember__symindex_build_syms_ex(ember__symindex *ix, Dwfl_Module *dm, uint64_t start,
+				  uint64_t limit, int via_dwfl);
+
 /*
  * The name of the symbol covering addr: the closest one at or below it if
  * it is sizeless (it then runs to the next symbol) or its size reaches
@@ -97,6 +114,32 @@ int ember__symindex_build_syms(ember__symindex *ix, Dwfl_Module *dm, uint64_t st
  * version there, so lookups on one index are not concurrent.
  */
 const char *ember__symindex_symbol_at(ember__symindex *ix, uint64_t addr);
+
+/*
+ * Names n addresses of dm at once without building the symbol index: one
+ * pass over the same symbols (and PLT stubs) as ember__symindex_build_syms,
+ * no memory per symbol. `addrs` is sorted ascending with no repeats;
+ * names[i] becomes what ember__symindex_symbol_at would say for addrs[i]
+ * (except that an enclosing symbol is found however far back it starts),
+ * or NULL. For a few addresses in a big module, once or twice: each call
+ * reads every symbol again. Names are borrowed as symbol_at's are (the
+ * versionless copies and stub names go to the index's arena). 0 or
+ * EMBER_ERR_NOMEM.
+ */
+int ember__symindex_scan(ember__symindex *ix, Dwfl_Module *dm, uint64_t start, uint64_t limit,
+			 const uint64_t *addrs, size_t n, const char **names);
+
+/*
+ * The same, keeping the answers in ix->scanned (replacing the last scan's)
+ * for ember__symindex_scanned, and counting the scan. 0 or EMBER_ERR_NOMEM
+ * (then nothing is kept).
+ */
+int ember__symindex_scan_into(ember__symindex *ix, Dwfl_Module *dm, uint64_t start,
+			      uint64_t limit, const uint64_t *addrs, size_t n);
+
+/* Whether the last scan named addr; if so *name is its answer (NULL: no
+ * symbol covers it). */
+int ember__symindex_scanned(const ember__symindex *ix, uint64_t addr, const char **name);
 
 /*
  * Loads dm's DWARF (setting dw and dwbias; dw stays NULL when there is
