@@ -158,7 +158,7 @@ EXPORT EMBER_HOT_TEXT sighandler_t signal(int sig, sighandler_t h)
 	return f ? f(sig, h) : SIG_ERR;
 }
 
-EMBER_HOT_TEXT sighandler_t bsd_signal(int sig, sighandler_t h); /* not declared by every glibc */
+sighandler_t bsd_signal(int sig, sighandler_t h); /* not declared by every glibc */
 
 EXPORT EMBER_HOT_TEXT sighandler_t bsd_signal(int sig, sighandler_t h)
 {
