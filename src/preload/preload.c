@@ -37,6 +37,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "agent/agent_internal.h"
@@ -257,8 +258,10 @@ EMBER_HOT_TEXT static int starts_at_once(void)
 	const char *alloc = getenv("EMBERPROF_ALLOC");
 	if (alloc && *alloc && ember__parse_alloc(alloc, &mean) == 0 && mean > 0)
 		return 1;
-	long pid = strtol(v, &end, 10);
-	return *end != '\0' || pid <= 0 || pid == (long)getppid();
+	unsigned long pid = 0;
+	for (end = (char *)v; *end >= '0' && *end <= '9' && pid < (1ul << 40); end++)
+		pid = pid * 10 + (unsigned long)(*end - '0');
+	return *end != '\0' || pid == 0 || pid == (unsigned long)syscall(SYS_getppid);
 }
 
 /* ember__sigpath_preclaim for the signal the environment names; -1 when
@@ -287,6 +290,22 @@ EMBER_HOT_TEXT static int env_flag(const char *name, int *out)
 	return -1;
 }
 
+/* v in decimal into buf (24 bytes). Not snprintf: its code and the
+ * locale's pages are faults in every image of a tree (util/hotpage.h);
+ * the system calls here and in starts_at_once go through syscall(), whose
+ * page fork_child.c's raw_getpid has already touched. */
+EMBER_HOT_TEXT static void decimal(char *buf, unsigned long v)
+{
+	char tmp[24];
+	size_t n = 0;
+	do
+		tmp[n++] = (char)('0' + v % 10);
+	while ((v /= 10) && n < sizeof(tmp));
+	for (size_t i = 0; i < n; i++)
+		buf[i] = tmp[n - 1 - i];
+	buf[n] = '\0';
+}
+
 /*
  * With EMBERPROF_FOLLOW_CHILDREN=0: is this the one process to profile?
  * The first constructor to run records its pid in EMBERPROF_PROFILE_PID;
@@ -296,7 +315,7 @@ EMBER_HOT_TEXT static int is_profiled_pid(void)
 {
 	const char *v = getenv(EMBER_ENV_PROFILE_PID);
 	char buf[24];
-	snprintf(buf, sizeof(buf), "%ld", (long)getpid());
+	decimal(buf, (unsigned long)syscall(SYS_getpid));
 	if (v && *v)
 		return strcmp(v, buf) == 0;
 	if (setenv(EMBER_ENV_PROFILE_PID, buf, 1) != 0)

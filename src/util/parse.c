@@ -100,15 +100,28 @@ int ember__parse_duration_ms(const char *s, unsigned *out_ms)
 	return 0;
 }
 
+/* strcasecmp for ASCII words: libc's reads the locale's tables, a page
+ * fault or three in every process of a tree whose constructor parses a
+ * flag (util/hotpage.h). */
+EMBER_HOT_TEXT static int ascii_ieq(const char *a, const char *lower)
+{
+	for (; *a && *lower; a++, lower++) {
+		char c = *a >= 'A' && *a <= 'Z' ? (char)(*a - 'A' + 'a') : *a;
+		if (c != *lower)
+			return 0;
+	}
+	return *a == *lower;
+}
+
 EMBER_HOT_TEXT int ember__parse_bool(const char *s, int *out)
 {
 	static const char *const yes[] = {"1", "true", "yes", "on"};
 	static const char *const no[] = {"0", "false", "no", "off", ""};
 	for (size_t i = 0; i < sizeof(yes) / sizeof(*yes); i++)
-		if (!strcasecmp(s, yes[i]))
+		if (ascii_ieq(s, yes[i]))
 			return *out = 1, 0;
 	for (size_t i = 0; i < sizeof(no) / sizeof(*no); i++)
-		if (!strcasecmp(s, no[i]))
+		if (ascii_ieq(s, no[i]))
 			return *out = 0, 0;
 	return EMBER_ERR_INVALID;
 }

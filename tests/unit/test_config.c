@@ -66,6 +66,17 @@ static void test_parsers(void)
 	CHECK_EQ_INT(ember__parse_bool("TRUE", &on), 0);
 	CHECK_EQ_INT(on, 1);
 	CHECK_EQ_INT(ember__parse_bool("maybe", &on), EMBER_ERR_INVALID);
+	/* the words in any case, whole (the comparison is ASCII's, not the locale's) */
+	CHECK_EQ_INT(ember__parse_bool("Off", &on), 0);
+	CHECK_EQ_INT(on, 0);
+	CHECK_EQ_INT(ember__parse_bool("yEs", &on), 0);
+	CHECK_EQ_INT(on, 1);
+	CHECK_EQ_INT(ember__parse_bool("", &on), 0);
+	CHECK_EQ_INT(on, 0);
+	CHECK_EQ_INT(ember__parse_bool("o", &on), EMBER_ERR_INVALID);
+	CHECK_EQ_INT(ember__parse_bool("ono", &on), EMBER_ERR_INVALID);
+	CHECK_EQ_INT(ember__parse_bool("truex", &on), EMBER_ERR_INVALID);
+	CHECK_EQ_INT(ember__parse_bool("1 ", &on), EMBER_ERR_INVALID);
 }
 
 static void expect_env_error(const char *name, const char *value)
