@@ -141,18 +141,12 @@ EMBER_HOT_TEXT static pid_t raw_getpid(void)
 	return (pid_t)syscall(SYS_getpid);
 }
 
+/* Through the system call, not the vDSO: a fork child or a new image that
+ * execs or exits within a millisecond (most do) would fault in the vDSO's
+ * code and data pages for the two reads of arm_helper alone, ≈ 30 µs each
+ * on a paravirtualized VM, against ≈ 1 µs for the call (the helper's
+ * polls, once a millisecond, pay the same microsecond). */
 EMBER_HOT_TEXT static int64_t clock_ns(clockid_t clk)
-{
-	struct timespec ts;
-	clock_gettime(clk, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-/* The same through the system call, not the vDSO: a fork child or a new
- * image that execs or exits within a millisecond (most do) would fault in
- * the vDSO's code and data pages for these two reads alone, ≈ 30 µs each
- * on a paravirtualized VM, against ≈ 1 µs for the call. */
-EMBER_HOT_TEXT static int64_t clock_ns_sys(clockid_t clk)
 {
 	struct timespec ts = {0, 0};
 	syscall(SYS_clock_gettime, clk, &ts);
@@ -229,12 +223,7 @@ static void say(pid_t pid, const char *rest)
 {
 	char line[512] = "emberprof: warning: process ";
 	size_t n = strlen(line);
-	char digits[16];
-	size_t k = 0;
-	for (unsigned long v = (unsigned long)pid; k == 0 || v; v /= 10)
-		digits[k++] = (char)('0' + v % 10);
-	while (k)
-		line[n++] = digits[--k];
+	n += ember__logfd_decimal(line + n, (unsigned long)pid);
 	size_t r = strlen(rest);
 	if (r > sizeof(line) - n)
 		r = sizeof(line) - n;
@@ -334,8 +323,8 @@ EMBER_HOT_TEXT static void atfork_child(void)
  * before main (the constructor). */
 EMBER_HOT_TEXT static void arm_helper(void)
 {
-	g_forked_ns = clock_ns_sys(CLOCK_MONOTONIC);
-	g_cpu0_ns = clock_ns_sys(CLOCK_PROCESS_CPUTIME_ID);
+	g_forked_ns = clock_ns(CLOCK_MONOTONIC);
+	g_cpu0_ns = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
 	atomic_store(&g_probing, 0);
 	atomic_store(&g_probed, 0); /* a fork child probes its own lock again */
 	atomic_store(&g_probe_in, 0);

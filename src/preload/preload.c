@@ -290,22 +290,6 @@ EMBER_HOT_TEXT static int env_flag(const char *name, int *out)
 	return -1;
 }
 
-/* v in decimal into buf (24 bytes). Not snprintf: its code and the
- * locale's pages are faults in every image of a tree (util/hotpage.h);
- * the system calls here and in starts_at_once go through syscall(), whose
- * page fork_child.c's raw_getpid has already touched. */
-EMBER_HOT_TEXT static void decimal(char *buf, unsigned long v)
-{
-	char tmp[24];
-	size_t n = 0;
-	do
-		tmp[n++] = (char)('0' + v % 10);
-	while ((v /= 10) && n < sizeof(tmp));
-	for (size_t i = 0; i < n; i++)
-		buf[i] = tmp[n - 1 - i];
-	buf[n] = '\0';
-}
-
 /*
  * With EMBERPROF_FOLLOW_CHILDREN=0: is this the one process to profile?
  * The first constructor to run records its pid in EMBERPROF_PROFILE_PID;
@@ -315,7 +299,8 @@ EMBER_HOT_TEXT static int is_profiled_pid(void)
 {
 	const char *v = getenv(EMBER_ENV_PROFILE_PID);
 	char buf[24];
-	decimal(buf, (unsigned long)syscall(SYS_getpid));
+	/* (syscall(): its page fork_child.c's raw_getpid has touched) */
+	ember__logfd_decimal(buf, (unsigned long)syscall(SYS_getpid));
 	if (v && *v)
 		return strcmp(v, buf) == 0;
 	if (setenv(EMBER_ENV_PROFILE_PID, buf, 1) != 0)

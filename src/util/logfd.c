@@ -47,6 +47,19 @@ int ember__logfd_write(const char *line, size_t n)
 	return -1;
 }
 
+EMBER_HOT_TEXT size_t ember__logfd_decimal(char *buf, unsigned long v)
+{
+	char tmp[24];
+	size_t n = 0;
+	do
+		tmp[n++] = (char)('0' + v % 10);
+	while ((v /= 10) != 0);
+	for (size_t i = 0; i < n; i++)
+		buf[i] = tmp[n - 1 - i];
+	buf[n] = '\0';
+	return n;
+}
+
 uint64_t ember__logfd_lost(void)
 {
 	return atomic_load(&lost);

@@ -25,6 +25,15 @@
  */
 int ember__logfd_write(const char *line, size_t n);
 
+/*
+ * Writes v in decimal and a NUL to buf (room for 21 bytes) and returns the
+ * number of digits: a pid or count in a line built for ember__logfd_write,
+ * without snprintf, whose code and locale pages would be faults in every
+ * process of a tree that runs it before main (util/hotpage.h).
+ * Async-signal-safe.
+ */
+size_t ember__logfd_decimal(char *buf, unsigned long v);
+
 /* Log lines dropped because descriptor 2 changed or was closed. */
 uint64_t ember__logfd_lost(void);
 
