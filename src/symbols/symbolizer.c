@@ -324,13 +324,59 @@ static ptrdiff_t find_jit(const ember__symbolizer *s, uint64_t addr)
 	return find_range(s->jits, s->njits, addr);
 }
 
-/* The JIT mappings of `maps`, keeping the ids of those seen before. */
+/* JIT ranges no longer mapped that are still named (see rebuild_jits). */
+#define EMBER_JIT_KEEP_GONE 64
+
+typedef struct {
+	ember__module_info info;
+	uint64_t gone;
+} jit_range;
+
+static int jit_by_start(const void *a, const void *b)
+{
+	const jit_range *x = a, *y = b;
+	return x->info.start < y->info.start ? -1 : x->info.start > y->info.start;
+}
+
+static int jit_by_recent(const void *a, const void *b)
+{
+	const jit_range *x = a, *y = b;
+	return x->gone > y->gone ? -1 : x->gone < y->gone;
+}
+
+/* Does [start, limit) overlap a range of v[0..n) (sorted, disjoint)? */
+static int overlaps(const jit_range *v, size_t n, uint64_t start, uint64_t limit)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) { /* the first range ending after start */
+		size_t mid = lo + (hi - lo) / 2;
+		if (v[mid].info.limit <= start)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && v[lo].info.start < limit;
+}
+
+/*
+ * The JIT mappings of `maps`, keeping the ids of those seen before.
+ *
+ * Ranges that were JIT code at an earlier refresh and are gone now stay,
+ * named as before, unless something mapped since overlaps them: samples
+ * taken there may still wait in the window being built. A runtime unmaps
+ * its code space on the way out (node does, before exit_group), and
+ * flips code pages between writable and executable while it compiles, so
+ * the refresh before the last window often no longer sees the code most
+ * samples of the run landed in. The EMBER_JIT_KEEP_GONE most recently
+ * gone are kept; older ones are forgotten.
+ */
 static int rebuild_jits(ember__symbolizer *s, const ember__procmaps *maps)
 {
+	s->refreshes++;
 	size_t count = 0;
 	for (size_t i = 0; i < maps->n; i++)
 		count += is_jit_mapping(&maps->maps[i]);
-	ember__module_info *v = calloc(count ? count : 1, sizeof(*v));
+	jit_range *v = calloc(count + s->njits + 1, sizeof(*v));
 	if (!v)
 		return ember__error_oom("JIT mappings");
 	size_t n = 0;
@@ -343,15 +389,43 @@ static int rebuild_jits(ember__symbolizer *s, const ember__procmaps *maps)
 				      s->jits[old].limit == pm->end
 			      ? s->jits[old].id
 			      : s->next_id++;
-		v[n++] = (ember__module_info){.id = id,
-					      .path = s->pmf.path,
-					      .start = pm->start,
-					      .limit = pm->end,
-					      .build_id = "",
-					      .has_symbols = 1};
+		v[n++].info = (ember__module_info){.id = id,
+						   .path = s->pmf.path,
+						   .start = pm->start,
+						   .limit = pm->end,
+						   .build_id = "",
+						   .has_symbols = 1};
 	}
+	size_t live = n;
+	for (size_t i = 0; i < s->njits; i++) {
+		if (overlaps(v, live, s->jits[i].start, s->jits[i].limit))
+			continue;
+		v[n].info = s->jits[i];
+		v[n++].gone = s->jit_gone[i] ? s->jit_gone[i] : s->refreshes;
+	}
+	if (n - live > EMBER_JIT_KEEP_GONE) {
+		qsort(v + live, n - live, sizeof(*v), jit_by_recent);
+		n = live + EMBER_JIT_KEEP_GONE;
+	}
+	if (n > live)
+		qsort(v, n, sizeof(*v), jit_by_start);
+	ember__module_info *infos = calloc(n ? n : 1, sizeof(*infos));
+	uint64_t *gone = calloc(n ? n : 1, sizeof(*gone));
+	if (!infos || !gone) {
+		free(infos);
+		free(gone);
+		free(v);
+		return ember__error_oom("JIT mappings");
+	}
+	for (size_t i = 0; i < n; i++) {
+		infos[i] = v[i].info;
+		gone[i] = v[i].gone;
+	}
+	free(v);
 	free(s->jits);
-	s->jits = v;
+	free(s->jit_gone);
+	s->jits = infos;
+	s->jit_gone = gone;
 	s->njits = n;
 	return 0;
 }
@@ -837,6 +911,7 @@ void ember__symbolizer_free(ember__symbolizer *s)
 	free(s->mods);
 	free(s->infos);
 	free(s->jits);
+	free(s->jit_gone);
 	ember__perfmap_file_reset(&s->pmf);
 	if (s->dwfl)
 		dwfl_end(s->dwfl);

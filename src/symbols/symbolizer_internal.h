@@ -56,7 +56,10 @@ struct ember__symbolizer {
 	/* JIT code: the anonymous executable mappings, sorted by start, named
 	 * from the perf map /tmp/perf-PID.map when the runtime writes one */
 	ember__module_info *jits;
+	uint64_t *jit_gone; /* per jits[i]: 0 if mapped at the last refresh, else
+	                       the refresh it vanished at (kept: see rebuild_jits) */
 	size_t njits;
+	uint64_t refreshes;
 	ember__perfmap_file pmf;
 	/* Modules whose ELF file could not be read (their frames stay
 	 * unnamed), and the last one's path and reason, for the log. */

@@ -6,8 +6,9 @@
  * after a refresh, gone after dlclose and another refresh), a stripped
  * module whose debug file is found through .gnu_debuglink, the vDSO, the
  * executable's build id checked against readelf, addresses in no module,
- * the cache (repeat lookups, eviction), and a private copy of a module's
- * file mapped right below its image. The fixtures are in
+ * the cache (repeat lookups, eviction), a private copy of a module's
+ * file mapped right below its image, and JIT code named from a perf map
+ * after it was unmapped. The fixtures are in
  * tests/fixtures; this file is built with -g.
  */
 #include <dlfcn.h>
@@ -566,6 +567,95 @@ static void test_file_copy_beside_image(void)
 	dlclose(h);
 }
 
+/*
+ * JIT code named from /tmp/perf-PID.map stays named after its mapping is
+ * gone (a runtime unmaps its code space on the way out, before the last
+ * window is built), until new code is mapped over it; the 64 most
+ * recently gone ranges are kept, older ones forgotten.
+ */
+#define JIT_PAGES 72
+static void test_jit_gone(void)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	/* JIT_PAGES executable pages, each its own mapping (a hole after each) */
+	char *area = mmap(NULL, (size_t)pg * 2 * JIT_PAGES, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(area != MAP_FAILED);
+	if (area == MAP_FAILED)
+		return;
+	for (int i = 0; i < JIT_PAGES; i++)
+		CHECK_EQ_INT(mprotect(area + (size_t)pg * 2 * i, (size_t)pg, PROT_READ | PROT_EXEC), 0);
+	char map[64];
+	snprintf(map, sizeof(map), "/tmp/perf-%d.map", (int)getpid());
+	FILE *f = fopen(map, "w");
+	CHECK(f != NULL);
+	if (!f) {
+		munmap(area, (size_t)pg * 2 * JIT_PAGES);
+		return;
+	}
+	for (int i = 0; i < JIT_PAGES; i++)
+		fprintf(f, "%lx %lx jit_fn_%d\n", (unsigned long)(uintptr_t)(area + (size_t)pg * 2 * i + 16), 32UL, i);
+	fclose(f);
+
+	ember__symbolizer *s = NULL;
+	CHECK_EQ_INT(ember__symbolizer_new(&s), 0);
+#define JIT_AT(i) ((uint64_t)(uintptr_t)(area + (size_t)pg * 2 * (i) + 20))
+	char want[32];
+	ember__symbol_info si;
+	uint32_t id0 = 0;
+	for (int i = 0; s && i < JIT_PAGES; i++) {
+		CHECK(ember__symbolizer_covers(s, JIT_AT(i)));
+		CHECK_EQ_INT(ember__symbolizer_lookup(s, JIT_AT(i), &si), 0);
+		CHECK(si.module && strcmp(si.module->path, map) == 0);
+		CHECK_EQ_INT(si.nframes, 1);
+		snprintf(want, sizeof(want), "jit_fn_%d", i);
+		if (si.nframes == 1)
+			CHECK_EQ_STR(si.frames[0].function, want);
+		if (i == 0 && si.module)
+			id0 = si.module->id;
+	}
+	/* the holes between are no JIT code */
+	CHECK(!s || !ember__symbolizer_covers(s, JIT_AT(0) + (uint64_t)pg));
+
+	/* the first 8 go, and a refresh still names them ... */
+	CHECK_EQ_INT(munmap(area, (size_t)pg * 2 * 8), 0);
+	CHECK_EQ_INT(ember__symbolizer_refresh(s), 0);
+	for (int i = 0; s && i < 8; i++) {
+		CHECK(ember__symbolizer_covers(s, JIT_AT(i)));
+		CHECK_EQ_INT(ember__symbolizer_lookup(s, JIT_AT(i), &si), 0);
+		CHECK(si.module && strcmp(si.module->path, map) == 0 && si.nframes == 1);
+		snprintf(want, sizeof(want), "jit_fn_%d", i);
+		if (si.nframes == 1)
+			CHECK_EQ_STR(si.frames[0].function, want);
+		if (i == 0)
+			CHECK(si.module && si.module->id == id0);
+	}
+	/* ... until new code is mapped over page 0 */
+	char *again = mmap(area, (size_t)pg * 3, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	CHECK(again == area);
+	CHECK_EQ_INT(ember__symbolizer_refresh(s), 0);
+	CHECK_EQ_INT(ember__symbolizer_lookup(s, JIT_AT(0), &si), 0);
+	CHECK(si.module && si.module->id != id0 && si.module->limit == JIT_AT(0) - 20 + (uint64_t)pg * 3);
+	if (again == area)
+		munmap(again, (size_t)pg * 3);
+	CHECK_EQ_INT(ember__symbolizer_refresh(s), 0);
+
+	/* the other 64 go: the 64 most recently gone are kept, none of those
+	 * gone before */
+	CHECK_EQ_INT(munmap(area + (size_t)pg * 2 * 8, (size_t)pg * 2 * (JIT_PAGES - 8)), 0);
+	CHECK_EQ_INT(ember__symbolizer_refresh(s), 0);
+	int kept = 0, kept_old = 0;
+	for (int i = 0; s && i < JIT_PAGES; i++) {
+		CHECK_EQ_INT(ember__symbolizer_lookup(s, JIT_AT(i), &si), 0);
+		kept += si.module != NULL;
+		kept_old += si.module != NULL && i < 8;
+	}
+	CHECK_EQ_INT(kept, 64);
+	CHECK_EQ_INT(kept_old, 0);
+#undef JIT_AT
+	ember__symbolizer_free(s);
+	unlink(map);
+}
+
 int main(void)
 {
 	RUN(test_static_function);
@@ -579,5 +669,6 @@ int main(void)
 	RUN(test_table_and_cache);
 	RUN(test_cache_eviction);
 	RUN(test_file_copy_beside_image);
+	RUN(test_jit_gone);
 	return CHECK_DONE();
 }
