@@ -6,8 +6,8 @@
 #
 # What is installed (relative to the prefix):
 #   bin/emberprof                          the command (links nothing of ours dynamically)
-#   <libdir>/libemberprof.so.0.1.0 (+ .so.0, .so)            the library, SONAME libemberprof.so.0
-#   <libdir>/libemberprof_noalloc.so.0.1.0 (+ .so.0, .so)    what `emberprof run` preloads
+#   <libdir>/libemberprof.so.0.2.0 (+ .so.0, .so)            the library, SONAME libemberprof.so.0
+#   <libdir>/libemberprof_noalloc.so.0.2.0 (+ .so.0, .so)    what `emberprof run` preloads
 #                                                            without allocation profiling
 #   include/emberprof.h, emberprof_uv.h, emberprof_event.h
 #   <libdir>/pkgconfig/emberprof.pc, emberprof-uv.pc, emberprof-event.pc
