@@ -61,6 +61,7 @@
 #define CACHE_MIN_SLOTS 1024u
 #define CACHE_MAX_SLOTS (1u << 16) /* at most 32K cached addresses, ~2.4 MB */
 #define MAX_ELF_FAILURES 4         /* then no more elfutils: each one leaks a Dwfl */
+#define EMBER_SYM_KEEP_GONE 16     /* unmapped modules kept named (keep_gone) */
 
 /* ---------------------------------------------------------------------- */
 /* Modules                                                                 */
@@ -372,7 +373,6 @@ static int overlaps(const jit_range *v, size_t n, uint64_t start, uint64_t limit
  */
 static int rebuild_jits(ember__symbolizer *s, const ember__procmaps *maps)
 {
-	s->refreshes++;
 	size_t count = 0;
 	for (size_t i = 0; i < maps->n; i++)
 		count += is_jit_mapping(&maps->maps[i]);
@@ -638,6 +638,76 @@ static int continues_image(const ember__procmap *prev, const ember__procmap *pm)
 	       pm->offset >= prev->offset;
 }
 
+/* Is m's mapping among `maps` (sorted by start)? */
+static int still_mapped(const sym_module *m, const ember__procmaps *maps)
+{
+	size_t lo = 0, hi = maps->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (maps->maps[mid].start < m->info.start)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < maps->n && maps->maps[lo].start == m->info.start; lo++)
+		if (same_mapping(m, &maps->maps[lo]))
+			return 1;
+	return 0;
+}
+
+static int by_start(const void *a, const void *b)
+{
+	const sym_module *x = *(sym_module *const *)a, *y = *(sym_module *const *)b;
+	return x->info.start < y->info.start ? -1 : x->info.start > y->info.start;
+}
+
+static int by_recent_gone(const void *a, const void *b)
+{
+	const sym_module *x = *(sym_module *const *)a, *y = *(sym_module *const *)b;
+	return x->gone > y->gone ? -1 : x->gone < y->gone;
+}
+
+/*
+ * Marks (m->keep) the modules of the table that are no longer mapped and
+ * stay in it: samples taken in a library before its dlclose may wait in
+ * the window being built, and the refresh that learns of the next
+ * library (or JIT code) would otherwise drop the library they need for
+ * their names. A module stays unless an image mapped now overlaps the
+ * range it had (its address then belongs to the new one); the
+ * EMBER_SYM_KEEP_GONE most recently gone stay, older ones go.
+ */
+static int keep_gone(ember__symbolizer *s, const ember__procmaps *maps,
+		     const ember__procmap *images, size_t nimages)
+{
+	sym_module **cand = calloc(s->nmods + 1, sizeof(*cand));
+	if (!cand)
+		return ember__error_oom("modules kept");
+	size_t n = 0;
+	for (size_t i = 0; i < s->nmods; i++) {
+		sym_module *m = s->mods[i];
+		m->keep = 0;
+		if (strcmp(m->info.path, "[vdso]") == 0 || still_mapped(m, maps))
+			continue;
+		uint64_t lo = m->dm ? m->dm_low : m->info.start, hi = m->dm ? m->dm_high : m->info.limit;
+		int over = 0;
+		for (size_t k = 0; k < nimages && !over; k++)
+			over = images[k].start < hi && lo < images[k].end;
+		if (over)
+			continue;
+		if (!m->gone)
+			m->gone = s->refreshes; /* provisional until rebuild_modules */
+		cand[n++] = m;
+	}
+	if (n > EMBER_SYM_KEEP_GONE) {
+		qsort(cand, n, sizeof(*cand), by_recent_gone);
+		n = EMBER_SYM_KEEP_GONE;
+	}
+	for (size_t i = 0; i < n; i++)
+		cand[i]->keep = 1;
+	free(cand);
+	return 0;
+}
+
 /*
  * Tells libdwfl the current layout, from the same parse as our table: one
  * module per loaded image that holds code, from its lowest to its highest
@@ -651,6 +721,11 @@ static int continues_image(const ember__procmap *prev, const ember__procmap *pm)
 static int report_dwfl(ember__symbolizer *s, const ember__procmaps *maps)
 {
 	int err = 0;
+	/* the images' ranges, for choosing the modules kept (keep_gone) */
+	ember__procmap *images = calloc(maps->n + 1, sizeof(*images));
+	size_t nimages = 0;
+	if (!images)
+		return ember__error_oom("image ranges");
 	dwfl_report_begin(s->dwfl);
 	for (size_t i = 0; !err && i < maps->n;) {
 		const ember__procmap *pm = &maps->maps[i];
@@ -684,8 +759,21 @@ static int report_dwfl(ember__symbolizer *s, const ember__procmaps *maps)
 		if (code && !dwfl_report_module(s->dwfl, pm->path, pm->start, maps->maps[last].end))
 			err = ember__error(EMBER_ERR_SYS, "libdwfl cannot report %s: %s", pm->path,
 					   dwfl_errmsg(-1));
+		if (code)
+			images[nimages++] = (ember__procmap){.start = pm->start, .end = maps->maps[last].end};
 		i = last + 1;
 	}
+	/* Modules no longer mapped that stay (keep_gone): reported again as
+	 * they were, libdwfl keeps its module and the file it opened. */
+	if (!err)
+		err = keep_gone(s, maps, images, nimages);
+	for (size_t i = 0; !err && i < s->nmods; i++) {
+		sym_module *m = s->mods[i];
+		if (m->keep && m->dm &&
+		    !dwfl_report_module(s->dwfl, m->info.path, m->dm_low, m->dm_high))
+			m->keep = 0;
+	}
+	free(images);
 	if (dwfl_report_end(s->dwfl, NULL, NULL) != 0 && !err)
 		err = ember__error(EMBER_ERR_SYS, "libdwfl cannot finish reporting: %s",
 				   dwfl_errmsg(-1));
@@ -709,7 +797,7 @@ static sym_module *find_old(ember__symbolizer *s, const ember__procmap *pm)
  */
 static int rebuild_modules(ember__symbolizer *s, const ember__procmaps *maps)
 {
-	size_t count = 0;
+	size_t count = s->nmods; /* room for the kept ones */
 	for (size_t i = 0; i < maps->n; i++)
 		count += is_module_mapping(&maps->maps[i]);
 	sym_module **mods = calloc(count ? count : 1, sizeof(*mods));
@@ -755,6 +843,27 @@ static int rebuild_modules(ember__symbolizer *s, const ember__procmaps *maps)
 		return err;
 	}
 
+	/* Modules mapped now are not gone (one may have come back); those no
+	 * longer mapped that report_dwfl kept stay, in address order. */
+	size_t live = n;
+	for (size_t i = 0; i < live; i++)
+		mods[i]->gone = 0;
+	for (size_t i = 0; i < s->nmods; i++) {
+		sym_module *m = s->mods[i];
+		if (m->seen || !m->keep)
+			continue;
+		int over = 0; /* a module mapped now overlaps it: it goes */
+		for (size_t k = 0; k < live && !over; k++)
+			over = mods[k]->info.start < m->info.limit && m->info.start < mods[k]->info.limit;
+		if (over)
+			continue;
+		m->seen = 1;
+		if (!m->gone)
+			m->gone = s->refreshes;
+		mods[n++] = m;
+	}
+	if (n > live)
+		qsort(mods, n, sizeof(*mods), by_start);
 	/* Cache entries point at their modules: when one goes, empty the
 	 * cache (unmapping is rare; refilling it is cheap). */
 	for (size_t i = 0; i < s->nmods; i++) {
@@ -821,6 +930,10 @@ static int refresh_cb(void *arg)
 	int err = ember__procmaps_read_self(&maps);
 	if (err)
 		return err;
+	if (c->modules)
+		s->refreshes++;
+	for (size_t i = 0; i < s->nmods; i++)
+		s->mods[i]->keep = 0; /* report_dwfl decides again; none without a Dwfl */
 	int rerr = s->dwfl ? report_dwfl(s, &maps) : 0;
 
 	/* libdwfl may have freed modules it no longer saw: re-attach every

@@ -28,6 +28,8 @@ typedef struct sym_module {
 				   * made anew may reuse a freed one's address) */
 	size_t index;            /* position in the symbolizer's tables */
 	int seen;                /* marked while diffing during a refresh */
+	int keep;                /* no longer mapped, kept (report_dwfl decides) */
+	uint64_t gone;           /* 0 while mapped, else the refresh it went at */
 	int elf_failed;          /* elfutils gave up inside it: never ask again */
 	ember__arena arena;      /* every string handed out for this module */
 	const char **strs;       /* interned strings: open addressing */
@@ -59,7 +61,7 @@ struct ember__symbolizer {
 	uint64_t *jit_gone; /* per jits[i]: 0 if mapped at the last refresh, else
 	                       the refresh it vanished at (kept: see rebuild_jits) */
 	size_t njits;
-	uint64_t refreshes;
+	uint64_t refreshes; /* full refreshes so far: when a module or JIT range went */
 	ember__perfmap_file pmf;
 	/* Modules whose ELF file could not be read (their frames stay
 	 * unnamed), and the last one's path and reason, for the log. */
