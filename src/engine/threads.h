@@ -50,6 +50,7 @@ typedef struct ember__thread_rec {
 	uint64_t blocked_cpu_at; /* its CPU clock at the last scan, while blocking */
 	uint64_t scan_cpu;       /* its CPU clock at the last blocked-signal scan */
 	uint64_t scan_signal_ns; /* its entry's cpu_signal_ns then */
+	uint64_t scan_debt;      /* CPU its signals have not covered, while it blocks */
 	uint64_t unsampled_ns;   /* CPU time it used while blocking */
 	uint64_t cpu_base_ns;    /* its CPU clock when its engine was armed (+1; 0: not) */
 	int64_t wall_last; /* CLOCK_MONOTONIC of its last wall-clock sample (or adoption) */

@@ -34,6 +34,11 @@
 #include "util/fileio.h"
 #include "util/ownfd.h"
 
+/* CPU time a thread whose mask blocks the sampling signal may use beyond
+ * what its signals covered before it counts as blocking it (see
+ * ember__threads_check_blocked). */
+#define EMBER_BLOCKED_DEBT_NS 2000000000ull
+
 /* Is this the name of one of emberprof's own threads ("emberprof", or
  * "emberprof-" and a role)? Not a program that is itself called
  * emberprof_something (the demo), whose threads take its name. A name
@@ -94,23 +99,32 @@ void ember__threads_check_blocked(ember__threads *t, ember__thread_rec *r)
 	int b = task_blocks(r->tid, t->signo);
 	if (b < 0)
 		return;
-	/* Its CPU time since the last scan, and the CPU time the sampling
-	 * signals delivered to it since then stand for: a thread whose mask
-	 * shows the signal blocked but whose signals cover at least half of
-	 * that CPU time blocks it only for moments (glibc's raise() blocks
-	 * every signal around its tgkill, pthread_create around the clone
-	 * and while it waits for the loader's lock; a timer signal that fell
-	 * due meanwhile is delivered at the unblock, expirations merged into
-	 * it counted as overruns), not a thread that blocks it. Delivered,
-	 * not recorded: a sample dropped because the buffer was full (the
-	 * agent thread starved on a loaded machine) still shows the signal
-	 * got through. */
 	uint64_t cpu = ember__thread_cpu_ns(r->tid);
 	ember__thread_ent *e = ember__threadtab_find(t->tab, r->tid);
 	uint64_t sig_ns = e ? atomic_load_explicit(&e->cpu_signal_ns, memory_order_relaxed) : 0;
 	uint64_t dcpu = r->scan_cpu && cpu > r->scan_cpu ? cpu - r->scan_cpu : 0;
 	uint64_t covered = sig_ns - r->scan_signal_ns;
-	int sampled = r->scan_cpu && covered && covered * 2 >= dcpu;
+	/* Its CPU time since the last scan against the CPU time the sampling
+	 * signals delivered to it since then stand for, as a running balance:
+	 * a thread whose mask shows the signal blocked but whose signals keep
+	 * covering its CPU blocks it only for moments or stretches (glibc's
+	 * raise() blocks every signal around its tgkill, pthread_create
+	 * around the clone and while it waits for the loader's lock; a timer
+	 * signal that fell due meanwhile is delivered at the unblock,
+	 * expirations merged into it counted as overruns), not a thread that
+	 * blocks it, which gets no signal and whose balance only grows.
+	 * Delivered, not recorded: a sample dropped because the buffer was
+	 * full (the agent thread starved on a loaded machine) still shows
+	 * the signal got through. A balance, not scan by scan: the kernel
+	 * notices a CPU timer's expirations at a tick that finds the thread
+	 * running, late and in lumps under heavy contention (a thread
+	 * blocking for 30 ms of CPU at a time, 5 busy loops on 2 CPUs: scans
+	 * covering 0 %, then 36 %, then 250 % of their CPU, 99 % in all),
+	 * and the rule "half of each scan's CPU" warned about it. */
+	uint64_t debt = r->scan_debt + dcpu;
+	debt = debt > covered ? debt - covered : 0;
+	r->scan_debt = b ? debt : 0;
+	int sampled = r->scan_cpu && debt < EMBER_BLOCKED_DEBT_NS;
 	/* Nor is a thread that used under one period of CPU since: nothing
 	 * went unsampled, and a blocked mask seen then proves nothing (the
 	 * 30-minute soak's one false warning: "0.00 s of CPU not sampled"). */
@@ -119,7 +133,9 @@ void ember__threads_check_blocked(ember__threads *t, ember__thread_rec *r)
 	r->scan_signal_ns = sig_ns;
 	if (sampled)
 		b = 0;
-	uint64_t now = b ? cpu : 0;
+	/* its CPU clock for the count of unsampled CPU: on the first scan of
+	 * a streak, back by the balance, which no signal covered either */
+	uint64_t now = !b ? 0 : r->blocks_signal ? cpu : cpu > debt ? cpu - debt : 1;
 	/* scans in a row that saw it (an idle one neither counts nor resets) */
 	int seen = !b ? 0 : idle ? r->blocks_signal : r->blocks_signal + 1;
 	/* Seen on two scans in a row before the agent is told: a thread is
@@ -142,13 +158,13 @@ void ember__threads_check_blocked(ember__threads *t, ember__thread_rec *r)
 		}
 		ember__threads_note_blocked(t, r, 0);
 	}
-	if (seen >= 2 && r->blocked_cpu_at && now > r->blocked_cpu_at) {
-		r->unsampled_ns += now - r->blocked_cpu_at;
-		atomic_fetch_add_explicit(&t->unsampled_cpu_ns, now - r->blocked_cpu_at,
+	if (seen >= 2 && r->blocked_cpu_at && cpu > r->blocked_cpu_at) {
+		r->unsampled_ns += cpu - r->blocked_cpu_at;
+		atomic_fetch_add_explicit(&t->unsampled_cpu_ns, cpu - r->blocked_cpu_at,
 					  memory_order_relaxed);
 	}
 	r->blocks_signal = seen < 2 ? seen : 2;
-	r->blocked_cpu_at = now;
+	r->blocked_cpu_at = seen >= 2 ? cpu : now;
 }
 
 size_t ember__threads_take_blocked(ember__threads *t, ember__blocked_note *out, size_t max,

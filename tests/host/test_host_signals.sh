@@ -138,19 +138,20 @@ if [ "$qemu" = 1 ]; then
 fi
 
 # A thread that blocks the signal behind libc's back (a raw system call)
-# cannot be sampled: its CPU time is measured and the user is told, from
-# the first of two scans in a row (a second apart) that find it, to its
-# exit.
+# cannot be sampled: its CPU time is measured and the user is told, once
+# 2 s of its CPU went uncovered by any signal (counted from the start).
 "$EMBERPROF" run -q -o rb -- "$H" raw-block 4 >out 2>err
 check_exit "raw-blocked thread" 0 $?
 check_grep "raw-blocked thread: warned" err "blocks the sampling signal"
 lost=$(sed -n "s/.*blocks the sampling signal: \([0-9.]*\) s of CPU not sampled.*/\1/p" err)
-at_least "raw-blocked thread: unsampled CPU reported (of 4 s)" "$lost" 1.5
+at_least "raw-blocked thread: unsampled CPU reported (of 4 s)" "$lost" 2.5
 
 # A thread that blocks it the same way but for 30 ms of CPU at a time,
 # unblocking in between, gets one signal per unblock standing for three
 # periods (the timer's overruns): it is sampled, and no warning says it
-# blocks the signal. Counting signals instead of their weight, the scan
+# blocks the signal, even under heavy contention, where its signals come
+# late and in lumps (CI's ASan stage once warned, judging scan by scan).
+# Counting signals instead of their weight, the scan
 # saw a third of its CPU covered and warned (the soak's false warning
 # about the main thread, which pthread_create leaves with every signal
 # blocked while it waits for the loader's lock).
