@@ -27,7 +27,9 @@ Control port (127.0.0.1 only), plain GETs answered with text:
                                               answer N (K times, or until changed)
   /mode?m=hang                                accept, never answer
   /down, /up                                  close the data socket / listen again
-                                              on the same port
+                                              on the same port (a request being
+                                              handled is answered before /down
+                                              closes its connection)
   /count        "<accepted> <rejected> <requests>"
   /list         one line per accepted profile, arrival order:
                 n endpoint time_nanos samples id received_at
@@ -495,6 +497,7 @@ class State:
         self.requests = []     # (n, path, status, time)
         self.rejected = 0
         self.release = threading.Event()  # set: hung requests give up
+        self.inflight = 0      # requests being read, stored or answered
         self.data = None
 
     def next_status(self):
@@ -540,7 +543,13 @@ class DataHandler(BaseHTTPRequestHandler):
                         break
             self.close_connection = True
             return
-        super().handle_one_request()
+        with STATE.lock:
+            STATE.inflight += 1
+        try:
+            super().handle_one_request()
+        finally:
+            with STATE.lock:
+                STATE.inflight -= 1
 
     def reply(self, status, body=b"", ctype="application/json", extra=None):
         self.send_response(status)
@@ -797,6 +806,16 @@ class DataServer:
             c.settimeout(None)
             conns.append(c)
             threading.Thread(target=self.serve, args=(c, addr, gen), daemon=True).start()
+        # Going down refuses new connections; a request already being
+        # handled is answered first (at most 10 s). Cutting it after its
+        # profile was stored made the agent retry a delivered window: the
+        # server then held it twice (it_pyro_outage under ASan in CI).
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            with STATE.lock:
+                if STATE.inflight == 0:
+                    break
+            time.sleep(0.01)
         for c in conns:
             try:
                 c.shutdown(socket.SHUT_RDWR)

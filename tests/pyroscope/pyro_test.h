@@ -383,6 +383,14 @@ static __attribute__((unused)) void pt_check_same_windows(const fake_server *f, 
 	for (size_t w = first; w < cap->n && nwin < 4096; w++)
 		if (cap->w[w].samples)
 			idx[nwin++] = w;
+	if ((size_t)nrows != nwin) { /* what differs, for whoever reads the failure */
+		for (int i = 0; i < nrows; i++)
+			fprintf(stderr, "server profile %d: start %lld id %s\n", i, rows[i].time_nanos,
+				rows[i].id);
+		for (size_t i = 0; i < nwin; i++)
+			fprintf(stderr, "agent window %zu: start %lld\n", idx[i],
+				(long long)cap->w[idx[i]].start_ns);
+	}
 	IT_CHECK((size_t)nrows == nwin, "server has %d profiles, agent reported %zu windows with samples",
 		 nrows, nwin);
 	for (int i = 0; i < nrows; i++) {
