@@ -319,19 +319,36 @@ static int is_jit_mapping(const ember__procmap *pm)
 	return (pm->perms & EMBER_MAP_EXEC) && (pm->path[0] == '\0' || !strncmp(pm->path, "[anon", 5));
 }
 
-/* Index of the JIT mapping containing addr, or -1. */
-static ptrdiff_t find_jit(const ember__symbolizer *s, uint64_t addr)
-{
-	return find_range(s->jits, s->njits, addr);
-}
-
 /* JIT ranges no longer mapped that are still named (see rebuild_jits). */
 #define EMBER_JIT_KEEP_GONE 64
 
-typedef struct {
-	ember__module_info info;
-	uint64_t gone;
-} jit_range;
+/* The first range of v[0..n) (sorted, disjoint) ending after addr, or n. */
+static size_t jit_ending_after(const jit_range *v, size_t n, uint64_t addr)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (v[mid].info.limit <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Index of the JIT mapping containing addr, or -1. */
+static ptrdiff_t find_jit(const ember__symbolizer *s, uint64_t addr)
+{
+	size_t i = jit_ending_after(s->jits, s->njits, addr);
+	return i < s->njits && s->jits[i].info.start <= addr ? (ptrdiff_t)i : -1;
+}
+
+/* Does [start, limit) overlap a range of v[0..n) (sorted, disjoint)? */
+static int overlaps(const jit_range *v, size_t n, uint64_t start, uint64_t limit)
+{
+	size_t i = jit_ending_after(v, n, start);
+	return i < n && v[i].info.start < limit;
+}
 
 static int jit_by_start(const void *a, const void *b)
 {
@@ -343,20 +360,6 @@ static int jit_by_recent(const void *a, const void *b)
 {
 	const jit_range *x = a, *y = b;
 	return x->gone > y->gone ? -1 : x->gone < y->gone;
-}
-
-/* Does [start, limit) overlap a range of v[0..n) (sorted, disjoint)? */
-static int overlaps(const jit_range *v, size_t n, uint64_t start, uint64_t limit)
-{
-	size_t lo = 0, hi = n;
-	while (lo < hi) { /* the first range ending after start */
-		size_t mid = lo + (hi - lo) / 2;
-		if (v[mid].info.limit <= start)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < n && v[lo].info.start < limit;
 }
 
 /*
@@ -385,9 +388,9 @@ static int rebuild_jits(ember__symbolizer *s, const ember__procmaps *maps)
 		if (!is_jit_mapping(pm))
 			continue;
 		ptrdiff_t old = find_jit(s, pm->start);
-		uint32_t id = old >= 0 && s->jits[old].start == pm->start &&
-				      s->jits[old].limit == pm->end
-			      ? s->jits[old].id
+		uint32_t id = old >= 0 && s->jits[old].info.start == pm->start &&
+				      s->jits[old].info.limit == pm->end
+			      ? s->jits[old].info.id
 			      : s->next_id++;
 		v[n++].info = (ember__module_info){.id = id,
 						   .path = s->pmf.path,
@@ -398,10 +401,12 @@ static int rebuild_jits(ember__symbolizer *s, const ember__procmaps *maps)
 	}
 	size_t live = n;
 	for (size_t i = 0; i < s->njits; i++) {
-		if (overlaps(v, live, s->jits[i].start, s->jits[i].limit))
+		if (overlaps(v, live, s->jits[i].info.start, s->jits[i].info.limit))
 			continue;
-		v[n].info = s->jits[i];
-		v[n++].gone = s->jit_gone[i] ? s->jit_gone[i] : s->refreshes;
+		v[n] = s->jits[i];
+		if (!v[n].gone)
+			v[n].gone = s->refreshes;
+		n++;
 	}
 	if (n - live > EMBER_JIT_KEEP_GONE) {
 		qsort(v + live, n - live, sizeof(*v), jit_by_recent);
@@ -409,23 +414,8 @@ static int rebuild_jits(ember__symbolizer *s, const ember__procmaps *maps)
 	}
 	if (n > live)
 		qsort(v, n, sizeof(*v), jit_by_start);
-	ember__module_info *infos = calloc(n ? n : 1, sizeof(*infos));
-	uint64_t *gone = calloc(n ? n : 1, sizeof(*gone));
-	if (!infos || !gone) {
-		free(infos);
-		free(gone);
-		free(v);
-		return ember__error_oom("JIT mappings");
-	}
-	for (size_t i = 0; i < n; i++) {
-		infos[i] = v[i].info;
-		gone[i] = v[i].gone;
-	}
-	free(v);
 	free(s->jits);
-	free(s->jit_gone);
-	s->jits = infos;
-	s->jit_gone = gone;
+	s->jits = v;
 	s->njits = n;
 	return 0;
 }
@@ -450,7 +440,7 @@ static int jit_lookup(ember__symbolizer *s, uint64_t addr, ember__symbol_info *o
 	}
 	if (!s->pmf.found)
 		return err;
-	out->module = &s->jits[j];
+	out->module = &s->jits[j].info;
 	if (name) {
 		out->nframes = 1;
 		out->frames[0] = (ember__symbol_frame){.function = name, .system_name = name};
@@ -695,7 +685,7 @@ static int keep_gone(ember__symbolizer *s, const ember__procmaps *maps,
 		if (over)
 			continue;
 		if (!m->gone)
-			m->gone = s->refreshes; /* provisional until rebuild_modules */
+			m->gone = s->refreshes;
 		cand[n++] = m;
 	}
 	if (n > EMBER_SYM_KEEP_GONE) {
@@ -857,9 +847,7 @@ static int rebuild_modules(ember__symbolizer *s, const ember__procmaps *maps)
 			over = mods[k]->info.start < m->info.limit && m->info.start < mods[k]->info.limit;
 		if (over)
 			continue;
-		m->seen = 1;
-		if (!m->gone)
-			m->gone = s->refreshes;
+		m->seen = 1; /* m->gone was set when keep_gone chose it */
 		mods[n++] = m;
 	}
 	if (n > live)
@@ -1024,7 +1012,6 @@ void ember__symbolizer_free(ember__symbolizer *s)
 	free(s->mods);
 	free(s->infos);
 	free(s->jits);
-	free(s->jit_gone);
 	ember__perfmap_file_reset(&s->pmf);
 	if (s->dwfl)
 		dwfl_end(s->dwfl);

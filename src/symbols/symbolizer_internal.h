@@ -37,6 +37,13 @@ typedef struct sym_module {
 	ember__symindex ix;      /* symbols and functions of dm, built lazily */
 } sym_module;
 
+/* A JIT mapping: gone is 0 if it was mapped at the last refresh, else the
+ * refresh it went at (kept named for a while: see rebuild_jits). */
+typedef struct jit_range {
+	ember__module_info info;
+	uint64_t gone;
+} jit_range;
+
 typedef struct cache_entry {
 	uint64_t addr;
 	sym_module *mod;               /* NULL: empty slot */
@@ -57,9 +64,7 @@ struct ember__symbolizer {
 	size_t cache_cap, cache_count;
 	/* JIT code: the anonymous executable mappings, sorted by start, named
 	 * from the perf map /tmp/perf-PID.map when the runtime writes one */
-	ember__module_info *jits;
-	uint64_t *jit_gone; /* per jits[i]: 0 if mapped at the last refresh, else
-	                       the refresh it vanished at (kept: see rebuild_jits) */
+	jit_range *jits;
 	size_t njits;
 	uint64_t refreshes; /* full refreshes so far: when a module or JIT range went */
 	ember__perfmap_file pmf;
