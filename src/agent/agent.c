@@ -305,6 +305,11 @@ static void *agent_main(void *arg)
 		 * their tables now, before a sample lands in them. */
 		if (ember__core_active_utab(c) && ember__unwind_tables_poll(c->utab) != 0)
 			ember__log(&c->cfg, EMBER_LOG_DEBUG, "unwind tables refresh: %s", ember_last_error());
+		/* The same for names, before the window below is built: a
+		 * library mapped where a dlclose'd one was is otherwise named
+		 * after the old one (symbolizer.h). */
+		if (c->sym && ember__symbolizer_poll(c->sym) < 0)
+			ember__log(&c->cfg, EMBER_LOG_DEBUG, "symbolizer refresh: %s", ember_last_error());
 		rt = now_ns(CLOCK_REALTIME);
 		while (rt >= c->win_end + ember__core_wall_grace_ns(c)) {
 			ember__core_close_window(c, c->win_end, 0);

@@ -16,6 +16,7 @@
 #include "cfi/cfi_elf.h"
 #include "cfi/cfi_pack.h"
 #include "symbols/procmaps.h"
+#include "util/dlgen.h"
 #include "util/error.h"
 
 typedef struct mod_table {
@@ -604,33 +605,19 @@ int ember__unwind_tables_build_wanted(ember__unwind_tables *t, int64_t app_cpu_n
 	return rc;
 }
 
-static int dl_counters_cb(struct dl_phdr_info *info, size_t size, void *data)
-{
-	unsigned long long *out = data;
-	if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs)) {
-		out[0] = info->dlpi_adds;
-		out[1] = info->dlpi_subs;
-		out[2] = 1;
-	}
-	return 1; /* the counters are the same in every entry: one is enough */
-}
-
 static void note_dl_counters(ember__unwind_tables *t)
 {
-	unsigned long long c[3] = {0, 0, 0};
-	dl_iterate_phdr(dl_counters_cb, c);
-	t->dl_adds = c[0];
-	t->dl_subs = c[1];
-	t->dl_known = (int)c[2];
+	t->dl_adds = t->dl_subs = 0;
+	t->dl_known = ember__dl_counters(&t->dl_adds, &t->dl_subs);
 }
 
 int ember__unwind_tables_poll(ember__unwind_tables *t)
 {
-	unsigned long long c[3] = {0, 0, 0};
-	dl_iterate_phdr(dl_counters_cb, c);
+	unsigned long long adds = 0, subs = 0;
+	int known = ember__dl_counters(&adds, &subs);
 	int rc = 0;
 	/* Without the counters (not glibc) only explicit refreshes happen. */
-	if (c[2] && (!t->dl_known || c[0] != t->dl_adds || c[1] != t->dl_subs))
+	if (known && (!t->dl_known || adds != t->dl_adds || subs != t->dl_subs))
 		rc = ember__unwind_tables_refresh(t);
 	else
 		free_retired(t);

@@ -55,6 +55,7 @@
 #include "symbols/symindex.h"
 #include "util/arena.h"
 #include "util/dep_elfutils.h"
+#include "util/dlgen.h"
 #include "util/error.h"
 #include "util/sort.h"
 
@@ -915,11 +916,19 @@ static int refresh_cb(void *arg)
 	struct refresh_call *c = arg;
 	ember__symbolizer *s = c->s;
 	ember__procmaps maps = EMBER_PROCMAPS_INIT;
+	/* Before the map is read: a library loaded or unloaded while it is
+	 * read moves the counters again, and the next poll refreshes. */
+	unsigned long long adds = 0, subs = 0;
+	int known = c->modules ? ember__dl_counters(&adds, &subs) : 0;
 	int err = ember__procmaps_read_self(&maps);
 	if (err)
 		return err;
-	if (c->modules)
+	if (c->modules) {
 		s->refreshes++;
+		s->dl_adds = adds;
+		s->dl_subs = subs;
+		s->dl_known = known;
+	}
 	for (size_t i = 0; i < s->nmods; i++)
 		s->mods[i]->keep = 0; /* report_dwfl decides again; none without a Dwfl */
 	int rerr = s->dwfl ? report_dwfl(s, &maps) : 0;
@@ -964,6 +973,18 @@ int ember__symbolizer_refresh(ember__symbolizer *s)
 	if (!s)
 		return ember__error(EMBER_ERR_INVALID, "symbolizer_refresh: NULL symbolizer");
 	return refresh(s, 1);
+}
+
+int ember__symbolizer_poll(ember__symbolizer *s)
+{
+	if (!s)
+		return ember__error(EMBER_ERR_INVALID, "symbolizer_poll: NULL symbolizer");
+	unsigned long long adds = 0, subs = 0;
+	if (!ember__dl_counters(&adds, &subs) ||
+	    (s->dl_known && adds == s->dl_adds && subs == s->dl_subs))
+		return 0;
+	int err = refresh(s, 1);
+	return err ? err : 1;
 }
 
 uint64_t ember__symbolizer_elf_failures(const ember__symbolizer *s, const char **last)

@@ -77,13 +77,28 @@ void ember__symbolizer_free(ember__symbolizer *s);
 
 /*
  * Re-reads /proc/self/maps: libraries mapped since appear (with new ids),
- * modules whose mapping went away are dropped together with their cached
- * results and strings, and the others are kept with their loaded symbol
- * data, ids and strings. Invalidates every module_info pointer (see the
- * lifetime rules above). On error the previous module table is kept when
- * possible and the error is returned; lookups keep working either way.
+ * modules whose mapping went away stay named as they were until an image
+ * mapped since overlaps them (the 16 most recently gone; JIT ranges the
+ * same, 64), those overlapped go together with their cached results and
+ * strings, and the others are kept with their loaded symbol data, ids
+ * and strings. Invalidates every module_info pointer (see the lifetime
+ * rules above). On error the previous module table is kept when possible
+ * and the error is returned; lookups keep working either way. Agent
+ * thread only; not async-signal-safe.
  */
 int ember__symbolizer_refresh(ember__symbolizer *s);
+
+/*
+ * Refreshes (as ember__symbolizer_refresh) if a library was dlopen'ed or
+ * dlclose'd since the last refresh (the loader's counters moved; without
+ * them, not glibc, never). Needed because a lookup refreshes nothing and
+ * ember__symbolizer_covers() still answers yes for a gone module's range:
+ * a library the loader put where a dlclose'd one was would be named after
+ * the old one until something else refreshed. Returns 1 if it refreshed,
+ * 0 if nothing changed, or a negative ember_err. Agent thread only; not
+ * async-signal-safe.
+ */
+int ember__symbolizer_poll(ember__symbolizer *s);
 
 /*
  * Returns 1 if addr lies inside an executable mapping known since the last

@@ -362,6 +362,59 @@ static void test_dlclose_kept(void)
 }
 
 
+/*
+ * A library the loader maps where a dlclose'd one was: a lookup alone
+ * still names the address after the gone one (its range stays covered),
+ * ember__symbolizer_poll() sees the loader's counters move and refreshes,
+ * and then the new library names it. With nothing changed it does not
+ * refresh.
+ */
+static void test_poll_mapped_over(void)
+{
+	char dir[] = "/tmp/ember-sympoll-XXXXXX";
+	CHECK(mkdtemp(dir) != NULL);
+	ember__symbolizer *s = NULL;
+	CHECK_EQ_INT(ember__symbolizer_new(&s), 0);
+	if (!s)
+		return;
+	CHECK_EQ_INT(ember__symbolizer_poll(s), 0); /* nothing since new() */
+	struct dl_copy a, b;
+	memset(&a, 0, sizeof(a));
+	memset(&b, 0, sizeof(b));
+	dl_cycle(s, dir, 0, &a); /* loaded, refreshed, closed */
+	CHECK_EQ_INT(ember__symbolizer_poll(s), 1); /* the dlclose */
+	CHECK_EQ_INT(ember__symbolizer_poll(s), 0);
+	ember__symbol_info si;
+	CHECK_EQ_INT(ember__symbolizer_lookup(s, a.addr, &si), 0);
+	CHECK(si.module && strcmp(si.module->path, a.path) == 0); /* kept named */
+
+	char cmd[4096];
+	snprintf(b.path, sizeof(b.path), "%s/copy01.so", dir);
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", EMBER_FIXTURE_DL, b.path);
+	CHECK_EQ_INT(system(cmd), 0);
+	void *h = dlopen(b.path, RTLD_NOW | RTLD_LOCAL);
+	CHECK(h != NULL);
+	if (h) {
+		b.addr = (uint64_t)(uintptr_t)dlsym(h, "ember_fixture_dl_func");
+		if (b.addr != a.addr)
+			fprintf(stderr, "note: the second copy was not mapped over the first "
+					"(%#" PRIx64 " against %#" PRIx64 ")\n",
+				b.addr, a.addr);
+		CHECK_EQ_INT(ember__symbolizer_poll(s), 1);
+		CHECK_EQ_INT(ember__symbolizer_lookup(s, b.addr, &si), 0);
+		CHECK(si.module && strcmp(si.module->path, b.path) == 0);
+		if (si.module && strcmp(si.module->path, b.path) != 0)
+			fprintf(stderr, "address of the new copy named after %s\n", si.module->path);
+		CHECK(si.nframes == 1 && strcmp(si.frames[0].function, "ember_fixture_dl_func") == 0);
+		CHECK_EQ_INT(ember__symbolizer_poll(s), 0);
+		CHECK_EQ_INT(dlclose(h), 0);
+	}
+	ember__symbolizer_free(s);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	CHECK_EQ_INT(system(cmd), 0);
+}
+
+
 static void test_debuglink(void)
 {
 	ember__symbolizer *s = NULL;
@@ -795,6 +848,7 @@ int main(void)
 	RUN(test_cxx_inline);
 	RUN(test_dlopen_refresh_dlclose);
 	RUN(test_dlclose_kept);
+	RUN(test_poll_mapped_over);
 	RUN(test_debuglink);
 	RUN(test_build_id);
 	RUN(test_vdso);
