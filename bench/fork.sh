@@ -2,8 +2,9 @@
 # fork.sh BUILD_DIR [ROUNDS] - the wall time of one fork (+ _exit, or + exec
 # of a static program) in a process profiled by the preloaded library, with
 # fork children followed (the default) and not (EMBERPROF_FOLLOW_CHILDREN=0),
-# against the same unprofiled; interleaved rounds, medians (docs/BENCHMARKS.md
-# "13. Forks").
+# against the same unprofiled, and unprofiled with one idle thread that has
+# its own malloc arena (the floor of any in-process agent); interleaved
+# rounds, medians (docs/BENCHMARKS.md "14. Forks").
 set -euo pipefail
 build=$(cd "$1" && pwd)
 rounds=${2:-7}
@@ -18,6 +19,7 @@ for mode in exit exec; do
 	[ $mode = exec ] && n=$((n / 2))
 	for r in $(seq "$rounds"); do
 		env -u LD_PRELOAD "$fc" $n $mode "$st" >>"$out/$mode.plain"
+		env -u LD_PRELOAD EMBER_BENCH_IDLE_THREAD=1 "$fc" $n $mode "$st" >>"$out/$mode.thread"
 		LD_PRELOAD=$lib EMBERPROF_OUTPUT_DIR=$out/p EMBERPROF_FOLLOW_CHILDREN=0 "$fc" $n $mode "$st" >>"$out/$mode.nofollow"
 		LD_PRELOAD=$lib EMBERPROF_OUTPUT_DIR=$out/p "$fc" $n $mode "$st" >>"$out/$mode.follow"
 	done
@@ -26,7 +28,8 @@ for mode in exit exec; do
 	for col in 1 2; do
 		what="wall"
 		[ $col = 2 ] && what="CPU "
-		printf 'fork + %-5s %s per fork: unprofiled %7.1f us, profiled with children not followed %7.1f us, followed %7.1f us\n' \
-			$mode "$what" "$(med "$out/$mode.plain" $col)" "$(med "$out/$mode.nofollow" $col)" "$(med "$out/$mode.follow" $col)"
+		printf 'fork + %-5s %s per fork: unprofiled %7.1f us, unprofiled + idle thread %7.1f us, profiled with children not followed %7.1f us, followed %7.1f us\n' \
+			$mode "$what" "$(med "$out/$mode.plain" $col)" "$(med "$out/$mode.thread" $col)" \
+			"$(med "$out/$mode.nofollow" $col)" "$(med "$out/$mode.follow" $col)"
 	done
 done

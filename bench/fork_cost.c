@@ -13,8 +13,16 @@
  * preloaded and EMBERPROF_FOLLOW_CHILDREN=0 (the parent profiled, children
  * not), and with the default (each child would start its own agent
  * lazily), interleaved.
+ *
+ * With EMBER_BENCH_IDLE_THREAD=1 (and nothing preloaded) it first starts
+ * one thread that allocates 1 MiB in small blocks (so glibc gives it a
+ * malloc arena of its own, as the agent's thread gets) and then sleeps:
+ * what any in-process agent with a thread costs each fork, before it does
+ * anything (glibc's fork takes its multi-threaded path for good once a
+ * second thread has existed).
  */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,10 +31,41 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "idle_thread.h"
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static int ready;
+
+static void mark_ready(void)
+{
+	pthread_mutex_lock(&mu);
+	ready = 1;
+	pthread_cond_signal(&cv);
+	pthread_mutex_unlock(&mu);
+}
+
+static void *idle_thread(void *arg)
+{
+	(void)arg;
+	ember_bench_idle_thread(mark_ready);
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 4)
 		return 2;
+	const char *it = getenv("EMBER_BENCH_IDLE_THREAD");
+	if (it && !strcmp(it, "1")) {
+		pthread_t th;
+		if (pthread_create(&th, NULL, idle_thread, NULL) != 0)
+			return 1;
+		pthread_mutex_lock(&mu);
+		while (!ready)
+			pthread_cond_wait(&cv, &mu);
+		pthread_mutex_unlock(&mu);
+	}
 	int n = atoi(argv[1]), exec = !strcmp(argv[2], "exec");
 	char *targv[] = {argv[3], NULL};
 	struct timespec t0, t1;

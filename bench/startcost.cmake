@@ -6,6 +6,10 @@ target_compile_definitions(ember_bench_cpurun PRIVATE _GNU_SOURCE)
 
 # A preloaded library that does nothing: the loop case's floor.
 add_library(ember_bench_empty_preload SHARED empty_preload.c)
+# The same with one idle thread in the shell: the floor of an in-process
+# agent that has a thread there.
+add_library(ember_bench_thread_preload SHARED thread_preload.c)
+target_link_libraries(ember_bench_thread_preload PRIVATE Threads::Threads)
 
 # Sorting a big module's symbol index: glibc's qsort against ember__sort.
 add_executable(ember_bench_sort_faults sort_faults.c)

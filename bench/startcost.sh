@@ -16,7 +16,10 @@
 #
 # Cases: loop (bash running /bin/true 300 times: unprofiled; what
 # LD_PRELOAD alone costs, with a library that does nothing ("empty") and
-# with emberprof's library and no request to profile ("idle"); `emberprof
+# with emberprof's library and no request to profile ("idle"); the empty
+# library in every process and one idle thread with its own malloc arena in
+# the shell ("thread": the floor of an in-process agent with a thread
+# there, bench/thread_preload.c); `emberprof
 # run --no-follow-children` (the shell profiled, its children not);
 # `emberprof run`, the default: the whole tree), rustc (`rustc -O` on a
 # small file, the real compiler, not rustup's proxy), clangxx (`clang++ -O2 -c` on a small
@@ -42,7 +45,8 @@ shift
 cases=("$@")
 [ ${#cases[@]} -gt 0 ] || cases=(loop rustc clangxx node)
 rounds=${EMBER_BENCH_ROUNDS:-5}
-cmake --build "$build" --target ember_bench_cpurun ember_bench_empty_preload emberprof_cli emberprof \
+cmake --build "$build" --target ember_bench_cpurun ember_bench_empty_preload ember_bench_thread_preload \
+	emberprof_cli emberprof \
 	emberprof_noalloc -j 2 >/dev/null ||
 	{ echo "startcost.sh: building in $build failed" >&2; exit 1; }
 runner=$build/bench/ember_bench_cpurun
@@ -124,6 +128,7 @@ for c in "${cases[@]}"; do
 		[ -z "$before" ] || extra=("before|$before run -o @OUT@ -- bash -c '$loop'")
 		run_case loop "unprofiled|$loop" \
 			"empty|LD_PRELOAD=$build/bench/libember_bench_empty_preload.so bash -c '$loop'" \
+			"thread|EMBER_BENCH_IDLE_THREAD=\$\$ LD_PRELOAD=$build/bench/libember_bench_thread_preload.so bash -c '$loop'" \
 			"idle|LD_PRELOAD=$build/libemberprof_noalloc.so bash -c '$loop'" \
 			"nofollow|$ember run --no-follow-children -o @OUT@ -- bash -c '$loop'" \
 			"run|$ember run -o @OUT@ -- bash -c '$loop'" ${extra[@]+"${extra[@]}"}
