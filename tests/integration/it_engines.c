@@ -21,8 +21,9 @@ static void timers_at(unsigned hz)
 	 * agent's own threads, which are never sampled (heavier under ASan). */
 	double delivered = (double)r.samples / (r.app_cpu_s * hz), ratio = r.sampled_s / r.app_cpu_s;
 	printf("timer @%u Hz: process CPU %.3f s, application threads %.3f s, samples %llu (%.3fx of "
-	       "CPU x rate), sampled CPU %.3f s (%.3fx)\n",
-	       hz, r.cpu_s, r.app_cpu_s, (unsigned long long)r.samples, delivered, r.sampled_s, ratio);
+	       "CPU x rate), sampled CPU %.3f s (%.3fx); dropped: buffer full %llu\n",
+	       hz, r.cpu_s, r.app_cpu_s, (unsigned long long)r.samples, delivered, r.sampled_s, ratio,
+	       (unsigned long long)r.st.samples_dropped_full);
 	IT_CHECK(r.st.perf_events == 0, "timers, not perf events");
 	IT_CHECK(fabs(ratio - 1.0) <= 0.05,
 		 "sampled CPU %.3f s is not within 5%% of the threads' CPU %.3f s", r.sampled_s,
