@@ -10,6 +10,9 @@ add_library(ember_bench_empty_preload SHARED empty_preload.c)
 # agent that has a thread there.
 add_library(ember_bench_thread_preload SHARED thread_preload.c)
 target_link_libraries(ember_bench_thread_preload PRIVATE Threads::Threads)
+# The tree sampled from outside (perf events inherited, stacks copied),
+# counting records only: the floor of an out-of-process engine.
+add_executable(ember_bench_perf_tree_floor perf_tree_floor.c)
 
 # Sorting a big module's symbol index: glibc's qsort against ember__sort.
 add_executable(ember_bench_sort_faults sort_faults.c)

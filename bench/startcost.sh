@@ -19,7 +19,10 @@
 # with emberprof's library and no request to profile ("idle"); the empty
 # library in every process and one idle thread with its own malloc arena in
 # the shell ("thread": the floor of an in-process agent with a thread
-# there, bench/thread_preload.c); `emberprof
+# there, bench/thread_preload.c); the tree sampled from outside, perf
+# events inherited and 8 KiB stacks copied, records only counted
+# ("tree-floor": the floor of an out-of-process engine,
+# bench/perf_tree_floor.c; skipped where perf events are refused); `emberprof
 # run --no-follow-children` (the shell profiled, its children not);
 # `emberprof run`, the default: the whole tree), rustc (`rustc -O` on a
 # small file, the real compiler, not rustup's proxy), clangxx (`clang++ -O2 -c` on a small
@@ -46,6 +49,7 @@ cases=("$@")
 [ ${#cases[@]} -gt 0 ] || cases=(loop rustc clangxx node)
 rounds=${EMBER_BENCH_ROUNDS:-5}
 cmake --build "$build" --target ember_bench_cpurun ember_bench_empty_preload ember_bench_thread_preload \
+	ember_bench_perf_tree_floor \
 	emberprof_cli emberprof \
 	emberprof_noalloc -j 2 >/dev/null ||
 	{ echo "startcost.sh: building in $build failed" >&2; exit 1; }
@@ -126,6 +130,12 @@ for c in "${cases[@]}"; do
 		loop='for i in $(seq 300); do /bin/true; done'
 		extra=()
 		[ -z "$before" ] || extra=("before|$before run -o @OUT@ -- bash -c '$loop'")
+		tf=$build/bench/ember_bench_perf_tree_floor
+		if "$tf" 8192 true 2>/dev/null; then
+			extra+=("tree-floor|$tf 8192 bash -c '$loop' 2>/dev/null")
+		else
+			echo "== loop: no tree-floor configuration, perf events refused here"
+		fi
 		run_case loop "unprofiled|$loop" \
 			"empty|LD_PRELOAD=$build/bench/libember_bench_empty_preload.so bash -c '$loop'" \
 			"thread|EMBER_BENCH_IDLE_THREAD=\$\$ LD_PRELOAD=$build/bench/libember_bench_thread_preload.so bash -c '$loop'" \
