@@ -5,7 +5,9 @@
 # host's `go tool pprof` must read them with the program's symbols, the
 # CPU split of its two leaves must be 75 +- 5 %, and >= 99 % of the leaves'
 # samples must carry a complete chain through the thread function down to
-# glibc's start_thread. Two programs: the demo (hot_a : hot_b) and the
+# glibc's start_thread (the tolerance widens past 5 points only when
+# fewer signals arrived than 3.5 binomial standard deviations allow).
+# Two programs: the demo (hot_a : hot_b) and the
 # benchmark workload (bench/workload.c, 2 threads, 60 % of its default
 # work, sampled at 1 kHz: work_a : work_b under stage_one/stage_two and
 # main_loop).
@@ -47,8 +49,11 @@ for m in re.finditer(r"^\s+(\d+): 0x[0-9a-f]+ M=\d+ (\S+)", text, re.M):
     locs.setdefault(m.group(1), m.group(2))
 samples = []
 sec = text.split("Locations")[0]
-for m in re.finditer(r"^\s+\d+\s+(\d+): ((?:\d+ )*\d+)\s*$", sec, re.M):
-    samples.append((int(m.group(1)), [locs.get(i, "?") for i in m.group(2).split()]))
+counts = []  # (signals, leaf)
+for m in re.finditer(r"^\s+(\d+)\s+(\d+): ((?:\d+ )*\d+)\s*$", sec, re.M):
+    stack = [locs.get(i, "?") for i in m.group(3).split()]
+    samples.append((int(m.group(2)), stack))
+    counts.append((int(m.group(1)), stack[0] if stack else "?"))
 a = sum(w for w, s in samples if s and s[0] == fa)
 b = sum(w for w, s in samples if s and s[0] == fb)
 hot = [(w, s) for w, s in samples if s and s[0] in (fa, fb)]
@@ -57,16 +62,35 @@ total = sum(w for w, s in hot)
 if not total:
     sys.exit(f"FAIL: aarch64 {name}: no samples in {fa}/{fb} (symbols not resolved?)")
 share, comp = 100.0 * a / (a + b), 100.0 * complete / total
-print(f"aarch64 {name}: {fa} {share:.1f} % of {fa} + {fb}, complete chains {comp:.1f} % "
-      f"of {len(hot)} stacks")
-ok = 70 <= share <= 80 and comp >= 99
-sys.exit(0 if ok else f"FAIL: aarch64 {name}: want 75 +- 5 % and >= 99 % complete")
+others = {}
+for w, s in samples:
+    if s and s[0] not in (fa, fb):
+        others[s[0]] = others.get(s[0], 0) + w
+top = ", ".join(f"{k} {v}" for k, v in sorted(others.items(), key=lambda kv: -kv[1])[:5])
+# The split is measured with n signals (at 1 kHz a 250 Hz tick delivers
+# about one in four, each weighing the periods it stands for, and fewer
+# when the host is busy and qemu runs late): its noise is a binomial's,
+# so the tolerance is 5 points or 3.5 standard deviations, whichever is
+# wider (5.5 points at the ~750 signals of a quiet run).
+n = sum(c for c, leaf in counts if leaf in (fa, fb))
+tol = max(5.0, 3.5 * 100.0 * (0.75 * 0.25 / n) ** 0.5)
+print(f"aarch64 {name}: {fa} {share:.1f} % of {fa} + {fb} ({a} and {b} ns, {n} signals, "
+      f"tolerance {tol:.1f}), complete chains {comp:.1f} % of {len(hot)} stacks; other "
+      f"leaves: {top or 'none'}")
+ok = abs(share - 75) <= tol and comp >= 99
+sys.exit(0 if ok else f"FAIL: aarch64 {name}: want 75 +- {tol:.1f} % and >= 99 % complete")
 PY
 }
 
 status=0
 check demo hot_a hot_b worker_main "$B/emberprof_demo" || status=1
-# (at 1 kHz, ~3 s of CPU under qemu: sampling noise well inside 5 %)
-run_opts="--rate 1000" check workload work_a work_b thread_main "$B/bench/ember_bench_workload" 2 12000 62500 ||
+# (at 1 kHz, ~3 s of CPU under qemu: sampling noise well inside 5 %).
+# Calls of 2.5 M iterations (~10 ms each under qemu), not the default
+# 62,500: with those a 4-call cycle took ~1 ms, a quarter of the 250 Hz
+# tick that delivers the CPU-time signals, and a cycle that stayed near
+# that for a while sampled one phase of it over and over (CI saw work_a
+# at 68.6 % once; 12 runs here gave 73.1-77.8 %, against 74.4-75.7 % in 8
+# runs with long calls). The same work: 300 calls instead of 12,000.
+run_opts="--rate 1000" check workload work_a work_b thread_main "$B/bench/ember_bench_workload" 2 300 2500000 ||
 	status=1
 exit $status
