@@ -56,8 +56,7 @@ struct ember__unwind_tables {
 	size_t nret, capret;
 	range *ranges;
 	size_t nranges, capranges;
-	unsigned long long dl_adds, dl_subs;
-	int dl_known;
+	ember__dlgen dl; /* the loader's counters at the last refresh */
 	int lazy;
 	int64_t built_ns;    /* lazy builds that made a table: their CPU time... */
 	uint64_t built_fdes; /* ...and their FDEs (estimate_ns) */
@@ -322,7 +321,6 @@ static int same_snapshot(const ember__unwind_snapshot *a, const ember__unwind_sn
 	return 1;
 }
 
-static void note_dl_counters(ember__unwind_tables *t);
 
 /*
  * Publishes a snapshot of the modules of the last refresh (ranges): those
@@ -391,7 +389,7 @@ static void free_mod(mod_table *x)
 int ember__unwind_tables_refresh(ember__unwind_tables *t)
 {
 	ember__procmaps maps = EMBER_PROCMAPS_INIT;
-	note_dl_counters(t);
+	ember__dlgen_read(&t->dl);
 	int rc = ember__procmaps_read_self(&maps);
 	if (rc)
 		return rc;
@@ -605,19 +603,13 @@ int ember__unwind_tables_build_wanted(ember__unwind_tables *t, int64_t app_cpu_n
 	return rc;
 }
 
-static void note_dl_counters(ember__unwind_tables *t)
-{
-	t->dl_adds = t->dl_subs = 0;
-	t->dl_known = ember__dl_counters(&t->dl_adds, &t->dl_subs);
-}
-
 int ember__unwind_tables_poll(ember__unwind_tables *t)
 {
-	unsigned long long adds = 0, subs = 0;
-	int known = ember__dl_counters(&adds, &subs);
+	ember__dlgen now;
+	ember__dlgen_read(&now);
 	int rc = 0;
 	/* Without the counters (not glibc) only explicit refreshes happen. */
-	if (known && (!t->dl_known || adds != t->dl_adds || subs != t->dl_subs))
+	if (ember__dlgen_moved(&t->dl, &now))
 		rc = ember__unwind_tables_refresh(t);
 	else
 		free_retired(t);
@@ -654,7 +646,7 @@ void ember__unwind_tables_attach(ember__unwind_tables *t,
 				 _Atomic(const ember__unwind_snapshot *) *slot)
 {
 	t->slot = slot;
-	t->dl_known = 0; /* the next poll refreshes */
+	t->dl.known = 0; /* the next poll refreshes */
 }
 
 void ember__unwind_tables_free(ember__unwind_tables *t)

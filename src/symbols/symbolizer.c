@@ -55,7 +55,6 @@
 #include "symbols/symindex.h"
 #include "util/arena.h"
 #include "util/dep_elfutils.h"
-#include "util/dlgen.h"
 #include "util/error.h"
 #include "util/sort.h"
 
@@ -918,16 +917,15 @@ static int refresh_cb(void *arg)
 	ember__procmaps maps = EMBER_PROCMAPS_INIT;
 	/* Before the map is read: a library loaded or unloaded while it is
 	 * read moves the counters again, and the next poll refreshes. */
-	unsigned long long adds = 0, subs = 0;
-	int known = c->modules ? ember__dl_counters(&adds, &subs) : 0;
+	ember__dlgen dl = {0, 0, 0};
+	if (c->modules)
+		ember__dlgen_read(&dl);
 	int err = ember__procmaps_read_self(&maps);
 	if (err)
 		return err;
 	if (c->modules) {
 		s->refreshes++;
-		s->dl_adds = adds;
-		s->dl_subs = subs;
-		s->dl_known = known;
+		s->dl = dl;
 	}
 	for (size_t i = 0; i < s->nmods; i++)
 		s->mods[i]->keep = 0; /* report_dwfl decides again; none without a Dwfl */
@@ -979,9 +977,9 @@ int ember__symbolizer_poll(ember__symbolizer *s)
 {
 	if (!s)
 		return ember__error(EMBER_ERR_INVALID, "symbolizer_poll: NULL symbolizer");
-	unsigned long long adds = 0, subs = 0;
-	if (!ember__dl_counters(&adds, &subs) ||
-	    (s->dl_known && adds == s->dl_adds && subs == s->dl_subs))
+	ember__dlgen now;
+	ember__dlgen_read(&now);
+	if (!ember__dlgen_moved(&s->dl, &now))
 		return 0;
 	int err = refresh(s, 1);
 	return err ? err : 1;

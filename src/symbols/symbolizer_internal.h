@@ -18,6 +18,7 @@
 #include "symbols/symindex.h"
 #include "util/arena.h"
 #include "util/dep_elfutils.h"
+#include "util/dlgen.h"
 
 typedef struct sym_module {
 	ember__module_info info; /* path and build_id point into arena */
@@ -67,10 +68,7 @@ struct ember__symbolizer {
 	jit_range *jits;
 	size_t njits;
 	uint64_t refreshes; /* full refreshes so far: when a module or JIT range went */
-	/* The loader's load/unload counters at the last full refresh
-	 * (ember__symbolizer_poll); dl_known 0: not read (not glibc) */
-	unsigned long long dl_adds, dl_subs;
-	int dl_known;
+	ember__dlgen dl; /* the loader's counters at the last full refresh (poll) */
 	ember__perfmap_file pmf;
 	/* Modules whose ELF file could not be read (their frames stay
 	 * unnamed), and the last one's path and reason, for the log. */

@@ -8,22 +8,22 @@
 
 static int counters_cb(struct dl_phdr_info *info, size_t size, void *data)
 {
-	unsigned long long *out = data;
+	ember__dlgen *g = data;
 	if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs)) {
-		out[0] = info->dlpi_adds;
-		out[1] = info->dlpi_subs;
-		out[2] = 1;
+		g->adds = info->dlpi_adds;
+		g->subs = info->dlpi_subs;
+		g->known = 1;
 	}
 	return 1; /* the counters are the same in every entry: one is enough */
 }
 
-int ember__dl_counters(unsigned long long *adds, unsigned long long *subs)
+void ember__dlgen_read(ember__dlgen *g)
 {
-	unsigned long long c[3] = {0, 0, 0};
-	dl_iterate_phdr(counters_cb, c);
-	if (!c[2])
-		return 0;
-	*adds = c[0];
-	*subs = c[1];
-	return 1;
+	*g = (ember__dlgen){0, 0, 0};
+	dl_iterate_phdr(counters_cb, g);
+}
+
+int ember__dlgen_moved(const ember__dlgen *seen, const ember__dlgen *now)
+{
+	return now->known && (!seen->known || now->adds != seen->adds || now->subs != seen->subs);
 }

@@ -272,8 +272,9 @@ static int image_range(struct dl_phdr_info *info, size_t size, void *arg)
 	return 1;
 }
 
-/* dlopens copy i, refreshes, records it, dlcloses it. */
-static void dl_cycle(ember__symbolizer *s, const char *dir, int i, struct dl_copy *c)
+/* Copies the fixture to DIR/copyII.so and dlopens it: its handle (NULL
+ * on failure, checked), c->path and c->addr set. */
+static void *dl_copy_open(const char *dir, int i, struct dl_copy *c)
 {
 	char cmd[4096];
 	snprintf(c->path, sizeof(c->path), "%s/copy%02d.so", dir, i);
@@ -281,9 +282,17 @@ static void dl_cycle(ember__symbolizer *s, const char *dir, int i, struct dl_cop
 	CHECK_EQ_INT(system(cmd), 0);
 	void *h = dlopen(c->path, RTLD_NOW | RTLD_LOCAL);
 	CHECK(h != NULL);
+	if (h)
+		c->addr = (uint64_t)(uintptr_t)dlsym(h, "ember_fixture_dl_func");
+	return h;
+}
+
+/* dlopens copy i, refreshes, records it, dlcloses it. */
+static void dl_cycle(ember__symbolizer *s, const char *dir, int i, struct dl_copy *c)
+{
+	void *h = dl_copy_open(dir, i, c);
 	if (!h)
 		return;
-	c->addr = (uint64_t)(uintptr_t)dlsym(h, "ember_fixture_dl_func");
 	CHECK_EQ_INT(ember__symbolizer_refresh(s), 0);
 	const ember__module_info *mi = module_by_path(s, c->path);
 	CHECK(mi != NULL);
@@ -388,14 +397,8 @@ static void test_poll_mapped_over(void)
 	CHECK_EQ_INT(ember__symbolizer_lookup(s, a.addr, &si), 0);
 	CHECK(si.module && strcmp(si.module->path, a.path) == 0); /* kept named */
 
-	char cmd[4096];
-	snprintf(b.path, sizeof(b.path), "%s/copy01.so", dir);
-	snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", EMBER_FIXTURE_DL, b.path);
-	CHECK_EQ_INT(system(cmd), 0);
-	void *h = dlopen(b.path, RTLD_NOW | RTLD_LOCAL);
-	CHECK(h != NULL);
+	void *h = dl_copy_open(dir, 1, &b);
 	if (h) {
-		b.addr = (uint64_t)(uintptr_t)dlsym(h, "ember_fixture_dl_func");
 		if (b.addr != a.addr)
 			fprintf(stderr, "note: the second copy was not mapped over the first "
 					"(%#" PRIx64 " against %#" PRIx64 ")\n",
@@ -410,6 +413,7 @@ static void test_poll_mapped_over(void)
 		CHECK_EQ_INT(dlclose(h), 0);
 	}
 	ember__symbolizer_free(s);
+	char cmd[128];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	CHECK_EQ_INT(system(cmd), 0);
 }
