@@ -1,0 +1,436 @@
+/*
+ * perf_tree.c - inherited per-CPU perf events over a process tree, their
+ * rings read and merged by time (perf_tree.h).
+ */
+#include "tree/perf_tree.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "emberprof.h"
+#include "util/error.h"
+
+/* Records stamped later than the drain's start less this wait for the
+ * next drain: the kernel takes a record's time before it writes it. */
+#define WATERMARK_MARGIN_NS 20000000ull
+#define STACK_MAX 65528u
+
+/* The user registers asked for, in the kernel's order (ascending bit):
+ * which ember__regs field each fills. */
+#if defined(__x86_64__)
+/* PERF_REG_X86_BX 1, BP 6, SP 7, IP 8 */
+#define REGS_MASK ((1ull << 1) | (1ull << 6) | (1ull << 7) | (1ull << 8))
+enum { R_AUX, R_FP, R_SP, R_PC, R_N };
+#elif defined(__aarch64__)
+/* PERF_REG_ARM64_X29 29, LR 30, SP 31, PC 32 */
+#define REGS_MASK ((1ull << 29) | (1ull << 30) | (1ull << 31) | (1ull << 32))
+enum { R_FP, R_AUX, R_SP, R_PC, R_N };
+#else
+#error "perf_tree.c: user registers of this architecture are not known"
+#endif
+
+typedef struct pend {
+	uint64_t time, seq;
+	uint8_t *rec; /* a copy of the record (malloc'd) */
+} pend;
+
+struct ember__ptree {
+	int ncpu;
+	int *fd;
+	void **ring;
+	size_t map_len, data_len;
+	pend *q;
+	size_t nq, capq;
+	uint64_t seq;
+	ember__ptree_stats st;
+	uint32_t stack_bytes;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void attr_init(struct perf_event_attr *a, const ember__ptree_opts *o, size_t data_len,
+		      int exclude_kernel)
+{
+	memset(a, 0, sizeof(*a));
+	a->size = sizeof(*a);
+	a->type = PERF_TYPE_SOFTWARE;
+	a->config = PERF_COUNT_SW_CPU_CLOCK;
+	a->freq = 1;
+	a->sample_freq = o->hz;
+	a->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_PERIOD |
+			 PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+	a->sample_regs_user = REGS_MASK;
+	a->sample_stack_user = o->stack_bytes;
+	a->inherit = 1;
+	a->exclude_kernel = (unsigned)exclude_kernel;
+	a->exclude_hv = 1;
+	a->mmap = 1; /* with mmap2: the MMAP2 form */
+	a->mmap2 = 1;
+	a->comm = 1;
+	a->comm_exec = 1;
+	a->task = 1;
+	a->sample_id_all = 1;
+	a->use_clockid = 1;
+	a->clockid = CLOCK_MONOTONIC;
+	a->disabled = 1;
+	a->enable_on_exec = 1;
+	a->watermark = 1;
+	a->wakeup_watermark = (uint32_t)(data_len / 4);
+}
+
+void ember__ptree_free(ember__ptree *t)
+{
+	if (!t)
+		return;
+	for (int i = 0; i < t->ncpu; i++) {
+		if (t->ring && t->ring[i] && t->ring[i] != MAP_FAILED)
+			munmap(t->ring[i], t->map_len);
+		if (t->fd && t->fd[i] >= 0)
+			close(t->fd[i]);
+	}
+	for (size_t i = 0; i < t->nq; i++)
+		free(t->q[i].rec);
+	free(t->q);
+	free(t->ring);
+	free(t->fd);
+	free(t);
+}
+
+int ember__ptree_open(ember__ptree **out, pid_t pid, const ember__ptree_opts *opts)
+{
+	if (!out || pid <= 0)
+		return ember__error(EMBER_ERR_INVALID, "perf tree: no process given");
+	*out = NULL;
+	ember__ptree_opts o = opts ? *opts : (ember__ptree_opts){0, 0, 0, 0};
+	if (!o.hz)
+		o.hz = 100;
+	if (!o.stack_bytes)
+		o.stack_bytes = 16384;
+	if (!o.ring_pages)
+		o.ring_pages = 128;
+	if (o.stack_bytes > STACK_MAX || (o.stack_bytes & 7) || o.hz > 100000 ||
+	    (o.ring_pages & (o.ring_pages - 1)))
+		return ember__error(EMBER_ERR_INVALID,
+				    "perf tree: bad options (hz %u, stack %u bytes, %u ring pages)",
+				    o.hz, o.stack_bytes, o.ring_pages);
+	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
+	long page = sysconf(_SC_PAGESIZE);
+	if (ncpu < 1 || page < 1)
+		return ember__error(EMBER_ERR_UNSUPPORTED, "perf tree: cannot count the CPUs");
+	ember__ptree *t = calloc(1, sizeof(*t));
+	if (!t)
+		return ember__error_oom("perf tree");
+	t->ncpu = (int)ncpu;
+	t->stack_bytes = o.stack_bytes;
+	t->fd = malloc((size_t)ncpu * sizeof(int));
+	t->ring = calloc((size_t)ncpu, sizeof(void *));
+	if (!t->fd || !t->ring) {
+		ember__ptree_free(t);
+		return ember__error_oom("perf tree");
+	}
+	for (long i = 0; i < ncpu; i++)
+		t->fd[i] = -1;
+	t->data_len = (size_t)page * o.ring_pages;
+	t->map_len = t->data_len + (size_t)page;
+
+	int exclude_kernel = o.user_only ? 1 : 0;
+	for (long i = 0; i < ncpu; i++) {
+		struct perf_event_attr a;
+		attr_init(&a, &o, t->data_len, exclude_kernel);
+		int fd = (int)syscall(SYS_perf_event_open, &a, pid, (int)i, -1, PERF_FLAG_FD_CLOEXEC);
+		if (fd < 0 && i == 0 && (errno == EACCES || errno == EPERM)) {
+			exclude_kernel = 1;
+			attr_init(&a, &o, t->data_len, exclude_kernel);
+			fd = (int)syscall(SYS_perf_event_open, &a, pid, (int)i, -1,
+					  PERF_FLAG_FD_CLOEXEC);
+		}
+		/* a CPU that is configured but offline takes no samples */
+		if (fd < 0 && errno == ENODEV && i > 0)
+			continue;
+		if (fd < 0) {
+			int e = errno;
+			ember__ptree_free(t);
+			return ember__error_errno(EMBER_ERR_UNSUPPORTED, e,
+						  "perf tree: perf_event_open on CPU %ld", i);
+		}
+		t->fd[i] = fd;
+		t->ring[i] = mmap(NULL, t->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (t->ring[i] == MAP_FAILED) {
+			int e = errno;
+			ember__ptree_free(t);
+			return ember__error_errno(EMBER_ERR_UNSUPPORTED, e,
+						  "perf tree: mapping CPU %ld's ring (%zu KiB)", i,
+						  t->map_len / 1024);
+		}
+	}
+	t->st.exclude_kernel = exclude_kernel;
+	*out = t;
+	return 0;
+}
+
+int ember__ptree_wait(ember__ptree *t, int timeout_ms)
+{
+	struct pollfd pfd[256];
+	nfds_t n = 0;
+	for (int i = 0; i < t->ncpu && n < 256; i++)
+		if (t->fd[i] >= 0)
+			pfd[n++] = (struct pollfd){.fd = t->fd[i], .events = POLLIN};
+	return poll(pfd, n, timeout_ms) < 0 ? -errno : 0;
+}
+
+/* The trailing sample_id of a non-sample record: {pid, tid, time}. */
+#define SAMPLE_ID_SIZE 16
+
+static int queue_push(ember__ptree *t, uint8_t *rec, uint64_t time)
+{
+	if (t->nq == t->capq) {
+		size_t cap = t->capq ? 2 * t->capq : 256;
+		pend *q = realloc(t->q, cap * sizeof(*q));
+		if (!q)
+			return -1;
+		t->q = q;
+		t->capq = cap;
+	}
+	t->q[t->nq++] = (pend){time, t->seq++, rec};
+	return 0;
+}
+
+/* A record's time: samples have it third (after IP and TID), the others
+ * in their trailing sample_id. 0 when the record is too short. */
+static uint64_t record_time(const uint8_t *rec, uint16_t size)
+{
+	const struct perf_event_header *h = (const void *)rec;
+	uint64_t v = 0;
+	if (h->type == PERF_RECORD_SAMPLE) {
+		if (size >= sizeof(*h) + 24)
+			memcpy(&v, rec + sizeof(*h) + 16, 8);
+	} else if (size >= sizeof(*h) + SAMPLE_ID_SIZE) {
+		memcpy(&v, rec + size - 8, 8);
+	}
+	return v;
+}
+
+/* Copies the records of one ring into the queue. */
+static void read_ring(ember__ptree *t, int cpu)
+{
+	struct perf_event_mmap_page *mp = t->ring[cpu];
+	const uint8_t *data = (const uint8_t *)mp + (t->map_len - t->data_len);
+	uint64_t head = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE);
+	uint64_t tail = mp->data_tail;
+	const uint64_t mask = t->data_len - 1;
+	while (tail < head) {
+		struct perf_event_header h;
+		for (size_t k = 0; k < sizeof(h); k++)
+			((uint8_t *)&h)[k] = data[(tail + k) & mask];
+		if (h.size < sizeof(h) || h.size > head - tail) {
+			t->st.malformed++;
+			tail = head;
+			break;
+		}
+		uint8_t *rec = malloc(h.size);
+		if (rec) {
+			uint64_t off = tail & mask;
+			size_t first = t->data_len - off < h.size ? t->data_len - off : h.size;
+			memcpy(rec, data + off, first);
+			memcpy(rec + first, data, h.size - first);
+			if (queue_push(t, rec, record_time(rec, h.size)) != 0)
+				free(rec);
+		}
+		t->st.bytes += h.size;
+		tail += h.size;
+	}
+	__atomic_store_n(&mp->data_tail, tail, __ATOMIC_RELEASE);
+}
+
+static int cmp_pend(const void *a, const void *b)
+{
+	const pend *x = a, *y = b;
+	if (x->time != y->time)
+		return x->time < y->time ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static int64_t get_u64(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+	if (end - *p < 8)
+		return -1;
+	memcpy(v, *p, 8);
+	*p += 8;
+	return 0;
+}
+
+/* Decodes a sample record (IP, TID, TIME, PERIOD, REGS_USER, STACK_USER). */
+static int decode_sample(ember__ptree *t, const uint8_t *rec, uint16_t size,
+			 ember__ptree_rec *r)
+{
+	const uint8_t *p = rec + sizeof(struct perf_event_header), *end = rec + size;
+	uint64_t ip, pidtid, v;
+	if (get_u64(&p, end, &ip) || get_u64(&p, end, &pidtid) || get_u64(&p, end, &r->time) ||
+	    get_u64(&p, end, &r->u.sample.period))
+		return -1;
+	r->pid = (int32_t)(uint32_t)pidtid;
+	r->tid = (int32_t)(uint32_t)(pidtid >> 32);
+	uint64_t abi;
+	if (get_u64(&p, end, &abi))
+		return -1;
+	memset(&r->u.sample.regs, 0, sizeof(r->u.sample.regs));
+	r->u.sample.regs_ok = abi != PERF_SAMPLE_REGS_ABI_NONE;
+	if (r->u.sample.regs_ok) {
+		uint64_t regs[R_N];
+		for (int i = 0; i < R_N; i++)
+			if (get_u64(&p, end, &regs[i]))
+				return -1;
+		r->u.sample.regs.pc = (uintptr_t)regs[R_PC];
+		r->u.sample.regs.sp = (uintptr_t)regs[R_SP];
+		r->u.sample.regs.fp = (uintptr_t)regs[R_FP];
+		r->u.sample.regs.aux = (uintptr_t)regs[R_AUX];
+	} else {
+		r->u.sample.regs.pc = (uintptr_t)ip;
+	}
+	uint64_t ssize;
+	if (get_u64(&p, end, &ssize))
+		return -1;
+	r->u.sample.stack = NULL;
+	r->u.sample.stack_len = 0;
+	if (ssize) {
+		if (ssize > (uint64_t)(end - p) || (uint64_t)(end - p) - ssize < 8)
+			return -1;
+		const uint8_t *stack = p;
+		p += ssize;
+		if (get_u64(&p, end, &v)) /* dyn_size: the bytes actually copied */
+			return -1;
+		r->u.sample.stack = stack;
+		r->u.sample.stack_len = v < ssize ? v : ssize;
+	}
+	(void)t;
+	return 0;
+}
+
+static int decode(ember__ptree *t, const uint8_t *rec, ember__ptree_rec *r)
+{
+	const struct perf_event_header *h = (const void *)rec;
+	const uint8_t *body = rec + sizeof(*h);
+	size_t blen = h->size - sizeof(*h);
+	memset(r, 0, sizeof(*r));
+	if (h->type == PERF_RECORD_SAMPLE) {
+		r->type = EMBER_PTREE_SAMPLE;
+		return decode_sample(t, rec, h->size, r);
+	}
+	if (blen < SAMPLE_ID_SIZE)
+		return -1;
+	r->time = record_time(rec, h->size);
+	size_t fixed = blen - SAMPLE_ID_SIZE; /* the record's own fields */
+	uint32_t u32[4];
+	switch (h->type) {
+	case PERF_RECORD_MMAP2: {
+		/* pid, tid; addr, len, pgoff; maj, min; ino; ino_generation;
+		 * prot, flags; filename (NUL-padded) */
+		const size_t head = 8 + 24 + 8 + 16 + 8;
+		if (fixed <= head || (h->misc & PERF_RECORD_MISC_MMAP_BUILD_ID))
+			return -1;
+		memcpy(u32, body, 8);
+		r->type = EMBER_PTREE_MMAP;
+		r->pid = (int32_t)u32[0];
+		r->tid = (int32_t)u32[1];
+		memcpy(&r->u.mmap.start, body + 8, 8);
+		memcpy(&r->u.mmap.len, body + 16, 8);
+		memcpy(&r->u.mmap.pgoff, body + 24, 8);
+		memcpy(&r->u.mmap.maj, body + 32, 4);
+		memcpy(&r->u.mmap.min, body + 36, 4);
+		memcpy(&r->u.mmap.ino, body + 40, 8);
+		memcpy(&r->u.mmap.prot, body + 56, 4);
+		const char *name = (const char *)body + head;
+		if (!memchr(name, 0, fixed - head))
+			return -1;
+		r->u.mmap.path = name;
+		return 0;
+	}
+	case PERF_RECORD_COMM: {
+		if (fixed <= 8)
+			return -1;
+		memcpy(u32, body, 8);
+		r->type = EMBER_PTREE_COMM;
+		r->pid = (int32_t)u32[0];
+		r->tid = (int32_t)u32[1];
+		const char *name = (const char *)body + 8;
+		if (!memchr(name, 0, fixed - 8))
+			return -1;
+		r->u.comm.comm = name;
+		r->u.comm.exec = (h->misc & PERF_RECORD_MISC_COMM_EXEC) != 0;
+		return 0;
+	}
+	case PERF_RECORD_FORK:
+	case PERF_RECORD_EXIT:
+		if (fixed < 24)
+			return -1;
+		memcpy(u32, body, 16);
+		r->type = h->type == PERF_RECORD_FORK ? EMBER_PTREE_FORK : EMBER_PTREE_EXIT;
+		r->pid = (int32_t)u32[0];
+		r->u.task.ppid = (int32_t)u32[1];
+		r->tid = (int32_t)u32[2];
+		r->u.task.ptid = (int32_t)u32[3];
+		return 0;
+	case PERF_RECORD_LOST:
+		if (fixed < 16)
+			return -1;
+		r->type = EMBER_PTREE_LOST;
+		memcpy(&r->u.lost.lost, body + 8, 8);
+		return 0;
+	case PERF_RECORD_THROTTLE:
+	case PERF_RECORD_UNTHROTTLE:
+		t->st.throttles += h->type == PERF_RECORD_THROTTLE;
+		return 1;
+	default:
+		t->st.unknown++;
+		return 1;
+	}
+}
+
+size_t ember__ptree_drain(ember__ptree *t, int final, ember__ptree_cb cb, void *arg)
+{
+	uint64_t limit = final ? UINT64_MAX : now_ns() - WATERMARK_MARGIN_NS;
+	for (int i = 0; i < t->ncpu; i++)
+		if (t->fd[i] >= 0)
+			read_ring(t, i);
+	if (t->nq > 1)
+		qsort(t->q, t->nq, sizeof(*t->q), cmp_pend);
+	size_t n = 0;
+	while (n < t->nq && t->q[n].time <= limit)
+		n++;
+	for (size_t i = 0; i < n; i++) {
+		ember__ptree_rec r;
+		int rc = decode(t, t->q[i].rec, &r);
+		t->st.records++;
+		if (rc < 0) {
+			t->st.malformed++;
+		} else if (rc == 0) {
+			if (r.type == EMBER_PTREE_SAMPLE)
+				t->st.samples++;
+			else if (r.type == EMBER_PTREE_LOST)
+				t->st.lost += r.u.lost.lost;
+			cb(arg, &r);
+		}
+		free(t->q[i].rec);
+	}
+	memmove(t->q, t->q + n, (t->nq - n) * sizeof(*t->q));
+	t->nq -= n;
+	return n;
+}
+
+void ember__ptree_get_stats(const ember__ptree *t, ember__ptree_stats *out)
+{
+	*out = t->st;
+}

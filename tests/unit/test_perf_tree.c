@@ -1,0 +1,220 @@
+/*
+ * test_perf_tree.c - the out-of-process tree sampler's reader
+ * (src/tree/perf_tree.h) on a real kernel: this test execs itself as a
+ * small tree (a process that burns CPU, forks a child that burns CPU and
+ * exits with _exit) and checks what the rings say about it: samples of
+ * both processes with registers and a stack copy, the exec'd binary's
+ * mapping, the exec, the fork and the exits, all in time order. Skips
+ * (77) where the kernel does not permit perf events.
+ */
+#include "tree/perf_tree.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "emberprof.h"
+
+static double cpu_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+__attribute__((noinline)) static unsigned long burn(double seconds)
+{
+	volatile unsigned long x = 1;
+	double end = cpu_now() + seconds;
+	while (cpu_now() < end)
+		for (int i = 0; i < 10000; i++)
+			x = x * 2654435761u + (unsigned long)i;
+	return x;
+}
+
+/* The tree: 0.4 s here, 0.4 s in a forked child that _exits. */
+static int tree_main(void)
+{
+	burn(0.4);
+	pid_t c = fork();
+	if (c == 0) {
+		burn(0.4);
+		_exit(0);
+	}
+	int st = 0;
+	waitpid(c, &st, 0);
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 3;
+}
+
+typedef struct seen {
+	pid_t top, child;
+	char self[4096];
+	uint64_t last_time;
+	int out_of_order;
+	int samples_top, samples_child, samples_regs, samples_stack, samples_in_self;
+	int mmap_self, mmap_self_before_sample, comm_exec, fork_child, exit_child, exit_top;
+	uint64_t self_lo, self_hi;
+	uint64_t period_ns;
+} seen;
+
+static void on_rec(void *arg, const ember__ptree_rec *r)
+{
+	seen *s = arg;
+	if (r->time < s->last_time)
+		s->out_of_order++;
+	s->last_time = r->time;
+	switch (r->type) {
+	case EMBER_PTREE_SAMPLE:
+		if (r->pid == s->top)
+			s->samples_top++;
+		else if (r->pid != s->top) {
+			if (!s->child)
+				s->child = r->pid;
+			s->samples_child += r->pid == s->child;
+		}
+		s->period_ns += r->u.sample.period;
+		if (r->u.sample.regs_ok && r->u.sample.regs.sp)
+			s->samples_regs++;
+		if (r->u.sample.stack_len >= 64)
+			s->samples_stack++;
+		if (s->self_hi && r->u.sample.regs.pc >= s->self_lo && r->u.sample.regs.pc < s->self_hi)
+			s->samples_in_self++;
+		if (!s->mmap_self)
+			s->mmap_self_before_sample = -1;
+		break;
+	case EMBER_PTREE_MMAP:
+		if (getenv("EMBER_TEST_VERBOSE"))
+			printf("mmap pid %d %#llx+%#llx prot %u %s\n", (int)r->pid, (unsigned long long)r->u.mmap.start, (unsigned long long)r->u.mmap.len, r->u.mmap.prot, r->u.mmap.path);
+		if (r->pid == s->top && strcmp(r->u.mmap.path, s->self) == 0 &&
+		    (r->u.mmap.prot & 4 /* PROT_EXEC */)) {
+			s->mmap_self++;
+			s->self_lo = r->u.mmap.start;
+			s->self_hi = r->u.mmap.start + r->u.mmap.len;
+			if (s->mmap_self_before_sample == 0)
+				s->mmap_self_before_sample = 1;
+		}
+		break;
+	case EMBER_PTREE_COMM:
+		if (r->pid == s->top && r->u.comm.exec)
+			s->comm_exec++;
+		break;
+	case EMBER_PTREE_FORK:
+		if (r->u.task.ppid == s->top && r->pid != s->top) {
+			s->fork_child++;
+			if (!s->child)
+				s->child = r->pid;
+		}
+		break;
+	case EMBER_PTREE_EXIT:
+		if (r->pid == r->tid && r->pid == s->top)
+			s->exit_top++;
+		else if (r->pid == r->tid && r->pid == s->child)
+			s->exit_child++;
+		break;
+	}
+}
+
+static int skipped;
+
+static void run_tree(int user_only)
+{
+	int go[2];
+	CHECK(pipe2(go, O_CLOEXEC) == 0);
+	seen s;
+	memset(&s, 0, sizeof(s));
+	ssize_t n = readlink("/proc/self/exe", s.self, sizeof(s.self) - 1);
+	CHECK(n > 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		char b;
+		close(go[1]);
+		if (read(go[0], &b, 1) != 1)
+			_exit(126);
+		execl(s.self, s.self, "--tree", (char *)NULL);
+		_exit(127);
+	}
+	close(go[0]);
+	s.top = pid;
+	ember__ptree *t = NULL;
+	ember__ptree_opts o = {200, 8192, 0, user_only};
+	int rc = ember__ptree_open(&t, pid, &o);
+	if (rc == EMBER_ERR_UNSUPPORTED) {
+		printf("SKIP: %s\n", ember_last_error());
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		skipped = 1;
+		return;
+	}
+	CHECK_EQ_INT(rc, 0);
+	CHECK(write(go[1], "g", 1) == 1);
+	close(go[1]);
+	int st = 0;
+	size_t drained = 0;
+	for (;;) {
+		ember__ptree_wait(t, 50);
+		drained += ember__ptree_drain(t, 0, on_rec, &s);
+		if (waitpid(pid, &st, WNOHANG) == pid)
+			break;
+	}
+	drained += ember__ptree_drain(t, 1, on_rec, &s);
+	ember__ptree_stats ps;
+	ember__ptree_get_stats(t, &ps);
+	ember__ptree_free(t);
+	printf("records %zu (samples %llu, lost %llu, malformed %llu, %llu bytes), user only %d; "
+	       "samples: top %d, child %d, with regs %d, with stacks %d, in the binary %d; sampled "
+	       "%.3f s\n",
+	       drained, (unsigned long long)ps.samples, (unsigned long long)ps.lost,
+	       (unsigned long long)ps.malformed, (unsigned long long)ps.bytes, ps.exclude_kernel,
+	       s.samples_top, s.samples_child, s.samples_regs, s.samples_stack, s.samples_in_self,
+	       (double)s.period_ns / 1e9);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	if (user_only)
+		CHECK_EQ_INT(ps.exclude_kernel, 1);
+	CHECK_EQ_INT(s.out_of_order, 0);
+	CHECK_EQ_INT(ps.malformed, 0);
+	CHECK(s.comm_exec >= 1);
+	CHECK(s.mmap_self >= 1);
+	CHECK_EQ_INT(s.mmap_self_before_sample, 1);
+	CHECK_EQ_INT(s.fork_child, 1);
+	CHECK_EQ_INT(s.exit_child, 1);
+	CHECK_EQ_INT(s.exit_top, 1);
+	/* 0.4 s at 200 Hz is 80 samples each: at least half, whatever the
+	 * load (a descheduled vCPU merges ticks into fewer samples) */
+	CHECK(s.samples_top >= 40);
+	CHECK(s.samples_child >= 40);
+	int total = s.samples_top + s.samples_child;
+	CHECK_EQ_INT(s.samples_regs, total);
+	CHECK(s.samples_stack >= total * 9 / 10);
+	/* burn() is in the binary; time in libc (clock_gettime) and the vDSO is not */
+	CHECK(s.samples_in_self >= total / 4);
+	/* the periods tile the CPU time sampled: 0.8 s of burning, at least */
+	CHECK(s.period_ns >= 700000000ull && s.period_ns <= 1500000000ull);
+}
+
+static void test_tree(void)
+{
+	run_tree(0);
+}
+
+/* as at perf_event_paranoid 2: user mode only */
+static void test_tree_user_only(void)
+{
+	if (!skipped)
+		run_tree(1);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1 && strcmp(argv[1], "--tree") == 0)
+		return tree_main();
+	RUN(test_tree);
+	RUN(test_tree_user_only);
+	if (skipped && !check_failures)
+		return 77;
+	return CHECK_DONE();
+}
