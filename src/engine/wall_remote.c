@@ -201,11 +201,9 @@ int ember__wall_remote_sample(ember__wall_remote *w, ember__sigstate *st, ember_
 	}
 	/* Stack addresses held in the stack (saved frame pointers, signal
 	 * frames' registers) now point into the copy. */
-	uintptr_t base = (uintptr_t)w->copy, delta = base - sp;
+	uintptr_t base = (uintptr_t)w->copy;
 	size_t nw = len / 8;
-	for (size_t i = 0; i < nw; i++)
-		if (w->copy[i] >= sp && w->copy[i] < sp + len)
-			w->copy[i] += delta;
+	ember__unwind_relocate_copy(w->copy, nw, sp, base);
 
 	/* As a handler: the unwind snapshot stays valid while we count as
 	 * one running (unwind_tables.c frees old ones only when none runs). */

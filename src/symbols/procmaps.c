@@ -334,6 +334,27 @@ int ember__procmaps_read_self(ember__procmaps *out)
 	}
 }
 
+int ember__procmaps_copy(ember__procmaps *dst, const ember__procmaps *src)
+{
+	ember__procmaps c = EMBER_PROCMAPS_INIT;
+	c.maps = ember__arena_alloc(&c.arena, (src->n ? src->n : 1) * sizeof(*c.maps));
+	if (!c.maps)
+		goto oom;
+	for (size_t i = 0; i < src->n; i++) {
+		c.maps[i] = src->maps[i];
+		c.maps[i].path = ember__arena_strdup(&c.arena, src->maps[i].path);
+		if (!c.maps[i].path)
+			goto oom;
+	}
+	c.n = src->n;
+	*dst = c;
+	return 0;
+oom:
+	ember__arena_release(&c.arena);
+	*dst = (ember__procmaps)EMBER_PROCMAPS_INIT;
+	return ember__error_oom("copy of a process's mappings");
+}
+
 void ember__procmaps_free(ember__procmaps *m)
 {
 	if (!m)

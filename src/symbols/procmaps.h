@@ -65,6 +65,12 @@ int ember__procmaps_parse(const char *text, size_t len, ember__procmaps *out);
  */
 int ember__procmaps_slurp(const char *path, char **text, size_t *len);
 
+/*
+ * Makes *dst (EMBER_PROCMAPS_INIT or freed) an independent copy of src:
+ * its own array and strings. 0 or EMBER_ERR_NOMEM (*dst left empty).
+ */
+int ember__procmaps_copy(ember__procmaps *dst, const ember__procmaps *src);
+
 /* ember__procmaps_slurp() followed by ember__procmaps_parse(). */
 int ember__procmaps_read_file(const char *path, ember__procmaps *out);
 

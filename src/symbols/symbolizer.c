@@ -920,16 +920,17 @@ static int refresh_cb(void *arg)
 	ember__dlgen dl = {0, 0, 0};
 	if (c->modules)
 		ember__dlgen_read(&dl);
-	int err = ember__procmaps_read_self(&maps);
+	int err = s->remote ? 0 : ember__procmaps_read_self(&maps);
 	if (err)
 		return err;
+	const ember__procmaps *use = s->remote ? &s->layout : &maps;
 	if (c->modules) {
 		s->refreshes++;
 		s->dl = dl;
 	}
 	for (size_t i = 0; i < s->nmods; i++)
 		s->mods[i]->keep = 0; /* report_dwfl decides again; none without a Dwfl */
-	int rerr = s->dwfl ? report_dwfl(s, &maps) : 0;
+	int rerr = s->dwfl ? report_dwfl(s, use) : 0;
 
 	/* libdwfl may have freed modules it no longer saw: re-attach every
 	 * surviving module before anything else can fail. */
@@ -944,9 +945,9 @@ static int refresh_cb(void *arg)
 	if (replaced)
 		cache_clear(s);
 	if (c->modules) {
-		err = rebuild_modules(s, &maps);
+		err = rebuild_modules(s, use);
 		if (!err)
-			err = rebuild_jits(s, &maps);
+			err = rebuild_jits(s, use);
 	}
 	ember__procmaps_free(&maps);
 	return err ? err : rerr;
@@ -977,6 +978,8 @@ int ember__symbolizer_poll(ember__symbolizer *s)
 {
 	if (!s)
 		return ember__error(EMBER_ERR_INVALID, "symbolizer_poll: NULL symbolizer");
+	if (s->remote)
+		return 0; /* its layout is given, not polled */
 	ember__dlgen now;
 	ember__dlgen_read(&now);
 	if (!ember__dlgen_moved(&s->dl, &now))
@@ -992,10 +995,38 @@ uint64_t ember__symbolizer_elf_failures(const ember__symbolizer *s, const char *
 	return s ? s->elf_failures : 0;
 }
 
+static int symbolizer_new(ember__symbolizer **out, pid_t pid, const ember__procmaps *maps);
+
 int ember__symbolizer_new(ember__symbolizer **out)
 {
 	if (!out)
 		return ember__error(EMBER_ERR_INVALID, "symbolizer_new: NULL out");
+	return symbolizer_new(out, getpid(), NULL);
+}
+
+int ember__symbolizer_new_remote(ember__symbolizer **out, pid_t pid,
+				 const ember__procmaps *maps)
+{
+	if (!out || !maps || pid <= 0)
+		return ember__error(EMBER_ERR_INVALID, "symbolizer_new_remote: no process or layout");
+	return symbolizer_new(out, pid, maps);
+}
+
+int ember__symbolizer_set_maps(ember__symbolizer *s, const ember__procmaps *maps)
+{
+	if (!s || !s->remote || !maps)
+		return ember__error(EMBER_ERR_INVALID, "symbolizer_set_maps: not a remote symbolizer");
+	ember__procmaps copy = EMBER_PROCMAPS_INIT;
+	int err = ember__procmaps_copy(&copy, maps);
+	if (err)
+		return err;
+	ember__procmaps_free(&s->layout);
+	s->layout = copy;
+	return refresh(s, 1);
+}
+
+static int symbolizer_new(ember__symbolizer **out, pid_t pid, const ember__procmaps *maps)
+{
 	*out = NULL;
 	int lrc = ember__lazydep_load(&ember__elfutils);
 	if (lrc < 0)
@@ -1003,15 +1034,21 @@ int ember__symbolizer_new(ember__symbolizer **out)
 	ember__symbolizer *s = calloc(1, sizeof(*s));
 	if (!s)
 		return ember__error_oom("symbolizer");
-	s->pid = getpid();
+	s->pid = pid;
+	s->remote = maps != NULL;
 	s->next_id = 1;
+	if (maps && ember__procmaps_copy(&s->layout, maps) != 0) {
+		free(s);
+		return EMBER_ERR_NOMEM;
+	}
 	elf_version(EV_CURRENT); /* libdwfl does this too; we call libelf directly */
 	s->dwfl = dwfl_begin(&callbacks);
 	if (!s->dwfl) {
+		ember__procmaps_free(&s->layout);
 		free(s);
 		return ember__error(EMBER_ERR_SYS, "dwfl_begin failed: %s", dwfl_errmsg(-1));
 	}
-	int err = ember__symbolizer_refresh(s);
+	int err = refresh(s, 1);
 	if (err) {
 		ember__symbolizer_free(s);
 		return err;
@@ -1032,6 +1069,7 @@ void ember__symbolizer_free(ember__symbolizer *s)
 	free(s->infos);
 	free(s->jits);
 	ember__perfmap_file_reset(&s->pmf);
+	ember__procmaps_free(&s->layout);
 	if (s->dwfl)
 		dwfl_end(s->dwfl);
 	free(s);

@@ -34,6 +34,9 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
+
+#include "symbols/procmaps.h"
 
 typedef struct ember__symbolizer ember__symbolizer;
 
@@ -71,6 +74,22 @@ typedef struct ember__symbol_info {
  * EMBER_ERR_SYS (libdwfl failed).
  */
 int ember__symbolizer_new(ember__symbolizer **out);
+
+/*
+ * A symbolizer for another process, `pid` (the tree engine, src/tree/,
+ * which samples processes from outside): its layout is `maps` (borrowed
+ * for the call: executable mappings, each image from its first mapping
+ * at file offset 0, as /proc/PID/maps shows them) instead of our own
+ * /proc/self/maps, and ember__symbolizer_poll does nothing. The vDSO is
+ * read from the process's memory while it lives; JIT names from
+ * /tmp/perf-PID.map. Returns as ember__symbolizer_new.
+ */
+int ember__symbolizer_new_remote(ember__symbolizer **out, pid_t pid,
+				 const ember__procmaps *maps);
+
+/* A remote symbolizer's new layout (borrowed for the call): refreshes
+ * as ember__symbolizer_refresh does. 0 or ember_err. */
+int ember__symbolizer_set_maps(ember__symbolizer *s, const ember__procmaps *maps);
 
 /* Frees the symbolizer and everything it handed out. NULL is ok. */
 void ember__symbolizer_free(ember__symbolizer *s);

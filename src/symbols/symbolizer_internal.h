@@ -69,6 +69,11 @@ struct ember__symbolizer {
 	size_t njits;
 	uint64_t refreshes; /* full refreshes so far: when a module or JIT range went */
 	ember__dlgen dl; /* the loader's counters at the last full refresh (poll) */
+	/* Another process's symbolizer (ember__symbolizer_new_remote): a
+	 * copy of its layout as last given; otherwise our own, read from
+	 * /proc/self/maps at each refresh */
+	ember__procmaps layout;
+	int remote;
 	ember__perfmap_file pmf;
 	/* Modules whose ELF file could not be read (their frames stay
 	 * unnamed), and the last one's path and reason, for the log. */

@@ -22,3 +22,11 @@ int ember__unwind(int mode, const ember__unwind_snapshot *snap, const ember__reg
 		return ember__unwind_fp(regs, bounds, pcs, max, flags);
 	}
 }
+
+void ember__unwind_relocate_copy(uint64_t *words, size_t nwords, uintptr_t sp, uintptr_t base)
+{
+	const uint64_t lo = sp, hi = sp + nwords * sizeof(uint64_t), delta = base - sp;
+	for (size_t i = 0; i < nwords; i++)
+		if (words[i] >= lo && words[i] < hi)
+			words[i] += delta;
+}

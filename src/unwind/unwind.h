@@ -303,6 +303,17 @@ const ember__cfi_row *ember__cfi_rows_find_indexed(const ember__cfi_row *rows, u
 						   const uint32_t *index, uint32_t nindex,
 						   uint32_t shift, uint32_t pc);
 
+/*
+ * For a copy of the stack bytes [sp, sp + 8 * nwords) now lying at `base`
+ * (another thread's or process's stack, copied to be walked): every word
+ * that holds an address inside the copied range (saved frame pointers,
+ * signal frames' registers) is moved by base - sp to point into the copy,
+ * so that the walkers, which read only inside their bounds, walk the copy
+ * as the original. A word that merely looks like such an address moves
+ * too, as it would mislead a walk of the original. Async-signal-safe.
+ */
+void ember__unwind_relocate_copy(uint64_t *words, size_t nwords, uintptr_t sp, uintptr_t base);
+
 /* The frame-pointer walker. Same contract as ember__unwind. */
 int ember__unwind_fp(const ember__regs *regs, const ember__stack_bounds *bounds,
 		     uint64_t *pcs, int max, unsigned *flags);

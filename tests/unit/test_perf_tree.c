@@ -18,20 +18,14 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "tree_test.h"
 #include "emberprof.h"
-
-static double cpu_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 __attribute__((noinline)) static unsigned long burn(double seconds)
 {
 	volatile unsigned long x = 1;
-	double end = cpu_now() + seconds;
-	while (cpu_now() < end)
+	double end = tree_test_cpu() + seconds;
+	while (tree_test_cpu() < end)
 		for (int i = 0; i < 10000; i++)
 			x = x * 2654435761u + (unsigned long)i;
 	return x;
@@ -65,6 +59,8 @@ typedef struct seen {
 static void on_rec(void *arg, const ember__ptree_rec *r)
 {
 	seen *s = arg;
+	if (s->top < 0)
+		s->top = r->pid; /* the first records are the exec's */
 	if (r->time < s->last_time)
 		s->out_of_order++;
 	s->last_time = r->time;
@@ -123,48 +119,22 @@ static int skipped;
 
 static void run_tree(int user_only)
 {
-	int go[2];
-	CHECK(pipe2(go, O_CLOEXEC) == 0);
 	seen s;
 	memset(&s, 0, sizeof(s));
 	ssize_t n = readlink("/proc/self/exe", s.self, sizeof(s.self) - 1);
 	CHECK(n > 0);
-	pid_t pid = fork();
-	if (pid == 0) {
-		char b;
-		close(go[1]);
-		if (read(go[0], &b, 1) != 1)
-			_exit(126);
-		execl(s.self, s.self, "--tree", (char *)NULL);
-		_exit(127);
-	}
-	close(go[0]);
-	s.top = pid;
-	ember__ptree *t = NULL;
 	ember__ptree_opts o = {200, 8192, 0, user_only};
-	int rc = ember__ptree_open(&t, pid, &o);
-	if (rc == EMBER_ERR_UNSUPPORTED) {
-		printf("SKIP: %s\n", ember_last_error());
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
+	ember__ptree_stats ps;
+	int st = 0;
+	size_t drained = 0;
+	/* the child's pid: the first sample's or record's */
+	s.top = -1;
+	int rc = tree_test_run(s.self, "--tree", &o, on_rec, &s, &st, &ps, &drained);
+	if (rc == 77) {
 		skipped = 1;
 		return;
 	}
 	CHECK_EQ_INT(rc, 0);
-	CHECK(write(go[1], "g", 1) == 1);
-	close(go[1]);
-	int st = 0;
-	size_t drained = 0;
-	for (;;) {
-		ember__ptree_wait(t, 50);
-		drained += ember__ptree_drain(t, 0, on_rec, &s);
-		if (waitpid(pid, &st, WNOHANG) == pid)
-			break;
-	}
-	drained += ember__ptree_drain(t, 1, on_rec, &s);
-	ember__ptree_stats ps;
-	ember__ptree_get_stats(t, &ps);
-	ember__ptree_free(t);
 	printf("records %zu (samples %llu, lost %llu, malformed %llu, %llu bytes), user only %d; "
 	       "samples: top %d, child %d, with regs %d, with stacks %d, in the binary %d; sampled "
 	       "%.3f s\n",
