@@ -22,7 +22,9 @@
 # there, bench/thread_preload.c); the tree sampled from outside, perf
 # events inherited and 8 KiB stacks copied, records only counted
 # ("tree-floor": the floor of an out-of-process engine,
-# bench/perf_tree_floor.c; skipped where perf events are refused); `emberprof
+# bench/perf_tree_floor.c; skipped where perf events are refused); the
+# tree engine itself, `emberprof run --engine tree` ("tree": sampled from
+# outside, stacks walked and named in emberprof; skipped with tree-floor); `emberprof
 # run --no-follow-children` (the shell profiled, its children not);
 # `emberprof run`, the default: the whole tree), rustc (`rustc -O` on a
 # small file, the real compiler, not rustup's proxy), clangxx (`clang++ -O2 -c` on a small
@@ -133,6 +135,7 @@ for c in "${cases[@]}"; do
 		tf=$build/bench/ember_bench_perf_tree_floor
 		if "$tf" 8192 true 2>/dev/null; then
 			extra+=("tree-floor|$tf 8192 bash -c '$loop' 2>/dev/null")
+			extra+=("tree|$ember run --engine tree -o @OUT@ -- bash -c '$loop'")
 		else
 			echo "== loop: no tree-floor configuration, perf events refused here"
 		fi

@@ -16,6 +16,7 @@
 
 #include <stddef.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 /* Exit codes of the tool itself (a program's own status passes through). */
 #define EMBER_EXIT_USAGE 2      /* bad option, argument or EMBERPROF_* variable */
@@ -151,6 +152,37 @@ char *ember__cli_ld_preload_with(const char *old, const char *lib);
  * The signal dispositions are restored before it returns.
  */
 int ember__cli_spawn_wait(const char *path, char *const argv[], int *status, int *killed_by);
+
+/*
+ * For a run that watches the program from outside (the tree engine,
+ * src/tree/tree_engine.h): attach() is called with the child's pid after
+ * fork and before it execs (the child waits until attach returns; a
+ * negative return kills it and is the spawn's error); step() is called
+ * again and again while the program runs (it waits up to ~50 ms itself);
+ * finish() once the program has ended, before the summary.
+ */
+typedef struct ember__cli_watch {
+	int (*attach)(void *ud, pid_t pid);
+	void (*step)(void *ud);
+	void (*finish)(void *ud);
+	void *ud;
+} ember__cli_watch;
+
+/* ember__cli_spawn_wait with a watcher (NULL: none). */
+int ember__cli_spawn_watch(const char *path, char *const argv[], int *status, int *killed_by,
+			   const ember__cli_watch *watch);
+
+/* ---- run_tree.c: --engine tree ---- */
+
+typedef struct ember__cli_tree ember__cli_tree;
+/* The tree engine with the configuration the environment gives (its
+ * reporters bound), following children or not. 0 and *out
+ * (ember__cli_tree_free), or ember_err. */
+int ember__cli_tree_new(ember__cli_tree **out, int verbose, int follow);
+/* The watcher that runs it beside the program (ember__cli_spawn_watch). */
+void ember__cli_tree_watch(ember__cli_tree *ct, ember__cli_watch *out);
+/* Frees it; the reporters' destroy() flushes what they hold. */
+void ember__cli_tree_free(ember__cli_tree *ct);
 
 /* What the last ember__cli_spawn_wait() saw of the program as it ended,
  * from /proc/PID/stat before reaping it (known = 0 if it could not). */

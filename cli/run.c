@@ -205,9 +205,12 @@ void ember__cli_run_usage(FILE *out)
 		"                           where DWARF unwind tables are kept for the next\n"
 		"                           process of the same binary, or off\n"
 		"                           (~/.cache/emberprof/unwind) [EMBERPROF_UNWIND_CACHE]\n"
-		"      --engine auto|perf|timer|itimer\n"
+		"      --engine auto|perf|timer|itimer|tree\n"
 		"                           CPU sampling engine: perf_events where permitted,\n"
-		"                           else per-thread CPU timers (auto) [EMBERPROF_ENGINE]\n"
+		"                           else per-thread CPU timers (auto) [EMBERPROF_ENGINE];\n"
+		"                           tree (experimental): the whole tree sampled from\n"
+		"                           outside by perf events, nothing loaded into it (CPU\n"
+		"                           profiles only; user mode only at perf_event_paranoid 2)\n"
 		"      --wall[=INTERVAL]    also profile wall-clock time, every INTERVAL (50ms);\n"
 		"                           one more profile per window [EMBERPROF_WALL]\n"
 		"      --alloc[=BYTES]      also profile allocations (malloc & co), one sample per\n"
@@ -817,9 +820,10 @@ static void summarize(const run_opts *o, const char *dir, const ember__cli_names
 	free_paths(jfr, njfr);
 }
 
-/* Runs CMD and summarizes; returns the exit code. */
+/* Runs CMD and summarizes; returns the exit code. `watch`: the tree
+ * engine's (--engine tree), or NULL. */
 static int run_and_summarize(const run_opts *o, const char *path, char **cmd_argv,
-			     const char *dir)
+			     const char *dir, const ember__cli_watch *watch)
 {
 	ember__cli_names before = { 0 }, jfr_before = { 0 };
 	if (ember__cli_list_profiles(dir, &before) < 0 ||
@@ -830,7 +834,7 @@ static int run_and_summarize(const run_opts *o, const char *path, char **cmd_arg
 	}
 	fflush(NULL);
 	int status, killed_by;
-	int rc = ember__cli_spawn_wait(path, cmd_argv, &status, &killed_by);
+	int rc = ember__cli_spawn_watch(path, cmd_argv, &status, &killed_by, watch);
 	if (rc) {
 		ember__cli_error("%s", ember_last_error());
 		ember__cli_names_free(&before);
@@ -846,12 +850,27 @@ static int run_and_summarize(const run_opts *o, const char *path, char **cmd_arg
 	return status;
 }
 
+/* The tree engine, configured from the environment as exported. */
+static int start_tree(ember__cli_tree **ct, ember__cli_watch *watch)
+{
+	const char *lvl = getenv("EMBERPROF_LOG_LEVEL");
+	int verbose = lvl && (strcmp(lvl, "debug") == 0 || strcmp(lvl, "info") == 0);
+	if (ember__cli_tree_new(ct, verbose, following()) < 0) {
+		ember__cli_error("run: %s", ember_last_error());
+		return -1;
+	}
+	ember__cli_tree_watch(*ct, watch);
+	return 0;
+}
+
 int ember__cli_run(int argc, char **argv)
 {
 	run_opts o;
 	memset(&o, 0, sizeof(o));
 	o.top = DEFAULT_TOP;
 	char *path = NULL, *lib = NULL, *dir = NULL;
+	ember__cli_tree *ct = NULL;
+	ember__cli_watch watch;
 
 	int code = parse_args(argc, argv, &o);
 	if (code >= 0)
@@ -862,6 +881,12 @@ int ember__cli_run(int argc, char **argv)
 	code = EMBER_EXIT_USAGE;
 	if (export_options(&o, cmd) < 0)
 		goto out;
+	/* --engine tree: the tree is sampled from outside (src/tree/), the
+	 * library is not loaded; the library's own engines do not know it */
+	const char *engine = getenv("EMBERPROF_ENGINE");
+	int tree = engine && strcmp(engine, "tree") == 0;
+	if (tree)
+		unsetenv("EMBERPROF_ENGINE");
 	int alloc_hook = 0;
 	if ((code = validate_environment(&o, &alloc_hook)) != 0)
 		goto out;
@@ -876,9 +901,9 @@ int ember__cli_run(int argc, char **argv)
 		goto out;
 	}
 
-	/* 2. The program and the library. */
+	/* 2. The program and the library (not loaded by --engine tree). */
 	if ((code = ember__cli_find_program(cmd, &path)) != 0 ||
-	    (code = ember__cli_find_library(alloc_hook, &lib)) != 0) {
+	    (!tree && (code = ember__cli_find_library(alloc_hook, &lib)) != 0)) {
 		ember__cli_error("%s", ember_last_error());
 		goto out;
 	}
@@ -889,11 +914,13 @@ int ember__cli_run(int argc, char **argv)
 	const char *given = getenv(EMBER_ENV_OUTPUT_DIR);
 	if (!(given && *given) && server_configured()) {
 		code = EMBER_EXIT_INTERNAL;
-		if (set_var(EMBER_ENV_AUTOSTART, "1") < 0 || export_ld_preload(lib) < 0)
+		if (set_var(EMBER_ENV_AUTOSTART, "1") < 0 || (!tree && export_ld_preload(lib) < 0))
+			goto out;
+		if (tree && start_tree(&ct, &watch) < 0)
 			goto out;
 		int killed_by;
 		fflush(NULL);
-		if (ember__cli_spawn_wait(path, argv + o.cmd, &code, &killed_by))
+		if (ember__cli_spawn_watch(path, argv + o.cmd, &code, &killed_by, tree ? &watch : NULL))
 			ember__cli_error("%s", ember_last_error());
 		else if (killed_by)
 			ember__cli_error("%s was killed by signal %d (%s)", argv[o.cmd], killed_by,
@@ -916,11 +943,14 @@ int ember__cli_run(int argc, char **argv)
 		if (set_var(EMBER_ENV_OUTPUT_DIR, dir) < 0)
 			goto out;
 	}
-	if (export_ld_preload(lib) < 0)
+	if (!tree && export_ld_preload(lib) < 0)
+		goto out;
+	if (tree && start_tree(&ct, &watch) < 0)
 		goto out;
 
-	code = run_and_summarize(&o, path, argv + o.cmd, dir);
+	code = run_and_summarize(&o, path, argv + o.cmd, dir, tree ? &watch : NULL);
 out:
+	ember__cli_tree_free(ct);
 	free(dir);
 	free(lib);
 	free(path);

@@ -52,10 +52,21 @@ static void forward(int sig, siginfo_t *si, void *ctx)
 
 /* In the child, after fork: run the program or report errno and exit. */
 static void exec_child(const char *path, char *const argv[], const sigset_t *mask, int errfd,
-		       pid_t parent)
+		       pid_t parent, int gofd)
 {
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) == 0 && getppid() != parent)
 		raise(SIGKILL); /* emberprof died before the request took hold */
+	if (gofd >= 0) {
+		/* a watcher attaches before the exec it samples from */
+		char b;
+		ssize_t r;
+		do
+			r = read(gofd, &b, 1);
+		while (r < 0 && errno == EINTR);
+		if (r != 1)
+			_exit(EMBER_EXIT_INTERNAL);
+		close(gofd);
+	}
 	sigprocmask(SIG_SETMASK, mask, NULL);
 	execv(path, argv);
 	int e = errno;
@@ -149,14 +160,39 @@ static void note_end(pid_t pid)
 
 int ember__cli_spawn_wait(const char *path, char *const argv[], int *status, int *killed_by)
 {
+	return ember__cli_spawn_watch(path, argv, status, killed_by, NULL);
+}
+
+/* Until pid has ended (not reaped): the watcher's steps. */
+static void watch_until_end(pid_t pid, const ember__cli_watch *watch)
+{
+	for (;;) {
+		siginfo_t si;
+		memset(&si, 0, sizeof(si));
+		int rc = waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT | WNOHANG);
+		if ((rc == 0 && si.si_pid == pid) || (rc < 0 && errno != EINTR))
+			return;
+		watch->step(watch->ud);
+	}
+}
+
+int ember__cli_spawn_watch(const char *path, char *const argv[], int *status, int *killed_by,
+			   const ember__cli_watch *watch)
+{
 	sigset_t block, old;
 	struct sigaction saved[NFORWARDED];
-	int pipefd[2];
+	int pipefd[2], go[2] = {-1, -1};
 
 	*status = EMBER_EXIT_INTERNAL;
 	*killed_by = 0;
 	if (pipe2(pipefd, O_CLOEXEC) < 0)
 		return ember__error_errno(EMBER_EXIT_INTERNAL, errno, "cannot create a pipe");
+	if (watch && pipe2(go, O_CLOEXEC) < 0) {
+		int e = errno;
+		close(pipefd[0]);
+		close(pipefd[1]);
+		return ember__error_errno(EMBER_EXIT_INTERNAL, e, "cannot create a pipe");
+	}
 
 	/* Block the forwarded signals until the handlers know the child's pid. */
 	sigemptyset(&block);
@@ -175,16 +211,32 @@ int ember__cli_spawn_wait(const char *path, char *const argv[], int *status, int
 	}
 	if (pid == 0) {
 		close(pipefd[0]);
-		exec_child(path, argv, &old, pipefd[1], parent);
+		if (watch)
+			close(go[1]);
+		exec_child(path, argv, &old, pipefd[1], parent, watch ? go[0] : -1);
 	}
 	close(pipefd[1]);
 	child_pid = pid;
 	install_forwarding(saved);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 
-	int exec_err = exec_errno(pipefd[0]);
+	int attach_err = 0;
+	if (watch) {
+		close(go[0]);
+		attach_err = watch->attach(watch->ud, pid);
+		if (attach_err < 0)
+			kill(pid, SIGKILL);
+		else if (write(go[1], "g", 1) != 1)
+			attach_err = ember__error_errno(EMBER_EXIT_INTERNAL, errno,
+							"cannot start '%s'", path);
+		close(go[1]);
+	}
+
+	int exec_err = attach_err ? 0 : exec_errno(pipefd[0]);
 	close(pipefd[0]);
 
+	if (watch && !attach_err && !exec_err)
+		watch_until_end(pid, watch);
 	note_end(pid);
 	int ws;
 	pid_t w;
@@ -194,7 +246,13 @@ int ember__cli_spawn_wait(const char *path, char *const argv[], int *status, int
 	int wait_err = errno;
 	restore_signals(saved);
 	child_pid = 0;
+	if (watch && !attach_err)
+		watch->finish(watch->ud);
 
+	if (attach_err) {
+		*status = EMBER_EXIT_INTERNAL;
+		return attach_err;
+	}
 	if (exec_err) {
 		int code = exec_err == ENOENT ? EMBER_EXIT_NOTFOUND : EMBER_EXIT_NOEXEC;
 		*status = code;

@@ -161,6 +161,12 @@ typedef struct ember_report {
 	const uint8_t *jfr;
 	size_t jfr_len;
 	int64_t interval_ms;       /**< the agent's reporting interval */
+	/* Since 0.2 (appended: a reporter built against an older header never
+	 * reads it). */
+	int32_t pid;               /**< the process profiled; 0: the reporter's own.
+				        `emberprof run` samples a whole process tree
+				        from outside it and reports each process's
+				        windows under that process's pid */
 } ember_report;
 
 /** Formats a reporter takes (bit mask for ember_reporter.formats). */

@@ -28,8 +28,7 @@ static unsigned asprof_hz(const ember__asprof_config *a)
 	return ns >= 1000000000 ? 1 : (unsigned)(1000000000 / ns);
 }
 
-/* Tells each reporter with a bind() callback about the agent it serves. */
-static int bind_reporters(ember__config *cfg)
+int ember__config_bind_reporters(ember__config *cfg)
 {
 	unsigned clamp_depth = 0;
 	ember_tag *tags = calloc(cfg->ntags ? cfg->ntags : 1, sizeof(*tags));
@@ -109,7 +108,7 @@ EMBER_API int ember_builder_build(ember_agent **out, ember_builder *b)
 				   "(ember_builder_follow_forks) needs emberprof's own sampler, not the "
 				   "async-profiler backend");
 	if (brc == 0)
-		brc = bind_reporters(&c->cfg);
+		brc = ember__config_bind_reporters(&c->cfg);
 	if (brc) {
 		ember__config_release(&c->cfg, 1);
 		free(c);
@@ -566,29 +565,7 @@ static void log_lost_lines(const ember__core *c)
 /* JIT symbols read from a perf map (issue 15), if the runtime wrote one. */
 static void log_perfmap_stats(const ember__core *c)
 {
-	const char *last;
-	uint64_t unreadable = ember__symbolizer_unreadable(c->sym, &last);
-	if (unreadable)
-		ember__log(&c->cfg, EMBER_LOG_INFO,
-			   "%" PRIu64 " mapped files could not be read for symbols, their frames have "
-			   "no names (last: %s)", unreadable, last);
-	uint64_t elf_failures = ember__symbolizer_elf_failures(c->sym, &last);
-	if (elf_failures)
-		ember__log(&c->cfg, EMBER_LOG_WARN,
-			   "elfutils gave up %" PRIu64 " times while reading debug information; "
-			   "each time one module's frames were left without names (last: %s)",
-			   elf_failures, last);
-	ember__jit_stats j;
-	ember__symbolizer_jit_stats(c->sym, &j);
-	if (j.path)
-		ember__log(&c->cfg, j.bad_lines || j.dropped || j.capped ? EMBER_LOG_WARN : EMBER_LOG_INFO,
-			   "perf map %s: %zu JIT symbols from %" PRIu64 " bytes, %" PRIu64
-			   " malformed lines skipped, %" PRIu64 " lines dropped (table full)%s",
-			   j.path, j.symbols, j.bytes, j.bad_lines, j.dropped,
-			   j.capped ? ", read up to its size limit" : "");
-	else if (j.refused)
-		ember__log(&c->cfg, EMBER_LOG_WARN,
-			   "perf map of this process ignored: not a regular file owned by us or root");
+	ember__log_symbolizer_stats(&c->cfg, c->sym);
 }
 
 /* The CPU of sampled threads that no sample weighs (engine/threads.h):
@@ -813,4 +790,31 @@ EMBER_API void ember_agent_stats(const ember_agent *a, ember_stats *out)
 EMBER_API void ember_running_stats(const ember_running *r, ember_stats *out)
 {
 	fill_stats(r->core, out, 1);
+}
+
+void ember__log_symbolizer_stats(const ember__config *cfg, ember__symbolizer *sym)
+{
+	const char *last;
+	uint64_t unreadable = ember__symbolizer_unreadable(sym, &last);
+	if (unreadable)
+		ember__log(cfg, EMBER_LOG_INFO,
+			   "%" PRIu64 " mapped files could not be read for symbols, their frames have "
+			   "no names (last: %s)", unreadable, last);
+	uint64_t elf_failures = ember__symbolizer_elf_failures(sym, &last);
+	if (elf_failures)
+		ember__log(cfg, EMBER_LOG_WARN,
+			   "elfutils gave up %" PRIu64 " times while reading debug information; "
+			   "each time one module's frames were left without names (last: %s)",
+			   elf_failures, last);
+	ember__jit_stats j;
+	ember__symbolizer_jit_stats(sym, &j);
+	if (j.path)
+		ember__log(cfg, j.bad_lines || j.dropped || j.capped ? EMBER_LOG_WARN : EMBER_LOG_INFO,
+			   "perf map %s: %zu JIT symbols from %" PRIu64 " bytes, %" PRIu64
+			   " malformed lines skipped, %" PRIu64 " lines dropped (table full)%s",
+			   j.path, j.symbols, j.bytes, j.bad_lines, j.dropped,
+			   j.capped ? ", read up to its size limit" : "");
+	else if (j.refused)
+		ember__log(cfg, EMBER_LOG_WARN,
+			   "perf map of this process ignored: not a regular file owned by us or root");
 }

@@ -78,6 +78,20 @@ int ember__running_exit_flush(ember_running *r, unsigned timeout_ms);
 void ember__config_release(ember__config *c, int destroy_reporters);
 /* Sets the defaults. */
 void ember__config_defaults(ember__config *c);
+/*
+ * Tells each reporter with a bind() callback about the agent it serves
+ * (cfg's name, tags, rates) and caps cfg->max_depth at what the strictest
+ * reporter's backend keeps. 0, or the first refusal with the reporter's
+ * message. Called once, before the first report: by ember_builder_build,
+ * or by the tree engine (src/tree/tree_engine.h) for its reporters.
+ */
+int ember__config_bind_reporters(ember__config *cfg);
+
+/* Logs what a symbolizer could not read (files, elfutils failures) and
+ * the perf map it read JIT names from, at the level each deserves: at
+ * the agent's stop, and by the tree engine as each process ends. */
+struct ember__symbolizer;
+void ember__log_symbolizer_stats(const ember__config *cfg, struct ember__symbolizer *sym);
 
 /*
  * A new builder with the settings of `src` (its own copies of the

@@ -129,20 +129,24 @@ static int in_exec_mapping(builder *b, uint64_t addr)
 
 /* Makes the main executable's module mapping 1 (see the top): the module
  * holding AT_ENTRY, else (no module there) the first module of the file
- * /proc/self/exe names. */
+ * /proc/self/exe names; for another process's symbolizer, the first module
+ * of the file it exec'd. */
 static void main_mapping_first(builder *b)
 {
 	ember__symbol_info si;
-	unsigned long entry = getauxval(AT_ENTRY);
 	if (!b->sym || b->p->nmappings != 0)
 		return;
+	/* another process's (the tree engine's): the file it exec'd */
+	const char *main = ember__symbolizer_main(b->sym);
+	unsigned long entry = main ? 0 : getauxval(AT_ENTRY);
 	if (entry && ember__symbolizer_lookup(b->sym, entry, &si) == 0 && si.module) {
 		mapping_for(b, si.module);
 		return;
 	}
 	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n <= 0)
+	ssize_t n = main ? (ssize_t)snprintf(exe, sizeof(exe), "%s", main)
+			 : readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0 || (size_t)n >= sizeof(exe))
 		return;
 	exe[n] = '\0';
 	const ember__module_info *mods;

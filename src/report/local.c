@@ -339,7 +339,8 @@ static int local_report(void *userdata, const ember_report *r)
 		return 0;
 	}
 	/* A JFR recording holds every profile type: no type in its name. */
-	int rc = ember__local_filename_ext(name, sizeof(name), r->app_name, r->start_ns, getpid(),
+	int rc = ember__local_filename_ext(name, sizeof(name), r->app_name, r->start_ns,
+					   r->pid > 0 ? (pid_t)r->pid : getpid(),
 					   r->seq, jfr ? NULL : r->profile_type, pl.suffix);
 	if (rc < 0)
 		return rc;

@@ -193,7 +193,7 @@ int ember__perfmap_file_update(ember__perfmap_file *f, int64_t interval_ns)
 	if (f->checked_ns && now - f->checked_ns < interval_ns)
 		return 0;
 	f->checked_ns = now;
-	pid_t pid = getpid();
+	pid_t pid = f->target ? f->target : getpid();
 	if (pid != f->pid) {
 		start_over(f);
 		f->pid = pid;

@@ -90,6 +90,7 @@ typedef struct ember__perfmap_file {
 	int64_t checked_ns;   /* CLOCK_MONOTONIC of the last look, 0 never */
 	uint64_t refused;     /* looks at a file we would not trust */
 	int capped;           /* EMBER_PERFMAP_MAX_BYTES read: no more */
+	pid_t target;         /* another process's map (the tree engine); 0: our own */
 } ember__perfmap_file;
 
 #define EMBER_PERFMAP_FILE_INIT {0}

@@ -1025,6 +1025,21 @@ int ember__symbolizer_set_maps(ember__symbolizer *s, const ember__procmaps *maps
 	return refresh(s, 1);
 }
 
+int ember__symbolizer_set_main(ember__symbolizer *s, const char *path)
+{
+	char *c = path ? strdup(path) : NULL;
+	if (path && !c)
+		return ember__error_oom("main executable's path");
+	free(s->main_path);
+	s->main_path = c;
+	return 0;
+}
+
+const char *ember__symbolizer_main(const ember__symbolizer *s)
+{
+	return s ? s->main_path : NULL;
+}
+
 static int symbolizer_new(ember__symbolizer **out, pid_t pid, const ember__procmaps *maps)
 {
 	*out = NULL;
@@ -1036,6 +1051,7 @@ static int symbolizer_new(ember__symbolizer **out, pid_t pid, const ember__procm
 		return ember__error_oom("symbolizer");
 	s->pid = pid;
 	s->remote = maps != NULL;
+	s->pmf.target = maps ? pid : 0;
 	s->next_id = 1;
 	if (maps && ember__procmaps_copy(&s->layout, maps) != 0) {
 		free(s);
@@ -1070,6 +1086,7 @@ void ember__symbolizer_free(ember__symbolizer *s)
 	free(s->jits);
 	ember__perfmap_file_reset(&s->pmf);
 	ember__procmaps_free(&s->layout);
+	free(s->main_path);
 	if (s->dwfl)
 		dwfl_end(s->dwfl);
 	free(s);

@@ -91,6 +91,15 @@ int ember__symbolizer_new_remote(ember__symbolizer **out, pid_t pid,
  * as ember__symbolizer_refresh does. 0 or ember_err. */
 int ember__symbolizer_set_maps(ember__symbolizer *s, const ember__procmaps *maps);
 
+/*
+ * A remote symbolizer's main executable (the file the process exec'd),
+ * copied: profiles make its module mapping 1 (window.c), as our own
+ * AT_ENTRY does for ours. ember__symbolizer_main: that path, or NULL (our
+ * own process, or not told). 0 or EMBER_ERR_NOMEM.
+ */
+int ember__symbolizer_set_main(ember__symbolizer *s, const char *path);
+const char *ember__symbolizer_main(const ember__symbolizer *s);
+
 /* Frees the symbolizer and everything it handed out. NULL is ok. */
 void ember__symbolizer_free(ember__symbolizer *s);
 

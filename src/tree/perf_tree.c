@@ -96,7 +96,7 @@ void ember__ptree_free(ember__ptree *t)
 	if (!t)
 		return;
 	for (int i = 0; i < t->ncpu; i++) {
-		if (t->ring && t->ring[i] && t->ring[i] != MAP_FAILED)
+		if (t->ring && t->ring[i])
 			munmap(t->ring[i], t->map_len);
 		if (t->fd && t->fd[i] >= 0)
 			close(t->fd[i]);
@@ -119,15 +119,21 @@ int ember__ptree_open(ember__ptree **out, pid_t pid, const ember__ptree_opts *op
 		o.hz = 100;
 	if (!o.stack_bytes)
 		o.stack_bytes = 16384;
-	if (!o.ring_pages)
-		o.ring_pages = 128;
+	long page = sysconf(_SC_PAGESIZE);
+	int ring_given = o.ring_pages != 0;
+	if (!o.ring_pages) {
+		/* a quarter second of one CPU's samples, 64 to 1,024 pages */
+		uint64_t want = (uint64_t)o.hz * (o.stack_bytes + 256) / 4 / (uint64_t)(page > 0 ? page : 4096);
+		o.ring_pages = 64;
+		while (o.ring_pages < want && o.ring_pages < 1024)
+			o.ring_pages *= 2;
+	}
 	if (o.stack_bytes > STACK_MAX || (o.stack_bytes & 7) || o.hz > 100000 ||
 	    (o.ring_pages & (o.ring_pages - 1)))
 		return ember__error(EMBER_ERR_INVALID,
 				    "perf tree: bad options (hz %u, stack %u bytes, %u ring pages)",
 				    o.hz, o.stack_bytes, o.ring_pages);
 	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
-	long page = sysconf(_SC_PAGESIZE);
 	if (ncpu < 1 || page < 1)
 		return ember__error(EMBER_ERR_UNSUPPORTED, "perf tree: cannot count the CPUs");
 	ember__ptree *t = calloc(1, sizeof(*t));
@@ -147,37 +153,78 @@ int ember__ptree_open(ember__ptree **out, pid_t pid, const ember__ptree_opts *op
 	t->map_len = t->data_len + (size_t)page;
 
 	int exclude_kernel = o.user_only ? 1 : 0;
-	for (long i = 0; i < ncpu; i++) {
-		struct perf_event_attr a;
-		attr_init(&a, &o, t->data_len, exclude_kernel);
-		int fd = (int)syscall(SYS_perf_event_open, &a, pid, (int)i, -1, PERF_FLAG_FD_CLOEXEC);
-		if (fd < 0 && i == 0 && (errno == EACCES || errno == EPERM)) {
-			exclude_kernel = 1;
+	/* Over the locked-memory allowance (perf_event_mlock_kb, then
+	 * RLIMIT_MEMLOCK) the rings are made smaller, down to 16 pages: the
+	 * events are opened again, their wakeup mark a quarter of the ring. */
+	for (;;) {
+		for (long i = 0; i < ncpu; i++) {
+			struct perf_event_attr a;
 			attr_init(&a, &o, t->data_len, exclude_kernel);
-			fd = (int)syscall(SYS_perf_event_open, &a, pid, (int)i, -1,
-					  PERF_FLAG_FD_CLOEXEC);
+			int fd = (int)syscall(SYS_perf_event_open, &a, pid, (int)i, -1,
+					      PERF_FLAG_FD_CLOEXEC);
+			if (fd < 0 && i == 0 && !exclude_kernel && (errno == EACCES || errno == EPERM)) {
+				exclude_kernel = 1;
+				attr_init(&a, &o, t->data_len, exclude_kernel);
+				fd = (int)syscall(SYS_perf_event_open, &a, pid, (int)i, -1,
+						  PERF_FLAG_FD_CLOEXEC);
+			}
+			/* a CPU that is configured but offline takes no samples */
+			if (fd < 0 && errno == ENODEV && i > 0)
+				continue;
+			if (fd < 0) {
+				int e = errno;
+				ember__ptree_free(t);
+				return ember__error_errno(EMBER_ERR_UNSUPPORTED, e,
+							  "perf tree: perf_event_open on CPU %ld", i);
+			}
+			t->fd[i] = fd;
 		}
-		/* a CPU that is configured but offline takes no samples */
-		if (fd < 0 && errno == ENODEV && i > 0)
-			continue;
-		if (fd < 0) {
-			int e = errno;
+		int e = 0;
+		for (long i = 0; i < ncpu && !e; i++) {
+			if (t->fd[i] < 0)
+				continue;
+			void *r = mmap(NULL, t->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, t->fd[i], 0);
+			if (r == MAP_FAILED)
+				e = errno;
+			else
+				t->ring[i] = r;
+		}
+		if (!e)
+			break;
+		if ((e != EPERM && e != ENOMEM) || ring_given || t->data_len <= 16 * (size_t)page) {
 			ember__ptree_free(t);
 			return ember__error_errno(EMBER_ERR_UNSUPPORTED, e,
-						  "perf tree: perf_event_open on CPU %ld", i);
-		}
-		t->fd[i] = fd;
-		t->ring[i] = mmap(NULL, t->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-		if (t->ring[i] == MAP_FAILED) {
-			int e = errno;
-			ember__ptree_free(t);
-			return ember__error_errno(EMBER_ERR_UNSUPPORTED, e,
-						  "perf tree: mapping CPU %ld's ring (%zu KiB)", i,
+						  "perf tree: mapping the rings (%zu KiB each)",
 						  t->map_len / 1024);
 		}
+		for (long i = 0; i < ncpu; i++) {
+			if (t->ring[i])
+				munmap(t->ring[i], t->map_len);
+			t->ring[i] = NULL;
+			if (t->fd[i] >= 0)
+				close(t->fd[i]);
+			t->fd[i] = -1;
+		}
+		t->data_len /= 2;
+		t->map_len = t->data_len + (size_t)page;
 	}
 	t->st.exclude_kernel = exclude_kernel;
 	*out = t;
+	return 0;
+}
+
+int ember__ptree_after_fork(ember__ptree *t)
+{
+	for (int i = 0; i < t->ncpu; i++) {
+		if (t->fd[i] < 0)
+			continue;
+		t->ring[i] = mmap(NULL, t->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, t->fd[i], 0);
+		if (t->ring[i] == MAP_FAILED) {
+			int e = errno;
+			t->ring[i] = NULL;
+			return ember__error_errno(EMBER_ERR_SYS, e, "perf tree: mapping CPU %d's ring again", i);
+		}
+	}
 	return 0;
 }
 
@@ -403,7 +450,7 @@ size_t ember__ptree_drain(ember__ptree *t, int final, ember__ptree_cb cb, void *
 {
 	uint64_t limit = final ? UINT64_MAX : now_ns() - WATERMARK_MARGIN_NS;
 	for (int i = 0; i < t->ncpu; i++)
-		if (t->fd[i] >= 0)
+		if (t->fd[i] >= 0 && t->ring[i])
 			read_ring(t, i);
 	if (t->nq > 1)
 		qsort(t->q, t->nq, sizeof(*t->q), cmp_pend);

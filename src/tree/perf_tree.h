@@ -114,6 +114,13 @@ typedef struct ember__ptree_stats {
  */
 int ember__ptree_open(ember__ptree **out, pid_t pid, const ember__ptree_opts *opts);
 
+/*
+ * In a child forked from the reader's process: the rings again. The
+ * kernel does not copy their mappings into a fork child (VM_DONTCOPY);
+ * the descriptors are inherited. 0 or EMBER_ERR_SYS.
+ */
+int ember__ptree_after_fork(ember__ptree *t);
+
 /* Closes the events and frees everything. NULL is ok. */
 void ember__ptree_free(ember__ptree *t);
 

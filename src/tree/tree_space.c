@@ -143,15 +143,20 @@ int ember__tspace_procmaps(ember__tspace *sp, ember__tmods *mods, ember__procmap
 	uint64_t prev_end = 0;
 	for (size_t i = 0; i < sp->n; i++) {
 		ember__tmap *m = &sp->maps[i];
-		const char *path = ember__arena_strdup(&pm.arena, m->mod->path);
+		/* anonymous code (JIT; the kernel says "//anon") as /proc shows it:
+		 * no path, where a perf map names it */
+		int anon = !m->mod->vdso &&
+			   (m->mod->path[0] != '/' || strcmp(m->mod->path, "//anon") == 0);
+		const char *path = ember__arena_strdup(&pm.arena, anon ? "" : m->mod->path);
 		if (!path)
 			goto oom;
 		ember__procmap x = {.start = m->start, .end = m->end,
 				    .perms = EMBER_MAP_READ | EMBER_MAP_EXEC | EMBER_MAP_PRIVATE,
 				    .offset = m->pgoff, .dev_major = m->mod->maj,
-				    .dev_minor = m->mod->min, .inode = m->mod->ino, .path = path};
+				    .dev_minor = m->mod->min, .inode = anon ? 0 : m->mod->ino,
+				    .path = path};
 		/* the image's first segment, where nothing else lies */
-		if (!m->mod->vdso && m->pgoff && ember__tspace_bias(sp, mods, m) && m->lo < m->start &&
+		if (!m->mod->vdso && !anon && m->pgoff && ember__tspace_bias(sp, mods, m) && m->lo < m->start &&
 		    m->lo >= prev_end) {
 			ember__procmap first = x;
 			first.start = m->lo;

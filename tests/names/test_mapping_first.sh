@@ -3,6 +3,14 @@
 # allocations are all in a library: `go tool pprof` prints mapping 1 as
 # the "File:" and Grafana Pyroscope takes mapping[0] as the binary.
 . "$(dirname "$0")/lib.sh"
+if [ "${EMBERPROF_ENGINE:-}" = tree ]; then
+	# --engine tree makes CPU profiles only: those
+	profile "$T/m" --rate 1000 -i 1s -- "$EMBER_NAMES_PROG" alloc 1.5
+	n=$(wc -l <"$T/m.firstmaps")
+	[ "$n" -ge 2 ] || fail "mapping 1: only $n profiles; expected one per window (2)"
+	check_first_mapping "CPU (--engine tree)" "$T/m" "$EMBER_NAMES_PROG"
+	done_tests
+fi
 profile "$T/m" --rate 1000 --wall --alloc -i 1s -- "$EMBER_NAMES_PROG" alloc 1.5
 n=$(wc -l <"$T/m.firstmaps")
 min=3

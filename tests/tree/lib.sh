@@ -6,6 +6,7 @@ command -v go >/dev/null 2>&1 || { echo "go not installed: profiles cannot be ch
 command -v python3 >/dev/null 2>&1 || { echo "python3 not installed"; exit 77; }
 TREE_DIR=$(cd "$(dirname "$0")" && pwd)
 
+
 # not_in_asan WHY : the sanitizer build runs the big programs' tests only
 # with EMBER_REALPROG_ASAN=1 (as tests/realprog does).
 not_in_asan() {

@@ -53,11 +53,17 @@ read -r pid cpu <"$T/shim.cpu"
 if ls "$T/p-shim" | grep -q "^python3-.*-$pid-"; then ok "shim: python3's files are named after it"; else fail "shim: no python3-*-$pid-* file in $(ls "$T/p-shim")"; fi
 
 # a script whose interpreter LD_PRELOAD cannot reach (statically linked):
-# no profile, and `emberprof run` says why
+# no profile, and `emberprof run` says why (--engine tree: profiled)
 printf '#!%s\n' "$EMBER_TREE_WORK_STATIC" >"$T/static-script"
 chmod +x "$T/static-script"
 "$EMBERPROF" run -q -o "$T/p-static" -- "$T/static-script" burn 0.3 "$T/static.cpu" >"$T/static.out" 2>"$T/static.err"
 check_exit "static" 0 $?
+if [ "${EMBERPROF_ENGINE:-}" = tree ]; then
+	# sampled from outside: nothing needs to be loaded into it
+	read -r pid cpu <"$T/static.cpu"
+	check_cover "static (--engine tree): pid $pid" "$(profiled_cpu "$T/p-static" "$pid")" "$cpu" 0.9 1.1
+	done_tests
+fi
 check_grep "static" "$T/static.err" "no profiles were written"
 # the CPU it names is the script's own 0.3 s burn, as /proc counted it
 # (0.29 s once): 0.2 s or more

@@ -96,6 +96,8 @@ static void on_rec(void *arg, const ember__ptree_rec *r)
 		}
 		break;
 	case EMBER_PTREE_COMM:
+		if (getenv("EMBER_TEST_VERBOSE"))
+			printf("comm pid %d tid %d %s exec %d\n", (int)r->pid, (int)r->tid, r->u.comm.comm, r->u.comm.exec);
 		if (r->pid == s->top && r->u.comm.exec)
 			s->comm_exec++;
 		break;

@@ -1,0 +1,156 @@
+/*
+ * run_tree.c - `emberprof run --engine tree`: the command's whole process
+ * tree sampled from outside (src/tree/tree_engine.h), with nothing loaded
+ * into it. The configuration (EMBERPROF_* as exported by run.c) gives the
+ * rate, the window, the depth, the tags and the reporters, which this
+ * process calls itself, once per process and window.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent/agent_internal.h"
+#include "cli.h"
+#include "emberprof.h"
+#include "tree/tree_engine.h"
+#include "util/error.h"
+
+struct ember__cli_tree {
+	ember_builder *b;
+	ember__tree *t;
+	int verbose;
+};
+
+static int tree_attach(void *ud, pid_t pid)
+{
+	ember__cli_tree *ct = ud;
+	int rc = ember__tree_attach(ct->t, pid);
+	if (rc == EMBER_ERR_UNSUPPORTED) {
+		char why[EMBER_ERROR_MAX];
+		snprintf(why, sizeof(why), "%s", ember_last_error());
+		return ember__error(EMBER_EXIT_INTERNAL,
+				    "--engine tree needs perf events, which the kernel refused (%s): "
+				    "run without it to profile with the preloaded library",
+				    why);
+	}
+	return rc < 0 ? EMBER_EXIT_INTERNAL : 0;
+}
+
+static void tree_step(void *ud)
+{
+	ember__cli_tree *ct = ud;
+	(void)ember__tree_step(ct->t, 50); /* failures are logged and counted */
+}
+
+static void print_stats(const ember__cli_tree *ct)
+{
+	ember__tree_stats st;
+	ember__tree_get_stats(ct->t, &st);
+	if (ct->verbose || st.report_failures || st.lost)
+		fprintf(stderr,
+			"emberprof: tree engine: %llu processes, %llu profiled, %llu profiles, %llu "
+			"samples (%.3f s of CPU, %llu walks cut short), %llu records lost, %llu unwind "
+			"tables (%.1f ms), %llu reporter failures\n",
+			(unsigned long long)st.processes, (unsigned long long)st.processes_profiled,
+			(unsigned long long)st.profiles, (unsigned long long)st.samples,
+			(double)st.sampled_ns / 1e9, (unsigned long long)st.truncated,
+			(unsigned long long)st.lost, (unsigned long long)st.tables,
+			(double)st.table_build_ns / 1e6, (unsigned long long)st.report_failures);
+	if (st.user_only && st.samples)
+		fprintf(stderr, "emberprof: note: perf events sample user mode only here "
+				"(perf_event_paranoid >= 2 without CAP_PERFMON): time in the kernel "
+				"is not in the profiles\n");
+}
+
+/*
+ * Processes of the tree that outlive the command (a daemon it started)
+ * are still sampled: a background emberprof, in a session of its own,
+ * keeps reading their records and reports each one's last window when it
+ * ends, as the preloaded library does inside a daemon. Returns 1 in the
+ * command's emberprof once the collector runs (it never returns in the
+ * collector), 0 when nothing outlives the command or fork failed.
+ */
+static int detach_collector(ember__cli_tree *ct, size_t alive)
+{
+	fflush(NULL);
+	pid_t c = fork();
+	if (c < 0)
+		return 0;
+	if (c == 0) {
+		setsid();
+		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+		if (null >= 0) {
+			dup2(null, 0);
+			dup2(null, 1);
+		}
+		if (ember__tree_after_fork(ct->t) != 0) {
+			fprintf(stderr, "emberprof: the background sampler cannot go on: %s\n",
+				ember_last_error());
+			_exit(1);
+		}
+		while (ember__tree_alive(ct->t) > 0)
+			(void)ember__tree_step(ct->t, 100);
+		(void)ember__tree_finish(ct->t);
+		ember__cli_tree_free(ct);
+		_exit(0);
+	}
+	fprintf(stderr, "emberprof: %zu process%s of the tree still run%s (a daemon?): sampled "
+			"until %s, by emberprof %ld in the background\n",
+		alive, alive == 1 ? "" : "es", alive == 1 ? "s" : "",
+		alive == 1 ? "it ends; its profiles are written then" : "they end; their profiles are written then",
+		(long)c);
+	return 1;
+}
+
+static void tree_finish(void *ud)
+{
+	ember__cli_tree *ct = ud;
+	/* what the command's processes left, and their last windows */
+	(void)ember__tree_settle(ct->t);
+	size_t alive = ember__tree_alive(ct->t);
+	if (alive && detach_collector(ct, alive)) {
+		print_stats(ct);
+		return;
+	}
+	(void)ember__tree_finish(ct->t);
+	print_stats(ct);
+}
+
+int ember__cli_tree_new(ember__cli_tree **out, int verbose, int follow)
+{
+	*out = NULL;
+	ember__cli_tree *ct = calloc(1, sizeof(*ct));
+	if (!ct)
+		return ember__error_oom("tree engine");
+	ct->verbose = verbose;
+	int rc = ember_builder_new(&ct->b, "emberprof");
+	if (rc == 0)
+		rc = ember_builder_apply_env(ct->b);
+	if (rc == 0)
+		rc = ember__config_bind_reporters(&ct->b->cfg);
+	if (rc == 0)
+		rc = ember__tree_new(&ct->t, &ct->b->cfg);
+	if (rc) {
+		ember__cli_tree_free(ct);
+		return rc;
+	}
+	ember__tree_set_follow(ct->t, follow);
+	*out = ct;
+	return 0;
+}
+
+void ember__cli_tree_watch(ember__cli_tree *ct, ember__cli_watch *out)
+{
+	*out = (ember__cli_watch){tree_attach, tree_step, tree_finish, ct};
+}
+
+void ember__cli_tree_free(ember__cli_tree *ct)
+{
+	if (!ct)
+		return;
+	ember__tree_free(ct->t);
+	ember_builder_free(ct->b); /* the reporters' destroy: flushes */
+	free(ct);
+}

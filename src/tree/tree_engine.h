@@ -1,0 +1,96 @@
+/*
+ * tree_engine.h - CPU profiles of a whole process tree, sampled from
+ * outside it (issue 15): what `emberprof run --engine tree` runs in the
+ * emberprof process while the command runs.
+ *
+ * Data path: the kernel samples every thread of the tree (perf_tree.h);
+ * the records are read here, in time order; each process's mappings are
+ * followed (tree_space.h) and each sample is walked from its stack copy
+ * with tables shared by the whole tree (tree_mods.h) into that process's
+ * aggregate of the window. When a window closes, and when a process
+ * execs or exits, the process's aggregate becomes a CPU profile (window.h,
+ * named by a symbolizer given the process's layout) handed to the
+ * configuration's reporters with the process's pid (ember_report.pid). A
+ * process that took no sample reports nothing: the shell loop's
+ * /bin/true processes cost the kernel's bookkeeping and no file.
+ *
+ * Weights are the CPU nanoseconds of the kernel's sampling period; with
+ * perf_event_paranoid 2 (no CAP_PERFMON) only user-mode time is sampled
+ * (ember__tree_stats.user_only), so a process's time in the kernel is
+ * missing from its profile.
+ *
+ * Not yet: wall-clock, allocation and JFR output, labels beyond the
+ * configuration's tags, the unwind-table cache on disk.
+ *
+ * One thread owns an engine; nothing here is async-signal-safe.
+ */
+#ifndef EMBER_TREE_ENGINE_H
+#define EMBER_TREE_ENGINE_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "agent/agent_internal.h"
+
+typedef struct ember__tree ember__tree;
+
+typedef struct ember__tree_stats {
+	uint64_t records, samples, lost;
+	uint64_t processes;          /* processes seen */
+	uint64_t processes_profiled; /* of those, with at least one profile */
+	uint64_t profiles;           /* profiles handed to the reporters */
+	uint64_t report_failures;    /* reporter calls or encodings that failed */
+	uint64_t truncated;          /* walks that stopped before the outermost frame */
+	uint64_t sampled_ns;         /* CPU time the samples weigh */
+	uint64_t tables, table_rows, table_build_ns, table_failures;
+	int user_only;
+} ember__tree_stats;
+
+/*
+ * An engine reporting to cfg's reporters (borrowed: cfg must outlive the
+ * engine; the caller has bound them: ember__config_bind_reporters), at
+ * cfg->hz samples per CPU second, windows of cfg->interval_ms, stacks of
+ * cfg->max_depth. 0 and *out, or EMBER_ERR_NOMEM.
+ */
+int ember__tree_new(ember__tree **out, ember__config *cfg);
+
+/*
+ * Starts sampling the tree of `pid`, which must not have exec'd yet (it
+ * waits for the caller's go): sampling begins at its exec. 0, or
+ * EMBER_ERR_UNSUPPORTED with the kernel's reason.
+ */
+int ember__tree_attach(ember__tree *t, pid_t pid);
+
+/* 0: only the attached process is profiled (what it execs into included),
+ * not its descendants (--no-follow-children); 1 (the default): the tree. */
+void ember__tree_set_follow(ember__tree *t, int follow);
+
+/* Waits up to timeout_ms for records, reads them, and reports the
+ * windows and processes that ended. 0 or the first reporter error. */
+int ember__tree_step(ember__tree *t, int timeout_ms);
+
+/* The command has exited: every record read so far is delivered (its
+ * processes' last records are all in the rings by now), without waiting
+ * for the time-order watermark. 0 or the first reporter error. */
+int ember__tree_settle(ember__tree *t);
+
+/*
+ * How many processes of the tree still run (their exit not seen, and the
+ * pid still there): after the command has exited, a daemon it started
+ * may. Those found gone without an exit record (lost) get their last
+ * window reported here.
+ */
+size_t ember__tree_alive(ember__tree *t);
+
+/* The tree has exited (or the run stops): reads what is left and reports
+ * every process's last window (final). 0 or the first reporter error. */
+int ember__tree_finish(ember__tree *t);
+
+/* In a child forked to go on sampling (a background collector): 0, or
+ * EMBER_ERR_SYS when the rings cannot be mapped again. */
+int ember__tree_after_fork(ember__tree *t);
+
+void ember__tree_get_stats(const ember__tree *t, ember__tree_stats *out);
+void ember__tree_free(ember__tree *t);
+
+#endif
