@@ -37,7 +37,8 @@
 # rustc, clangxx and node run emberprof three ways (the unwind-table
 # cache, EMBERPROF_UNWIND_CACHE): "nocache" (off), "cold" (a new, empty
 # cache directory in every run: the first process of a binary) and "warm"
-# (one directory for all rounds, filled by one run before them).
+# (one directory for all rounds, filled by one run before them); and a
+# fourth, "tree" (`--engine tree`), where perf events are permitted.
 # Judges nothing: docs/BENCHMARKS.md holds the figures and targets.
 set -euo pipefail
 
@@ -124,7 +125,12 @@ ember_configs() {
 	emb=("nocache|$ember run -f --unwind-cache off -o @OUT@ -- $2"
 		"cold|$ember run -f --unwind-cache @CACHE@ -o @OUT@ -- $2"
 		"warm|$ember run -f --unwind-cache $warm -o @OUT@ -- $2")
+	if [ "$tree_ok" = 1 ]; then emb+=("tree|$ember run --engine tree -o @OUT@ -- $2"); fi
 }
+# Whether --engine tree can run here (perf events permitted).
+tree_ok=0
+"$build/emberprof" run -q --engine tree -o "$work/tree-probe" -- true >/dev/null 2>&1 && tree_ok=1
+rm -rf "$work/tree-probe"
 
 for c in "${cases[@]}"; do
 	case $c in

@@ -850,14 +850,16 @@ static int run_and_summarize(const run_opts *o, const char *path, char **cmd_arg
 	return status;
 }
 
-/* The tree engine, configured from the environment as exported. */
+/* The tree engine, configured from the environment as exported: 0 or
+ * the exit code (the error printed). */
 static int start_tree(ember__cli_tree **ct, ember__cli_watch *watch)
 {
 	const char *lvl = getenv("EMBERPROF_LOG_LEVEL");
 	int verbose = lvl && (strcmp(lvl, "debug") == 0 || strcmp(lvl, "info") == 0);
-	if (ember__cli_tree_new(ct, verbose, following()) < 0) {
+	int rc = ember__cli_tree_new(ct, verbose, following());
+	if (rc < 0) {
 		ember__cli_error("run: %s", ember_last_error());
-		return -1;
+		return rc == EMBER_ERR_INVALID ? EMBER_EXIT_USAGE : EMBER_EXIT_INTERNAL;
 	}
 	ember__cli_tree_watch(*ct, watch);
 	return 0;
@@ -916,7 +918,7 @@ int ember__cli_run(int argc, char **argv)
 		code = EMBER_EXIT_INTERNAL;
 		if (set_var(EMBER_ENV_AUTOSTART, "1") < 0 || (!tree && export_ld_preload(lib) < 0))
 			goto out;
-		if (tree && start_tree(&ct, &watch) < 0)
+		if (tree && (code = start_tree(&ct, &watch)) != 0)
 			goto out;
 		int killed_by;
 		fflush(NULL);
@@ -945,7 +947,7 @@ int ember__cli_run(int argc, char **argv)
 	}
 	if (!tree && export_ld_preload(lib) < 0)
 		goto out;
-	if (tree && start_tree(&ct, &watch) < 0)
+	if (tree && (code = start_tree(&ct, &watch)) != 0)
 		goto out;
 
 	code = run_and_summarize(&o, path, argv + o.cmd, dir, tree ? &watch : NULL);

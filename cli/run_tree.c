@@ -118,6 +118,28 @@ static void tree_finish(void *ud)
 	print_stats(ct);
 }
 
+/* What the tree engine does not make (yet): asked for, it is an error
+ * naming the option, not a run that silently lacks it. */
+static int check_supported(const ember__config *cfg)
+{
+	const char *what = NULL;
+	if (cfg->backend == EMBER_BACKEND_ASYNC_PROFILER)
+		what = "--backend asprof (async-profiler runs inside the program)";
+	else if (cfg->wall_ms)
+		what = "--wall (EMBERPROF_WALL): wall-clock profiles";
+	else if (cfg->alloc_mean)
+		what = "--alloc (EMBERPROF_ALLOC): allocation profiles";
+	for (size_t i = 0; !what && i < cfg->nreporters; i++)
+		if (cfg->reporters[i].formats && !(cfg->reporters[i].formats & EMBER_FORMAT_PPROF))
+			what = "--format jfr (EMBERPROF_OUTPUT_FORMAT): JFR recordings";
+	if (!what)
+		return 0;
+	return ember__error(EMBER_ERR_INVALID,
+			    "--engine tree makes CPU profiles in pprof only, not %s: run without "
+			    "--engine tree for those",
+			    what);
+}
+
 int ember__cli_tree_new(ember__cli_tree **out, int verbose, int follow)
 {
 	*out = NULL;
@@ -128,6 +150,8 @@ int ember__cli_tree_new(ember__cli_tree **out, int verbose, int follow)
 	int rc = ember_builder_new(&ct->b, "emberprof");
 	if (rc == 0)
 		rc = ember_builder_apply_env(ct->b);
+	if (rc == 0)
+		rc = check_supported(&ct->b->cfg);
 	if (rc == 0)
 		rc = ember__config_bind_reporters(&ct->b->cfg);
 	if (rc == 0)

@@ -126,6 +126,16 @@ int ember__agg_set_name(ember__agg *a, int32_t tid, const char *name)
 	return 0;
 }
 
+int ember__agg_rename(ember__agg *a, int32_t tid, const char *name)
+{
+	uint64_t *v = ember__u64map_put(&a->names, (uint64_t)(uint32_t)tid, NULL);
+	char *copy = v ? ember__arena_strdup(&a->arena, name) : NULL;
+	if (!copy)
+		return EMBER_ERR_NOMEM;
+	*v = (uint64_t)(uintptr_t)copy;
+	return 0;
+}
+
 const char *ember__agg_name(const ember__agg *a, int32_t tid)
 {
 	uint64_t *v = ember__u64map_get(&a->names, (uint64_t)(uint32_t)tid);

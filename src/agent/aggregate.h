@@ -83,6 +83,9 @@ int ember__agg_log(ember__agg *a, size_t cap, int64_t time_ns, int32_t tid, uint
 		   uint8_t kind, uint8_t state);
 /* Records a thread's name unless one is known. */
 int ember__agg_set_name(ember__agg *a, int32_t tid, const char *name);
+/* Records a thread's name, replacing a known one (a thread that renamed
+ * itself: the window's samples of it all take the new name). */
+int ember__agg_rename(ember__agg *a, int32_t tid, const char *name);
 /* A thread's name or NULL; borrowed from the aggregate. */
 const char *ember__agg_name(const ember__agg *a, int32_t tid);
 int ember__agg_has_name(const ember__agg *a, int32_t tid);

@@ -40,9 +40,11 @@
 #include "symbols/symbolizer_internal.h"
 
 #include <fcntl.h>
+#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -600,9 +602,51 @@ static char *default_debuginfo_path = NULL; /* NULL: the standard search path */
 
 /* libdwfl's own finder, called through the lazily loaded table
  * (util/dep_elfutils.h): a static initializer cannot name it. */
+/*
+ * This process's vDSO image, copied once (never freed: a few KiB, for
+ * the life of the process): another process's vDSO is the same image on
+ * this kernel, and a process that has exited has no memory to read it
+ * from. NULL and *size 0 if there is none.
+ */
+static const char *own_vdso_copy(size_t *size)
+{
+	static char *copy;
+	static size_t len;
+	if (!copy) {
+		const ElfW(Ehdr) *eh = (const void *)getauxval(AT_SYSINFO_EHDR);
+		size_t n = 0;
+		if (eh && memcmp(eh->e_ident, ELFMAG, SELFMAG) == 0) {
+			const ElfW(Phdr) *ph = (const void *)((const char *)eh + eh->e_phoff);
+			for (int i = 0; i < eh->e_phnum; i++)
+				if (ph[i].p_type == PT_LOAD && ph[i].p_offset + ph[i].p_filesz > n)
+					n = ph[i].p_offset + ph[i].p_filesz;
+			/* the section headers lie after the loaded bytes */
+			size_t sh = eh->e_shoff + (size_t)eh->e_shnum * eh->e_shentsize;
+			n = sh > n ? sh : n;
+		}
+		char *c = n ? malloc(n) : NULL;
+		if (c) {
+			memcpy(c, eh, n);
+			copy = c;
+			len = n;
+		}
+	}
+	*size = len;
+	return copy;
+}
+
 static int find_elf(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr base,
 		    char **file_name, Elf **elfp)
 {
+	/* another process's vDSO ("[vdso: PID]", not ours): our own image */
+	int pid;
+	if (sscanf(name, "[vdso: %d]", &pid) == 1 && pid != (int)getpid()) {
+		size_t size;
+		const char *img = own_vdso_copy(&size);
+		*elfp = img ? elf_memory((char *)img, size) : NULL;
+		if (*elfp)
+			return -1; /* no file descriptor: the image is in memory */
+	}
 	return dwfl_linux_proc_find_elf(mod, userdata, name, base, file_name, elfp);
 }
 

@@ -276,8 +276,13 @@ static void on_record(void *arg, const ember__ptree_rec *r)
 	}
 	case EMBER_PTREE_COMM: {
 		set_thread_name(t, r->tid, r->u.comm.comm);
-		if (r->pid != r->tid)
+		if (r->pid != r->tid) {
+			/* a thread named itself: samples taken before keep up */
+			tproc *q = proc_get(t, r->pid, 0);
+			if (q && ember__agg_has_name(&q->agg, r->tid))
+				(void)ember__agg_rename(&q->agg, r->tid, r->u.comm.comm);
 			break;
+		}
 		tproc *p = proc_get(t, r->pid, 1);
 		if (!p)
 			break;
@@ -290,6 +295,8 @@ static void on_record(void *arg, const ember__ptree_rec *r)
 			p->want_exe = 1;
 		}
 		snprintf(p->comm, sizeof(p->comm), "%s", r->u.comm.comm);
+		if (!r->u.comm.exec && ember__agg_has_name(&p->agg, r->tid))
+			(void)ember__agg_rename(&p->agg, r->tid, r->u.comm.comm);
 		break;
 	}
 	case EMBER_PTREE_FORK: {

@@ -66,13 +66,14 @@ static void on_rec(void *arg, const ember__ptree_rec *r)
 	s->last_time = r->time;
 	switch (r->type) {
 	case EMBER_PTREE_SAMPLE:
+		/* the tree's two processes only: under ASan, LeakSanitizer
+		 * clones a tracer task of its own at the top's exit */
+		if (r->pid != s->top && r->pid != s->child)
+			break;
 		if (r->pid == s->top)
 			s->samples_top++;
-		else if (r->pid != s->top) {
-			if (!s->child)
-				s->child = r->pid;
-			s->samples_child += r->pid == s->child;
-		}
+		else
+			s->samples_child++;
 		s->period_ns += r->u.sample.period;
 		if (r->u.sample.regs_ok && r->u.sample.regs.sp)
 			s->samples_regs++;
@@ -152,7 +153,7 @@ static void run_tree(int user_only)
 	CHECK(s.comm_exec >= 1);
 	CHECK(s.mmap_self >= 1);
 	CHECK_EQ_INT(s.mmap_self_before_sample, 1);
-	CHECK_EQ_INT(s.fork_child, 1);
+	CHECK(s.fork_child >= 1); /* 2 under ASan: LeakSanitizer's tracer */
 	CHECK_EQ_INT(s.exit_child, 1);
 	CHECK_EQ_INT(s.exit_top, 1);
 	/* 0.4 s at 200 Hz is 80 samples each: at least half, whatever the

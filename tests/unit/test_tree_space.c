@@ -162,7 +162,7 @@ static void remote_names(walk *w)
 	ember__procmaps_free(&pm);
 	if (!rs)
 		return;
-	int same = 0, differ = 0, libc_named = 0;
+	int same = 0, differ = 0, libc_named = 0, vdso = 0, vdso_named = 0;
 	for (int i = 0; i < w->nstacks; i++) {
 		int libc = 0;
 		for (int j = 0; j < w->depth[i]; j++) {
@@ -179,12 +179,18 @@ static void remote_names(walk *w)
 			}
 			if (rn && si.module && strstr(si.module->path, "libc.so"))
 				libc = 1;
+			if (si.module && strcmp(si.module->path, "[vdso]") == 0) {
+				vdso++;
+				vdso_named += rn != NULL;
+			}
 		}
 		libc_named += libc;
 	}
 	printf("remote symbolizer: %d frames of the binary named alike, %d not; %d of %d stacks "
-	       "with a named libc frame\n",
-	       same, differ, libc_named, w->nstacks);
+	       "with a named libc frame; %d of %d vDSO frames named\n",
+	       same, differ, libc_named, w->nstacks, vdso_named, vdso);
+	/* the child is gone: its vDSO is named from our own image */
+	CHECK_EQ_INT(vdso_named, vdso);
 	CHECK(same > 0);
 	CHECK_EQ_INT(differ, 0);
 	CHECK(libc_named >= w->nstacks * 9 / 10);

@@ -1,0 +1,80 @@
+# test_run_tree.sh - `emberprof run --engine tree` (issue 15): the tree
+# sampled from outside. A shell loop's /bin/true processes leave no file
+# (no sample, no profile; at most a few slow ones, never an empty one) while the shell's own burn is profiled under
+# its pid, with its CPU in the profile within 10 % of what the kernel
+# counted for it; the library is not loaded into the program; what the
+# engine does not make (--wall, --alloc, --format jfr) is refused with a
+# message naming it, before the program starts. Skipped (77) where the
+# kernel refuses perf events.
+. "$(dirname "$0")/lib.sh"
+need bash
+need python3
+command -v go >/dev/null 2>&1 || { echo "go not installed: profiles cannot be checked"; exit 77; }
+
+"$EMBERPROF" run -q --engine tree -o probe -- true >/dev/null 2>probe.err ||
+	{ echo "--engine tree cannot run here: $(cat probe.err)"; exit 77; }
+
+true_bin=$(command -v true)
+case $true_bin in /*) ;; *) true_bin=/bin/true ;; esac
+cat >loop.sh <<LOOP
+echo "\$\$ \${LD_PRELOAD:-none}" >bash.pid
+for i in \$(seq 60); do $true_bin; done
+i=0; while [ \$i -lt 300000 ]; do i=\$((i+1)); done
+read -r _ _ _ _ _ _ _ _ _ _ _ _ _ ut st _ </proc/\$\$/stat
+echo "\$ut \$st" >bash.ticks
+LOOP
+"$EMBERPROF" run --engine tree --log-level info -o out -- bash loop.sh >stdout 2>err
+check_exit "shell loop" 0 $?
+read -r bash_pid preload <bash.pid
+case $preload in
+*libemberprof*) fail "the program got LD_PRELOAD=$preload" ;;
+*) ok "emberprof not preloaded into the program (LD_PRELOAD: $preload)" ;;
+esac
+# In a sanitizer build lib.sh preloads libasan into every program: each
+# /bin/true then runs for more than a sample's 10 ms.
+sanitized=0
+case "${EMBER_TEST_SANITIZE:-OFF}" in ON | on | 1 | TRUE | true) sanitized=1 ;; esac
+# A process writes a file only if it took a sample: 10 ms of CPU at 100 Hz.
+# A /bin/true (~1-3 ms) should not; a fork child of bash slow to exec under
+# load may. What must never be there: an empty profile, or files from most
+# of the loop.
+others=$(ls out | grep -v -e "-$bash_pid-[0-9]*\.")
+pids=$(echo "$others" | sed -n 's/.*-\([0-9]*\)-[0-9]*\..*/\1/p' | sort -u)
+cpu_all=$(python3 "$(dirname "$0")/../tree/cpu_by_pid.py" out)
+n=0 empty=0
+for p in $pids; do
+	n=$((n + 1))
+	echo "$cpu_all" | awk -v p="$p" '$1 == p && $2 > 0 { f = 1 } END { exit !f }' || empty=$((empty + 1))
+done
+if [ $sanitized = 1 ] && [ $empty = 0 ]; then ok "shell loop: $n other processes wrote a profile (libasan in each), each with samples"
+elif [ $n -le 3 ] && [ $empty = 0 ]; then ok "shell loop: $n of 61 other processes wrote a profile, each with samples"
+else fail "shell loop: files of $n other processes than bash ($bash_pid), $empty without samples:"; ls out >&2; fi
+read -r ut st <bash.ticks
+hz=$(getconf CLK_TCK)
+cpu=$(python3 -c "import sys; print((int(sys.argv[1]) + int(sys.argv[2])) / int(sys.argv[3]))" "$ut" "$st" "$hz")
+profiled=$(echo "$cpu_all" | awk -v p="$bash_pid" '$1 == p { c = $2 } END { print c + 0 }')
+if grep -q "sample user mode only" err; then
+	# perf_event_paranoid 2: the shell's kernel time is not sampled
+	python3 -c "import sys; p, t = map(float, sys.argv[1:]); sys.exit(0 if 0 < p <= t * 1.1 else 1)" "$profiled" "$cpu" &&
+		ok "bash: $profiled s of its $cpu s in the profiles (user mode only)" ||
+		fail "bash: $profiled s of its $cpu s in the profiles (user mode only)"
+else
+	python3 -c "import sys; p, t = map(float, sys.argv[1:]); sys.exit(0 if t > 0 and 0.9 <= p / t <= 1.1 else 1)" "$profiled" "$cpu" &&
+		ok "bash: $profiled s of its $cpu s in the profiles" ||
+		fail "bash: $profiled s of its $cpu s in the profiles, expected within 10 %"
+fi
+check_grep "the engine's summary" err "tree engine: "
+
+for opt in "--wall" "--alloc" "--format jfr"; do
+	# shellcheck disable=SC2086 # the option and its value are two words
+	"$EMBERPROF" run --engine tree $opt -o refused -- sh -c 'echo ran >ran' >/dev/null 2>refused.err
+	rc=$?
+	if [ $rc = 2 ] && [ ! -e ran ] && grep -q -- "--engine tree makes CPU profiles in pprof only, not ${opt%% *}" refused.err; then
+		ok "$opt with --engine tree: refused before the program ran"
+	else
+		fail "$opt with --engine tree: exit $rc, ran: $([ -e ran ] && echo yes || echo no):"
+		sed 's/^/    /' refused.err >&2
+	fi
+	rm -f ran
+done
+done_tests
