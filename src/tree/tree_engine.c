@@ -234,6 +234,7 @@ static void on_sample(ember__tree *t, const ember__ptree_rec *r)
 		return;
 	unsigned flags = 0;
 	int max = t->cfg->max_depth ? (int)t->cfg->max_depth : 1;
+	ember__tmods_set_budget(t->mods, t->st.sampled_ns);
 	int n = ember__tspace_unwind(&p->space, t->mods, &r->u.sample.regs, r->u.sample.stack,
 				     (size_t)r->u.sample.stack_len, t->pcs, max, &flags);
 	t->st.truncated += (flags & EMBER_UNWIND_TRUNCATED) != 0;
@@ -479,6 +480,7 @@ void ember__tree_get_stats(const ember__tree *t, ember__tree_stats *out)
 	out->table_rows = ms.rows;
 	out->table_build_ns = ms.build_ns;
 	out->table_failures = ms.table_failures;
+	out->tables_deferred = ms.deferred;
 }
 
 void ember__tree_free(ember__tree *t)

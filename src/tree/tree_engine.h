@@ -43,6 +43,7 @@ typedef struct ember__tree_stats {
 	uint64_t truncated;          /* walks that stopped before the outermost frame */
 	uint64_t sampled_ns;         /* CPU time the samples weigh */
 	uint64_t tables, table_rows, table_build_ns, table_failures;
+	uint64_t tables_deferred;    /* table builds held back by the budget (tree_mods.h) */
 	int user_only;
 } ember__tree_stats;
 

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent/unwind_tables.h"
 #include "cfi/cfi_elf.h"
 #include "emberprof.h"
 #include "unwind/arch.h"
@@ -24,7 +25,16 @@ struct ember__tmods {
 	size_t n, cap;
 	ember__tmods_stats st;
 	uint64_t gen;
+	int budget;              /* ember__tmods_set_budget was called */
+	uint64_t cpu_ns;         /* the tree's CPU time so far */
+	uint64_t built_ns, built_fdes; /* the builds so far, for estimates */
 };
+
+void ember__tmods_set_budget(ember__tmods *r, uint64_t cpu_ns)
+{
+	r->budget = 1;
+	r->cpu_ns = cpu_ns;
+}
 
 int ember__tmods_new(ember__tmods **out)
 {
@@ -106,6 +116,9 @@ static int take_loads(ember__tmod *m, const ElfW(Ehdr) *eh, const ElfW(Phdr) *ph
 		return 0;
 	m->nloads = 0;
 	for (int i = 0; i < eh->e_phnum && m->nloads < EMBER_TMOD_LOADS_MAX; i++) {
+		/* .eh_frame_hdr: 12 bytes, then 8 per FDE */
+		if (ph[i].p_type == PT_GNU_EH_FRAME && ph[i].p_memsz > 12)
+			m->fdes = (ph[i].p_memsz - 12) / 8;
 		if (ph[i].p_type != PT_LOAD)
 			continue;
 		m->loads[m->nloads].vaddr = ph[i].p_vaddr;
@@ -196,6 +209,17 @@ const ember__cfi_table *ember__tmod_table(ember__tmods *r, ember__tmod *m)
 {
 	if (m->table_state)
 		return m->table;
+	if (r->budget && ember__tmod_layout(r, m)) {
+		/* 3 us an FDE until 2,000 were built, then the measured speed */
+		double per_fde = r->built_fdes >= 2000 ? (double)r->built_ns / (double)r->built_fdes
+						      : 3000.0;
+		uint64_t est = (uint64_t)(per_fde * (double)m->fdes);
+		if (est > (uint64_t)EMBER_UNWIND_SMALL_BUILD_NS &&
+		    r->st.build_ns + est > r->cpu_ns / 100 * EMBER_UNWIND_BUILD_BUDGET_PCT) {
+			r->st.deferred++;
+			return NULL;
+		}
+	}
 	uint64_t t0 = thread_ns();
 	ember__cfi_module_info info;
 	int rc;
@@ -223,6 +247,8 @@ const ember__cfi_table *ember__tmod_table(ember__tmods *r, ember__tmod *m)
 	}
 	m->table_state = 1;
 	r->gen++;
+	r->built_ns += m->build_ns;
+	r->built_fdes += m->fdes;
 	r->st.tables++;
 	r->st.rows += m->table->nrows;
 	r->st.bytes += m->table->bytes;

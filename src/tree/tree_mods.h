@@ -41,12 +41,14 @@ typedef struct ember__tmod {
 	} loads[EMBER_TMOD_LOADS_MAX];
 	ember__cfi_table *table; /* NULL until built */
 	uint64_t build_ns;       /* CPU time the table took */
+	uint64_t fdes;           /* its .eh_frame_hdr's FDE count (layout), 0 unknown */
 } ember__tmod;
 
 typedef struct ember__tmods ember__tmods;
 
 typedef struct ember__tmods_stats {
 	uint64_t modules, tables, table_failures, layout_failures, rows, bytes, build_ns;
+	uint64_t deferred; /* builds held back by the budget (walks by frame pointers meanwhile) */
 } ember__tmods_stats;
 
 /* A new, empty registry; 0 and *out (the caller's), or EMBER_ERR_NOMEM. */
@@ -79,8 +81,22 @@ int ember__tmod_bias(ember__tmods *r, ember__tmod *m, uint64_t start, uint64_t p
 		     uint64_t *bias, uint64_t *lo, uint64_t *hi);
 
 /*
+ * The budget of builds, as the library's lazy tables have it
+ * (src/agent/unwind_tables.h: EMBER_UNWIND_SMALL_BUILD_NS,
+ * EMBER_UNWIND_BUILD_BUDGET_PCT): once set, a table expected to take more
+ * than the small build's time (from its FDE count and the speed of the
+ * builds so far) is built only while all builds stay within that share of
+ * the CPU time the tree has used, `cpu_ns` (updated by the caller); a
+ * compiler that runs for a second does not pay half a second for
+ * librustc_driver's table. Off (every table built) until called.
+ */
+void ember__tmods_set_budget(ember__tmods *r, uint64_t cpu_ns);
+
+/*
  * Builds m's unwind table if not done yet (once: a failure is not
- * retried). Returns the table (may have no rows: no CFI), or NULL.
+ * retried), unless the budget holds it back (then NULL, m still unbuilt,
+ * counted in deferred). Returns the table (may have no rows: no CFI), or
+ * NULL.
  */
 const ember__cfi_table *ember__tmod_table(ember__tmods *r, ember__tmod *m);
 

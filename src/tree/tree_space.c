@@ -220,7 +220,9 @@ static int build_landed(ember__tspace *sp, ember__tmods *mods, const uint64_t *p
 		ember__tmap *m = ember__tspace_find(sp, look);
 		if (m && m->mod->table_state == 0 && ember__tspace_bias(sp, mods, m)) {
 			(void)ember__tmod_table(mods, m->mod);
-			built = 1;
+			/* built, or failed: no longer pending either way; held back
+			 * by the budget: still pending, walked by frame pointers */
+			built |= m->mod->table_state != 0;
 		}
 	}
 	return built;
