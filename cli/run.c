@@ -735,7 +735,7 @@ static int following(void)
  * process tells (ember__cli_last_child): it exec'd into another program,
  * its children used CPU, or it used too little CPU for a sample.
  */
-static void hint_no_profile(const char *cmd)
+static void hint_no_profile(const char *cmd, int tree)
 {
 	ember__cli_child_end e;
 	ember__cli_last_child(&e);
@@ -746,6 +746,15 @@ static void hint_no_profile(const char *cmd)
 	int execd = strncmp(e.comm, base, 15) != 0;
 	const char *rate = getenv("EMBERPROF_SAMPLE_RATE");
 	double hz = rate && atof(rate) > 0 ? atof(rate) : 100;
+	if (tree) {
+		/* sampled from outside: nothing to preload, no agent to start */
+		ember__cli_error("hint: %s used %.0f ms of CPU (its children it waited for "
+				 "included), and no thread of the tree used the %.0f ms a sample "
+				 "needs at %.0f Hz (at perf_event_paranoid 2, of user-mode time); "
+				 "sample more often (--rate) or profile a longer run",
+				 base, (e.cpu_s + e.children_cpu_s) * 1000, 1000 / hz, hz);
+		return;
+	}
 	if (!following() && e.children_cpu_s > 0) {
 		ember__cli_error("hint: %s's child processes used %.2f s of CPU, and "
 				 "--no-follow-children (EMBERPROF_FOLLOW_CHILDREN=0) profiles only the "
@@ -783,7 +792,7 @@ static void hint_no_profile(const char *cmd)
 
 /* Prints where the profiles went and the table of those this run wrote. */
 static void summarize(const run_opts *o, const char *dir, const ember__cli_names *before,
-		      const ember__cli_names *jfr_before, int killed_by, const char *cmd)
+		      const ember__cli_names *jfr_before, int killed_by, const char *cmd, int tree)
 {
 	char **jfr = NULL, **paths = NULL;
 	size_t njfr = 0, n = 0;
@@ -807,7 +816,7 @@ static void summarize(const run_opts *o, const char *dir, const ember__cli_names
 					     "window)"
 					   : "");
 		if (!killed_by)
-			hint_no_profile(cmd);
+			hint_no_profile(cmd, tree);
 	} else {
 		fprintf(stderr, "emberprof: %zu profile%s written to %s\n", n, n == 1 ? "" : "s",
 			dir);
@@ -844,7 +853,7 @@ static int run_and_summarize(const run_opts *o, const char *path, char **cmd_arg
 	if (killed_by)
 		ember__cli_error("%s was killed by signal %d (%s)", cmd_argv[0], killed_by,
 				 strsignal(killed_by));
-	summarize(o, dir, &before, &jfr_before, killed_by, cmd_argv[0]);
+	summarize(o, dir, &before, &jfr_before, killed_by, cmd_argv[0], watch != NULL);
 	ember__cli_names_free(&before);
 	ember__cli_names_free(&jfr_before);
 	return status;
