@@ -86,15 +86,30 @@ static int detach_collector(ember__cli_tree *ct, size_t alive)
 			dup2(null, 0);
 			dup2(null, 1);
 		}
-		if (ember__tree_after_fork(ct->t) != 0) {
-			fprintf(stderr, "emberprof: the background sampler cannot go on: %s\n",
+		/* Reporters of its own: the parent's network reporters keep
+		 * their upload threads in the parent, and a fork child's copy
+		 * leaves them alone (it would queue windows nobody sends). The
+		 * parent's copies here are never freed (their destroy() would
+		 * act on the parent's connections). */
+		ember_builder *b = NULL;
+		int rc = ember_builder_new(&b, "emberprof");
+		if (rc == 0)
+			rc = ember_builder_apply_env(b);
+		if (rc == 0)
+			rc = ember__config_bind_reporters(&b->cfg);
+		if (rc == 0)
+			rc = ember__tree_after_fork(ct->t, &b->cfg);
+		if (rc != 0) {
+			fprintf(stderr, "emberprof: the background sampler cannot go on, the "
+					"processes still running are not profiled: %s\n",
 				ember_last_error());
 			_exit(1);
 		}
 		while (ember__tree_alive(ct->t) > 0)
 			(void)ember__tree_step(ct->t, 100);
 		(void)ember__tree_finish(ct->t);
-		ember__cli_tree_free(ct);
+		ember__tree_free(ct->t);
+		ember_builder_free(b); /* flushes its reporters */
 		_exit(0);
 	}
 	fprintf(stderr, "emberprof: %zu process%s of the tree still run%s (a daemon?): sampled "

@@ -460,8 +460,15 @@ int ember__tree_finish(ember__tree *t)
 	return drain(t, 1, 1);
 }
 
-int ember__tree_after_fork(ember__tree *t)
+int ember__tree_after_fork(ember__tree *t, ember__config *cfg)
 {
+	if (cfg->max_depth > t->cfg->max_depth) {
+		uint64_t *pcs = realloc(t->pcs, cfg->max_depth * sizeof(uint64_t));
+		if (!pcs)
+			return ember__error_oom("tree engine");
+		t->pcs = pcs;
+	}
+	t->cfg = cfg;
 	return t->pt ? ember__ptree_after_fork(t->pt) : 0;
 }
 

@@ -87,9 +87,14 @@ size_t ember__tree_alive(ember__tree *t);
  * every process's last window (final). 0 or the first reporter error. */
 int ember__tree_finish(ember__tree *t);
 
-/* In a child forked to go on sampling (a background collector): 0, or
- * EMBER_ERR_SYS when the rings cannot be mapped again. */
-int ember__tree_after_fork(ember__tree *t);
+/*
+ * In a child forked to go on sampling (a background collector): the rings
+ * mapped again, and the reports go to `cfg`'s reporters from now on (a
+ * configuration built in the child: a network reporter's upload thread
+ * does not survive fork; borrowed, bound by the caller, must outlive the
+ * engine). 0, or EMBER_ERR_SYS when the rings cannot be mapped again.
+ */
+int ember__tree_after_fork(ember__tree *t, ember__config *cfg);
 
 void ember__tree_get_stats(const ember__tree *t, ember__tree_stats *out);
 void ember__tree_free(ember__tree *t);
