@@ -87,6 +87,15 @@ void ember__config_defaults(ember__config *c);
  */
 int ember__config_bind_reporters(ember__config *cfg);
 
+/*
+ * Hands one report to every reporter of cfg taking its format; a failure
+ * is logged (naming the reporter, the window and, when rep->pid is set,
+ * the process) and counted in *failed. 0, or EMBER_ERR_REPORTER if one
+ * failed. The agent thread's, or the tree engine's.
+ */
+int ember__config_call_reporters(const ember__config *cfg, const ember_report *rep,
+				 uint64_t *failed);
+
 /* Logs what a symbolizer could not read (files, elfutils failures) and
  * the perf map it read JIT names from, at the level each deserves: at
  * the agent's stop, and by the tree engine as each process ends. */

@@ -12,24 +12,38 @@ static unsigned reporter_formats(const ember_reporter *r)
 	return r->formats ? r->formats : EMBER_FORMAT_PPROF;
 }
 
-/* Hands one report to every reporter taking its format. 0, or
- * EMBER_ERR_REPORTER if one failed (logged and counted). */
-int ember__core_call_reporters(ember__core *c, const ember_report *rep)
+int ember__config_call_reporters(const ember__config *cfg, const ember_report *rep,
+				 uint64_t *failed)
 {
 	int rc = 0;
-	for (size_t i = 0; i < c->cfg.nreporters; i++) {
-		ember_reporter *r = &c->cfg.reporters[i];
+	for (size_t i = 0; i < cfg->nreporters; i++) {
+		const ember_reporter *r = &cfg->reporters[i];
 		if (!(reporter_formats(r) & rep->format))
 			continue;
 		ember__error_clear();
 		int rrc = r->report(r->userdata, rep);
 		if (rrc != 0) {
-			ember__log(&c->cfg, EMBER_LOG_ERROR, "reporter %s failed for window %" PRIu32 ": %s",
-				   r->name, rep->seq, ember_last_error()[0] ? ember_last_error() : ember_strerror(rrc));
-			atomic_fetch_add(&c->report_failures, 1);
+			char pid[32] = "";
+			if (rep->pid)
+				snprintf(pid, sizeof(pid), " of process %d", (int)rep->pid);
+			ember__log(cfg, EMBER_LOG_ERROR, "reporter %s failed for window %" PRIu32 "%s: %s",
+				   r->name, rep->seq, pid,
+				   ember_last_error()[0] ? ember_last_error() : ember_strerror(rrc));
+			(*failed)++;
 			rc = EMBER_ERR_REPORTER;
 		}
 	}
+	return rc;
+}
+
+/* Hands one report to every reporter taking its format. 0, or
+ * EMBER_ERR_REPORTER if one failed (logged and counted). */
+int ember__core_call_reporters(ember__core *c, const ember_report *rep)
+{
+	uint64_t failed = 0;
+	int rc = ember__config_call_reporters(&c->cfg, rep, &failed);
+	if (failed)
+		atomic_fetch_add(&c->report_failures, failed);
 	return rc;
 }
 

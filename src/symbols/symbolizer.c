@@ -40,11 +40,9 @@
 #include "symbols/symbolizer_internal.h"
 
 #include <fcntl.h>
-#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -58,6 +56,7 @@
 #include "util/arena.h"
 #include "util/dep_elfutils.h"
 #include "util/error.h"
+#include "util/vdso.h"
 #include "util/sort.h"
 
 #define CACHE_MIN_SLOTS 1024u
@@ -613,20 +612,11 @@ static const char *own_vdso_copy(size_t *size)
 	static char *copy;
 	static size_t len;
 	if (!copy) {
-		const ElfW(Ehdr) *eh = (const void *)getauxval(AT_SYSINFO_EHDR);
-		size_t n = 0;
-		if (eh && memcmp(eh->e_ident, ELFMAG, SELFMAG) == 0) {
-			const ElfW(Phdr) *ph = (const void *)((const char *)eh + eh->e_phoff);
-			for (int i = 0; i < eh->e_phnum; i++)
-				if (ph[i].p_type == PT_LOAD && ph[i].p_offset + ph[i].p_filesz > n)
-					n = ph[i].p_offset + ph[i].p_filesz;
-			/* the section headers lie after the loaded bytes */
-			size_t sh = eh->e_shoff + (size_t)eh->e_shnum * eh->e_shentsize;
-			n = sh > n ? sh : n;
-		}
-		char *c = n ? malloc(n) : NULL;
+		size_t n;
+		const void *img = ember__vdso_image(&n);
+		char *c = img ? malloc(n) : NULL;
 		if (c) {
-			memcpy(c, eh, n);
+			memcpy(c, img, n);
 			copy = c;
 			len = n;
 		}

@@ -320,7 +320,7 @@ static int64_t get_u64(const uint8_t **p, const uint8_t *end, uint64_t *v)
 }
 
 /* Decodes a sample record (IP, TID, TIME, PERIOD, REGS_USER, STACK_USER). */
-static int decode_sample(ember__ptree *t, const uint8_t *rec, uint16_t size,
+static int decode_sample(const uint8_t *rec, uint16_t size,
 			 ember__ptree_rec *r)
 {
 	const uint8_t *p = rec + sizeof(struct perf_event_header), *end = rec + size;
@@ -362,7 +362,6 @@ static int decode_sample(ember__ptree *t, const uint8_t *rec, uint16_t size,
 		r->u.sample.stack = stack;
 		r->u.sample.stack_len = v < ssize ? v : ssize;
 	}
-	(void)t;
 	return 0;
 }
 
@@ -374,7 +373,7 @@ static int decode(ember__ptree *t, const uint8_t *rec, ember__ptree_rec *r)
 	memset(r, 0, sizeof(*r));
 	if (h->type == PERF_RECORD_SAMPLE) {
 		r->type = EMBER_PTREE_SAMPLE;
-		return decode_sample(t, rec, h->size, r);
+		return decode_sample(rec, h->size, r);
 	}
 	if (blen < SAMPLE_ID_SIZE)
 		return -1;

@@ -198,22 +198,9 @@ static void report_window(ember__tree *t, tproc *p, int64_t end, int final)
 			.interval_ms = t->cfg->interval_ms,
 			.pid = p->pid,
 		};
-		for (size_t i = 0; i < t->cfg->nreporters; i++) {
-			ember_reporter *r = &t->cfg->reporters[i];
-			if (r->formats && !(r->formats & EMBER_FORMAT_PPROF))
-				continue;
-			ember__error_clear();
-			int rrc = r->report(r->userdata, &rep);
-			if (rrc) {
-				ember__log(t->cfg, EMBER_LOG_ERROR,
-					   "reporter %s failed for process %d's window %" PRIu32 ": %s",
-					   r->name, (int)p->pid, p->seq,
-					   ember_last_error()[0] ? ember_last_error() : ember_strerror(rrc));
-				t->st.report_failures++;
-				if (!t->err)
-					t->err = EMBER_ERR_REPORTER;
-			}
-		}
+		if (ember__config_call_reporters(t->cfg, &rep, &t->st.report_failures) != 0 &&
+		    !t->err)
+			t->err = EMBER_ERR_REPORTER;
 		t->st.profiles++;
 		t->st.processes_profiled += !p->profiled;
 		p->profiled = 1;

@@ -10,7 +10,6 @@
 #include <link.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/auxv.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -19,6 +18,7 @@
 #include "emberprof.h"
 #include "unwind/arch.h"
 #include "util/error.h"
+#include "util/vdso.h"
 
 struct ember__tmods {
 	ember__tmod **mods;
@@ -93,22 +93,6 @@ ember__tmod *ember__tmods_get(ember__tmods *r, const char *path, uint32_t maj, u
 	return m;
 }
 
-/* This process's vDSO image: its start and size (0 if none). */
-static const void *own_vdso(size_t *size)
-{
-	const ElfW(Ehdr) *eh = (const void *)getauxval(AT_SYSINFO_EHDR);
-	*size = 0;
-	if (!eh)
-		return NULL;
-	const ElfW(Phdr) *ph = (const void *)((const char *)eh + eh->e_phoff);
-	uint64_t end = 0;
-	for (int i = 0; i < eh->e_phnum; i++)
-		if (ph[i].p_type == PT_LOAD && ph[i].p_offset + ph[i].p_filesz > end)
-			end = ph[i].p_offset + ph[i].p_filesz;
-	*size = (size_t)end;
-	return eh;
-}
-
 /* Keeps the PT_LOAD segments of headers eh/ph (already checked). */
 static int take_loads(ember__tmod *m, const ElfW(Ehdr) *eh, const ElfW(Phdr) *ph)
 {
@@ -134,7 +118,7 @@ static int read_layout(ember__tmod *m)
 {
 	if (m->vdso) {
 		size_t size;
-		const ElfW(Ehdr) *eh = own_vdso(&size);
+		const ElfW(Ehdr) *eh = ember__vdso_image(&size);
 		if (!eh)
 			return 0;
 		return take_loads(m, eh, (const void *)((const char *)eh + eh->e_phoff));
@@ -225,7 +209,7 @@ const ember__cfi_table *ember__tmod_table(ember__tmods *r, ember__tmod *m)
 	int rc;
 	if (m->vdso) {
 		size_t size;
-		const void *img = own_vdso(&size);
+		const void *img = ember__vdso_image(&size);
 		/* rows at link-time addresses, as for a file: where our own
 		 * image lies does not matter */
 		ember__cfi_module_src src = {

@@ -123,9 +123,8 @@ ember__tmap *ember__tspace_find(ember__tspace *sp, uint64_t addr)
 	return lo < sp->n && sp->maps[lo].start <= addr ? &sp->maps[lo] : NULL;
 }
 
-int ember__tspace_bias(ember__tspace *sp, ember__tmods *mods, ember__tmap *m)
+int ember__tspace_bias(ember__tmods *mods, ember__tmap *m)
 {
-	(void)sp;
 	if (!m->bias_state)
 		m->bias_state = ember__tmod_bias(mods, m->mod, m->start, m->pgoff, &m->bias, &m->lo,
 						 &m->hi)
@@ -156,7 +155,7 @@ int ember__tspace_procmaps(ember__tspace *sp, ember__tmods *mods, ember__procmap
 				    .dev_minor = m->mod->min, .inode = anon ? 0 : m->mod->ino,
 				    .path = path};
 		/* the image's first segment, where nothing else lies */
-		if (!m->mod->vdso && !anon && m->pgoff && ember__tspace_bias(sp, mods, m) && m->lo < m->start &&
+		if (!m->mod->vdso && !anon && m->pgoff && ember__tspace_bias(mods, m) && m->lo < m->start &&
 		    m->lo >= prev_end) {
 			ember__procmap first = x;
 			first.start = m->lo;
@@ -191,7 +190,7 @@ static int snapshot(ember__tspace *sp, ember__tmods *mods)
 	s->n = 0;
 	for (size_t i = 0; i < sp->n; i++) {
 		ember__tmap *m = &sp->maps[i];
-		if (!ember__tspace_bias(sp, mods, m) || m->mod->table_state < 0 ||
+		if (!ember__tspace_bias(mods, m) || m->mod->table_state < 0 ||
 		    (m->mod->table_state > 0 && m->mod->table->nrows == 0))
 			continue;
 		ember__unwind_module *um = &s->mods[s->n++];
@@ -218,7 +217,7 @@ static int build_landed(ember__tspace *sp, ember__tmods *mods, const uint64_t *p
 	for (int i = 0; i < n; i++) {
 		uint64_t look = i ? pcs[i] - 1 : pcs[i];
 		ember__tmap *m = ember__tspace_find(sp, look);
-		if (m && m->mod->table_state == 0 && ember__tspace_bias(sp, mods, m)) {
+		if (m && m->mod->table_state == 0 && ember__tspace_bias(mods, m)) {
 			(void)ember__tmod_table(mods, m->mod);
 			/* built, or failed: no longer pending either way; held back
 			 * by the budget: still pending, walked by frame pointers */

@@ -64,7 +64,7 @@ int ember__tspace_copy(ember__tspace *dst, const ember__tspace *src);
 ember__tmap *ember__tspace_find(ember__tspace *sp, uint64_t addr);
 
 /* The mapping's bias and image span computed (once): 1 when known. */
-int ember__tspace_bias(ember__tspace *sp, ember__tmods *mods, ember__tmap *m);
+int ember__tspace_bias(ember__tmods *mods, ember__tmap *m);
 
 /*
  * The mappings as a symbolizer for the process takes them

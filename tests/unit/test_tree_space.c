@@ -79,7 +79,7 @@ static uint64_t main_bias(void)
 static const char *name_of(walk *w, uint64_t pc, int caller)
 {
 	ember__tmap *m = ember__tspace_find(&w->space, caller ? pc - 1 : pc);
-	if (!m || strcmp(m->mod->path, w->self) != 0 || !ember__tspace_bias(&w->space, w->mods, m))
+	if (!m || strcmp(m->mod->path, w->self) != 0 || !ember__tspace_bias(w->mods, m))
 		return NULL;
 	uint64_t own = pc - m->bias + w->own_bias - (caller ? 1 : 0);
 	ember__symbol_info si;
