@@ -36,8 +36,9 @@ sanitized=0
 case "${EMBER_TEST_SANITIZE:-OFF}" in ON | on | 1 | TRUE | true) sanitized=1 ;; esac
 # A process writes a file only if it took a sample: 10 ms of CPU at 100 Hz.
 # A /bin/true (~1-3 ms) should not; a fork child of bash slow to exec under
-# load may. What must never be there: an empty profile, or files from most
-# of the loop.
+# load may (5 of 61 once, beside another test on the other CPU): at most a
+# tenth. What must never be there: an empty profile, or files from most of
+# the loop.
 others=$(ls out | grep -v -e "-$bash_pid-[0-9]*\.")
 pids=$(echo "$others" | sed -n 's/.*-\([0-9]*\)-[0-9]*\..*/\1/p' | sort -u)
 cpu_all=$(python3 "$(dirname "$0")/../tree/cpu_by_pid.py" out)
@@ -47,7 +48,7 @@ for p in $pids; do
 	echo "$cpu_all" | awk -v p="$p" '$1 == p && $2 > 0 { f = 1 } END { exit !f }' || empty=$((empty + 1))
 done
 if [ $sanitized = 1 ] && [ $empty = 0 ]; then ok "shell loop: $n other processes wrote a profile (libasan in each), each with samples"
-elif [ $n -le 3 ] && [ $empty = 0 ]; then ok "shell loop: $n of 61 other processes wrote a profile, each with samples"
+elif [ $n -le 6 ] && [ $empty = 0 ]; then ok "shell loop: $n of 61 other processes wrote a profile, each with samples"
 else fail "shell loop: files of $n other processes than bash ($bash_pid), $empty without samples:"; ls out >&2; fi
 read -r ut st <bash.ticks
 hz=$(getconf CLK_TCK)
