@@ -25,8 +25,11 @@
 # bench/perf_tree_floor.c; skipped where perf events are refused); the
 # tree engine itself, `emberprof run --engine tree` ("tree": sampled from
 # outside, stacks walked and named in emberprof; skipped with tree-floor); `emberprof
-# run --no-follow-children` (the shell profiled, its children not);
-# `emberprof run`, the default: the whole tree), rustc (`rustc -O` on a
+# run --engine auto --no-follow-children` (the library in the shell, its
+# children not profiled); `emberprof run --engine auto` ("library": the
+# preloaded library in the whole tree); `emberprof run` ("run": the
+# default, which is the tree engine where perf events count kernel time,
+# else the library), rustc (`rustc -O` on a
 # small file, the real compiler, not rustup's proxy), clangxx (`clang++ -O2 -c` on a small
 # C++ file), node (`node -e` with a small loop). A case whose program is
 # absent is skipped with a note. EMBER_BENCH_ROUNDS sets the rounds (5).
@@ -34,7 +37,7 @@
 # "before..." run with another emberprof executable (an older build; it
 # preloads the library of its own build directory), for before/after
 # figures measured side by side.
-# rustc, clangxx and node run emberprof three ways (the unwind-table
+# rustc, clangxx and node run the library (--engine auto) three ways (the unwind-table
 # cache, EMBERPROF_UNWIND_CACHE): "nocache" (off), "cold" (a new, empty
 # cache directory in every run: the first process of a binary) and "warm"
 # (one directory for all rounds, filled by one run before them); and a
@@ -120,11 +123,11 @@ run_case() {
 # NAME COMMAND; fills the array `emb`. The warm cache is filled first.
 ember_configs() {
 	local warm=$work/warm-$1
-	"$ember" run -f -q --unwind-cache "$warm" -o "$work/prime-$1" -- bash -c "$2" >/dev/null 2>&1 || true
+	"$ember" run -f -q --engine auto --unwind-cache "$warm" -o "$work/prime-$1" -- bash -c "$2" >/dev/null 2>&1 || true
 	rm -rf "$work/prime-$1"
-	emb=("nocache|$ember run -f --unwind-cache off -o @OUT@ -- $2"
-		"cold|$ember run -f --unwind-cache @CACHE@ -o @OUT@ -- $2"
-		"warm|$ember run -f --unwind-cache $warm -o @OUT@ -- $2")
+	emb=("nocache|$ember run -f --engine auto --unwind-cache off -o @OUT@ -- $2"
+		"cold|$ember run -f --engine auto --unwind-cache @CACHE@ -o @OUT@ -- $2"
+		"warm|$ember run -f --engine auto --unwind-cache $warm -o @OUT@ -- $2")
 	if [ "$tree_ok" = 1 ]; then emb+=("tree|$ember run --engine tree -o @OUT@ -- $2"); fi
 }
 # Whether --engine tree can run here (perf events permitted).
@@ -149,7 +152,8 @@ for c in "${cases[@]}"; do
 			"empty|LD_PRELOAD=$build/bench/libember_bench_empty_preload.so bash -c '$loop'" \
 			"thread|EMBER_BENCH_IDLE_THREAD=\$\$ LD_PRELOAD=$build/bench/libember_bench_thread_preload.so bash -c '$loop'" \
 			"idle|LD_PRELOAD=$build/libemberprof_noalloc.so bash -c '$loop'" \
-			"nofollow|$ember run --no-follow-children -o @OUT@ -- bash -c '$loop'" \
+			"nofollow|$ember run --engine auto --no-follow-children -o @OUT@ -- bash -c '$loop'" \
+			"library|$ember run --engine auto -o @OUT@ -- bash -c '$loop'" \
 			"run|$ember run -o @OUT@ -- bash -c '$loop'" ${extra[@]+"${extra[@]}"}
 		;;
 	rustc)

@@ -175,6 +175,16 @@ int ember__cli_spawn_watch(const char *path, char *const argv[], int *status, in
 /* ---- run_tree.c: --engine tree ---- */
 
 typedef struct ember__cli_tree ember__cli_tree;
+/*
+ * Whether a run without --engine samples the tree from outside: the
+ * configuration exported (EMBERPROF_*) needs nothing only the preloaded
+ * library does, and perf events are permitted with kernel time (as root,
+ * or perf_event_paranoid <= 1). Elsewhere the library keeps its ground:
+ * at paranoid 2 its timers still count time in the kernel. 1 for the
+ * tree engine; `why` (n bytes) gets the choice and its reason.
+ */
+int ember__cli_tree_default(char *why, size_t n);
+
 /* The tree engine with the configuration the environment gives (its
  * reporters bound), following children or not. 0 and *out
  * (ember__cli_tree_free), or ember_err. */

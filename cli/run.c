@@ -205,12 +205,15 @@ void ember__cli_run_usage(FILE *out)
 		"                           where DWARF unwind tables are kept for the next\n"
 		"                           process of the same binary, or off\n"
 		"                           (~/.cache/emberprof/unwind) [EMBERPROF_UNWIND_CACHE]\n"
-		"      --engine auto|perf|timer|itimer|tree\n"
-		"                           CPU sampling engine: perf_events where permitted,\n"
-		"                           else per-thread CPU timers (auto) [EMBERPROF_ENGINE];\n"
-		"                           tree (experimental): the whole tree sampled from\n"
-		"                           outside by perf events, nothing loaded into it (CPU\n"
-		"                           profiles only; user mode only at perf_event_paranoid 2)\n"
+		"      --engine tree|auto|perf|timer|itimer\n"
+		"                           CPU sampling engine [EMBERPROF_ENGINE]. tree: the\n"
+		"                           whole tree sampled from outside by perf events,\n"
+		"                           nothing loaded into it (CPU profiles in pprof; user\n"
+		"                           mode only at perf_event_paranoid 2); auto, perf,\n"
+		"                           timer, itimer: the library preloaded into every\n"
+		"                           process (auto: perf_events where permitted, else CPU\n"
+		"                           timers). Default: tree where perf events count kernel\n"
+		"                           time and no option needs the library, else auto\n"
 		"      --wall[=INTERVAL]    also profile wall-clock time, every INTERVAL (50ms);\n"
 		"                           one more profile per window [EMBERPROF_WALL]\n"
 		"      --alloc[=BYTES]      also profile allocations (malloc & co), one sample per\n"
@@ -859,13 +862,18 @@ static int run_and_summarize(const run_opts *o, const char *path, char **cmd_arg
 	return status;
 }
 
+/* --log-level info or debug */
+static int log_verbose(void)
+{
+	const char *lvl = getenv("EMBERPROF_LOG_LEVEL");
+	return lvl && (strcmp(lvl, "debug") == 0 || strcmp(lvl, "info") == 0);
+}
+
 /* The tree engine, configured from the environment as exported: 0 or
  * the exit code (the error printed). */
 static int start_tree(ember__cli_tree **ct, ember__cli_watch *watch)
 {
-	const char *lvl = getenv("EMBERPROF_LOG_LEVEL");
-	int verbose = lvl && (strcmp(lvl, "debug") == 0 || strcmp(lvl, "info") == 0);
-	int rc = ember__cli_tree_new(ct, verbose, following());
+	int rc = ember__cli_tree_new(ct, log_verbose(), following());
 	if (rc < 0) {
 		ember__cli_error("run: %s", ember_last_error());
 		return rc == EMBER_ERR_INVALID ? EMBER_EXIT_USAGE : EMBER_EXIT_INTERNAL;
@@ -893,14 +901,22 @@ int ember__cli_run(int argc, char **argv)
 	if (export_options(&o, cmd) < 0)
 		goto out;
 	/* --engine tree: the tree is sampled from outside (src/tree/), the
-	 * library is not loaded; the library's own engines do not know it */
+	 * library is not loaded; the library's own engines do not know it.
+	 * No --engine: the tree engine where it does all the library would
+	 * (ember__cli_tree_default), else the library. */
 	const char *engine = getenv("EMBERPROF_ENGINE");
-	int tree = engine && strcmp(engine, "tree") == 0;
-	if (tree)
+	int tree = engine && strcmp(engine, "tree") == 0, choose = !engine || !*engine;
+	if (tree || choose)
 		unsetenv("EMBERPROF_ENGINE");
 	int alloc_hook = 0;
 	if ((code = validate_environment(&o, &alloc_hook)) != 0)
 		goto out;
+	if (choose) {
+		char why[EMBER_ERROR_MAX + 64];
+		tree = ember__cli_tree_default(why, sizeof(why));
+		if (log_verbose())
+			fprintf(stderr, "emberprof: engine: %s\n", why);
+	}
 	warn_unknown_variables();
 	/* the library's own mark (a run nested in a --no-follow-children one) */
 	unsetenv(EMBER_ENV_PROFILE_PID);

@@ -6,6 +6,7 @@
  * process calls itself, once per process and window.
  */
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include "agent/agent_internal.h"
 #include "cli.h"
 #include "emberprof.h"
+#include "tree/perf_tree.h"
 #include "tree/tree_engine.h"
 #include "util/error.h"
 
@@ -31,8 +33,8 @@ static int tree_attach(void *ud, pid_t pid)
 		char why[EMBER_ERROR_MAX];
 		snprintf(why, sizeof(why), "%s", ember_last_error());
 		return ember__error(EMBER_EXIT_INTERNAL,
-				    "--engine tree needs perf events, which the kernel refused (%s): "
-				    "run without it to profile with the preloaded library",
+				    "the tree engine needs perf events, which the kernel refused (%s): "
+				    "--engine auto profiles with the preloaded library instead",
 				    why);
 	}
 	return rc < 0 ? EMBER_EXIT_INTERNAL : 0;
@@ -134,26 +136,79 @@ static void tree_finish(void *ud)
 	print_stats(ct);
 }
 
-/* What the tree engine does not make (yet): asked for, it is an error
- * naming the option, not a run that silently lacks it. */
+/* What the tree engine does not make (yet), or NULL: asked for, it is an
+ * error naming the option, not a run that silently lacks it. */
+static const char *unsupported(const ember__config *cfg)
+{
+	if (cfg->backend == EMBER_BACKEND_ASYNC_PROFILER)
+		return "--backend asprof (async-profiler runs inside the program)";
+	if (cfg->wall_ms)
+		return "--wall (EMBERPROF_WALL): wall-clock profiles";
+	if (cfg->alloc_mean)
+		return "--alloc (EMBERPROF_ALLOC): allocation profiles";
+	for (size_t i = 0; i < cfg->nreporters; i++)
+		if (cfg->reporters[i].formats & EMBER_FORMAT_JFR)
+			return "--format jfr or both (EMBERPROF_OUTPUT_FORMAT): JFR recordings";
+	return NULL;
+}
+
 static int check_supported(const ember__config *cfg)
 {
-	const char *what = NULL;
-	if (cfg->backend == EMBER_BACKEND_ASYNC_PROFILER)
-		what = "--backend asprof (async-profiler runs inside the program)";
-	else if (cfg->wall_ms)
-		what = "--wall (EMBERPROF_WALL): wall-clock profiles";
-	else if (cfg->alloc_mean)
-		what = "--alloc (EMBERPROF_ALLOC): allocation profiles";
-	for (size_t i = 0; !what && i < cfg->nreporters; i++)
-		if (cfg->reporters[i].formats && !(cfg->reporters[i].formats & EMBER_FORMAT_PPROF))
-			what = "--format jfr (EMBERPROF_OUTPUT_FORMAT): JFR recordings";
+	const char *what = unsupported(cfg);
 	if (!what)
 		return 0;
 	return ember__error(EMBER_ERR_INVALID,
 			    "--engine tree makes CPU profiles in pprof only, not %s: run without "
 			    "--engine tree for those",
 			    what);
+}
+
+/* A setting only the preloaded library acts on, or NULL. */
+static const char *library_setting(const ember__config *cfg)
+{
+	const char *what = unsupported(cfg);
+	if (what)
+		return what;
+	if (cfg->thread_labels)
+		return "--thread-labels (EMBERPROF_THREAD_LABELS)";
+	if (cfg->signo != SIGPROF)
+		return "--signal (EMBERPROF_SIGNAL): the library's sampling signal";
+	if (cfg->unwind != EMBER_UNWIND_AUTO)
+		return "--unwind (EMBERPROF_UNWIND)";
+	if (cfg->perf_refuse)
+		return "EMBERPROF_ENGINE_PERF_DISABLE";
+	if (getenv("EMBERPROF_LIB"))
+		return "EMBERPROF_LIB (a library to preload)";
+	return NULL;
+}
+
+int ember__cli_tree_default(char *why, size_t n)
+{
+	ember_builder *b = NULL;
+	int rc = ember_builder_new(&b, "emberprof");
+	if (rc == 0)
+		rc = ember_builder_apply_env(b);
+	if (rc != 0) {
+		/* the library's validation has named the problem already */
+		snprintf(why, n, "the preloaded library: %s", ember_last_error());
+		ember_builder_free(b);
+		return 0;
+	}
+	const char *lib = library_setting(&b->cfg);
+	int tree = 0;
+	if (lib) {
+		snprintf(why, n, "the preloaded library, for %s", lib);
+	} else {
+		int probe = ember__ptree_probe();
+		tree = probe == 2;
+		snprintf(why, n, "%s",
+			 tree	     ? "the tree engine: perf events are permitted, with kernel time"
+			 : probe == 1 ? "the preloaded library: perf events would sample user mode "
+					"only here (perf_event_paranoid >= 2 without CAP_PERFMON)"
+				      : "the preloaded library: the kernel refuses perf events here");
+	}
+	ember_builder_free(b);
+	return tree;
 }
 
 int ember__cli_tree_new(ember__cli_tree **out, int verbose, int follow)

@@ -91,6 +91,28 @@ static void attr_init(struct perf_event_attr *a, const ember__ptree_opts *o, siz
 	a->wakeup_watermark = (uint32_t)(data_len / 4);
 }
 
+int ember__ptree_probe(void)
+{
+	ember__ptree_opts o = {0, 0, 0, 0};
+	o.hz = 100;
+	o.stack_bytes = 16384;
+	for (int exclude_kernel = 0; exclude_kernel < 2; exclude_kernel++) {
+		struct perf_event_attr a;
+		attr_init(&a, &o, 16384, exclude_kernel);
+		/* ourselves, any CPU: the same permission check as a child's
+		 * per-CPU events, and never enabled */
+		a.enable_on_exec = 0;
+		int fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+		if (fd >= 0) {
+			close(fd);
+			return exclude_kernel ? 1 : 2;
+		}
+		if (errno != EACCES && errno != EPERM)
+			break;
+	}
+	return 0;
+}
+
 void ember__ptree_free(ember__ptree *t)
 {
 	if (!t)

@@ -115,6 +115,14 @@ typedef struct ember__ptree_stats {
 int ember__ptree_open(ember__ptree **out, pid_t pid, const ember__ptree_opts *opts);
 
 /*
+ * Whether ember__ptree_open would be permitted here, asked without a
+ * child: 2 with kernel time, 1 in user mode only (perf_event_paranoid 2
+ * without CAP_PERFMON), 0 refused (paranoid 3, seccomp, no perf events).
+ * Opens and closes one disabled event on the caller itself.
+ */
+int ember__ptree_probe(void);
+
+/*
  * In a child forked from the reader's process: the rings again. The
  * kernel does not copy their mappings into a fork child (VM_DONTCOPY);
  * the descriptors are inherited. 0 or EMBER_ERR_SYS.

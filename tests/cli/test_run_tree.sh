@@ -75,7 +75,7 @@ check_grep "nothing sampled: said" none.err "no profiles were written"
 check_grep "nothing sampled: the hint" none.err "a sample needs at 100 Hz"
 check_no_grep "nothing sampled: no LD_PRELOAD hint" none.err "LD_PRELOAD"
 
-for opt in "--wall" "--alloc" "--format jfr"; do
+for opt in "--wall" "--alloc" "--format jfr" "--format both"; do
 	# shellcheck disable=SC2086 # the option and its value are two words
 	"$EMBERPROF" run --engine tree $opt -o refused -- sh -c 'echo ran >ran' >/dev/null 2>refused.err
 	rc=$?

@@ -63,10 +63,17 @@ if dpkg -i "$T"/*.deb >"$T/dpkg.log" 2>&1; then
 		fail "emberprof run -- /bin/true: exit $?"
 	grep -q 'no profiles were written' "$T/true.err" ||
 		fail "emberprof run -- /bin/true did not say that nothing was written"
-	# a shell loop that uses CPU does leave a profile
-	/usr/bin/emberprof run -q -o "$T/out" -- sh -c 'i=0; while [ $i -lt 400000 ]; do i=$((i + 1)); done' ||
-		fail "emberprof run -- sh -c loop: exit $?"
-	ls "$T/out"/*.pb.gz >/dev/null 2>&1 || fail "emberprof run wrote no profile of a CPU-bound shell loop"
+	# a shell loop that uses CPU does leave a profile: with the packaged
+	# library preloaded, and with the default engine (as root: the tree
+	# sampled from outside)
+	for engine in auto default; do
+		opt=--engine=$engine
+		[ $engine = default ] && opt=-q
+		/usr/bin/emberprof run -q "$opt" -o "$T/out-$engine" -- sh -c 'i=0; while [ $i -lt 400000 ]; do i=$((i + 1)); done' ||
+			fail "emberprof run ($engine engine) -- sh -c loop: exit $?"
+		ls "$T/out-$engine"/*.pb.gz >/dev/null 2>&1 ||
+			fail "emberprof run ($engine engine) wrote no profile of a CPU-bound shell loop"
+	done
 	/usr/bin/emberprof version >"$T/version.out" || fail "emberprof version"
 	cat "$T/version.out"
 	grep -q '^preloads: /usr/lib/.*/libemberprof_noalloc\.so\.0' "$T/version.out" ||

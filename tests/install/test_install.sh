@@ -154,7 +154,9 @@ grep -q "^preloads: $M/$LIBDIR/libemberprof_noalloc.so" "$T/version.out" ||
 cc -O2 -g -fno-omit-frame-pointer -fno-optimize-sibling-calls -pthread -o demo \
 	"$M/share/doc/emberprof/examples/demo.c" || fail "the installed demo.c does not compile"
 if [ -x demo ]; then
-	"$M/bin/emberprof" run -q -r 200 -o "$T/out_demo" -- ./demo --threads 2 --seconds 1 >/dev/null ||
+	# the library, found in the moved prefix (without --engine a root run
+	# would sample from outside and preload nothing)
+	"$M/bin/emberprof" run -q --engine auto -r 200 -o "$T/out_demo" -- ./demo --threads 2 --seconds 1 >/dev/null ||
 		fail "emberprof run -- demo: exit $?"
 	"$M/bin/emberprof" top -n 5 "$T/out_demo"/*.pb.gz >"$T/top.out" 2>&1 || fail "emberprof top"
 	grep -q hot_a "$T/top.out" || { cat "$T/top.out" >&2; fail "the demo's profile lacks hot_a"; }
