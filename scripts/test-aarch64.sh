@@ -32,10 +32,10 @@ declare -A SKIP=(
   ['install\..*']="shell tests install and exec the aarch64 build directly (no binfmt_misc)"
   ['jfrconv\..*']="shell test runs the aarch64 emberprof directly (no binfmt_misc)"
   ['table_cache\.test_cache_run']="shell test runs the aarch64 demo and emberprof directly (no binfmt_misc); the cache's format and checks run here in unit.test_table_cache"
-  ['s3\.(it_s3_meta|it_s3_real|it_s3_agent|example_args|cli_run)']="scripts and tests exec aarch64 helpers or the CLI directly (no binfmt_misc)"
+  ['s3\.(it_s3_meta|it_s3_real|it_s3_agent|example_args|cli_run|cli_run_default_engine)']="scripts and tests exec aarch64 helpers or the CLI directly (no binfmt_misc)"
   ['asprof\.(not_cwd|cli|real_library)']="scripts exec the aarch64 CLI or helpers directly (no binfmt_misc)"
   ['pollcatch\.(longpolls_cli|longpolls_jfr)']="scripts exec aarch64 binaries directly (no binfmt_misc)"
-  ['pyroscope\.cli_server']="script runs the aarch64 emberprof directly (no binfmt_misc)"
+  ['pyroscope\.cli_server(_default_engine)?']="script runs the aarch64 emberprof directly (no binfmt_misc)"
   ['unit\.test_jemalloc']="spawns an aarch64 fixture through sh (no binfmt_misc); no libjemalloc2:arm64"
   # qemu-user itself aborts (an assertion in qemu 7.2's TCG/plugin code)
   # when a multithreaded guest forks.
