@@ -61,9 +61,10 @@ static void print_stats(const ember__cli_tree *ct)
 			(unsigned long long)st.lost, (unsigned long long)st.tables,
 			(double)st.table_build_ns / 1e6, (unsigned long long)st.tables_deferred,
 			(unsigned long long)st.report_failures);
-	if (st.user_only && st.samples)
+	if (st.user_only && !st.kernel_weighed && st.samples)
 		fprintf(stderr, "emberprof: note: perf events sample user mode only here "
-				"(perf_event_paranoid >= 2 without CAP_PERFMON): time in the kernel "
+				"(perf_event_paranoid >= 2 without CAP_PERFMON) and this kernel "
+				"(before 6.12) cannot weigh them by their counts: time in the kernel "
 				"is not in the profiles\n");
 }
 
@@ -200,12 +201,14 @@ int ember__cli_tree_default(char *why, size_t n)
 		snprintf(why, n, "the preloaded library, for %s", lib);
 	} else {
 		int probe = ember__ptree_probe();
-		tree = probe == 2;
+		tree = probe > 0;
 		snprintf(why, n, "%s",
-			 tree	     ? "the tree engine: perf events are permitted, with kernel time"
-			 : probe == 1 ? "the preloaded library: perf events would sample user mode "
-					"only here (perf_event_paranoid >= 2 without CAP_PERFMON)"
-				      : "the preloaded library: the kernel refuses perf events here");
+			 probe == 2   ? "the tree engine: perf events are permitted, with kernel time"
+			 : probe == 1 ? "the tree engine: perf events sample user mode only here "
+					"(perf_event_paranoid 2 without CAP_PERFMON), each sample weighed "
+					"by its count, kernel time included"
+				      : "the preloaded library: the kernel refuses perf events here, or "
+					"would sample user mode only without counts (before Linux 6.12)");
 	}
 	ember_builder_free(b);
 	return tree;

@@ -17,6 +17,7 @@
 
 #include "emberprof.h"
 #include "util/error.h"
+#include "util/hashmap.h"
 
 /* Records stamped later than the drain's start less this wait for the
  * next drain: the kernel takes a record's time before it writes it. */
@@ -40,6 +41,7 @@ enum { R_FP, R_AUX, R_SP, R_PC, R_N };
 typedef struct pend {
 	uint64_t time, seq;
 	uint8_t *rec; /* a copy of the record (malloc'd) */
+	int cpu;      /* the ring it came from */
 } pend;
 
 struct ember__ptree {
@@ -52,6 +54,12 @@ struct ember__ptree {
 	uint64_t seq;
 	ember__ptree_stats st;
 	uint32_t stack_bytes;
+	/* In user mode only, samples also read their event's count (the
+	 * thread's CPU time on that CPU, kernel time included): (tid << 16 |
+	 * cpu) -> the count at its previous sample, 0 after its exit. */
+	int sample_read;
+	ember__u64map counts;
+	size_t dead_counts; /* entries of exited threads (0) */
 };
 
 static uint64_t now_ns(void)
@@ -62,7 +70,7 @@ static uint64_t now_ns(void)
 }
 
 static void attr_init(struct perf_event_attr *a, const ember__ptree_opts *o, size_t data_len,
-		      int exclude_kernel)
+		      int exclude_kernel, int sample_read)
 {
 	memset(a, 0, sizeof(*a));
 	a->size = sizeof(*a);
@@ -72,6 +80,8 @@ static void attr_init(struct perf_event_attr *a, const ember__ptree_opts *o, siz
 	a->sample_freq = o->hz;
 	a->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_PERIOD |
 			 PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+	if (sample_read)
+		a->sample_type |= PERF_SAMPLE_READ; /* read_format 0: the count alone */
 	a->sample_regs_user = REGS_MASK;
 	a->sample_stack_user = o->stack_bytes;
 	a->inherit = 1;
@@ -96,9 +106,10 @@ int ember__ptree_probe(void)
 	ember__ptree_opts o = {0, 0, 0, 0};
 	o.hz = 100;
 	o.stack_bytes = 16384;
+	/* kernel samples; else user-mode samples that read their count */
 	for (int exclude_kernel = 0; exclude_kernel < 2; exclude_kernel++) {
 		struct perf_event_attr a;
-		attr_init(&a, &o, 16384, exclude_kernel);
+		attr_init(&a, &o, 16384, exclude_kernel, exclude_kernel);
 		/* ourselves, any CPU: the same permission check as a child's
 		 * per-CPU events, and never enabled */
 		a.enable_on_exec = 0;
@@ -126,6 +137,7 @@ void ember__ptree_free(ember__ptree *t)
 	for (size_t i = 0; i < t->nq; i++)
 		free(t->q[i].rec);
 	free(t->q);
+	ember__u64map_free(&t->counts);
 	free(t->ring);
 	free(t->fd);
 	free(t);
@@ -174,19 +186,29 @@ int ember__ptree_open(ember__ptree **out, pid_t pid, const ember__ptree_opts *op
 	t->data_len = (size_t)page * o.ring_pages;
 	t->map_len = t->data_len + (size_t)page;
 
-	int exclude_kernel = o.user_only ? 1 : 0;
+	int exclude_kernel = o.user_only ? 1 : 0, sample_read = exclude_kernel;
 	/* Over the locked-memory allowance (perf_event_mlock_kb, then
 	 * RLIMIT_MEMLOCK) the rings are made smaller, down to 16 pages: the
 	 * events are opened again, their wakeup mark a quarter of the ring. */
 	for (;;) {
 		for (long i = 0; i < ncpu; i++) {
 			struct perf_event_attr a;
-			attr_init(&a, &o, t->data_len, exclude_kernel);
+			attr_init(&a, &o, t->data_len, exclude_kernel, sample_read);
 			int fd = (int)syscall(SYS_perf_event_open, &a, pid, (int)i, -1,
 					      PERF_FLAG_FD_CLOEXEC);
 			if (fd < 0 && i == 0 && !exclude_kernel && (errno == EACCES || errno == EPERM)) {
-				exclude_kernel = 1;
-				attr_init(&a, &o, t->data_len, exclude_kernel);
+				/* user mode only: each sample also reads the
+				 * time it stands for, the kernel's included */
+				exclude_kernel = sample_read = 1;
+				attr_init(&a, &o, t->data_len, exclude_kernel, sample_read);
+				fd = (int)syscall(SYS_perf_event_open, &a, pid, (int)i, -1,
+						  PERF_FLAG_FD_CLOEXEC);
+			}
+			/* before Linux 6.12, inherit and PERF_SAMPLE_READ exclude
+			 * each other: samples then weigh their user-mode period */
+			if (fd < 0 && i == 0 && sample_read && errno == EINVAL) {
+				sample_read = 0;
+				attr_init(&a, &o, t->data_len, exclude_kernel, sample_read);
 				fd = (int)syscall(SYS_perf_event_open, &a, pid, (int)i, -1,
 						  PERF_FLAG_FD_CLOEXEC);
 			}
@@ -231,6 +253,8 @@ int ember__ptree_open(ember__ptree **out, pid_t pid, const ember__ptree_opts *op
 		t->map_len = t->data_len + (size_t)page;
 	}
 	t->st.exclude_kernel = exclude_kernel;
+	t->st.kernel_weighed = sample_read;
+	t->sample_read = sample_read;
 	*out = t;
 	return 0;
 }
@@ -263,7 +287,7 @@ int ember__ptree_wait(ember__ptree *t, int timeout_ms)
 /* The trailing sample_id of a non-sample record: {pid, tid, time}. */
 #define SAMPLE_ID_SIZE 16
 
-static int queue_push(ember__ptree *t, uint8_t *rec, uint64_t time)
+static int queue_push(ember__ptree *t, uint8_t *rec, uint64_t time, int cpu)
 {
 	if (t->nq == t->capq) {
 		size_t cap = t->capq ? 2 * t->capq : 256;
@@ -273,7 +297,7 @@ static int queue_push(ember__ptree *t, uint8_t *rec, uint64_t time)
 		t->q = q;
 		t->capq = cap;
 	}
-	t->q[t->nq++] = (pend){time, t->seq++, rec};
+	t->q[t->nq++] = (pend){time, t->seq++, rec, cpu};
 	return 0;
 }
 
@@ -315,7 +339,7 @@ static void read_ring(ember__ptree *t, int cpu)
 			size_t first = t->data_len - off < h.size ? t->data_len - off : h.size;
 			memcpy(rec, data + off, first);
 			memcpy(rec + first, data, h.size - first);
-			if (queue_push(t, rec, record_time(rec, h.size)) != 0)
+			if (queue_push(t, rec, record_time(rec, h.size), cpu) != 0)
 				free(rec);
 		}
 		t->st.bytes += h.size;
@@ -341,8 +365,58 @@ static int64_t get_u64(const uint8_t **p, const uint8_t *end, uint64_t *v)
 	return 0;
 }
 
-/* Decodes a sample record (IP, TID, TIME, PERIOD, REGS_USER, STACK_USER). */
-static int decode_sample(const uint8_t *rec, uint16_t size,
+/* The count keys of a thread: one per CPU its events run on. */
+static uint64_t count_key(int32_t tid, int cpu)
+{
+	return (uint64_t)(uint32_t)tid << 16 | (uint64_t)(uint16_t)cpu;
+}
+
+/* What a user-mode sample stands for: its thread's CPU time on that CPU
+ * since its previous sample there (the kernel's included, which took no
+ * sample), from the count it read. The first sample of a thread stands
+ * for its time since it started (an inherited event counts from 0). */
+static void weigh_by_count(ember__ptree *t, ember__ptree_rec *r, int cpu, uint64_t count)
+{
+	uint64_t *last = ember__u64map_put(&t->counts, count_key(r->tid, cpu), NULL);
+	if (!last)
+		return; /* out of memory: the sample keeps its period */
+	r->u.sample.period = count > *last ? count - *last : count;
+	*last = count;
+}
+
+/* A thread exited: its counts start again from 0 should its tid come
+ * back. The map is rebuilt without them once they are most of it. */
+static void forget_counts(ember__ptree *t, int32_t tid)
+{
+	for (int i = 0; i < t->ncpu; i++) {
+		uint64_t *v = ember__u64map_get(&t->counts, count_key(tid, i));
+		if (v && *v) {
+			*v = 0;
+			t->dead_counts++;
+		}
+	}
+	if (t->dead_counts < 4096 || t->dead_counts * 2 < t->counts.n)
+		return;
+	ember__u64map live = EMBER_U64MAP_INIT;
+	for (size_t i = 0; i < t->counts.cap; i++) {
+		ember__u64map_slot *sl = &t->counts.slots[i];
+		if (!sl->used || !sl->value)
+			continue;
+		uint64_t *v = ember__u64map_put(&live, sl->key, NULL);
+		if (!v) {
+			ember__u64map_free(&live);
+			return; /* kept as it is */
+		}
+		*v = sl->value;
+	}
+	ember__u64map_free(&t->counts);
+	t->counts = live;
+	t->dead_counts = 0;
+}
+
+/* Decodes a sample record (IP, TID, TIME, PERIOD, [READ], REGS_USER,
+ * STACK_USER) from the ring of `cpu`. */
+static int decode_sample(ember__ptree *t, const uint8_t *rec, uint16_t size, int cpu,
 			 ember__ptree_rec *r)
 {
 	const uint8_t *p = rec + sizeof(struct perf_event_header), *end = rec + size;
@@ -352,6 +426,12 @@ static int decode_sample(const uint8_t *rec, uint16_t size,
 		return -1;
 	r->pid = (int32_t)(uint32_t)pidtid;
 	r->tid = (int32_t)(uint32_t)(pidtid >> 32);
+	if (t->sample_read) {
+		uint64_t count;
+		if (get_u64(&p, end, &count))
+			return -1;
+		weigh_by_count(t, r, cpu, count);
+	}
 	uint64_t abi;
 	if (get_u64(&p, end, &abi))
 		return -1;
@@ -387,7 +467,7 @@ static int decode_sample(const uint8_t *rec, uint16_t size,
 	return 0;
 }
 
-static int decode(ember__ptree *t, const uint8_t *rec, ember__ptree_rec *r)
+static int decode(ember__ptree *t, const uint8_t *rec, int cpu, ember__ptree_rec *r)
 {
 	const struct perf_event_header *h = (const void *)rec;
 	const uint8_t *body = rec + sizeof(*h);
@@ -395,7 +475,7 @@ static int decode(ember__ptree *t, const uint8_t *rec, ember__ptree_rec *r)
 	memset(r, 0, sizeof(*r));
 	if (h->type == PERF_RECORD_SAMPLE) {
 		r->type = EMBER_PTREE_SAMPLE;
-		return decode_sample(rec, h->size, r);
+		return decode_sample(t, rec, h->size, cpu, r);
 	}
 	if (blen < SAMPLE_ID_SIZE)
 		return -1;
@@ -480,7 +560,7 @@ size_t ember__ptree_drain(ember__ptree *t, int final, ember__ptree_cb cb, void *
 		n++;
 	for (size_t i = 0; i < n; i++) {
 		ember__ptree_rec r;
-		int rc = decode(t, t->q[i].rec, &r);
+		int rc = decode(t, t->q[i].rec, t->q[i].cpu, &r);
 		t->st.records++;
 		if (rc < 0) {
 			t->st.malformed++;
@@ -489,6 +569,8 @@ size_t ember__ptree_drain(ember__ptree *t, int final, ember__ptree_cb cb, void *
 				t->st.samples++;
 			else if (r.type == EMBER_PTREE_LOST)
 				t->st.lost += r.u.lost.lost;
+			else if (r.type == EMBER_PTREE_EXIT && t->sample_read)
+				forget_counts(t, r.tid);
 			cb(arg, &r);
 		}
 		free(t->q[i].rec);

@@ -21,8 +21,13 @@
  * for the next drain, or for the final one.
  *
  * With perf_event_paranoid 2 (the default) and no CAP_PERFMON, events
- * count user mode only: samples then fall where the tree runs its own code,
- * never in the kernel. ember__ptree_open says which it got.
+ * sample user mode only: samples then fall where the tree runs its own
+ * code, never in the kernel. Where the kernel lets an inherited event's
+ * samples read its count (Linux 6.12+), each sample's period is the CPU
+ * time since the thread's previous sample on that CPU, time in the kernel
+ * included, which then weighs the next user-mode stack (as a CPU timer's
+ * signal, delivered on the way back from the kernel, does in the library).
+ * ember__ptree_open says which it got.
  *
  * Not async-signal-safe; one thread owns a tree sampler.
  */
@@ -101,6 +106,9 @@ typedef struct ember__ptree_stats {
 	uint64_t malformed; /* records whose size contradicts their content: skipped */
 	uint64_t bytes;     /* bytes read from the rings */
 	int exclude_kernel; /* 1: user mode only (perf_event_paranoid >= 2) */
+	int kernel_weighed; /* with exclude_kernel: each sample's period is the
+			       CPU time its count says it stands for, the
+			       kernel's included (PERF_SAMPLE_READ, Linux 6.12+) */
 } ember__ptree_stats;
 
 /*
@@ -116,9 +124,11 @@ int ember__ptree_open(ember__ptree **out, pid_t pid, const ember__ptree_opts *op
 
 /*
  * Whether ember__ptree_open would be permitted here, asked without a
- * child: 2 with kernel time, 1 in user mode only (perf_event_paranoid 2
- * without CAP_PERFMON), 0 refused (paranoid 3, seccomp, no perf events).
- * Opens and closes one disabled event on the caller itself.
+ * child: 2 with kernel samples, 1 with user-mode samples weighed by their
+ * counts, kernel time included (perf_event_paranoid 2 without
+ * CAP_PERFMON, Linux 6.12+), 0 otherwise (refused: paranoid 3, seccomp,
+ * no perf events; or user mode only without counts). Opens and closes
+ * one disabled event on the caller itself.
  */
 int ember__ptree_probe(void);
 

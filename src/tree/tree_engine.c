@@ -472,6 +472,7 @@ void ember__tree_get_stats(const ember__tree *t, ember__tree_stats *out)
 		ember__ptree_get_stats(t->pt, &ps);
 		out->samples = ps.samples;
 		out->user_only = ps.exclude_kernel;
+		out->kernel_weighed = ps.kernel_weighed;
 	}
 	ember__tmods_stats ms;
 	ember__tmods_get_stats(t->mods, &ms);

@@ -16,8 +16,10 @@
  *
  * Weights are the CPU nanoseconds of the kernel's sampling period; with
  * perf_event_paranoid 2 (no CAP_PERFMON) only user-mode time is sampled
- * (ember__tree_stats.user_only), so a process's time in the kernel is
- * missing from its profile.
+ * (ember__tree_stats.user_only), and each sample weighs the CPU time its
+ * count says it stands for, the kernel's included, where the kernel gives
+ * inherited samples their counts (Linux 6.12+, kernel_weighed); before
+ * that a process's time in the kernel is missing from its profile.
  *
  * Not yet: wall-clock, allocation and JFR output, labels beyond the
  * configuration's tags, the unwind-table cache on disk.
@@ -45,6 +47,7 @@ typedef struct ember__tree_stats {
 	uint64_t tables, table_rows, table_build_ns, table_failures;
 	uint64_t tables_deferred;    /* table builds held back by the budget (tree_mods.h) */
 	int user_only;
+	int kernel_weighed; /* user_only, with samples weighed by their counts */
 } ember__tree_stats;
 
 /*

@@ -1,32 +1,46 @@
 # test_engine_choice.sh - which engine `emberprof run` uses without
 # --engine (issue 15): the tree sampled from outside where perf events
-# count kernel time and no option needs the library, else the library
+# count kernel time (as root), or weigh user-mode samples by their counts
+# (paranoid 2, Linux 6.12+), and no option needs the library, else the library
 # preloaded into the program. What the program sees tells them apart: the
 # library is in its LD_PRELOAD, the tree engine puts nothing there.
 . "$(dirname "$0")/lib.sh"
 unset EMBERPROF_ENGINE # as a user runs it (lib.sh pins the library)
 need python3
 
-# Whether this process may open a CPU-clock perf event on itself counting
-# kernel time: asked of the kernel directly, not of emberprof.
-kernel_perf=$(python3 - <<'PY'
+# What perf events this process may open on itself, asked of the kernel
+# directly, not of emberprof: "kernel" (samples counting kernel time),
+# "weighed" (user-mode samples of an inherited event that read its count:
+# perf_event_paranoid 2, Linux 6.12+) or "none".
+cat >probe.py <<'PY'
 import ctypes, os, platform, struct
 nr = {"x86_64": 298, "aarch64": 241}.get(platform.machine())
-if nr is None:
-    print(0); raise SystemExit
-# perf_event_attr, its first 64 bytes (PERF_ATTR_SIZE_VER0): type 1
-# (software), config 0 (cpu-clock), flags: disabled, exclude_hv
-attr = struct.pack("IIQQQQQIIQ", 1, 64, 0, 0, 0, 0, (1 << 0) | (1 << 6), 0, 0, 0)
 libc = ctypes.CDLL(None, use_errno=True)
 libc.syscall.restype = ctypes.c_long
-fd = libc.syscall(ctypes.c_long(nr), ctypes.c_char_p(attr), ctypes.c_int(0), ctypes.c_int(-1),
-                  ctypes.c_int(-1), ctypes.c_ulong(8))
-if fd >= 0:
-    os.close(fd)
-print(1 if fd >= 0 else 0)
+
+def opens(flags, sample_type):
+    # perf_event_attr, its first 64 bytes (PERF_ATTR_SIZE_VER0): type 1
+    # (software), config 0 (cpu-clock), a 10 ms period
+    attr = struct.pack("IIQQQQQIIQ", 1, 64, 0, 10000000, sample_type, 0, flags, 0, 0, 0)
+    fd = libc.syscall(ctypes.c_long(nr), ctypes.c_char_p(attr), ctypes.c_int(0),
+                      ctypes.c_int(-1), ctypes.c_int(-1), ctypes.c_ulong(8))
+    if fd >= 0:
+        os.close(fd)
+    return fd >= 0
+
+DISABLED, INHERIT, EXCLUDE_KERNEL, EXCLUDE_HV = 1, 2, 1 << 5, 1 << 6
+IP, TID, TIME, READ, PERIOD = 1, 2, 4, 16, 256
+if nr is None:
+    print("none")
+elif opens(DISABLED | INHERIT | EXCLUDE_HV, IP | TID | TIME | PERIOD):
+    print("kernel")
+elif opens(DISABLED | INHERIT | EXCLUDE_KERNEL | EXCLUDE_HV, IP | TID | TIME | PERIOD | READ):
+    print("weighed")
+else:
+    print("none")
 PY
-)
-echo "perf events with kernel time permitted here: $kernel_perf"
+perf=$(python3 probe.py)
+echo "perf events here: $perf"
 
 burn='echo "$LD_PRELOAD" >preload.seen; i=0; while [ $i -lt 400000 ]; do i=$((i + 1)); done'
 
@@ -59,14 +73,65 @@ run() {
 	fi
 }
 
-if [ "$kernel_perf" = 1 ]; then
+case $perf in
+kernel)
 	run "no --engine" tree
 	check_grep "no --engine: the choice is said at --log-level info" err \
 		"engine: the tree engine: perf events are permitted, with kernel time"
 	run "no --engine, --no-follow-children" tree --no-follow-children
-else
+	;;
+weighed)
+	run "no --engine" tree
+	check_grep "no --engine: the choice is said at --log-level info" err \
+		"engine: the tree engine: perf events sample user mode only here"
+	;;
+*)
 	run "no --engine" library
 	check_grep "no --engine: the choice is said at --log-level info" err "engine: the preloaded library"
+	;;
+esac
+
+# As a user without privileges (root here, as on CI: the same run as
+# nobody), where perf_event_paranoid decides.
+# nobody: uid and gid 65534, no groups (LD_PRELOAD kept: the ASan
+# runtime in a sanitizer build), the system's PATH (root's may
+# hold directories nobody cannot enter, as pyenv's shims)
+nobody() {
+	setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$U" \
+		PATH=/usr/local/bin:/usr/bin:/bin "$@"
+}
+U=
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null 2>&1; then
+	U=$(mktemp -d /tmp/ember-nobody-XXXXXX) && chmod 777 "$U" && cp probe.py "$U/"
+	uperf=$(cd "$U" && nobody python3 probe.py)
+	if [ -z "$uperf" ] || ! nobody "$EMBERPROF" version >/dev/null 2>&1; then
+		echo "note: nobody cannot run python3 or $EMBERPROF here: the unprivileged run is not checked"
+		rm -rf "$U"
+		U=
+	fi
+fi
+if [ -n "$U" ]; then
+	case $uperf in kernel | weighed) uexpect=tree ;; *) uexpect=library ;; esac
+	(cd "$U" && nobody "$EMBERPROF" run -q --log-level info -o out -- sh -c "$burn" >stdout 2>err)
+	rc=$?
+	check_exit "as nobody (perf events: $uperf)" 0 $rc
+	if grep -q libemberprof "$U/preload.seen" 2>/dev/null; then useen=library; else useen=tree; fi
+	if [ -e "$U/preload.seen" ] && [ "$useen" = "$uexpect" ]; then
+		ok "as nobody: the $uexpect engine"
+	else
+		fail "as nobody: the $useen engine, expected the $uexpect one; stderr:"
+		sed 's/^/    /' "$U/err" >&2
+	fi
+	n=$(find "$U/out" -name '*.pb.gz' 2>/dev/null | wc -l)
+	if [ "$n" -ge 1 ]; then
+		ok "as nobody: $n profile(s) written"
+	else
+		fail "as nobody: no profile written; stderr:"
+		sed 's/^/    /' "$U/err" >&2
+	fi
+	rm -rf "$U"
+else
+	echo "note: not root, or no setpriv: the run as an unprivileged user is not checked"
 fi
 # options only the library acts on keep it, whatever the kernel permits
 run "--wall" library --wall
