@@ -166,23 +166,35 @@ static void on_rec(void *arg, const ember__ptree_rec *r)
 
 static int skipped;
 
+/* Runs this binary with `arg` as the sampled tree at 200 Hz, 8 KiB
+ * stacks: 0 and *s, *ps, *st, *drained, or 77 (skipped is then set) or
+ * -1. */
+static int run_seen(const char *arg, int user_only, seen *s, ember__ptree_stats *ps, int *st,
+		    size_t *drained)
+{
+	memset(s, 0, sizeof(*s));
+	ssize_t n = readlink("/proc/self/exe", s->self, sizeof(s->self) - 1);
+	CHECK(n > 0);
+	ember__ptree_opts o = {200, 8192, 0, user_only};
+	*st = 0;
+	*drained = 0;
+	/* the child's pid: the first sample's or record's */
+	s->top = -1;
+	int rc = tree_test_run(s->self, arg, &o, on_rec, s, st, ps, drained);
+	if (rc == 77)
+		skipped = 1;
+	return rc;
+}
+
 static void run_tree(int user_only)
 {
 	seen s;
-	memset(&s, 0, sizeof(s));
-	ssize_t n = readlink("/proc/self/exe", s.self, sizeof(s.self) - 1);
-	CHECK(n > 0);
-	ember__ptree_opts o = {200, 8192, 0, user_only};
 	ember__ptree_stats ps;
-	int st = 0;
-	size_t drained = 0;
-	/* the child's pid: the first sample's or record's */
-	s.top = -1;
-	int rc = tree_test_run(s.self, "--tree", &o, on_rec, &s, &st, &ps, &drained);
-	if (rc == 77) {
-		skipped = 1;
+	int st;
+	size_t drained;
+	int rc = run_seen("--tree", user_only, &s, &ps, &st, &drained);
+	if (rc == 77)
 		return;
-	}
 	CHECK_EQ_INT(rc, 0);
 	printf("records %zu (samples %llu, lost %llu, malformed %llu, %llu bytes), user only %d; "
 	       "samples: top %d, child %d, with regs %d, with stacks %d, in the binary %d; sampled "
@@ -232,21 +244,14 @@ static double tv_s(struct timeval tv)
 static void run_sys(int user_only)
 {
 	seen s;
-	memset(&s, 0, sizeof(s));
-	ssize_t n = readlink("/proc/self/exe", s.self, sizeof(s.self) - 1);
-	CHECK(n > 0);
-	ember__ptree_opts o = {200, 8192, 0, user_only};
 	ember__ptree_stats ps;
-	int st = 0;
-	size_t drained = 0;
-	s.top = -1;
+	int st;
+	size_t drained;
 	struct rusage r0, r1;
 	getrusage(RUSAGE_CHILDREN, &r0);
-	int rc = tree_test_run(s.self, "--sys", &o, on_rec, &s, &st, &ps, &drained);
-	if (rc == 77) {
-		skipped = 1;
+	int rc = run_seen("--sys", user_only, &s, &ps, &st, &drained);
+	if (rc == 77)
 		return;
-	}
 	CHECK_EQ_INT(rc, 0);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	getrusage(RUSAGE_CHILDREN, &r1);
