@@ -54,6 +54,9 @@ shift
 cases=("$@")
 [ ${#cases[@]} -gt 0 ] || cases=(loop rustc clangxx node)
 rounds=${EMBER_BENCH_ROUNDS:-5}
+# EMBER_BENCH_NO_BUILD=1: the build directory as it is (a run as another
+# user, who cannot write it: nobody, to measure perf_event_paranoid 2)
+[ "${EMBER_BENCH_NO_BUILD:-0}" = 1 ] ||
 cmake --build "$build" --target ember_bench_cpurun ember_bench_empty_preload ember_bench_thread_preload \
 	ember_bench_perf_tree_floor \
 	emberprof_cli emberprof \
