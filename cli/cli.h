@@ -178,10 +178,12 @@ typedef struct ember__cli_tree ember__cli_tree;
 /*
  * Whether a run without --engine samples the tree from outside: the
  * configuration exported (EMBERPROF_*) needs nothing only the preloaded
- * library does, and perf events are permitted with kernel time (as root,
- * or perf_event_paranoid <= 1). Elsewhere the library keeps its ground:
- * at paranoid 2 its timers still count time in the kernel. 1 for the
- * tree engine; `why` (n bytes) gets the choice and its reason.
+ * library does, and perf events count kernel time (kernel samples as
+ * root or at perf_event_paranoid <= 1; at 2, user-mode samples weighed by
+ * their counts, Linux 6.12+: ember__ptree_probe). Elsewhere the library
+ * keeps its ground: where perf events are refused, or would miss the
+ * kernel's time that its timers count. 1 for the tree engine; `why` (n
+ * bytes) gets the choice and its reason.
  */
 int ember__cli_tree_default(char *why, size_t n);
 
