@@ -174,9 +174,7 @@ void ember__core_ensure_symbolizer(ember__core *c)
 		c->sym = NULL;
 		return;
 	}
-	ember__symbolizer_set_lines(c->sym, c->cfg.lines == EMBER_LINES_ALL    ? EMBER__LINES_ALL
-					    : c->cfg.lines == EMBER_LINES_NONE ? EMBER__LINES_NONE
-									       : EMBER__LINES_APP);
+	ember__symbolizer_set_lines(c->sym, ember__config_lines_policy(&c->cfg));
 }
 
 /* Moves every published sample from the rings into the window

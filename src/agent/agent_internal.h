@@ -96,6 +96,10 @@ int ember__config_bind_reporters(ember__config *cfg);
 int ember__config_call_reporters(const ember__config *cfg, const ember_report *rep,
 				 uint64_t *failed);
 
+/* The symbolizer's line policy (EMBER__LINES_*, symbols/symbolizer.h)
+ * for cfg->lines (--lines): the agent's and the tree engine's. */
+int ember__config_lines_policy(const ember__config *cfg);
+
 /* Logs what a symbolizer could not read (files, elfutils failures) and
  * the perf map it read JIT names from, at the level each deserves: at
  * the agent's stop, and by the tree engine as each process ends. */

@@ -14,6 +14,7 @@
 #include "asprof/asprof_config.h"
 #include "report/pyroscope.h"
 #include "report/s3.h"
+#include "symbols/symbolizer.h"
 #include "util/error.h"
 #include "util/parse.h"
 #include "util/redact.h"
@@ -508,4 +509,11 @@ EMBER_API int ember_builder_apply_env(ember_builder *b)
 	if (src)
 		return src;
 	return apply_server_env(b);
+}
+
+int ember__config_lines_policy(const ember__config *cfg)
+{
+	return cfg->lines == EMBER_LINES_ALL	? EMBER__LINES_ALL
+	       : cfg->lines == EMBER_LINES_NONE ? EMBER__LINES_NONE
+						: EMBER__LINES_APP;
 }

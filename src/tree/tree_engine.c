@@ -162,11 +162,8 @@ static void report_window(ember__tree *t, tproc *p, int64_t end, int final)
 			    : ember__symbolizer_new_remote(&p->sym, p->pid, &maps);
 	if (rc == 0)
 		rc = ember__symbolizer_set_main(p->sym, p->exe);
-	if (rc == 0) /* --lines, as the library's agent sets it (agent_drain.c) */
-		ember__symbolizer_set_lines(p->sym, t->cfg->lines == EMBER_LINES_ALL ? EMBER__LINES_ALL
-						    : t->cfg->lines == EMBER_LINES_NONE
-							    ? EMBER__LINES_NONE
-							    : EMBER__LINES_APP);
+	if (rc == 0) /* --lines, as the library's agent sets it */
+		ember__symbolizer_set_lines(p->sym, ember__config_lines_policy(t->cfg));
 	ember__procmaps_free(&maps);
 	if (rc)
 		ember__log(t->cfg, EMBER_LOG_WARN,
