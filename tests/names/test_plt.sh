@@ -7,18 +7,28 @@ for prog in "$EMBER_NAMES_PROG" "$EMBER_NAMES_PROG_IBT"; do
 	profile "$T/$b" --rate 1000 -- "$prog" plt 1.5
 	check_grep "$b" "$T/$b.raw" " fx_nop@plt "
 	check_grep "$b" "$T/$b.raw" " fx_nop "
-	# _init of the modules that call through the PLT: the program and
-	# libember_names_fx. Another library's own _init may be sampled in
-	# earnest (the loader calling it, a page fault on its first
-	# instruction, sampled with kernel time by the tree engine).
+	# _init, in the modules that call through the PLT (the program and
+	# libember_names_fx), anywhere but its own first byte: a stub below
+	# it misnamed. _init itself may be sampled in earnest: ld.so calls
+	# it, and a page fault on its first instruction (the first byte of
+	# the module's code) is sampled with kernel time by the tree engine.
 	awk -v prog="$prog" '
 		/^PeriodType:/ { delete init; sec = "" }
 		/^Locations/ { sec = "L"; next }
 		/^Mappings/ { sec = "M"; next }
-		sec == "L" && / _init / { if (match($0, /M=[0-9]+/)) init[substr($0, RSTART + 2, RLENGTH - 2)] = 1 }
+		sec == "L" && / _init / && match($0, /M=[0-9]+/) {
+			m = substr($0, RSTART + 2, RLENGTH - 2)
+			init[m] = init[m] " " $2
+		}
 		sec == "M" && $1 ~ /^[0-9]+:$/ {
 			m = $1; sub(":", "", m)
-			if (init[m] && ($3 == prog || $3 ~ /libember_names_fx/)) print "_init in " $3
+			if (!(m in init) || ($3 != prog && $3 !~ /libember_names_fx/))
+				next
+			start = $2; sub("/.*", "", start)
+			n = split(init[m], a, " ")
+			for (k = 1; k <= n; k++)
+				if (a[k] != start)
+					print "_init at " a[k] " in " $3 " (its code starts at " start ")"
 		}' "$T/$b.raw" >"$T/$b.init"
 	check_no_grep "$b: its own modules" "$T/$b.init" "_init"
 	check_no_grep "$b" "$T/$b.raw" " .plt "
