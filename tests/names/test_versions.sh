@@ -5,9 +5,13 @@
 profile "$T/v" --rate 1000 -- "$EMBER_NAMES_PROG" vers 1
 check_grep "versions" "$T/v.raw" " fx_vers "
 function_names "$T/v.raw" >"$T/v.names"
-if grep -q '@' "$T/v.names"; then
+# a PLT stub is named foo@plt (test_plt.sh): that '@' is no version.
+# Only an ASan build, whose program calls __asan_init through its PLT,
+# is likely to be caught in one here.
+sed 's/@plt$//' "$T/v.names" >"$T/v.unversioned"
+if grep -q '@' "$T/v.unversioned"; then
 	fail "versions: a function name with '@':"
-	grep '@' "$T/v.names" | sort -u | sed 's/^/    /' >&2
+	grep '@' "$T/v.unversioned" | sort -u | sed 's/^/    /' >&2
 else
 	ok "versions: no '@' in $(wc -l <"$T/v.names") function names"
 fi
