@@ -224,8 +224,8 @@ int ember__cli_spawn_watch(const char *path, char *const argv[], int *status, in
 	if (watch) {
 		close(go[0]);
 		attach_err = watch->attach(watch->ud, pid);
-		if (attach_err < 0)
-			kill(pid, SIGKILL);
+		if (attach_err)
+			kill(pid, SIGKILL); /* held before exec: the program never runs */
 		else if (write(go[1], "g", 1) != 1)
 			attach_err = ember__error_errno(EMBER_EXIT_INTERNAL, errno,
 							"cannot start '%s'", path);
