@@ -157,7 +157,8 @@ int ember__cli_spawn_wait(const char *path, char *const argv[], int *status, int
  * For a run that watches the program from outside (the tree engine,
  * src/tree/tree_engine.h): attach() is called with the child's pid after
  * fork and before it execs (the child waits until attach returns; a
- * negative return kills it and is the spawn's error); step() is called
+ * nonzero return, an exit code with the message set, kills it before it
+ * execs and is the spawn's error); step() is called
  * again and again while the program runs (it waits up to ~50 ms itself);
  * finish() once the program has ended, before the summary.
  */
@@ -193,6 +194,10 @@ int ember__cli_tree_default(char *why, size_t n);
 int ember__cli_tree_new(ember__cli_tree **out, int verbose, int follow);
 /* The watcher that runs it beside the program (ember__cli_spawn_watch). */
 void ember__cli_tree_watch(ember__cli_tree *ct, ember__cli_watch *out);
+/* Why its attach() failed (the held child was then killed before it
+ * exec'd: the program never ran), or NULL if it did not fail or ct is
+ * NULL. Owned by ct. */
+const char *ember__cli_tree_attach_error(const ember__cli_tree *ct);
 /* Frees it; the reporters' destroy() flushes what they hold. */
 void ember__cli_tree_free(ember__cli_tree *ct);
 
@@ -243,5 +248,28 @@ int ember__cli_names_has(const ember__cli_names *l, const char *name);
 
 /* Frees the names and zeroes the list. */
 void ember__cli_names_free(ember__cli_names *l);
+
+/* ---- run_summary.c: after the program ---- */
+
+/* What the summary is about. */
+typedef struct ember__cli_summary {
+	const char *dir;   /* the output directory */
+	const char *cmd;   /* CMD as given (argv[0] of the program) */
+	unsigned long top; /* rows per table (--top) */
+	int quiet;         /* no tables (-q) */
+	int flame;         /* flame graph pages too (--flame) */
+	int tree;          /* the tree engine sampled it (else the library) */
+	int follow;        /* the whole tree was profiled (EMBERPROF_FOLLOW_CHILDREN) */
+	int killed_by;     /* the signal that killed CMD, or 0 */
+} ember__cli_summary;
+
+/*
+ * Prints on stderr where the profiles of this run went (the files of dir
+ * not in `before`, and JFR recordings not in `jfr_before`: the caller
+ * owns both) and their tables, or why none was written, from what the
+ * last spawn saw of the program (ember__cli_last_child).
+ */
+void ember__cli_summarize(const ember__cli_summary *s, const ember__cli_names *before,
+			  const ember__cli_names *jfr_before);
 
 #endif

@@ -23,20 +23,24 @@ struct ember__cli_tree {
 	ember_builder *b;
 	ember__tree *t;
 	int verbose;
+	/* why the engine could not start on the held child ("" if it did) */
+	char attach_error[EMBER_ERROR_MAX];
 };
 
 static int tree_attach(void *ud, pid_t pid)
 {
 	ember__cli_tree *ct = ud;
 	int rc = ember__tree_attach(ct->t, pid);
-	if (rc == EMBER_ERR_UNSUPPORTED) {
-		char why[EMBER_ERROR_MAX];
-		snprintf(why, sizeof(why), "%s", ember_last_error());
+	if (rc < 0) {
+		const char *e = ember_last_error();
+		snprintf(ct->attach_error, sizeof(ct->attach_error), "%s",
+			 e && *e ? e : "perf events could not be opened");
+	}
+	if (rc == EMBER_ERR_UNSUPPORTED)
 		return ember__error(EMBER_EXIT_INTERNAL,
 				    "the tree engine needs perf events, which the kernel refused (%s): "
 				    "--engine auto profiles with the preloaded library instead",
-				    why);
-	}
+				    ct->attach_error);
 	return rc < 0 ? EMBER_EXIT_INTERNAL : 0;
 }
 
@@ -242,6 +246,11 @@ int ember__cli_tree_new(ember__cli_tree **out, int verbose, int follow)
 void ember__cli_tree_watch(ember__cli_tree *ct, ember__cli_watch *out)
 {
 	*out = (ember__cli_watch){tree_attach, tree_step, tree_finish, ct};
+}
+
+const char *ember__cli_tree_attach_error(const ember__cli_tree *ct)
+{
+	return ct && ct->attach_error[0] ? ct->attach_error : NULL;
 }
 
 void ember__cli_tree_free(ember__cli_tree *ct)

@@ -96,6 +96,18 @@ check_no_grep() {
 	fi
 }
 
+# check_profiles WHAT DIR ERRFILE: at least one profile (.pb.gz) under
+# DIR, else the run's stderr (ERRFILE) is shown
+check_profiles() {
+	n=$(find "$2" -name '*.pb.gz' 2>/dev/null | wc -l)
+	if [ "$n" -ge 1 ]; then
+		ok "$1: $n profile(s) written"
+	else
+		fail "$1: no profile written; stderr:"
+		sed 's/^/    /' "$3" >&2
+	fi
+}
+
 # check_absent WHAT PATH
 check_absent() {
 	if [ -e "$2" ]; then

@@ -64,13 +64,7 @@ run() {
 		fail "$name: the $seen engine, expected the $expect one; LD_PRELOAD '$(cat preload.seen)', stderr:"
 		sed 's/^/    /' err >&2
 	fi
-	n=$(find out -name '*.pb.gz' 2>/dev/null | wc -l)
-	if [ "$n" -ge 1 ]; then
-		ok "$name: $n profile(s) written"
-	else
-		fail "$name: no profile written; stderr:"
-		sed 's/^/    /' err >&2
-	fi
+	check_profiles "$name" out err
 }
 
 case $perf in
@@ -122,13 +116,7 @@ if [ -n "$U" ]; then
 		fail "as nobody: the $useen engine, expected the $uexpect one; stderr:"
 		sed 's/^/    /' "$U/err" >&2
 	fi
-	n=$(find "$U/out" -name '*.pb.gz' 2>/dev/null | wc -l)
-	if [ "$n" -ge 1 ]; then
-		ok "as nobody: $n profile(s) written"
-	else
-		fail "as nobody: no profile written; stderr:"
-		sed 's/^/    /' "$U/err" >&2
-	fi
+	check_profiles "as nobody" "$U/out" "$U/err"
 	rm -rf "$U"
 else
 	echo "note: not root, or no setpriv: the run as an unprivileged user is not checked"
