@@ -236,10 +236,10 @@ int ember__ptree_open(ember__ptree **out, pid_t pid, const ember__ptree_opts *op
 		if (!e)
 			break;
 		if ((e != EPERM && e != ENOMEM) || ring_given || t->data_len <= 16 * (size_t)page) {
+			size_t kib = t->map_len / 1024;
 			ember__ptree_free(t);
 			return ember__error_errno(EMBER_ERR_UNSUPPORTED, e,
-						  "perf tree: mapping the rings (%zu KiB each)",
-						  t->map_len / 1024);
+						  "perf tree: mapping the rings (%zu KiB each)", kib);
 		}
 		for (long i = 0; i < ncpu; i++) {
 			if (t->ring[i])
