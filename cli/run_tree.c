@@ -57,11 +57,13 @@ static void print_stats(const ember__cli_tree *ct)
 	if (ct->verbose || st.report_failures || st.lost)
 		fprintf(stderr,
 			"emberprof: tree engine: %llu processes, %llu profiled, %llu profiles, %llu "
-			"samples (%.3f s of CPU, %llu walks cut short), %llu records lost, %llu unwind "
+			"samples (%.3f s of CPU, %.3f s more in no sample, %llu walks cut short), "
+			"%llu records lost, %llu unwind "
 			"tables (%.1f ms; %llu builds held back by the budget), %llu reporter failures\n",
 			(unsigned long long)st.processes, (unsigned long long)st.processes_profiled,
 			(unsigned long long)st.profiles, (unsigned long long)st.samples,
-			(double)st.sampled_ns / 1e9, (unsigned long long)st.truncated,
+			(double)st.sampled_ns / 1e9, (double)st.unsampled_ns / 1e9,
+			(unsigned long long)st.truncated,
 			(unsigned long long)st.lost, (unsigned long long)st.tables,
 			(double)st.table_build_ns / 1e6, (unsigned long long)st.tables_deferred,
 			(unsigned long long)st.report_failures);

@@ -547,6 +547,23 @@ static int decode(ember__ptree *t, const uint8_t *rec, int cpu, ember__ptree_rec
 	}
 }
 
+/* What each CPU's event counted: its own thread's time and, summed in by
+ * the kernel, that of every inherited event whose thread has exited, and
+ * of those still running (read_format 0: the count alone). */
+static void read_counts(ember__ptree *t)
+{
+	uint64_t sum = 0;
+	for (int i = 0; i < t->ncpu; i++) {
+		uint64_t v;
+		if (t->fd[i] < 0)
+			continue;
+		if (read(t->fd[i], &v, sizeof(v)) != (ssize_t)sizeof(v))
+			return; /* counted_ns stays as it was */
+		sum += v;
+	}
+	t->st.counted_ns = sum;
+}
+
 size_t ember__ptree_drain(ember__ptree *t, int final, ember__ptree_cb cb, void *arg)
 {
 	uint64_t limit = final ? UINT64_MAX : now_ns() - WATERMARK_MARGIN_NS;
@@ -565,8 +582,10 @@ size_t ember__ptree_drain(ember__ptree *t, int final, ember__ptree_cb cb, void *
 		if (rc < 0) {
 			t->st.malformed++;
 		} else if (rc == 0) {
-			if (r.type == EMBER_PTREE_SAMPLE)
+			if (r.type == EMBER_PTREE_SAMPLE) {
 				t->st.samples++;
+				t->st.sample_ns += r.u.sample.period;
+			}
 			else if (r.type == EMBER_PTREE_LOST)
 				t->st.lost += r.u.lost.lost;
 			else if (r.type == EMBER_PTREE_EXIT && t->sample_read)
@@ -577,6 +596,8 @@ size_t ember__ptree_drain(ember__ptree *t, int final, ember__ptree_cb cb, void *
 	}
 	memmove(t->q, t->q + n, (t->nq - n) * sizeof(*t->q));
 	t->nq -= n;
+	if (final)
+		read_counts(t);
 	return n;
 }
 

@@ -105,6 +105,12 @@ typedef struct ember__ptree_stats {
 	uint64_t records, samples, lost, throttles, unknown;
 	uint64_t malformed; /* records whose size contradicts their content: skipped */
 	uint64_t bytes;     /* bytes read from the rings */
+	uint64_t sample_ns; /* CPU time the samples decoded weigh (their periods) */
+	uint64_t counted_ns; /* CPU time the events counted, the whole tree's,
+				read at the final drain (0 before, or if the
+				kernel refused the read); sample_ns falls short
+				of it by what no sample stands for: each
+				thread's time after its last sample */
 	int exclude_kernel; /* 1: user mode only (perf_event_paranoid >= 2) */
 	int kernel_weighed; /* with exclude_kernel: each sample's period is the
 			       CPU time its count says it stands for, the

@@ -470,6 +470,7 @@ void ember__tree_get_stats(const ember__tree *t, ember__tree_stats *out)
 		out->samples = ps.samples;
 		out->user_only = ps.exclude_kernel;
 		out->kernel_weighed = ps.kernel_weighed;
+		out->unsampled_ns = ps.counted_ns > ps.sample_ns ? ps.counted_ns - ps.sample_ns : 0;
 	}
 	ember__tmods_stats ms;
 	ember__tmods_get_stats(t->mods, &ms);

@@ -44,6 +44,9 @@ typedef struct ember__tree_stats {
 	uint64_t report_failures;    /* reporter calls or encodings that failed */
 	uint64_t truncated;          /* walks that stopped before the outermost frame */
 	uint64_t sampled_ns;         /* CPU time the samples weigh */
+	uint64_t unsampled_ns;       /* after ember__tree_finish: CPU time the tree used
+					that no sample weighs (each thread's time after
+					its last sample), from the events' own counts */
 	uint64_t tables, table_rows, table_build_ns, table_failures;
 	uint64_t tables_deferred;    /* table builds held back by the budget (tree_mods.h) */
 	int user_only;

@@ -257,11 +257,19 @@ static void run_sys(int user_only)
 	getrusage(RUSAGE_CHILDREN, &r1);
 	double user = tv_s(r1.ru_utime) - tv_s(r0.ru_utime), sys = tv_s(r1.ru_stime) - tv_s(r0.ru_stime);
 	double sampled = (double)s.period_ns / 1e9;
+	double counted = (double)ps.counted_ns / 1e9;
 	printf("user only %d, weighed by counts %d: the tree used %.3f s (%.3f s in the kernel); "
-	       "%d + %d samples weigh %.3f s\n",
+	       "%d + %d samples weigh %.3f s; the events counted %.3f s\n",
 	       ps.exclude_kernel, ps.kernel_weighed, user + sys, sys, s.samples_top,
-	       s.samples_child, sampled);
+	       s.samples_child, sampled, counted);
 	CHECK(sys >= 0.3); /* the workload does what it says */
+	/* what the events count, read at the final drain, is the tree's CPU
+	 * time (the kernel's too, even in user mode only: cpu-clock counts
+	 * time, only its samples are user-mode ones); the samples' weights
+	 * fall short of it by what no sample stands for */
+	CHECK(counted >= 0.85 * (user + sys) && counted <= 1.15 * (user + sys));
+	CHECK(ps.sample_ns >= s.period_ns); /* and LeakSanitizer's tracer's, under ASan */
+	CHECK(ps.sample_ns <= ps.counted_ns + ps.counted_ns / 20);
 	if (user_only && !ps.kernel_weighed) {
 		printf("note: this kernel does not let inherited samples read their counts "
 		       "(before Linux 6.12): kernel time is not weighed in user mode only\n");
