@@ -25,7 +25,8 @@ as_user() {
 		PATH=/usr/local/bin:/usr/bin:/bin "$@"
 }
 
-# hog.py LIMIT CMD...: RLIMIT_MEMLOCK of LIMIT bytes, then perf rings
+# hog.py LIMIT CMD...: RLIMIT_MEMLOCK of LIMIT bytes (or less, if the
+# hard limit is lower), then perf rings
 # mapped (disabled user-mode cpu-clock events on itself) until the kernel
 # refuses one of a page: the user's allowance and this process's own
 # RLIMIT_MEMLOCK both spent. Then runs CMD, which inherits the limit, and
@@ -42,6 +43,9 @@ libc.mmap.restype = ctypes.c_void_p
 libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
                       ctypes.c_int, ctypes.c_long]
 limit = int(sys.argv[1])
+hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)[1]
+if hard != resource.RLIM_INFINITY and hard < limit:
+    limit = hard
 resource.setrlimit(resource.RLIMIT_MEMLOCK, (limit, limit))
 page = os.sysconf("SC_PAGE_SIZE")
 DISABLED, EXCLUDE_KERNEL, EXCLUDE_HV = 1, 1 << 5, 1 << 6
