@@ -620,55 +620,16 @@ static int following(void)
 	return flag;
 }
 
-/* The spawn's result when the default tree engine could not attach and
- * the library is to run CMD instead (fall_back_to_library): no exit code. */
-#define RUN_FALL_BACK (-1)
-
-/* Runs CMD and summarizes; returns the exit code. `watch`: the tree
- * engine's (--engine tree), or NULL. `chosen`: the tree engine when it was
- * chosen by default, which may give way to the library: RUN_FALL_BACK,
- * nothing printed, when it could not attach. */
-static int run_and_summarize(const run_opts *o, const char *path, char **cmd_argv,
-			     const char *dir, const ember__cli_watch *watch,
-			     const ember__cli_tree *chosen)
-{
-	ember__cli_names before = { 0 }, jfr_before = { 0 };
-	if (ember__cli_list_profiles(dir, &before) < 0 ||
-	    ember__cli_list_files(dir, EMBER_LOCAL_JFR_SUFFIX, &jfr_before) < 0) {
-		ember__cli_error("%s", ember_last_error());
-		ember__cli_names_free(&before);
-		return EMBER_EXIT_INTERNAL;
-	}
-	fflush(NULL);
-	int status, killed_by;
-	int rc = ember__cli_spawn_watch(path, cmd_argv, &status, &killed_by, watch);
-	if (rc) {
-		if (ember__cli_tree_attach_error(chosen))
-			status = RUN_FALL_BACK;
-		else
-			ember__cli_error("%s", ember_last_error());
-		ember__cli_names_free(&before);
-		ember__cli_names_free(&jfr_before);
-		return status;
-	}
-	if (killed_by)
-		ember__cli_error("%s was killed by signal %d (%s)", cmd_argv[0], killed_by,
-				 strsignal(killed_by));
-	ember__cli_summary sum = {
-		.dir = dir,
-		.cmd = cmd_argv[0],
-		.top = o->top,
-		.quiet = o->quiet,
-		.flame = o->flame,
-		.tree = watch != NULL,
-		.follow = following(),
-		.killed_by = killed_by,
-	};
-	ember__cli_summarize(&sum, &before, &jfr_before);
-	ember__cli_names_free(&before);
-	ember__cli_names_free(&jfr_before);
-	return status;
-}
+/* How the run starts the program: the tree engine (ct and its watcher)
+ * or the preloaded library (lib, found with alloc_hook); chosen: the tree
+ * engine was picked by default, and may give way to the library. */
+typedef struct run_engine {
+	ember__cli_tree *ct;
+	ember__cli_watch watch;
+	int chosen;
+	int alloc_hook;
+	char *lib;
+} run_engine;
 
 /* --log-level info or debug */
 static int log_verbose(void)
@@ -698,20 +659,88 @@ static int start_tree(ember__cli_tree **ct, ember__cli_watch *watch)
  * library preloaded, as where the probe fails. Says so, frees the tree
  * engine; 0, or the exit code (the error printed).
  */
-static int fall_back_to_library(ember__cli_tree **ct, int alloc_hook, char **lib)
+static int fall_back_to_library(run_engine *e)
 {
 	fprintf(stderr,
 		"emberprof: note: the tree engine could not start (%s): the preloaded library "
 		"profiles the program instead\n",
-		ember__cli_tree_attach_error(*ct));
-	ember__cli_tree_free(*ct);
-	*ct = NULL;
-	int code = ember__cli_find_library(alloc_hook, lib);
+		ember__cli_tree_attach_error(e->ct));
+	ember__cli_tree_free(e->ct);
+	e->ct = NULL;
+	int code = ember__cli_find_library(e->alloc_hook, &e->lib);
 	if (code != 0) {
 		ember__cli_error("%s", ember_last_error());
 		return code;
 	}
-	return export_ld_preload(*lib) < 0 ? EMBER_EXIT_INTERNAL : 0;
+	return export_ld_preload(e->lib) < 0 ? EMBER_EXIT_INTERNAL : 0;
+}
+
+/*
+ * Starts CMD with the run's engine and waits for it: 0, or nonzero with
+ * the error printed and *status the exit code. A tree engine chosen by
+ * default that cannot attach gives way to the library, and the program,
+ * killed before it exec'd, starts again.
+ */
+static int spawn_program(run_engine *e, const char *path, char **cmd_argv, int *status,
+			 int *killed_by)
+{
+	fflush(NULL);
+	int rc = ember__cli_spawn_watch(path, cmd_argv, status, killed_by,
+					e->ct ? &e->watch : NULL);
+	if (rc && e->chosen && ember__cli_tree_attach_error(e->ct)) {
+		if ((*status = fall_back_to_library(e)) != 0)
+			return *status;
+		fflush(NULL);
+		rc = ember__cli_spawn_watch(path, cmd_argv, status, killed_by, NULL);
+	}
+	if (rc)
+		ember__cli_error("%s", ember_last_error());
+	return rc;
+}
+
+/* Readies the engine: the library in LD_PRELOAD (e->lib), or the tree
+ * engine (tree). 0, or the exit code (the error printed). */
+static int start_engine(run_engine *e, int tree)
+{
+	if (tree)
+		return start_tree(&e->ct, &e->watch);
+	return export_ld_preload(e->lib) < 0 ? EMBER_EXIT_INTERNAL : 0;
+}
+
+/* Runs CMD with the run's engine and summarizes; returns the exit code. */
+static int run_and_summarize(const run_opts *o, run_engine *e, const char *path,
+			     char **cmd_argv, const char *dir)
+{
+	ember__cli_names before = { 0 }, jfr_before = { 0 };
+	if (ember__cli_list_profiles(dir, &before) < 0 ||
+	    ember__cli_list_files(dir, EMBER_LOCAL_JFR_SUFFIX, &jfr_before) < 0) {
+		ember__cli_error("%s", ember_last_error());
+		ember__cli_names_free(&before);
+		return EMBER_EXIT_INTERNAL;
+	}
+	int status, killed_by;
+	if (spawn_program(e, path, cmd_argv, &status, &killed_by) != 0) {
+		ember__cli_names_free(&before);
+		ember__cli_names_free(&jfr_before);
+		return status;
+	}
+	if (killed_by)
+		ember__cli_error("%s was killed by signal %d (%s)", cmd_argv[0], killed_by,
+				 strsignal(killed_by));
+	ember__cli_summary sum = {
+		.dir = dir,
+		.cmd = cmd_argv[0],
+		.top = o->top,
+		.quiet = o->quiet,
+		.flame = o->flame,
+		.tree = e->ct != NULL,
+		.follow = following(),
+		.killed_by = killed_by,
+	};
+	ember__cli_summarize(&sum, &before, &jfr_before);
+	ember__cli_names_free(&before);
+	ember__cli_names_free(&jfr_before);
+	return status;
 }
 
 int ember__cli_run(int argc, char **argv)
@@ -719,9 +748,8 @@ int ember__cli_run(int argc, char **argv)
 	run_opts o;
 	memset(&o, 0, sizeof(o));
 	o.top = DEFAULT_TOP;
-	char *path = NULL, *lib = NULL, *dir = NULL;
-	ember__cli_tree *ct = NULL;
-	ember__cli_watch watch;
+	char *path = NULL, *dir = NULL;
+	run_engine e = { 0 };
 
 	int code = parse_args(argc, argv, &o);
 	if (code >= 0)
@@ -740,9 +768,9 @@ int ember__cli_run(int argc, char **argv)
 	int tree = engine && strcmp(engine, "tree") == 0, choose = !engine || !*engine;
 	if (tree || choose)
 		unsetenv("EMBERPROF_ENGINE");
-	int alloc_hook = 0;
-	if ((code = validate_environment(&o, &alloc_hook)) != 0)
+	if ((code = validate_environment(&o, &e.alloc_hook)) != 0)
 		goto out;
+	e.chosen = choose;
 	if (choose) {
 		char why[EMBER_ERROR_MAX + 64];
 		tree = ember__cli_tree_default(why, sizeof(why));
@@ -762,7 +790,7 @@ int ember__cli_run(int argc, char **argv)
 
 	/* 2. The program and the library (not loaded by --engine tree). */
 	if ((code = ember__cli_find_program(cmd, &path)) != 0 ||
-	    (!tree && (code = ember__cli_find_library(alloc_hook, &lib)) != 0)) {
+	    (!tree && (code = ember__cli_find_library(e.alloc_hook, &e.lib)) != 0)) {
 		ember__cli_error("%s", ember_last_error());
 		goto out;
 	}
@@ -773,23 +801,10 @@ int ember__cli_run(int argc, char **argv)
 	const char *given = getenv(EMBER_ENV_OUTPUT_DIR);
 	if (!(given && *given) && server_configured()) {
 		code = EMBER_EXIT_INTERNAL;
-		if (set_var(EMBER_ENV_AUTOSTART, "1") < 0 || (!tree && export_ld_preload(lib) < 0))
-			goto out;
-		if (tree && (code = start_tree(&ct, &watch)) != 0)
+		if (set_var(EMBER_ENV_AUTOSTART, "1") < 0 || (code = start_engine(&e, tree)) != 0)
 			goto out;
 		int killed_by;
-		fflush(NULL);
-		int rc = ember__cli_spawn_watch(path, argv + o.cmd, &code, &killed_by,
-						tree ? &watch : NULL);
-		if (rc && choose && ember__cli_tree_attach_error(ct)) {
-			if ((code = fall_back_to_library(&ct, alloc_hook, &lib)) != 0)
-				goto out;
-			fflush(NULL);
-			rc = ember__cli_spawn_watch(path, argv + o.cmd, &code, &killed_by, NULL);
-		}
-		if (rc)
-			ember__cli_error("%s", ember_last_error());
-		else if (killed_by)
+		if (spawn_program(&e, path, argv + o.cmd, &code, &killed_by) == 0 && killed_by)
 			ember__cli_error("%s was killed by signal %d (%s)", argv[o.cmd], killed_by,
 					 strsignal(killed_by));
 		goto out;
@@ -810,21 +825,14 @@ int ember__cli_run(int argc, char **argv)
 		if (set_var(EMBER_ENV_OUTPUT_DIR, dir) < 0)
 			goto out;
 	}
-	if (!tree && export_ld_preload(lib) < 0)
-		goto out;
-	if (tree && (code = start_tree(&ct, &watch)) != 0)
+	if ((code = start_engine(&e, tree)) != 0)
 		goto out;
 
-	code = run_and_summarize(&o, path, argv + o.cmd, dir, tree ? &watch : NULL,
-				 choose ? ct : NULL);
-	if (code == RUN_FALL_BACK) {
-		if ((code = fall_back_to_library(&ct, alloc_hook, &lib)) == 0)
-			code = run_and_summarize(&o, path, argv + o.cmd, dir, NULL, NULL);
-	}
+	code = run_and_summarize(&o, &e, path, argv + o.cmd, dir);
 out:
-	ember__cli_tree_free(ct);
+	ember__cli_tree_free(e.ct);
 	free(dir);
-	free(lib);
+	free(e.lib);
 	free(path);
 	free(o.tags);
 	free(o.headers);

@@ -585,8 +585,7 @@ size_t ember__ptree_drain(ember__ptree *t, int final, ember__ptree_cb cb, void *
 			if (r.type == EMBER_PTREE_SAMPLE) {
 				t->st.samples++;
 				t->st.sample_ns += r.u.sample.period;
-			}
-			else if (r.type == EMBER_PTREE_LOST)
+			} else if (r.type == EMBER_PTREE_LOST)
 				t->st.lost += r.u.lost.lost;
 			else if (r.type == EMBER_PTREE_EXIT && t->sample_read)
 				forget_counts(t, r.tid);
