@@ -27,6 +27,7 @@
 
 #include "emberprof.h"
 #include "encode/pprof.h"
+#include "read/pprof_read.h"
 #include "profile/profile.h"
 
 static int value_index(const ember__profile *p, const char *type, const char *unit)

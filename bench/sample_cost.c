@@ -74,6 +74,7 @@
 
 #include "emberprof.h"
 #include "encode/pprof.h"
+#include "read/pprof_read.h"
 #include "profile/profile.h"
 #include "sample/handler.h"
 #include "unwind/unwind.h"

@@ -16,4 +16,4 @@ add_executable(ember_bench_perf_tree_floor perf_tree_floor.c)
 
 # Sorting a big module's symbol index: glibc's qsort against ember__sort.
 add_executable(ember_bench_sort_faults sort_faults.c)
-target_link_libraries(ember_bench_sort_faults PRIVATE emberprof_internal)
+target_link_libraries(ember_bench_sort_faults PRIVATE emberprof_tools)

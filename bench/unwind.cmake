@@ -5,21 +5,21 @@
 # The recursion keeps frame pointers so that both walkers see every frame.
 add_executable(ember_bench_unwind_cost ${CMAKE_CURRENT_LIST_DIR}/unwind_cost.c)
 target_compile_options(ember_bench_unwind_cost PRIVATE -O2 -fno-omit-frame-pointer)
-target_link_libraries(ember_bench_unwind_cost PRIVATE emberprof_internal ${CMAKE_DL_LIBS})
+target_link_libraries(ember_bench_unwind_cost PRIVATE emberprof_tools ${CMAKE_DL_LIBS})
 
 # Table size and build time of the modules named (docs/BENCHMARKS.md,
 # "Unwind table size").
 add_executable(ember_bench_cfi_size ${CMAKE_CURRENT_LIST_DIR}/cfi_size.c)
-target_link_libraries(ember_bench_cfi_size PRIVATE emberprof_internal ${CMAKE_DL_LIBS})
+target_link_libraries(ember_bench_cfi_size PRIVATE emberprof_tools ${CMAKE_DL_LIBS})
 
 # Instructions per unwind at depth 32, for comparing architectures
 # (issue 17; bench/unwind_insns.sh).
 add_executable(ember_bench_unwind_insns ${CMAKE_CURRENT_LIST_DIR}/unwind_insns.c)
 target_compile_options(ember_bench_unwind_insns PRIVATE -O2 -fno-omit-frame-pointer)
-target_link_libraries(ember_bench_unwind_insns PRIVATE emberprof_internal ${CMAKE_DL_LIBS})
+target_link_libraries(ember_bench_unwind_insns PRIVATE emberprof_tools ${CMAKE_DL_LIBS})
 
 # Sampling without a signal (perf_events copying registers and the user
 # stack into a ring buffer) against the signal path (issue 13).
 add_executable(ember_bench_nosignal_cost ${CMAKE_CURRENT_LIST_DIR}/nosignal_cost.c)
 target_compile_options(ember_bench_nosignal_cost PRIVATE -O2 -fno-omit-frame-pointer)
-target_link_libraries(ember_bench_nosignal_cost PRIVATE emberprof_internal Threads::Threads)
+target_link_libraries(ember_bench_nosignal_cost PRIVATE emberprof_tools Threads::Threads)

@@ -50,7 +50,7 @@ void ember__cli_top_usage(FILE *out);
 
 /*
  * Reads a profile file: pprof (gzip'd or not), or a JFR recording
- * (src/encode/jfr_profile.h), told apart by its first bytes. *out is the
+ * (tools/read/jfr_profile.h), told apart by its first bytes. *out is the
  * caller's. 0 or a negative ember_err with a message.
  */
 struct ember__profile;
@@ -155,7 +155,7 @@ int ember__cli_spawn_wait(const char *path, char *const argv[], int *status, int
 
 /*
  * For a run that watches the program from outside (the tree engine,
- * src/tree/tree_engine.h): attach() is called with the child's pid after
+ * tools/tree/tree_engine.h): attach() is called with the child's pid after
  * fork and before it execs (the child waits until attach returns; a
  * nonzero return, an exit code with the message set, kills it before it
  * execs and is the spawn's error); step() is called

@@ -3,7 +3,7 @@
  * of any mix of pprof files and JFR recordings), `emberprof diff` (the
  * differential page and the table of significant changes) and the pages
  * `emberprof run --flame` writes. The tree, the page and the statistics
- * are src/flame/; this file parses options, reads files and reports.
+ * are tools/flame/; this file parses options, reads files and reports.
  *
  * Exit codes: 0; 2 for a usage error or an input that cannot be used (the
  * message names the file and the problem); 1 if the output cannot be

@@ -4,14 +4,14 @@
  * pollcatch) or in JFR recordings (emberprof's emberprof.LongPoll events,
  * async-profiler's tokio.PollcatchV1 events), longest first, each with the
  * stacks sampled inside it.
- * The decoding is src/pollcatch/decode.c and decode_jfr.c.
+ * The decoding is tools/longpolls/decode.c and decode_jfr.c.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "emberprof.h"
-#include "pollcatch/decode.h"
+#include "longpolls/decode.h"
 
 #define DEFAULT_DEPTH 12
 

@@ -760,7 +760,7 @@ int ember__cli_run(int argc, char **argv)
 	code = EMBER_EXIT_USAGE;
 	if (export_options(&o, cmd) < 0)
 		goto out;
-	/* --engine tree: the tree is sampled from outside (src/tree/), the
+	/* --engine tree: the tree is sampled from outside (tools/tree/), the
 	 * library is not loaded; the library's own engines do not know it.
 	 * No --engine: the tree engine where it does all the library would
 	 * (ember__cli_tree_default), else the library. */

@@ -1,6 +1,6 @@
 /*
  * run_tree.c - `emberprof run --engine tree`: the command's whole process
- * tree sampled from outside (src/tree/tree_engine.h), with nothing loaded
+ * tree sampled from outside (tools/tree/tree_engine.h), with nothing loaded
  * into it. The configuration (EMBERPROF_* as exported by run.c) gives the
  * rate, the window, the depth, the tags and the reporters, which this
  * process calls itself, once per process and window.

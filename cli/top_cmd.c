@@ -5,7 +5,7 @@
  * async-profiler's), and the same table printed at the end of `emberprof
  * run`.
  *
- * The table itself is src/report/top.c; this file reads the files, picks
+ * The table itself is tools/top/top.c; this file reads the files, picks
  * the sample value to rank by in each of them, and handles errors.
  */
 #include <stdlib.h>
@@ -13,9 +13,10 @@
 
 #include "cli.h"
 #include "emberprof.h"
-#include "encode/jfr_profile.h"
+#include "read/jfr_profile.h"
 #include "encode/pprof.h"
-#include "report/top.h"
+#include "read/pprof_read.h"
+#include "top/top.h"
 #include "util/error.h"
 
 #define DEFAULT_ROWS 20

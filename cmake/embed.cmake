@@ -1,7 +1,7 @@
 # Turns a file into C: `cmake -DIN=file -DOUT=file.c -DNAME=sym -P embed.cmake`
 # writes `const unsigned char sym[]` (the bytes, then a NUL) and
 # `const unsigned long sym_len` (without the NUL). Used for the flame
-# graph page (cmake/flame.cmake), so the binary needs no file beside it.
+# graph page (cmake/tools.cmake), so the binary needs no file beside it.
 file(READ "${IN}" hex HEX)
 string(LENGTH "${hex}" n)
 math(EXPR len "${n} / 2")

@@ -83,7 +83,7 @@ void ember__config_defaults(ember__config *c);
  * (cfg's name, tags, rates) and caps cfg->max_depth at what the strictest
  * reporter's backend keeps. 0, or the first refusal with the reporter's
  * message. Called once, before the first report: by ember_builder_build,
- * or by the tree engine (src/tree/tree_engine.h) for its reporters.
+ * or by the tree engine (tools/tree/tree_engine.h) for its reporters.
  */
 int ember__config_bind_reporters(ember__config *cfg);
 

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "emberprof.h"
+#include "encode/gunzip.h"
 #include "encode/protobuf.h"
 #include "util/dep_zlib.h"
 #include "util/error.h"
@@ -442,4 +443,30 @@ int ember__pprof_encode(const ember__profile *p, uint8_t **out, size_t *out_len)
 	err = gzip_buffer(raw, raw_len, out, out_len);
 	free(raw);
 	return err;
+}
+
+int ember__pprof_is_empty(const uint8_t *data, size_t len)
+{
+	if (!data || !len)
+		return 1;
+	uint8_t *unzipped = NULL;
+	if (len >= 2 && data[0] == 0x1f && data[1] == 0x8b) {
+		if (ember__gunzip(data, len, EMBER_PPROF_MAX_RAW, "pprof", &unzipped, &len) != 0)
+			return 0;
+		data = unzipped;
+	}
+	/* Profile.sample is field 2; any malformed field: not empty. */
+	ember__pb_reader r;
+	ember__pb_field f;
+	ember__pb_reader_init(&r, data, len);
+	int rc, empty = 1;
+	while ((rc = ember__pb_next(&r, &f)) == 1)
+		if (f.num == 2) {
+			empty = 0;
+			break;
+		}
+	if (rc < 0)
+		empty = 0;
+	free(unzipped);
+	return empty;
 }

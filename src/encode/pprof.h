@@ -8,7 +8,8 @@
  * once each into the string table, whose entry 0 is "". Sample location
  * ids and values are packed.
  *
- * Decoding (pprof_read.c) accepts gzip'd or raw profile.proto as written
+ * Decoding (tools/read/pprof_read.c, declared in read/pprof_read.h: the
+ * preloaded library has no reader) accepts gzip'd or raw profile.proto as written
  * by us, by Go's runtime/pprof or by `go tool pprof -proto`: ids may be
  * sparse and in any order, and are remapped to 1-based indices. Input is
  * treated as hostile: every reference is checked, the decompressed size is
@@ -51,29 +52,12 @@ int ember__pprof_encode(const ember__profile *p, uint8_t **out, size_t *out_len)
 int ember__pprof_encode_raw(const ember__profile *p, uint8_t **out, size_t *out_len);
 
 /*
- * Decodes a profile from data[0..len), gzip'd (detected by the 1f 8b magic)
- * or raw. The input is borrowed. On success *out is a new profile owned by
- * the caller (free with ember__profile_free) whose strings all live in its
- * arena. On failure *out is NULL and the return is EMBER_ERR_FORMAT (with a
- * message naming the problem: malformed protobuf, a missing id, a string
- * index out of range, too many values...), EMBER_ERR_NOMEM or
- * EMBER_ERR_INVALID for NULL arguments.
- */
-int ember__pprof_read(const uint8_t *data, size_t len, ember__profile **out);
-
-/*
  * Whether a report's pprof holds no sample (no data at all, or a profile
- * that decodes with none): such a window is not written or sent by the
- * reporters. A profile that cannot be decoded counts as not empty (it is
- * the user's data). Borrowed input; allocates while decoding.
+ * whose top-level message has no Sample field): such a window is not
+ * written or sent by the reporters. Data that cannot be inflated or
+ * parsed counts as not empty (it is the user's data). Borrowed input;
+ * allocates only to inflate gzip'd data.
  */
 int ember__pprof_is_empty(const uint8_t *data, size_t len);
-
-/*
- * Reads the file at `path` and decodes it like ember__pprof_read(). Files
- * larger than EMBER_PPROF_MAX_RAW are refused. EMBER_ERR_IO if the file
- * cannot be read. *out as above.
- */
-int ember__pprof_read_file(const char *path, ember__profile **out);
 
 #endif

@@ -76,7 +76,7 @@ typedef struct ember__symbol_info {
 int ember__symbolizer_new(ember__symbolizer **out);
 
 /*
- * A symbolizer for another process, `pid` (the tree engine, src/tree/,
+ * A symbolizer for another process, `pid` (the tree engine, tools/tree/,
  * which samples processes from outside): its layout is `maps` (borrowed
  * for the call: executable mappings, each image from its first mapping
  * at file offset 0, as /proc/PID/maps shows them) instead of our own

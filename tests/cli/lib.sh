@@ -22,7 +22,7 @@ export EMBERPROF_UNWIND_CACHE=off # no unwind-table cache in the home directory 
 # engine where perf events count kernel time (as root, which CI is), else
 # the preloaded library; the tests check the library unless told:
 # EMBER_TEST_ENGINE=tree: the same checks of `emberprof run --engine tree`
-# (the tree sampled from outside, src/tree/), which needs perf events:
+# (the tree sampled from outside, tools/tree/), which needs perf events:
 # where the kernel refuses them the test is skipped (77), saying why.
 # EMBER_TEST_ENGINE=default: no --engine, as a user runs it.
 case "${EMBER_TEST_ENGINE:-library}" in

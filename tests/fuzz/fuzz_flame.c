@@ -13,8 +13,9 @@
 #include <stdlib.h>
 
 #include "emberprof.h"
-#include "encode/jfr_profile.h"
+#include "read/jfr_profile.h"
 #include "encode/pprof.h"
+#include "read/pprof_read.h"
 #include "flame/flame.h"
 #include "flame/flame_diff.h"
 

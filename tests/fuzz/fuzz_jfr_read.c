@@ -1,8 +1,8 @@
 /*
  * fuzz_jfr_read.c - libFuzzer target for the JFR reader (src/encode/
  * jfr_read.c) and what reads through it: the long-poll decoder
- * (src/pollcatch/decode*.c) and the conversion to a profile for `emberprof
- * top` (src/encode/jfr_profile.c). Seeds: corpus_jfr/ (make_jfr_seeds.py: async-profiler-shaped
+ * (tools/longpolls/decode*.c) and the conversion to a profile for `emberprof
+ * top` (tools/read/jfr_profile.c). Seeds: corpus_jfr/ (make_jfr_seeds.py: async-profiler-shaped
  * recordings; jdk_small.jfr: a JDK 17 recording of PollJfr.java with only
  * jdk.ExecutionSample and profiler.UserEvent enabled; emberprof_longpoll.jfr:
  * a window emberprof wrote for tests/pollcatch/uv_slow, with an
@@ -11,9 +11,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "encode/jfr_profile.h"
-#include "encode/jfr_read.h"
-#include "pollcatch/decode.h"
+#include "read/jfr_profile.h"
+#include "read/jfr_read.h"
+#include "longpolls/decode.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

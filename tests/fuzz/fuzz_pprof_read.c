@@ -10,6 +10,7 @@
 
 #include "emberprof.h"
 #include "encode/pprof.h"
+#include "read/pprof_read.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -23,6 +23,7 @@
 
 #include "emberprof.h"
 #include "encode/pprof.h"
+#include "read/pprof_read.h"
 #include "profile/profile.h"
 
 #define IT_FAIL(...)                                                                \

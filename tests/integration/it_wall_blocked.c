@@ -35,7 +35,7 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 
-#include "encode/jfr_read.h"
+#include "read/jfr_read.h"
 
 #define DUR_S 3
 #define WALL_MS 50

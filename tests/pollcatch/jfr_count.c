@@ -1,6 +1,6 @@
 /*
  * jfr_count.c - prints "<event type> <count>" for every event type in a
- * JFR file, read with emberprof's JFR reader (src/encode/jfr_read.c), for
+ * JFR file, read with emberprof's JFR reader (tools/read/jfr_read.c), for
  * comparison with `jfr summary` (test_longpolls_jfr.sh). With a second
  * argument TYPE, also checks that every TYPE event decodes a stack trace
  * whose frames all have a method name, and prints "<TYPE> stacks ok N".
@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "emberprof.h"
-#include "encode/jfr_read.h"
+#include "read/jfr_read.h"
 
 int main(int argc, char **argv)
 {

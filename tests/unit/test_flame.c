@@ -1,6 +1,6 @@
 /*
  * test_flame.c - the flame tree of `emberprof flame` and `emberprof diff`
- * (src/flame/): exact folded output for a hand-built profile (inlined
+ * (tools/flame/): exact folded output for a hand-built profile (inlined
  * frames, label sets, an empty stack), --reverse, --where, --min, the
  * depth-first nodes of the page's JSON, the union of sample types, the
  * refusals, and the diff's z statistic against a value computed by hand.

@@ -9,6 +9,7 @@
 
 #include "check.h"
 #include "encode/pprof.h"
+#include "read/pprof_read.h"
 #include "heap/heapprof.h"
 #include "heap/sampler.h"
 

@@ -15,7 +15,7 @@
 #include "check.h"
 #include "emberprof.h"
 #include "encode/jfr.h"
-#include "encode/jfr_profile.h"
+#include "read/jfr_profile.h"
 #include "util/hashmap.h"
 
 #define T0 1764515000123456789LL /* window start, ns since the epoch */

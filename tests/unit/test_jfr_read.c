@@ -1,6 +1,6 @@
 /*
- * test_jfr_read.c - the JFR reader (src/encode/jfr_read.c) and the JFR side
- * of the long-poll decoder (src/pollcatch/decode_jfr.c) on the
+ * test_jfr_read.c - the JFR reader (tools/read/jfr_read.c) and the JFR side
+ * of the long-poll decoder (tools/longpolls/decode_jfr.c) on the
  * async-profiler-shaped recordings of tests/fuzz/corpus_jfr/ (made by
  * make_jfr_seeds.py; the JDK's `jfr print` reads them): values, constant
  * pool references, Latin-1 user event data, two chunks, the tsc clock
@@ -13,8 +13,8 @@
 
 #include "check.h"
 #include "emberprof.h"
-#include "encode/jfr_read.h"
-#include "pollcatch/decode.h"
+#include "read/jfr_read.h"
+#include "longpolls/decode.h"
 #include "pollcatch/pollcatch.h"
 
 static uint8_t *load(const char *name, size_t *len)

@@ -1,6 +1,6 @@
 /*
  * test_longpolls.c - the pprof side of the long-poll decoder
- * (src/pollcatch/decode.c): samples labelled poll_id/poll_duration_ms
+ * (tools/longpolls/decode.c): samples labelled poll_id/poll_duration_ms
  * become polls with their stacks (inlined lines expanded, addresses for
  * unsymbolized locations), polls merge across profiles by id with the
  * longest duration and the open flag of the final report, unlabelled
@@ -11,7 +11,7 @@
 #include "check.h"
 #include "emberprof.h"
 #include "encode/pprof.h"
-#include "pollcatch/decode.h"
+#include "longpolls/decode.h"
 
 /* A profile with one function per name and one location per function. */
 static ember__profile *make_profile(void)

@@ -1,6 +1,6 @@
 /*
  * test_longpolls_jfr.c - `emberprof longpolls` on emberprof's own JFR
- * (src/pollcatch/decode_jfr.c reading what src/encode/jfr.c writes): two
+ * (tools/longpolls/decode_jfr.c reading what src/encode/jfr.c writes): two
  * synthetic windows with emberprof.LongPoll events and samples on two
  * threads, decoded as one file of two chunks and as two files. Checks
  * which samples a poll gets (its thread, strictly inside its time, in
@@ -13,7 +13,7 @@
 #include "check.h"
 #include "emberprof.h"
 #include "encode/jfr.h"
-#include "pollcatch/decode.h"
+#include "longpolls/decode.h"
 
 #define T0 1764515000000000000LL /* the first window's start */
 #define MS 1000000LL

@@ -1,6 +1,6 @@
 /*
  * test_perf_tree.c - the out-of-process tree sampler's reader
- * (src/tree/perf_tree.h) on a real kernel: this test execs itself as a
+ * (tools/tree/perf_tree.h) on a real kernel: this test execs itself as a
  * small tree (a process that burns CPU, forks a child that burns CPU and
  * exits with _exit) and checks what the rings say about it: samples of
  * both processes with registers and a stack copy, the exec'd binary's

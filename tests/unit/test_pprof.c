@@ -23,6 +23,7 @@
 #include "check.h"
 #include "emberprof.h"
 #include "encode/pprof.h"
+#include "read/pprof_read.h"
 #include "encode/protobuf.h"
 
 static char tmpdir[256];

@@ -10,7 +10,7 @@
 
 #include "check.h"
 #include "emberprof.h"
-#include "report/top.h"
+#include "top/top.h"
 
 static const char *S(ember__profile *p, const char *s)
 {

@@ -1,6 +1,6 @@
 /*
  * test_tree_space.c - samples of another process walked from their stack
- * copies (src/tree/tree_space.h), on a real kernel: this test execs itself
+ * copies (tools/tree/tree_space.h), on a real kernel: this test execs itself
  * as a program whose CPU goes to tree_leaf() under a known chain of
  * calls, samples it with the tree sampler (perf_tree.h) and walks every
  * sample with the tables the walk builds (the binary's, libc's and the

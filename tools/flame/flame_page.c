@@ -1,5 +1,5 @@
 /*
- * flame_page.c - the HTML page: src/flame/flame.html, compiled into the
+ * flame_page.c - the HTML page: tools/flame/flame.html, compiled into the
  * binary by cmake/flame.cmake, with the tree's JSON put in place of its
  * data marker.
  */

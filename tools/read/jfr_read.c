@@ -9,7 +9,7 @@
  * chain. A checkpoint in format 2 has, after start, duration and delta,
  * one byte of flags, then the pools.
  */
-#include "encode/jfr_read.h"
+#include "read/jfr_read.h"
 
 #include <stdio.h>
 #include <stdlib.h>

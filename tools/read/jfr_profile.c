@@ -6,14 +6,14 @@
  * identifies them; a hit is compared with the entry it names, and a
  * collision probes the next key, so distinct entries never merge.
  */
-#include "encode/jfr_profile.h"
+#include "read/jfr_profile.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "emberprof.h"
-#include "encode/jfr_read.h"
+#include "read/jfr_read.h"
 #include "util/error.h"
 #include "util/hashmap.h"
 

@@ -2,7 +2,7 @@
  * decode.c - long polls from emberprof's pprof labels (decode.h). The JFR
  * side is decode_jfr.c.
  */
-#include "pollcatch/decode.h"
+#include "longpolls/decode.h"
 
 #include <errno.h>
 #include <stdio.h>

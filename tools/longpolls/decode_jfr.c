@@ -9,9 +9,10 @@
 #include <string.h>
 
 #include "emberprof.h"
-#include "encode/jfr_read.h"
+#include "read/jfr_read.h"
 #include "encode/pprof.h"
-#include "pollcatch/decode.h"
+#include "read/pprof_read.h"
+#include "longpolls/decode.h"
 #include "pollcatch/pollcatch.h"
 #include "util/error.h"
 

@@ -8,7 +8,7 @@
  * current sample's serial number. After each profile the printing order
  * is recomputed, so reads (print, row) need no mutation.
  */
-#include "report/top.h"
+#include "top/top.h"
 
 #include <inttypes.h>
 #include <stdlib.h>

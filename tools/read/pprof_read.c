@@ -17,7 +17,7 @@
  * Allocation is therefore proportional to the decompressed size: every
  * counted entry occupies at least two input bytes.
  */
-#include "encode/pprof.h"
+#include "read/pprof_read.h"
 
 #include <inttypes.h>
 #include <limits.h>
@@ -28,105 +28,8 @@
 
 #include "emberprof.h"
 #include "encode/protobuf.h"
-#include "util/dep_zlib.h"
+#include "encode/gunzip.h"
 #include "util/error.h"
-
-/* ---- gunzip ---- */
-
-/* Inflates a gzip stream (several members are concatenated, as gzip
- * allows) into a malloc'd buffer of at most EMBER_PPROF_MAX_RAW bytes. */
-static int gunzip(const uint8_t *in, size_t len, uint8_t **out, size_t *out_len)
-{
-	int lrc = ember__lazydep_load(&ember__zlib);
-	if (lrc < 0)
-		return lrc;
-	z_stream zs;
-	memset(&zs, 0, sizeof(zs));
-	int zrc = inflateInit2(&zs, 15 + 16);
-	if (zrc == Z_MEM_ERROR)
-		return ember__error_oom("zlib's inflate state (pprof)");
-	if (zrc != Z_OK)
-		return ember__error(EMBER_ERR_FORMAT, "pprof: inflateInit2 failed (%d)", zrc);
-	/* One byte beyond the limit, so that reaching it can be told apart
-	 * from exceeding it. */
-	const size_t limit = EMBER_PPROF_MAX_RAW + 1;
-	size_t cap = len < limit / 4 ? len * 4 : limit;
-	if (cap < 4096)
-		cap = 4096;
-	uint8_t *buf = malloc(cap);
-	if (!buf) {
-		inflateEnd(&zs);
-		return ember__error_oom("pprof gunzip buffer");
-	}
-	size_t used = 0, in_left = len;
-	int err = 0;
-	zs.next_in = (Bytef *)in;
-	for (;;) {
-		if (zs.avail_in == 0 && in_left) {
-			zs.avail_in = in_left > UINT_MAX ? UINT_MAX : (uInt)in_left;
-			in_left -= zs.avail_in;
-		}
-		if (used == cap) {
-			if (cap == limit) {
-				err = ember__error(EMBER_ERR_FORMAT,
-						   "pprof: decompressed profile exceeds %zu bytes",
-						   EMBER_PPROF_MAX_RAW);
-				break;
-			}
-			size_t ncap = cap > limit / 2 ? limit : cap * 2;
-			uint8_t *nb = realloc(buf, ncap);
-			if (!nb) {
-				err = ember__error_oom("pprof gunzip buffer");
-				break;
-			}
-			buf = nb;
-			cap = ncap;
-		}
-		size_t room = cap - used;
-		zs.next_out = buf + used;
-		zs.avail_out = room > UINT_MAX ? UINT_MAX : (uInt)room;
-		uInt before = zs.avail_out;
-		int ret = inflate(&zs, Z_NO_FLUSH);
-		used += before - zs.avail_out;
-		if (ret == Z_STREAM_END) {
-			size_t rest = zs.avail_in + in_left;
-			if (rest == 0)
-				break;
-			/* Another gzip member may follow; anything else is junk. */
-			if (rest < 2 || zs.next_in[0] != 0x1f || zs.next_in[1] != 0x8b) {
-				err = ember__error(EMBER_ERR_FORMAT,
-						   "pprof: %zu bytes of trailing data after gzip stream",
-						   rest);
-				break;
-			}
-			inflateReset(&zs);
-			continue;
-		}
-		if (ret == Z_OK)
-			continue;
-		if (ret == Z_BUF_ERROR && zs.avail_out == 0)
-			continue; /* out of room: grow and go on */
-		if (ret == Z_BUF_ERROR) {
-			err = ember__error(EMBER_ERR_FORMAT, "pprof: truncated gzip data");
-			break;
-		}
-		if (ret == Z_MEM_ERROR) {
-			err = ember__error_oom("pprof zlib state");
-			break;
-		}
-		err = ember__error(EMBER_ERR_FORMAT, "pprof: corrupt gzip data: %s",
-				   zs.msg ? zs.msg : "unknown zlib error");
-		break;
-	}
-	inflateEnd(&zs);
-	if (err) {
-		free(buf);
-		return err;
-	}
-	*out = buf;
-	*out_len = used;
-	return 0;
-}
 
 /* ---- id -> index maps ---- */
 
@@ -821,7 +724,7 @@ int ember__pprof_read(const uint8_t *data, size_t len, ember__profile **out)
 	size_t raw_len = len;
 	int err;
 	if (len >= 2 && data[0] == 0x1f && data[1] == 0x8b) {
-		if ((err = gunzip(data, len, &unzipped, &raw_len)))
+		if ((err = ember__gunzip(data, len, EMBER_PPROF_MAX_RAW, "pprof", &unzipped, &raw_len)))
 			return err;
 		raw = unzipped;
 	} else if (len > EMBER_PPROF_MAX_RAW) {
@@ -860,16 +763,4 @@ int ember__pprof_read_file(const char *path, ember__profile **out)
 	if (!path || !out)
 		return ember__error(EMBER_ERR_INVALID, "pprof: NULL argument");
 	return ember__profile_read_file(path, EMBER_PPROF_MAX_RAW, ember__pprof_read, out);
-}
-
-int ember__pprof_is_empty(const uint8_t *data, size_t len)
-{
-	ember__profile *prof = NULL;
-	if (!data || !len)
-		return 1;
-	if (ember__pprof_read(data, len, &prof) != 0)
-		return 0;
-	int empty = prof->nsamples == 0;
-	ember__profile_free(prof);
-	return empty;
 }

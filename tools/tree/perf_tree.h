@@ -10,7 +10,7 @@
  * measured that design at 1.05x the shell loop's CPU). Each sample
  * carries the thread, the time, the user registers the unwinder starts
  * from and a copy of the top of the user stack (unwound later, in this
- * process, with our own tables: src/tree/tree_unwind.h). The rings also
+ * process, with our own tables: tools/tree/tree_space.h). The rings also
  * carry what names the samples: executable mappings (MMAP2), names and
  * execs (COMM), forks and exits (FORK, EXIT) and losses (LOST).
  *
