@@ -49,6 +49,8 @@ static void usage(FILE *out)
 		"Commands:\n"
 		"  run [options] -- CMD [ARGS...]   run CMD with the profiler preloaded, write one\n"
 		"                                   pprof file per window and print the top functions\n"
+		"  attach [options] PID...          profile running processes until --duration,\n"
+		"                                   Ctrl-C or their exit, and print the top functions\n"
 		"  top [--n N] [--sample-index I|NAME] FILE...\n"
 		"                                   print the top functions of pprof files\n"
 		"  longpolls [--min MS] FILE...     list the long polls in pprof or JFR files, with\n"
@@ -73,6 +75,10 @@ static int help(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "run")) {
 		ember__cli_run_usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "attach")) {
+		ember__cli_attach_usage(stdout);
 		return 0;
 	}
 	if (!strcmp(argv[1], "top")) {
@@ -111,6 +117,8 @@ int main(int argc, char **argv)
 		return ember__cli_run(argc - 1, argv + 1);
 	if (!strcmp(cmd, "top"))
 		return ember__cli_top(argc - 1, argv + 1);
+	if (!strcmp(cmd, "attach"))
+		return ember__cli_attach(argc - 1, argv + 1);
 	if (!strcmp(cmd, "longpolls"))
 		return ember__cli_longpolls(argc - 1, argv + 1);
 	if (!strcmp(cmd, "flame"))

@@ -151,7 +151,9 @@ static const char *const known_vars[] = {
 	"EMBERPROF_UNWIND_CACHE", /* the unwind-table cache (src/agent/table_cache.h) */
 };
 
-typedef struct run_opts {
+typedef struct ember__cli_opts {
+	const char *name;             /* the command, in messages: "run", "attach" */
+	void (*usage)(FILE *out);     /* its help */
 	const char *value[NENV_OPTS]; /* as given; NULL if not given */
 	char *tags;                   /* --tag values joined with ',' */
 	char *headers;                /* --header values joined with '\n' */
@@ -286,11 +288,11 @@ static int add_tag(run_opts *o, const char *tag)
 {
 	const char *eq = strchr(tag, '=');
 	if (!eq || eq == tag) {
-		ember__cli_error("run: --tag \"%s\" is invalid: expected KEY=VALUE", tag);
+		ember__cli_error("%s: --tag \"%s\" is invalid: expected KEY=VALUE", o->name, tag);
 		return -1;
 	}
 	if (strchr(tag, ',')) {
-		ember__cli_error("run: --tag \"%s\" is invalid: a tag may not contain ','", tag);
+		ember__cli_error("%s: --tag \"%s\" is invalid: a tag may not contain ','", o->name, tag);
 		return -1;
 	}
 	size_t old = o->tags ? strlen(o->tags) : 0, n = strlen(tag);
@@ -312,7 +314,7 @@ static int add_header(run_opts *o, const char *h)
 	const char *colon = strchr(h, ':');
 	if (!colon || colon == h || strpbrk(h, "\r\n")) {
 		char shown[160];
-		ember__cli_error("run: --header \"%s\" is invalid: expected 'NAME: VALUE' on one line",
+		ember__cli_error("%s: --header \"%s\" is invalid: expected 'NAME: VALUE' on one line", o->name,
 				 ember__redact_header(h, shown, sizeof(shown)));
 		return -1;
 	}
@@ -335,8 +337,8 @@ static int apply_option(run_opts *o, int id, const char *value)
 	switch (id) {
 	case OPT_TOP:
 		if (ember__cli_parse_count(value, 1, 1000000, &o->top) < 0) {
-			ember__cli_error("run: --top \"%s\" is invalid: expected a number of rows, "
-					 "1..1000000",
+			ember__cli_error("%s: --top \"%s\" is invalid: expected a number of rows, "
+					 "1..1000000", o->name,
 					 value);
 			return -1;
 		}
@@ -348,7 +350,7 @@ static int apply_option(run_opts *o, int id, const char *value)
 		o->flame = 1;
 		return 0;
 	case OPT_HELP:
-		ember__cli_run_usage(stdout);
+		o->usage(stdout);
 		return 1;
 	case OPT_TAG:
 		return add_tag(o, value);
@@ -357,7 +359,7 @@ static int apply_option(run_opts *o, int id, const char *value)
 	case OPT_BASIC_AUTH: {
 		const char *colon = strchr(value, ':');
 		if (!colon || colon == value || !colon[1]) {
-			ember__cli_error("run: --basic-auth is invalid: expected USER:PASSWORD");
+			ember__cli_error("%s: --basic-auth is invalid: expected USER:PASSWORD", o->name);
 			return -1;
 		}
 		o->value[id] = value;
@@ -377,7 +379,7 @@ static int apply_option(run_opts *o, int id, const char *value)
 	case OPT_OUTPUT:
 	case OPT_APP:
 		if (!*value) {
-			ember__cli_error("run: --%s needs a non-empty value", option_defs[id].name);
+			ember__cli_error("%s: --%s needs a non-empty value", o->name, option_defs[id].name);
 			return -1;
 		}
 		o->value[id] = value;
@@ -389,10 +391,11 @@ static int apply_option(run_opts *o, int id, const char *value)
 }
 
 /*
- * Parses argv (argv[0] is "run"). Returns -1 to go on (o filled, o->cmd
- * set), else the exit code to return right away.
+ * Parses the options of argv (argv[0] is the command). Returns -1 to go
+ * on (o filled, o->cmd the first argument that is not an option, or argc),
+ * else the exit code to return right away.
  */
-static int parse_args(int argc, char **argv, run_opts *o)
+static int parse_options(int argc, char **argv, run_opts *o)
 {
 	int i = 1;
 	for (; i < argc; i++) {
@@ -406,8 +409,8 @@ static int parse_args(int argc, char **argv, run_opts *o)
 		const char *value;
 		int id = find_option(arg, &value);
 		if (id < 0) {
-			ember__cli_error("run: unknown option '%s'", arg);
-			ember__cli_run_usage(stderr);
+			ember__cli_error("%s: unknown option '%s'", o->name, arg);
+			o->usage(stderr);
 			return EMBER_EXIT_USAGE;
 		}
 		const option_def *d = &option_defs[id];
@@ -418,24 +421,34 @@ static int parse_args(int argc, char **argv, run_opts *o)
 			value = argv[++i]; /* --wall 20ms */
 		if (d->has_value == 1 && !value) {
 			if (i + 1 >= argc || !strcmp(argv[i + 1], "--")) {
-				ember__cli_error("run: option --%s needs a value", d->name);
+				ember__cli_error("%s: option --%s needs a value", o->name, d->name);
 				return EMBER_EXIT_USAGE;
 			}
 			value = argv[++i];
 		} else if (!d->has_value && value) {
-			ember__cli_error("run: option --%s takes no value", d->name);
+			ember__cli_error("%s: option --%s takes no value", o->name, d->name);
 			return EMBER_EXIT_USAGE;
 		}
 		int rc = apply_option(o, id, value);
 		if (rc)
 			return rc > 0 ? 0 : EMBER_EXIT_USAGE;
 	}
+	o->cmd = i;
+	return -1;
+}
+
+/* run's: the options, then CMD. */
+static int parse_args(int argc, char **argv, run_opts *o)
+{
+	int rc = parse_options(argc, argv, o);
+	if (rc >= 0)
+		return rc;
+	int i = o->cmd;
 	if (i >= argc) {
-		ember__cli_error("run: no command given");
-		ember__cli_run_usage(stderr);
+		ember__cli_error("%s: no command given", o->name);
+		o->usage(stderr);
 		return EMBER_EXIT_USAGE;
 	}
-	o->cmd = i;
 	return -1;
 }
 
@@ -539,11 +552,11 @@ static void report_invalid(const run_opts *o, const char *msg)
 		snprintf(needle, sizeof(needle), "%s=", option_defs[id].env);
 		if (v && (strstr(msg, needle) ||
 			  (id == OPT_BASIC_AUTH && strstr(msg, "EMBERPROF_SERVER_BASIC_AUTH_PASSWORD=")))) {
-			ember__cli_error("run: invalid --%s: %s", option_defs[id].name, msg);
+			ember__cli_error("%s: invalid --%s: %s", o->name, option_defs[id].name, msg);
 			return;
 		}
 	}
-	ember__cli_error("run: %s", msg);
+	ember__cli_error("%s: %s", o->name, msg);
 }
 
 /*
@@ -558,7 +571,7 @@ static int validate_environment(const run_opts *o, int *alloc_hook)
 	int flag;
 	if (autostart && ember__parse_bool(autostart, &flag) < 0) {
 		char shown[256];
-		ember__cli_error("run: environment variable %s=\"%s\" is invalid: expected 0 or 1",
+		ember__cli_error("%s: environment variable %s=\"%s\" is invalid: expected 0 or 1", o->name,
 				 EMBER_ENV_AUTOSTART,
 				 ember__redact_value(EMBER_ENV_AUTOSTART, autostart, shown, sizeof(shown)));
 		return EMBER_EXIT_USAGE;
@@ -608,6 +621,32 @@ static int export_ld_preload(const char *lib)
 	int rc = set_var("LD_PRELOAD", v);
 	free(v);
 	return rc;
+}
+
+/*
+ * Where the profiles go: *dir, malloc'd, the given directory or a fresh
+ * default one named after cmd (EMBERPROF_OUTPUT_DIR set to it); NULL when
+ * profiles go to a Pyroscope server and no directory was asked for. 0, or
+ * the exit code (the error printed).
+ */
+static int output_dir(const char *cmd, char **dir)
+{
+	*dir = NULL;
+	const char *given = getenv(EMBER_ENV_OUTPUT_DIR);
+	if (!(given && *given) && server_configured())
+		return 0;
+	if (given && *given) {
+		if (!(*dir = strdup(given))) {
+			ember__cli_error("out of memory");
+			return EMBER_EXIT_INTERNAL;
+		}
+		return 0;
+	}
+	if (ember__cli_make_default_outdir(cmd, dir) < 0) {
+		ember__cli_error("%s", ember_last_error());
+		return EMBER_EXIT_USAGE;
+	}
+	return set_var(EMBER_ENV_OUTPUT_DIR, *dir) < 0 ? EMBER_EXIT_INTERNAL : 0;
 }
 
 /* Whether the run profiles the whole tree (EMBERPROF_FOLLOW_CHILDREN). */
@@ -748,6 +787,8 @@ int ember__cli_run(int argc, char **argv)
 	run_opts o;
 	memset(&o, 0, sizeof(o));
 	o.top = DEFAULT_TOP;
+	o.name = "run";
+	o.usage = ember__cli_run_usage;
 	char *path = NULL, *dir = NULL;
 	run_engine e = { 0 };
 
@@ -798,8 +839,9 @@ int ember__cli_run(int argc, char **argv)
 	/* 3. The output directory (a fresh default one if none was given),
 	 * unless profiles go to a Pyroscope server and no directory was asked
 	 * for: then the agent is started without a local reporter. */
-	const char *given = getenv(EMBER_ENV_OUTPUT_DIR);
-	if (!(given && *given) && server_configured()) {
+	if ((code = output_dir(cmd, &dir)) != 0)
+		goto out;
+	if (!dir) {
 		code = EMBER_EXIT_INTERNAL;
 		if (set_var(EMBER_ENV_AUTOSTART, "1") < 0 || (code = start_engine(&e, tree)) != 0)
 			goto out;
@@ -808,22 +850,6 @@ int ember__cli_run(int argc, char **argv)
 			ember__cli_error("%s was killed by signal %d (%s)", argv[o.cmd], killed_by,
 					 strsignal(killed_by));
 		goto out;
-	}
-	if (given && *given) {
-		code = EMBER_EXIT_INTERNAL;
-		if (!(dir = strdup(given))) {
-			ember__cli_error("out of memory");
-			goto out;
-		}
-	} else {
-		if (ember__cli_make_default_outdir(cmd, &dir) < 0) {
-			ember__cli_error("%s", ember_last_error());
-			code = EMBER_EXIT_USAGE;
-			goto out;
-		}
-		code = EMBER_EXIT_INTERNAL;
-		if (set_var(EMBER_ENV_OUTPUT_DIR, dir) < 0)
-			goto out;
 	}
 	if ((code = start_engine(&e, tree)) != 0)
 		goto out;
@@ -837,4 +863,63 @@ out:
 	free(o.tags);
 	free(o.headers);
 	return code;
+}
+
+/* ---- the options other commands share (`emberprof attach`) ---- */
+
+int ember__cli_opts_parse(const char *name, void (*usage)(FILE *), int argc, char **argv,
+			  ember__cli_opts **out, int *first)
+{
+	*out = NULL;
+	run_opts *o = calloc(1, sizeof(*o));
+	if (!o) {
+		ember__cli_error("out of memory");
+		return EMBER_EXIT_INTERNAL;
+	}
+	o->top = DEFAULT_TOP;
+	o->name = name;
+	o->usage = usage;
+	int rc = parse_options(argc, argv, o);
+	if (rc >= 0) {
+		ember__cli_opts_free(o);
+		return rc;
+	}
+	*first = o->cmd;
+	*out = o;
+	return -1;
+}
+
+int ember__cli_opts_setup(ember__cli_opts *o, const char *app, char **dir, int *alloc_hook)
+{
+	*dir = NULL;
+	if (export_options(o, app) < 0)
+		return EMBER_EXIT_USAGE;
+	int code = validate_environment(o, alloc_hook);
+	if (code)
+		return code;
+	warn_unknown_variables();
+	unsetenv(EMBER_ENV_PROFILE_PID);
+	return output_dir(app, dir);
+}
+
+void ember__cli_opts_summary(const ember__cli_opts *o, ember__cli_summary *s)
+{
+	s->top = o->top;
+	s->quiet = o->quiet;
+	s->flame = o->flame;
+	s->follow = following();
+}
+
+int ember__cli_opts_verbose(void)
+{
+	return log_verbose();
+}
+
+void ember__cli_opts_free(ember__cli_opts *o)
+{
+	if (!o)
+		return;
+	free(o->tags);
+	free(o->headers);
+	free(o);
 }

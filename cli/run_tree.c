@@ -255,6 +255,17 @@ const char *ember__cli_tree_attach_error(const ember__cli_tree *ct)
 	return ct && ct->attach_error[0] ? ct->attach_error : NULL;
 }
 
+ember__tree *ember__cli_tree_engine(ember__cli_tree *ct)
+{
+	return ct->t;
+}
+
+void ember__cli_tree_stop(ember__cli_tree *ct)
+{
+	(void)ember__tree_finish(ct->t);
+	print_stats(ct);
+}
+
 void ember__cli_tree_free(ember__cli_tree *ct)
 {
 	if (!ct)

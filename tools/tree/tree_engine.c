@@ -4,6 +4,7 @@
  */
 #include "tree/tree_engine.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "agent/aggregate.h"
 #include "agent/window.h"
@@ -86,6 +88,25 @@ int ember__tree_attach(ember__tree *t, pid_t pid)
 	ember__ptree_opts o = {t->cfg->hz, 0, 0, 0};
 	t->top = (int32_t)pid;
 	return ember__ptree_open(&t->pt, pid, &o);
+}
+
+int ember__tree_attach_task(ember__tree *t, pid_t tid, int threads_only)
+{
+	ember__ptree_opts o = {t->cfg->hz, 0, 0, 0};
+	t->top = (int32_t)tid;
+	int rc = ember__ptree_open_rings(&t->pt, &o, threads_only);
+	if (rc == 0 && (rc = ember__ptree_add_task(t->pt, tid)) != 0) {
+		ember__ptree_free(t->pt);
+		t->pt = NULL;
+	}
+	return rc;
+}
+
+int ember__tree_add_task(ember__tree *t, pid_t tid)
+{
+	if (!t->pt)
+		return ember__error(EMBER_ERR_INVALID, "tree engine: not attached");
+	return ember__ptree_add_task(t->pt, tid);
 }
 
 void ember__tree_set_follow(ember__tree *t, int follow)
@@ -336,6 +357,86 @@ static void on_record(void *arg, const ember__ptree_rec *r)
 		t->st.lost += r->u.lost.lost;
 		break;
 	}
+}
+
+/* Reads /proc/<pid>/<what> into buf (NUL-terminated, the last newline
+ * dropped). 0, or -errno. */
+static int read_proc(pid_t pid, const char *what, char *buf, size_t n)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, what);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	size_t got = fread(buf, 1, n - 1, f);
+	fclose(f);
+	buf[got] = 0;
+	if (got && buf[got - 1] == '\n')
+		buf[got - 1] = 0;
+	return 0;
+}
+
+/* One line of /proc/PID/maps, executable and named: what an MMAP2 record
+ * would have said. */
+static void adopt_mapping(ember__tree *t, tproc *p, const char *line)
+{
+	unsigned long long start, end, off, ino;
+	unsigned maj, min;
+	char perms[8];
+	int pos = 0;
+	if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &off, &maj, &min,
+		   &ino, &pos) < 7 || !pos || perms[2] != 'x')
+		return;
+	const char *path = line + pos;
+	if (path[0] != '/' && strcmp(path, "[vdso]") != 0)
+		return;
+	ember__tmod *m = ember__tmods_get(t->mods, path, maj, min, ino);
+	if (m)
+		(void)ember__tspace_map(&p->space, start, end - start, off, m);
+}
+
+int ember__tree_adopt(ember__tree *t, pid_t pid)
+{
+	char buf[4096];
+	if (read_proc(pid, "comm", buf, sizeof(buf)) < 0)
+		return -ESRCH;
+	tproc *p = proc_get(t, (int32_t)pid, 1);
+	if (!p)
+		return ember__error_oom("tree engine");
+	memcpy(p->comm, buf, sizeof(p->comm) - 1);
+	p->comm[sizeof(p->comm) - 1] = 0;
+	set_thread_name(t, (int32_t)pid, p->comm);
+	char path[64];
+	ssize_t n = (snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid),
+		     readlink(path, buf, sizeof(buf) - 1));
+	if (n > 0) {
+		buf[n] = 0;
+		free(p->exe);
+		p->exe = strdup(buf);
+	}
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (f) {
+		while (fgets(buf, sizeof(buf), f)) {
+			buf[strcspn(buf, "\n")] = 0;
+			adopt_mapping(t, p, buf);
+		}
+		fclose(f);
+	}
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	DIR *d = opendir(path);
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		char what[64];
+		if (de->d_name[0] < '1' || de->d_name[0] > '9' || strlen(de->d_name) > 12)
+			continue;
+		snprintf(what, sizeof(what), "task/%.12s/comm", de->d_name);
+		if (read_proc(pid, what, buf, sizeof(buf)) == 0)
+			set_thread_name(t, (int32_t)atoi(de->d_name), buf);
+	}
+	if (d)
+		closedir(d);
+	return 0;
 }
 
 /* Reports p's last window and forgets p. */

@@ -68,6 +68,27 @@ int ember__tree_new(ember__tree **out, ember__config *cfg);
  */
 int ember__tree_attach(ember__tree *t, pid_t pid);
 
+/*
+ * `emberprof attach`: sampling starts at once on running thread `tid`;
+ * threads_only: the threads it starts inherit its events, its children
+ * do not (--no-follow-children). 0, or EMBER_ERR_UNSUPPORTED with the
+ * kernel's reason.
+ */
+int ember__tree_attach_task(ember__tree *t, pid_t tid, int threads_only);
+
+/* Another running thread, of any process, sampled from now on (after
+ * ember__tree_attach_task). 0, -ESRCH if it has exited, or ember_err. */
+int ember__tree_add_task(ember__tree *t, pid_t tid);
+
+/*
+ * A process that ran before sampling began: its name, program, threads'
+ * names and executable mappings as its records would have told them, read
+ * from /proc/PID (call once its threads' events are open, so that a
+ * mapping made meanwhile comes in a record, after this). 0, -ESRCH if it
+ * has exited, or EMBER_ERR_NOMEM.
+ */
+int ember__tree_adopt(ember__tree *t, pid_t pid);
+
 /* 0: only the attached process is profiled (what it execs into included),
  * not its descendants (--no-follow-children); 1 (the default): the tree. */
 void ember__tree_set_follow(ember__tree *t, int follow);

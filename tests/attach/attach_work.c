@@ -1,0 +1,177 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * attach_work.c - a program `emberprof attach` attaches to, driven by
+ * lines on its standard input (a FIFO the test holds open):
+ *
+ *   attach_work busy OUT: two threads wait; on "go" each burns 400 ms of
+ *   its own CPU time in its function (attach_spin_a, attach_spin_b), a
+ *   thread started after "go" burns 200 ms in attach_late_spin and a fork
+ *   child 200 ms in attach_child_spin; then OUT gets "done PARENT_NS
+ *   CHILD_NS" (the CPU time each process burnt, from its own clocks) and
+ *   the program waits for EOF on stdin, exiting 0.
+ *
+ *   attach_work idle OUT: writes "ready" to OUT, then waits for EOF.
+ *
+ * Every count comes from the threads' own CPU clocks, never from a wall
+ * clock: the test compares the profiles with what was burnt, whatever the
+ * machine's load. It fails (exit 3) if a call returns EINTR.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static volatile uint64_t sink;
+
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Burns ms of this thread's CPU time; returns the nanoseconds burnt.
+ * (Each with its own constant: identical bodies would be folded into one.) */
+#define BURN(name, k)                                                        \
+	uint64_t name(unsigned ms);                                        \
+	__attribute__((noinline)) uint64_t name(unsigned ms)               \
+	{                                                                  \
+		uint64_t t0 = thread_cpu_ns(), t;                          \
+		do {                                                       \
+			for (int i = 0; i < 100000; i++)                   \
+				sink += (uint64_t)i * k;                   \
+		} while ((t = thread_cpu_ns()) - t0 < ms * 1000000ull);    \
+		return t - t0;                                             \
+	}
+BURN(attach_spin_a, 3)
+BURN(attach_spin_b, 5)
+BURN(attach_late_spin, 7)
+BURN(attach_child_spin, 11)
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static int go;
+static uint64_t burnt;
+
+static void wait_go(void)
+{
+	pthread_mutex_lock(&mu);
+	while (!go)
+		pthread_cond_wait(&cv, &mu);
+	pthread_mutex_unlock(&mu);
+}
+
+static void add_burnt(uint64_t ns)
+{
+	pthread_mutex_lock(&mu);
+	burnt += ns;
+	pthread_mutex_unlock(&mu);
+}
+
+static void *thread_a(void *arg)
+{
+	(void)arg;
+	wait_go();
+	add_burnt(attach_spin_a(400));
+	return NULL;
+}
+
+static void *thread_b(void *arg)
+{
+	(void)arg;
+	wait_go();
+	add_burnt(attach_spin_b(400));
+	return NULL;
+}
+
+static void *thread_late(void *arg)
+{
+	(void)arg;
+	add_burnt(attach_late_spin(200));
+	return NULL;
+}
+
+/* Reads stdin up to a line (1) or EOF (0); EINTR is a failure. */
+static int read_line(char *buf, size_t n)
+{
+	size_t k = 0;
+	while (k + 1 < n) {
+		ssize_t r = read(0, buf + k, 1);
+		if (r < 0 && errno == EINTR) {
+			fprintf(stderr, "attach_work: read returned EINTR\n");
+			exit(3);
+		}
+		if (r <= 0)
+			return 0;
+		if (buf[k] == '\n')
+			break;
+		k++;
+	}
+	buf[k] = 0;
+	return 1;
+}
+
+static void write_file(const char *path, const char *text)
+{
+	char tmp[4096];
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	FILE *f = fopen(tmp, "w");
+	if (!f || fputs(text, f) < 0 || fclose(f) != 0 || rename(tmp, path) != 0) {
+		perror(path);
+		exit(1);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	char line[256];
+	if (argc != 3)
+		return 2;
+	if (!strcmp(argv[1], "idle")) {
+		write_file(argv[2], "ready\n");
+		while (read_line(line, sizeof(line)))
+			;
+		return 0;
+	}
+	if (strcmp(argv[1], "busy"))
+		return 2;
+	pthread_t a, b, late;
+	pthread_create(&a, NULL, thread_a, NULL);
+	pthread_create(&b, NULL, thread_b, NULL);
+	write_file(argv[2], "ready\n");
+	while (read_line(line, sizeof(line)) && strcmp(line, "go"))
+		;
+	pthread_mutex_lock(&mu);
+	go = 1;
+	pthread_cond_broadcast(&cv);
+	pthread_mutex_unlock(&mu);
+	pthread_create(&late, NULL, thread_late, NULL);
+	int fds[2];
+	if (pipe(fds) != 0)
+		return 1;
+	pid_t child = fork();
+	if (child == 0) {
+		uint64_t ns = attach_child_spin(200);
+		(void)!write(fds[1], &ns, sizeof(ns));
+		_exit(0);
+	}
+	uint64_t child_ns = 0;
+	(void)!read(fds[0], &child_ns, sizeof(child_ns));
+	int st;
+	waitpid(child, &st, 0);
+	pthread_join(a, NULL);
+	pthread_join(b, NULL);
+	pthread_join(late, NULL);
+	char text[128];
+	snprintf(text, sizeof(text), "done %llu %llu\n", (unsigned long long)burnt,
+		 (unsigned long long)child_ns);
+	write_file(argv[2], text);
+	while (read_line(line, sizeof(line)))
+		;
+	return 0;
+}
