@@ -22,11 +22,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "attach/attach_target.h"
+#include "attach/inject.h"
 #include "cli.h"
 #include "emberprof.h"
 #include "report/local.h"
@@ -334,12 +336,167 @@ static void sample_loop(ember__tree *t, const ember__pidlist *targets, unsigned 
 			break;
 		}
 		int64_t left = end - mono_ms();
-		(void)ember__tree_step(t, left < 50 ? (int)(left > 0 ? left : 0) : 50);
+		int wait = left < 50 ? (int)(left > 0 ? left : 0) : 50;
+		if (t)
+			(void)ember__tree_step(t, wait);
+		else
+			poll(NULL, 0, wait);
 	}
 	for (size_t i = 0; pidfd && i < targets->n; i++)
 		if (pidfd[i] >= 0)
 			close(pidfd[i]);
 	free(pidfd);
+}
+
+/* --wall given on the command line (its variable is set only later). */
+static int wall_asked(int argc, char **argv)
+{
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+		if (!strcmp(argv[i], "--wall") || !strncmp(argv[i], "--wall=", 7))
+			return 1;
+	return 0;
+}
+
+/* The settings the library's agent starts with: this process's
+ * EMBERPROF_*, PYROSCOPE_* and AWS_* variables, as exported for the
+ * options, one "KEY=VALUE" a line. malloc'd, or NULL. */
+static char *agent_settings(void)
+{
+	extern char **environ;
+	size_t n = 1;
+	static const char *const prefixes[] = {"EMBERPROF_", "PYROSCOPE_", "AWS_"};
+	for (int pass = 0; pass < 2; pass++) {
+		char *s = pass ? malloc(n) : NULL, *w = s;
+		if (pass && !s)
+			return NULL;
+		for (char **e = environ; e && *e; e++) {
+			int ours = 0;
+			for (size_t k = 0; k < 3; k++)
+				ours |= !strncmp(*e, prefixes[k], strlen(prefixes[k]));
+			if (!ours || strchr(*e, '\n'))
+				continue;
+			if (!strncmp(*e, "EMBERPROF_LIB=", 14) || !strncmp(*e, "EMBERPROF_ENGINE=", 17))
+				continue;
+			if (pass)
+				w += sprintf(w, "%s\n", *e);
+			else
+				n += strlen(*e) + 1;
+		}
+		if (pass) {
+			*w = 0;
+			return s;
+		}
+	}
+	return NULL;
+}
+
+/* Is the library the same file from the process's root (not another
+ * mount namespace's)? */
+static int lib_reachable(pid_t pid, const char *lib)
+{
+	char path[4200];
+	struct stat a, b;
+	snprintf(path, sizeof(path), "/proc/%d/root%s", (int)pid, lib);
+	return stat(lib, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev &&
+	       a.st_ino == b.st_ino;
+}
+
+/*
+ * --wall: the library loaded into each process given (not its
+ * descendants) and its agent started there with the options, which then
+ * profiles CPU and wall-clock time itself; stopped again at the end (the
+ * library stays loaded). Returns the exit code.
+ */
+static int attach_library(const ember__pidlist *targets, const char *dir, const attach_args *a,
+			  const ember__cli_names *before, const ember__cli_names *jfr_before,
+			  const char *app, const ember__cli_opts *o)
+{
+	char *lib = NULL, *settings = NULL;
+	ember__inject **inj = calloc(targets->n, sizeof(*inj));
+	int *started = calloc(targets->n, sizeof(int));
+	int code = EMBER_EXIT_INTERNAL;
+	if (!inj || !started || !(settings = agent_settings())) {
+		ember__cli_error("out of memory");
+		goto out;
+	}
+	if ((code = ember__cli_find_library(0, &lib)) != 0) {
+		ember__cli_error("attach: %s", ember_last_error());
+		goto out;
+	}
+	for (size_t i = 0; i < targets->n; i++) {
+		if (!lib_reachable(targets->v[i], lib)) {
+			ember__cli_error("attach: process %d runs in another mount namespace (a "
+					 "container?), where %s is not the same file: --wall cannot "
+					 "load the library there yet; CPU profiles (without it) can",
+					 (int)targets->v[i], lib);
+			code = REFUSED;
+			goto out;
+		}
+		/* the process writes its profiles itself: as its own user */
+		struct stat st;
+		char sp[64];
+		snprintf(sp, sizeof(sp), "/proc/%d", (int)targets->v[i]);
+		if (dir && geteuid() == 0 && stat(sp, &st) == 0 && st.st_uid != 0 &&
+		    chown(dir, st.st_uid, st.st_gid) != 0)
+			ember__cli_error("attach: warning: cannot give %s to the process's user: %s", dir,
+					 strerror(errno));
+	}
+	int64_t t0 = mono_ms();
+	for (size_t i = 0; i < targets->n; i++) {
+		int ret = -1;
+		if (ember__inject_call(&inj[i], targets->v[i], lib, "ember__attach_start", settings,
+				       10000, &ret) < 0) {
+			ember__cli_error("attach: %s", ember_last_error());
+			code = REFUSED;
+			goto stop;
+		}
+		if (ret != 0) {
+			ember__cli_error("attach: process %d: the agent did not start (the process's "
+					 "standard error says why)",
+					 (int)targets->v[i]);
+			code = REFUSED;
+			goto stop;
+		}
+		started[i] = 1;
+	}
+	fprintf(stderr, "emberprof: library loaded and agent started in %zu process%s in %lld ms\n",
+		targets->n, targets->n == 1 ? "" : "es", (long long)(mono_ms() - t0));
+	test_pause(8);
+	const char *why;
+	sample_loop(NULL, targets, a->duration_ms, &why);
+	fprintf(stderr, "emberprof: %s: stopping the agent%s\n", why, targets->n == 1 ? "" : "s");
+	code = 0;
+stop:
+	for (size_t i = 0; i < targets->n; i++) {
+		int ret = -1;
+		char st = started[i] ? ember__attach_state(targets->v[i]) : 0;
+		if (!st || st == 'Z' || st == 'X')
+			continue; /* not started, or exited: its exit wrote the last window */
+		if (ember__inject_call(&inj[i], targets->v[i], lib, "ember__attach_stop", "", 30000,
+				       &ret) < 0) {
+			ember__cli_error("attach: process %d: the agent could not be stopped, it goes on "
+					 "profiling until the process exits: %s",
+					 (int)targets->v[i], ember_last_error());
+			if (!code)
+				code = REFUSED;
+		}
+	}
+	fprintf(stderr, "emberprof: detached after %.1f s (the library stays loaded; a 32 KiB page "
+			"of the loader calls stays mapped)\n",
+		(double)(mono_ms() - t0) / 1000);
+	if (dir && code == 0) {
+		ember__cli_summary sum = {.dir = dir, .cmd = app};
+		ember__cli_opts_summary(o, &sum);
+		ember__cli_summarize(&sum, before, jfr_before);
+	}
+out:
+	for (size_t i = 0; inj && i < targets->n; i++)
+		ember__inject_free(inj[i]);
+	free(inj);
+	free(started);
+	free(settings);
+	free(lib);
+	return code;
 }
 
 int ember__cli_attach(int argc, char **argv)
@@ -363,6 +520,8 @@ int ember__cli_attach(int argc, char **argv)
 	/* Each process checked before anything touches it. */
 	const char *wall = getenv("EMBERPROF_WALL"), *alloc = getenv("EMBERPROF_ALLOC");
 	ember__attach_check chk = {0};
+	int inject = wall_asked(a.argc, a.argv) || (wall && *wall);
+	chk.inject = inject;
 	for (size_t i = 0; i < targets.n; i++) {
 		if (ember__attach_check_process(targets.v[i], &chk) < 0) {
 			ember__cli_error("attach: %s", ember_last_error());
@@ -391,13 +550,31 @@ int ember__cli_attach(int argc, char **argv)
 		goto out;
 	}
 	unsetenv("EMBERPROF_ENGINE");
-	wall = getenv("EMBERPROF_WALL");
+	if (dir && (ember__cli_list_profiles(dir, &before) < 0 ||
+		    ember__cli_list_files(dir, EMBER_LOCAL_JFR_SUFFIX, &jfr_before) < 0)) {
+		ember__cli_error("%s", ember_last_error());
+		code = EMBER_EXIT_INTERNAL;
+		goto out;
+	}
+	/* Stop signals end the profiling, not emberprof (handlers without
+	 * SA_RESTART: the wait returns). */
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_stop_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	ember__inject_step_hook = test_pause;
 	alloc = getenv("EMBERPROF_ALLOC");
-	if ((wall && *wall) || (alloc && *alloc)) {
-		ember__cli_error("attach: --wall and --alloc are not supported yet: they need "
-				 "the library loaded into the process; attach without them for CPU "
-				 "profiles");
+	if (alloc && *alloc) {
+		ember__cli_error("attach: --alloc is not supported yet: a library loaded into a running "
+				 "process does not receive its malloc calls (they are bound to libc "
+				 "already); attach with --wall, or without, for CPU profiles");
 		code = EMBER_EXIT_USAGE;
+		goto out;
+	}
+	if (inject) {
+		code = attach_library(&targets, dir, &a, &before, &jfr_before, app, o);
 		goto out;
 	}
 	int follow = !a.follow_off;
@@ -407,22 +584,6 @@ int ember__cli_attach(int argc, char **argv)
 		code = rc == EMBER_ERR_INVALID ? EMBER_EXIT_USAGE : EMBER_EXIT_INTERNAL;
 		goto out;
 	}
-	if (dir && (ember__cli_list_profiles(dir, &before) < 0 ||
-		    ember__cli_list_files(dir, EMBER_LOCAL_JFR_SUFFIX, &jfr_before) < 0)) {
-		ember__cli_error("%s", ember_last_error());
-		code = EMBER_EXIT_INTERNAL;
-		goto out;
-	}
-
-	/* Stop signals end the sampling, not emberprof (handlers without
-	 * SA_RESTART: the wait returns). */
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_stop_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-
 	ember__tree *t = ember__cli_tree_engine(ct);
 	int64_t t0 = mono_ms();
 	size_t nthreads = 0;

@@ -12,16 +12,26 @@
  *
  *   attach_work idle OUT: writes "ready" to OUT, then waits for EOF.
  *
+ *   attach_work blocked OUT: four threads wait, in read (a pipe),
+ *   nanosleep (100 ms at a time, again and again), epoll_wait (no timeout)
+ *   and pthread_cond_wait, named blk-read, blk-sleep, blk-epoll, blk-cond;
+ *   "ready" in OUT. On "release" each wakes (nanosleep: at its next end)
+ *   and OUT gets "done ok", or "done EINTR in CALL" (exit 3) if a call
+ *   returned EINTR; then it waits for EOF and exits 0.
+ *
  * Every count comes from the threads' own CPU clocks, never from a wall
  * clock: the test compares the profiles with what was burnt, whatever the
  * machine's load. It fails (exit 3) if a call returns EINTR.
  */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -127,6 +137,95 @@ static void write_file(const char *path, const char *text)
 	}
 }
 
+/* ---- blocked ---- */
+
+static int rel_pipe[2], rel_efd, epfd;
+static volatile int released;
+static const char *volatile eintr_in;
+
+static void *blk_read(void *arg)
+{
+	(void)arg;
+	char c;
+	ssize_t r;
+	while ((r = read(rel_pipe[0], &c, 1)) < 0)
+		if (errno == EINTR) {
+			eintr_in = "read";
+			break;
+		}
+	return NULL;
+}
+
+static void *blk_sleep(void *arg)
+{
+	(void)arg;
+	while (!released) {
+		struct timespec ts = {0, 100000000};
+		if (nanosleep(&ts, NULL) != 0 && errno == EINTR) {
+			eintr_in = "nanosleep";
+			break;
+		}
+	}
+	return NULL;
+}
+
+static void *blk_epoll(void *arg)
+{
+	(void)arg;
+	struct epoll_event ev;
+	if (epoll_wait(epfd, &ev, 1, -1) < 0 && errno == EINTR)
+		eintr_in = "epoll_wait";
+	return NULL;
+}
+
+static void *blk_cond(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&mu);
+	while (!released) {
+		int e = pthread_cond_wait(&cv, &mu);
+		if (e == EINTR)
+			eintr_in = "pthread_cond_wait";
+	}
+	pthread_mutex_unlock(&mu);
+	return NULL;
+}
+
+static int blocked(const char *out)
+{
+	char line[256];
+	pthread_t th[4];
+	void *(*fns[4])(void *) = {blk_read, blk_sleep, blk_epoll, blk_cond};
+	const char *names[4] = {"blk-read", "blk-sleep", "blk-epoll", "blk-cond"};
+	if (pipe(rel_pipe) != 0 || (rel_efd = eventfd(0, 0)) < 0 || (epfd = epoll_create1(0)) < 0)
+		return 1;
+	struct epoll_event ev = {.events = EPOLLIN};
+	epoll_ctl(epfd, EPOLL_CTL_ADD, rel_efd, &ev);
+	for (int i = 0; i < 4; i++) {
+		pthread_create(&th[i], NULL, fns[i], NULL);
+		pthread_setname_np(th[i], names[i]);
+	}
+	write_file(out, "ready\n");
+	while (read_line(line, sizeof(line)) && strcmp(line, "release"))
+		;
+	pthread_mutex_lock(&mu);
+	released = 1;
+	pthread_cond_broadcast(&cv);
+	pthread_mutex_unlock(&mu);
+	uint64_t one = 1;
+	(void)!write(rel_pipe[1], "x", 1);
+	(void)!write(rel_efd, &one, 8);
+	for (int i = 0; i < 4; i++)
+		pthread_join(th[i], NULL);
+	char text[128];
+	snprintf(text, sizeof(text), "done %s%s\n", eintr_in ? "EINTR in " : "ok",
+		 eintr_in ? eintr_in : "");
+	write_file(out, text);
+	while (read_line(line, sizeof(line)))
+		;
+	return eintr_in ? 3 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	char line[256];
@@ -138,6 +237,8 @@ int main(int argc, char **argv)
 			;
 		return 0;
 	}
+	if (!strcmp(argv[1], "blocked"))
+		return blocked(argv[2]);
 	if (strcmp(argv[1], "busy"))
 		return 2;
 	pthread_t a, b, late;

@@ -59,12 +59,10 @@ static pid_t dir_pid(const char *name)
 	return *end || v <= 0 ? 0 : (pid_t)v;
 }
 
-/* Reads /proc/<pid>/<what> (at most n - 1 bytes, NUL-terminated, the last
- * newline dropped). The bytes read, or -errno. */
-static int read_proc(pid_t pid, const char *what, char *buf, size_t n)
+/* Reads a file (at most n - 1 bytes, NUL-terminated, the last newline
+ * dropped). The bytes read, or -errno. */
+static int read_path(const char *path, char *buf, size_t n)
 {
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, what);
 	FILE *f = fopen(path, "re");
 	if (!f)
 		return -errno;
@@ -75,6 +73,14 @@ static int read_proc(pid_t pid, const char *what, char *buf, size_t n)
 	if (got && buf[got - 1] == '\n')
 		buf[--got] = 0;
 	return e ? -e : (int)got;
+}
+
+/* The same for /proc/<pid>/<what>. */
+static int read_proc(pid_t pid, const char *what, char *buf, size_t n)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, what);
+	return read_path(path, buf, n);
 }
 
 int ember__attach_find_name(const char *name, ember__pidlist *out)
@@ -157,7 +163,7 @@ static int is_descendant(pid_t pid)
 static int check_yama(pid_t pid)
 {
 	char buf[16];
-	if (read_proc(1, "../sys/kernel/yama/ptrace_scope", buf, sizeof(buf)) < 0)
+	if (read_path("/proc/sys/kernel/yama/ptrace_scope", buf, sizeof(buf)) < 0)
 		return 0; /* no Yama */
 	int scope = atoi(buf);
 	if (scope >= 3)
