@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """fn_cpu.py SAMPLE_INDEX FILE... - the value each function's stacks hold
-(cumulative, in seconds for cpu and wall), read by `go tool pprof -top`
+(cumulative: seconds for cpu and wall, counts for samples), read by `go tool pprof -top`
 (a reader nobody here wrote). Prints "FUNCTION SECONDS" lines."""
 import subprocess
 import sys
 
 idx, files = sys.argv[1], sys.argv[2:]
+unit = [] if idx == "samples" else ["-unit=ms"]
 out = subprocess.run(["go", "tool", "pprof", "-top", "-cum", "-nodecount=100000",
-                      "-unit=ms", "-sample_index=" + idx] + files,
+                      "-sample_index=" + idx] + unit + files,
                      check=True, capture_output=True, text=True).stdout
 started = False
 for line in out.splitlines():
@@ -19,6 +20,8 @@ for line in out.splitlines():
     if not started or len(f) < 6:
         continue
     cum = f[3]
-    if not cum.endswith("ms"):
+    try:  # durations in ms, counts as they are
+        v = float(cum[:-2]) / 1000 if cum.endswith("ms") else float(cum)
+    except ValueError:
         continue
-    print(f[5], float(cum[:-2]) / 1000)
+    print(f[5], v)

@@ -49,3 +49,30 @@ attach_probe() {
 	fi
 	rm -rf probe.out probe.err
 }
+
+# wait_grep FILE TEXT: waits (up to ~30 s) for TEXT in FILE
+wait_grep() {
+	i=0
+	while ! grep -qF -- "$2" "$1" 2>/dev/null && [ $i -lt 300 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	grep -qF -- "$2" "$1" 2>/dev/null
+}
+
+# what the process holds that detach must give back: its threads, the
+# signals it catches, its descriptors (targets)
+holdings() {
+	ls "/proc/$1/task" | sort | tr '\n' ' '
+	echo
+	grep SigCgt "/proc/$1/status"
+	for f in /proc/"$1"/fd/*; do printf '%s -> %s\n' "${f##*/}" "$(readlink "$f")"; done
+}
+
+# skip (77) where ptrace is refused here
+ptrace_probe() {
+	if [ -r /proc/sys/kernel/yama/ptrace_scope ] && [ "$(cat /proc/sys/kernel/yama/ptrace_scope)" -ge 3 ]; then
+		echo "Yama's ptrace_scope is 3: no ptrace at all here"
+		exit 77
+	fi
+}
