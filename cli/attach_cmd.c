@@ -348,13 +348,16 @@ static void sample_loop(ember__tree *t, const ember__pidlist *targets, unsigned 
 	free(pidfd);
 }
 
-/* --wall given on the command line (its variable is set only later). */
-static int wall_asked(int argc, char **argv)
+/* --wall or --alloc (opt) given on the command line (its variable is set
+ * only later), or by an inherited variable. */
+static int asked(int argc, char **argv, const char *opt, const char *var)
 {
+	size_t n = strlen(opt);
 	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
-		if (!strcmp(argv[i], "--wall") || !strncmp(argv[i], "--wall=", 7))
+		if (!strncmp(argv[i], opt, n) && (argv[i][n] == 0 || argv[i][n] == '='))
 			return 1;
-	return 0;
+	const char *v = getenv(var);
+	return v && *v;
 }
 
 /* The settings the library's agent starts with: this process's
@@ -518,9 +521,15 @@ int ember__cli_attach(int argc, char **argv)
 		goto out;
 
 	/* Each process checked before anything touches it. */
-	const char *wall = getenv("EMBERPROF_WALL"), *alloc = getenv("EMBERPROF_ALLOC");
+	if (asked(a.argc, a.argv, "--alloc", "EMBERPROF_ALLOC")) {
+		ember__cli_error("attach: --alloc is not supported yet: a library loaded into a running "
+				 "process does not receive its malloc calls (they are bound to libc "
+				 "already); attach with --wall, or without, for CPU profiles");
+		code = EMBER_EXIT_USAGE;
+		goto out;
+	}
 	ember__attach_check chk = {0};
-	int inject = wall_asked(a.argc, a.argv) || (wall && *wall);
+	int inject = asked(a.argc, a.argv, "--wall", "EMBERPROF_WALL");
 	chk.inject = inject;
 	for (size_t i = 0; i < targets.n; i++) {
 		if (ember__attach_check_process(targets.v[i], &chk) < 0) {
@@ -565,14 +574,6 @@ int ember__cli_attach(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	ember__inject_step_hook = test_pause;
-	alloc = getenv("EMBERPROF_ALLOC");
-	if (alloc && *alloc) {
-		ember__cli_error("attach: --alloc is not supported yet: a library loaded into a running "
-				 "process does not receive its malloc calls (they are bound to libc "
-				 "already); attach with --wall, or without, for CPU profiles");
-		code = EMBER_EXIT_USAGE;
-		goto out;
-	}
 	if (inject) {
 		code = attach_library(&targets, dir, &a, &before, &jfr_before, app, o);
 		goto out;
