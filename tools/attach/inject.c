@@ -425,7 +425,9 @@ int ember__inject_call(ember__inject **injp, pid_t pid, const char *lib, const c
 	/* the page: strings, then the stub with the registers to go back to */
 	uint8_t *page = calloc(1, EMBER_INJ_PAGE_LEN);
 	resume = orig;
-	ember__iarch_restart(&resume, eintr_call(nr) && ember__iarch_syscall(&orig) == nr);
+	uint64_t args[6] = {0};
+	(void)waiting_in(pid, tid, args); /* stopped: the call's saved arguments */
+	ember__iarch_restart(&resume, eintr_call(nr) && ember__iarch_syscall(&orig) == nr, args[0]);
 	if (!page || ember__iarch_stub(page, inj->page, &resume, &addrs, &entry) != 0) {
 		free(page);
 		snprintf(why, sizeof(why), "attach: out of memory");

@@ -38,8 +38,10 @@ void ember__iarch_setup_syscall(ember__iregs *r, uint64_t insn, long nr, const u
  * back on the system call instruction, its number in place) when ret is
  * one of -ERESTARTSYS, -ERESTARTNOINTR, -ERESTARTNOHAND,
  * -ERESTART_RESTARTBLOCK, or -EINTR with `eintr_too` (a call the kernel
- * does not restart, whose EINTR the program must not see). */
-void ember__iarch_restart(ember__iregs *r, int eintr_too);
+ * does not restart, whose EINTR the program must not see). arg0: the
+ * call's first argument as the kernel saved it (/proc/PID/task/TID/syscall:
+ * aarch64 returns in the register that held it). */
+void ember__iarch_restart(ember__iregs *r, int eintr_too, uint64_t arg0);
 
 /* The layout of the page (inject.c fills the strings and reads results). */
 #define EMBER_INJ_PAGE_LEN 0x8000u

@@ -58,8 +58,9 @@ void ember__iarch_setup_syscall(ember__iregs *r, uint64_t insn, long nr, const u
 	u->r9 = a[5];
 }
 
-void ember__iarch_restart(ember__iregs *r, int eintr_too)
+void ember__iarch_restart(ember__iregs *r, int eintr_too, uint64_t arg0)
 {
+	(void)arg0; /* rdi keeps it */
 	struct user_regs_struct *u = U(r);
 	long ret = (long)u->rax, nr = (long)u->orig_rax;
 	if (nr < 0)
