@@ -5,8 +5,8 @@
  *
  *   attach_work busy OUT: two threads wait; on "go" each burns 400 ms of
  *   its own CPU time in its function (attach_spin_a, attach_spin_b), a
- *   thread started after "go" burns 200 ms in attach_late_spin and a fork
- *   child 200 ms in attach_child_spin; then OUT gets "done PARENT_NS
+ *   thread started after "go" burns 300 ms in attach_late_spin and a fork
+ *   child 400 ms in attach_child_spin; then OUT gets "done PARENT_NS
  *   CHILD_NS" (the CPU time each process burnt, from its own clocks) and
  *   the program waits for EOF on stdin, exiting 0.
  *
@@ -102,7 +102,7 @@ static void *thread_b(void *arg)
 static void *thread_late(void *arg)
 {
 	(void)arg;
-	add_burnt(attach_late_spin(200));
+	add_burnt(attach_late_spin(300));
 	return NULL;
 }
 
@@ -257,7 +257,7 @@ int main(int argc, char **argv)
 		return 1;
 	pid_t child = fork();
 	if (child == 0) {
-		uint64_t ns = attach_child_spin(200);
+		uint64_t ns = attach_child_spin(400);
 		(void)!write(fds[1], &ns, sizeof(ns));
 		_exit(0);
 	}
