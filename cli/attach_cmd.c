@@ -488,10 +488,12 @@ stop:
 					 (int)targets->v[i], ember_last_error());
 			if (!code)
 				code = REFUSED;
+		} else if (ember__inject_unmap(inj[i]) < 0) {
+			ember__cli_error("attach: note: %s", ember_last_error());
 		}
 	}
-	fprintf(stderr, "emberprof: detached after %.1f s (the library stays loaded; a 32 KiB page "
-			"of the loader calls stays mapped)\n",
+	fprintf(stderr, "emberprof: detached after %.1f s (the library stays loaded: unloading it "
+			"under the program is not safe)\n",
 		(double)(mono_ms() - t0) / 1000);
 	if (dir && code == 0) {
 		ember__cli_summary sum = {.dir = dir, .cmd = app};

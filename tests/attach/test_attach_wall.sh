@@ -16,6 +16,8 @@ ptrace_probe
 
 start_target blocked
 holdings "$TPID" >before
+awk '$6 != "" { print $6 }' "/proc/$TPID/maps" | sort -u >maps.before
+wx_before=$(grep -c ' rwxp ' "/proc/$TPID/maps")
 "$EMBERPROF" attach --wall --log-level info --duration 1s -o out "$TPID" >err 2>&1
 rc=$?
 if [ $rc -ne 0 ] && grep -q "ptrace refused" err; then
@@ -34,6 +36,13 @@ else
 	fail "detach left something behind:"
 	diff before after >&2
 fi
+awk '$6 != "" { print $6 }' "/proc/$TPID/maps" | sort -u >maps.after
+new=$(comm -13 maps.before maps.after | grep -v '\.so[.0-9]*$')
+[ -z "$new" ] && ok "memory: only shared libraries newly mapped (the library and what it loads)" ||
+	fail "detach left mappings other than libraries: $new"
+wx_after=$(grep -c ' rwxp ' "/proc/$TPID/maps")
+[ "$wx_after" = "$wx_before" ] && ok "the loader calls' page is unmapped ($wx_after writable+executable mappings, as before)" ||
+	fail "writable+executable mappings: $wx_before before, $wx_after after"
 grep -q libemberprof "/proc/$TPID/maps" && ok "the library stays loaded (said: $(grep -o 'the library stays loaded' err))"
 
 # The agent's own count: "wall clock: N samples" (its log, in the

@@ -30,6 +30,7 @@ struct ember__inject {
 	pid_t pid;
 	uint64_t page; /* in the process; 0: none yet */
 	int memfd;     /* /proc/PID/mem, opened while tracing */
+	pid_t stub_tid; /* the thread that ran the stub last */
 };
 
 static void step(int n)
@@ -313,27 +314,33 @@ static int mem_read(ember__inject *inj, uint64_t addr, void *b, size_t n)
 	return pread(inj->memfd, b, n, (off_t)addr) == (ssize_t)n ? 0 : -1;
 }
 
-/* One mmap system call made by the stopped thread: the page's address, 0
- * on failure. The thread's registers are put back at once. */
-static uint64_t map_page(pid_t tid, const ember__iregs *orig)
+/* One system call made by the stopped thread (on its own system call
+ * instruction): its return, or -1 when it could not be made. The
+ * thread's registers are put back at once. */
+static long remote_syscall(pid_t tid, const ember__iregs *orig, long nr, const uint64_t args[6])
 {
 	ember__iregs r = *orig;
-	uint64_t args[6] = {0, EMBER_INJ_PAGE_LEN, PROT_READ | PROT_WRITE | PROT_EXEC,
-			    MAP_PRIVATE | MAP_ANONYMOUS, (uint64_t)-1, 0};
-	ember__iarch_setup_syscall(&r, ember__iarch_syscall_insn(orig), SYS_mmap, args);
-	uint64_t page = 0;
+	ember__iarch_setup_syscall(&r, ember__iarch_syscall_insn(orig), nr, args);
+	long ret = -1;
 	if (ember__iarch_set(tid, &r) != 0)
-		return 0;
+		return -1;
 	/* to the call's entry, then its exit */
 	if (ptrace(PTRACE_SYSCALL, tid, NULL, NULL) == 0 &&
 	    wait_stop(tid, PTRACE_SYSCALL, is_syscall_stop) == 0 &&
 	    ptrace(PTRACE_SYSCALL, tid, NULL, NULL) == 0 &&
-	    wait_stop(tid, PTRACE_SYSCALL, is_syscall_stop) == 0 && ember__iarch_get(tid, &r) == 0) {
-		long v = ember__iarch_retval(&r);
-		page = v < 0 && v > -4096 ? 0 : (uint64_t)v;
-	}
+	    wait_stop(tid, PTRACE_SYSCALL, is_syscall_stop) == 0 && ember__iarch_get(tid, &r) == 0)
+		ret = ember__iarch_retval(&r);
 	(void)ember__iarch_set(tid, orig); /* as it was, before anything else */
-	return page;
+	return ret;
+}
+
+/* The page, mapped by the stopped thread: its address, or 0. */
+static uint64_t map_page(pid_t tid, const ember__iregs *orig)
+{
+	uint64_t args[6] = {0, EMBER_INJ_PAGE_LEN, PROT_READ | PROT_WRITE | PROT_EXEC,
+			    MAP_PRIVATE | MAP_ANONYMOUS, (uint64_t)-1, 0};
+	long v = remote_syscall(tid, orig, SYS_mmap, args);
+	return v < 0 && v > -4096 ? 0 : (uint64_t)v;
 }
 
 static int64_t mono_ms(void)
@@ -350,6 +357,51 @@ static void read_string(ember__inject *inj, uint64_t addr, char *buf, size_t n)
 	if (addr && mem_read(inj, addr, buf, n - 1) != 0)
 		snprintf(buf, n, "(unreadable)");
 	buf[n - 1] = 0;
+}
+
+/*
+ * Borrows a thread of pid (pick_thread), seizes and interrupts it: 0 with
+ * *tid stopped (its call's number in *nr, its registers in *orig), or
+ * EMBER_ERR_INVALID with the reason (nothing left seized).
+ */
+static int seize(pid_t pid, pid_t *tid_out, long *nr, ember__iregs *orig)
+{
+	pid_t tid = pick_thread(pid, nr);
+	if (tid == -ESRCH)
+		return ember__error(EMBER_ERR_INVALID, "process %d has exited", (int)pid);
+	if (tid <= 0)
+		return ember__error(EMBER_ERR_INVALID,
+				    "process %d: no thread of it waits in a system call, and one is "
+				    "needed to load the library safely (a running thread may hold "
+				    "its program's locks): try again when it is less busy",
+				    (int)pid);
+	step(3);
+	if (ptrace(PTRACE_SEIZE, tid, NULL, (void *)(long)PTRACE_O_TRACESYSGOOD) != 0) {
+		int e = errno;
+		if (e == EPERM)
+			return ember__error(EMBER_ERR_INVALID,
+					    "process %d: ptrace refused (EPERM: another user's, not "
+					    "dumpable, Yama's ptrace_scope, or traced already by a "
+					    "debugger): --wall needs it to load the library",
+					    (int)pid);
+		return ember__error_errno(EMBER_ERR_INVALID, e, "process %d: ptrace(PTRACE_SEIZE)",
+					  (int)pid);
+	}
+	if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) != 0 || wait_stop(tid, PTRACE_CONT, is_interrupt) != 0 ||
+	    ember__iarch_get(tid, orig) != 0) {
+		ptrace(PTRACE_DETACH, tid, NULL, NULL);
+		return ember__error(EMBER_ERR_INVALID, "process %d exited", (int)pid);
+	}
+	if (ember__iarch_syscall(orig) < 0) {
+		/* it woke up before the interrupt reached it */
+		ptrace(PTRACE_DETACH, tid, NULL, NULL);
+		return ember__error(EMBER_ERR_INVALID,
+				    "process %d: its thread %d stopped waiting before it could be "
+				    "borrowed: try again",
+				    (int)pid, (int)tid);
+	}
+	*tid_out = tid;
+	return 0;
 }
 
 int ember__inject_call(ember__inject **injp, pid_t pid, const char *lib, const char *fn,
@@ -372,44 +424,13 @@ int ember__inject_call(ember__inject **injp, pid_t pid, const char *lib, const c
 		*injp = inj;
 	}
 	long nr = -1;
-	pid_t tid = pick_thread(pid, &nr);
-	if (tid == -ESRCH)
-		return ember__error(EMBER_ERR_INVALID, "process %d has exited", (int)pid);
-	if (tid <= 0)
-		return ember__error(EMBER_ERR_INVALID,
-				    "process %d: no thread of it waits in a system call, and one is "
-				    "needed to load the library safely (a running thread may hold "
-				    "its program's locks): try again when it is less busy",
-				    (int)pid);
-	step(3);
-	if (ptrace(PTRACE_SEIZE, tid, NULL, (void *)(long)PTRACE_O_TRACESYSGOOD) != 0) {
-		int e = errno;
-		if (e == EPERM)
-			return ember__error(EMBER_ERR_INVALID,
-					    "process %d: ptrace refused (EPERM: another user's, not "
-					    "dumpable, Yama's ptrace_scope, or traced already by a "
-					    "debugger): --wall needs it to load the library",
-					    (int)pid);
-		return ember__error_errno(EMBER_ERR_INVALID, e, "process %d: ptrace(PTRACE_SEIZE)",
-					  (int)pid);
-	}
+	pid_t tid = 0;
 	ember__iregs orig, resume, entry;
+	if ((rc = seize(pid, &tid, &nr, &orig)) < 0)
+		return rc;
 	int err = 0;
 	char why[512] = "";
-	if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) != 0 || wait_stop(tid, PTRACE_CONT, is_interrupt) != 0 ||
-	    ember__iarch_get(tid, &orig) != 0) {
-		snprintf(why, sizeof(why), "process %d exited", (int)pid);
-		err = 1;
-		goto detach;
-	}
 	step(4);
-	if (ember__iarch_syscall(&orig) < 0) {
-		/* it woke up before the interrupt reached it */
-		snprintf(why, sizeof(why), "process %d: its thread %d stopped waiting before it "
-			 "could be borrowed: try again", (int)pid, (int)tid);
-		err = 1;
-		goto detach;
-	}
 	if (inj->memfd < 0) {
 		char mp[64];
 		snprintf(mp, sizeof(mp), "/proc/%d/mem", (int)pid);
@@ -445,6 +466,7 @@ int ember__inject_call(ember__inject **injp, pid_t pid, const char *lib, const c
 		err = 1;
 		goto detach;
 	}
+	inj->stub_tid = tid;
 	step(6);
 detach:
 	/* the thread runs on: its own call, or the stub, which ends where it
@@ -476,5 +498,57 @@ detach:
 				    msg[0] ? msg : "(no reason given)");
 	}
 	*result = (int)(int32_t)ret;
+	return 0;
+}
+
+/* Is thread tid of pid waiting in a system call outside [lo, hi)? */
+static int waits_outside(pid_t pid, pid_t tid, uint64_t lo, uint64_t hi)
+{
+	char path[96], buf[512];
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", (int)pid, (int)tid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 1; /* gone: not in the page */
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	long nr;
+	unsigned long long pc;
+	if (sscanf(buf, "%ld %*s %*s %*s %*s %*s %*s %*s %llx", &nr, &pc) != 2 || nr < 0)
+		return 0; /* running, or waiting outside a call: not known */
+	return pc < lo || pc >= hi;
+}
+
+int ember__inject_unmap(ember__inject *inj)
+{
+	if (!inj || !inj->page)
+		return 0;
+	/* the stub's thread is back in its own call: out of the page */
+	int out = 0;
+	for (int i = 0; i < 50 && !(out = waits_outside(inj->pid, inj->stub_tid, inj->page,
+							 inj->page + EMBER_INJ_PAGE_LEN)); i++)
+		usleep(2000);
+	if (!out)
+		return ember__error(EMBER_ERR_INVALID,
+				    "process %d: its page of the loader calls stays mapped (thread "
+				    "%d was not seen out of it)",
+				    (int)inj->pid, (int)inj->stub_tid);
+	pid_t tid = 0;
+	long nr = -1;
+	ember__iregs orig;
+	int rc = seize(inj->pid, &tid, &nr, &orig);
+	if (rc < 0)
+		return rc;
+	uint64_t args[6] = {inj->page, EMBER_INJ_PAGE_LEN, 0, 0, 0, 0};
+	long ret = remote_syscall(tid, &orig, SYS_munmap, args);
+	/* the thread's own call restarts as the kernel would have it */
+	ptrace(PTRACE_DETACH, tid, NULL, NULL);
+	if (ret != 0)
+		return ember__error(EMBER_ERR_INVALID,
+				    "process %d: its page of the loader calls stays mapped (munmap: %ld)",
+				    (int)inj->pid, ret);
+	inj->page = 0;
 	return 0;
 }

@@ -17,10 +17,10 @@
  * changes nothing, the thread finishes on its own. emberprof reads the
  * stub's results from the page (/proc/PID/mem).
  *
- * The window where emberprof's death would harm the thread is the one
- * mmap system call (microseconds): after it the original registers are
- * put back before anything else. The page (32 KiB, anonymous) stays
- * mapped for the next call and is left in the process at the end.
+ * The windows where emberprof's death would harm the thread are the
+ * mmap system call and, at the end, the munmap (microseconds each): after
+ * each the original registers are put back before anything else. The
+ * page (32 KiB, anonymous) stays mapped between calls.
  *
  * Architectures: the registers and the stub are in inject_<arch>.c
  * behind inject_arch.h (x86-64; aarch64 written, not run here).
@@ -47,6 +47,15 @@ typedef struct ember__inject ember__inject;
 int ember__inject_call(ember__inject **inj, pid_t pid, const char *lib, const char *fn,
 		       const char *arg, unsigned timeout_ms, int *result);
 
+/*
+ * The page unmapped once the last call has ended (after the agent's stop):
+ * one munmap system call made the same way as the mmap (a waiting thread
+ * seized, interrupted, its registers put back at once). 0, or
+ * EMBER_ERR_INVALID with the reason (the page then stays: harmless).
+ */
+int ember__inject_unmap(ember__inject *inj);
+
+/* Frees inj (NULL is ok); a page not unmapped stays in the process. */
 void ember__inject_free(ember__inject *inj);
 
 /* Test knob (tests kill emberprof at each step): called with the step's
