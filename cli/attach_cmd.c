@@ -546,6 +546,14 @@ int ember__cli_attach(int argc, char **argv)
 			goto out;
 		}
 	}
+	for (size_t i = 0; i < targets.n; i++) {
+		int r = ember__attach_perf_allowed(targets.v[i]);
+		if (r == -EACCES || r == -EPERM) {
+			say_perf_refused(targets.v[i], strerror(-r));
+			code = REFUSED;
+			goto out;
+		}
+	}
 	test_pause(1);
 
 	char app[64] = "app", path[64];

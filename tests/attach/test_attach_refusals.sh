@@ -3,10 +3,11 @@
 # line on stderr and exit status 1, the process untouched (still waiting,
 # SigCgt and threads as they were, exiting 0 later): no such process,
 # another user's process, a process already profiled by an emberprof
-# agent, --wall on a statically linked program (whose CPU profile, without
-# --wall, is made); --alloc is not supported (one line, exit 2).
-# Not tested here: perf_event_paranoid and Yama refusals (they need
-# sysctls this shared machine keeps; their messages name the setting).
+# agent, perf events refused (by a seccomp filter, standing in for
+# perf_event_paranoid), --wall on a statically linked program (whose CPU
+# profile, without --wall, is made); --alloc is not supported (one line,
+# exit 2). Not tested here: Yama's refusal (a sysctl this shared machine
+# keeps; its message names the setting).
 . "$(dirname "$0")/../cli/lib.sh"
 . "$(dirname "$0")/lib_attach.sh"
 attach_probe
@@ -49,6 +50,19 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null 2>&1 && id nobody >/dev/n
 	untouched "$TPID" before
 else
 	echo "skip: another user's process (needs root and setpriv)"
+fi
+
+# perf events refused (a seccomp filter makes perf_event_open fail with
+# EACCES, as a perf_event_paranoid that forbids it does): the line names
+# the setting
+python3 "$(dirname "$0")/no_perf.py" true >/dev/null 2>&1
+if [ $? -eq 0 ]; then
+	refused "perf events refused" 1 "kernel.perf_event_paranoid is" \
+		python3 "$(dirname "$0")/no_perf.py" "$EMBERPROF" attach -o none "$TPID"
+	check_grep "perf events refused: the reason" err.txt "perf events refused"
+	untouched "$TPID" before
+else
+	echo "skip: perf events refused (no seccomp filter here)"
 fi
 
 refused "--alloc" 2 "--alloc is not supported yet" "$EMBERPROF" attach --alloc -o none "$TPID"

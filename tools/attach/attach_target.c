@@ -8,10 +8,12 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <linux/perf_event.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "emberprof.h"
@@ -258,6 +260,23 @@ int ember__attach_check_process(pid_t pid, ember__attach_check *c)
 				    (int)pid);
 	if (c->inject)
 		return check_yama(pid);
+	return 0;
+}
+
+int ember__attach_perf_allowed(pid_t pid)
+{
+	struct perf_event_attr a;
+	memset(&a, 0, sizeof(a));
+	a.size = sizeof(a);
+	a.type = PERF_TYPE_SOFTWARE;
+	a.config = PERF_COUNT_SW_CPU_CLOCK;
+	a.disabled = 1;
+	a.exclude_kernel = 1;
+	a.exclude_hv = 1;
+	int fd = (int)syscall(SYS_perf_event_open, &a, pid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	close(fd);
 	return 0;
 }
 

@@ -50,6 +50,11 @@ typedef struct ember__attach_check {
  */
 int ember__attach_check_process(pid_t pid, ember__attach_check *c);
 
+/* Would the kernel let this process open perf events on process pid?
+ * Opens and closes one disabled user-mode counter on it (nothing
+ * sampled). 0, or -errno (EACCES, EPERM: refused). */
+int ember__attach_perf_allowed(pid_t pid);
+
 /* Every descendant of the processes in *l (by the parent pids in
  * /proc/PID/stat), added to *l. 0 or EMBER_ERR_NOMEM. */
 int ember__attach_add_descendants(ember__pidlist *l);
