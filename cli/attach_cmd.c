@@ -478,11 +478,11 @@ static int attach_library(const ember__pidlist *targets, const char *dir, const 
 stop:
 	for (size_t i = 0; i < targets->n; i++) {
 		int ret = -1;
-		char st = started[i] ? ember__attach_state(targets->v[i]) : 0;
+		char st = ember__attach_state(targets->v[i]);
 		if (!st || st == 'Z' || st == 'X')
-			continue; /* not started, or exited: its exit wrote the last window */
-		if (ember__inject_call(&inj[i], targets->v[i], lib, "ember__attach_stop", "", 30000,
-				       &ret) < 0) {
+			continue; /* exited: its exit wrote the last window */
+		if (started[i] && ember__inject_call(&inj[i], targets->v[i], lib, "ember__attach_stop",
+						     "", 30000, &ret) < 0) {
 			ember__cli_error("attach: process %d: the agent could not be stopped, it goes on "
 					 "profiling until the process exits: %s",
 					 (int)targets->v[i], ember_last_error());
@@ -492,9 +492,10 @@ stop:
 			ember__cli_error("attach: note: %s", ember_last_error());
 		}
 	}
-	fprintf(stderr, "emberprof: detached after %.1f s (the library stays loaded: unloading it "
-			"under the program is not safe)\n",
-		(double)(mono_ms() - t0) / 1000);
+	if (started[0])
+		fprintf(stderr, "emberprof: detached after %.1f s (the library stays loaded: unloading "
+				"it under the program is not safe)\n",
+			(double)(mono_ms() - t0) / 1000);
 	if (dir && code == 0) {
 		ember__cli_summary sum = {.dir = dir, .cmd = app};
 		ember__cli_opts_summary(o, &sum);

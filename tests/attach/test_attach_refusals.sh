@@ -65,6 +65,22 @@ else
 	echo "skip: perf events refused (no seccomp filter here)"
 fi
 
+# the loader call fails in the process (a library without our entry
+# point: dlsym fails there): one line with the loader's reason, and the
+# process runs on as it was (its threads, SigCgt, descriptors; the
+# library that was loaded stays mapped)
+zlib=$(python3 -c 'import zlib, ctypes.util; print(ctypes.util.find_library("z") or "")')
+zpath=$(ldconfig -p 2>/dev/null | awk -v n="$zlib" '$1 == n { print $NF; exit }')
+if [ -n "$zpath" ] && [ -r "$zpath" ]; then
+	refused "the loader call fails" 1 "undefined symbol: ember__attach_start" \
+		env EMBERPROF_LIB="$(readlink -f "$zpath")" "$EMBERPROF" attach --wall -o failed "$TPID"
+	untouched "$TPID" before
+	grep -q ' rwxp ' "/proc/$TPID/maps" && fail "the loader calls' page is left mapped" ||
+		ok "the loader calls' page is unmapped after the failure"
+else
+	echo "skip: the loader call fails (no libz found)"
+fi
+
 refused "--alloc" 2 "--alloc is not supported yet" "$EMBERPROF" attach --alloc -o none "$TPID"
 untouched "$TPID" before
 stop_target
@@ -91,4 +107,5 @@ check_exit "static, CPU" 0 $?
 check_grep "static, CPU" static.err "attached to 1 process"
 stop_target
 check_absent "nothing written for the refusals" none
+rm -rf failed
 done_tests
