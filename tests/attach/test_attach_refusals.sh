@@ -85,11 +85,11 @@ refused "--alloc" 2 "--alloc is not supported yet" "$EMBERPROF" attach --alloc -
 untouched "$TPID" before
 stop_target
 
-# a process with the library loaded already (preloaded, not asked to profile)
-LD_PRELOAD="$EMBER_TEST_LIB" sleep 60 &
+# a process profiled already: the library preloaded, its agent running
+LD_PRELOAD="$EMBER_TEST_LIB" EMBERPROF_OUTPUT_DIR="$T/pre" sleep 60 &
 pre=$!
 i=0
-while ! grep -q libemberprof "/proc/$pre/maps" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+while ! grep -qx emberprof /proc/"$pre"/task/*/comm 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
 refused "already profiled" 1 "already profiled by an emberprof agent" "$EMBERPROF" attach -o none "$pre"
 refused "already profiled, --wall" 1 "not starting a second" "$EMBERPROF" attach --wall -o none "$pre"
 kill $pre

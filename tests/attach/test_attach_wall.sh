@@ -70,6 +70,17 @@ ok = ok and sum(c) == n and all(abs(x - n / len(c)) <= 0.02 * n / len(c) for x i
 sys.exit(0 if ok else 1)
 PY
 
+# again: the library is loaded already, its agent stopped: a second
+# attach starts it again
+"$EMBERPROF" attach -q --wall --duration 300ms -o again "$TPID" >again.err 2>&1
+check_exit "a second attach --wall" 0 $?
+check_grep "a second attach --wall" again.err "agent started"
+ls again/*.wall.pb.gz >/dev/null 2>&1 && ok "the second attach wrote a wall profile" ||
+	{ fail "the second attach wrote no wall profile"; cat again.err >&2; }
+holdings "$TPID" >after2
+cmp -s before after2 && ok "the second detach left threads, SigCgt and descriptors as they were" ||
+	{ fail "the second detach left something behind:"; diff before after2 >&2; }
+
 echo release >&3
 wait_grep state done || fail "the program did not finish its calls"
 check_grep "no call returned EINTR" state "done ok"

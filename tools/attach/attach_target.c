@@ -80,7 +80,7 @@ static int read_path(const char *path, char *buf, size_t n)
 /* The same for /proc/<pid>/<what>. */
 static int read_proc(pid_t pid, const char *what, char *buf, size_t n)
 {
-	char path[64];
+	char path[128];
 	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, what);
 	return read_path(path, buf, n);
 }
@@ -213,6 +213,30 @@ static int scan_maps(pid_t pid, int *agent, int *shared)
 	return 0;
 }
 
+/* Does a thread of pid carry an emberprof agent's name ("emberprof", or
+ * "emberprof-" and a role: the agent's threads name themselves so)? */
+static int agent_thread(pid_t pid)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	DIR *d = opendir(path);
+	if (!d)
+		return 0;
+	struct dirent *de;
+	int found = 0;
+	while (!found && (de = readdir(d))) {
+		char what[64], comm[32];
+		if (!dir_pid(de->d_name) || strlen(de->d_name) > 12)
+			continue;
+		snprintf(what, sizeof(what), "task/%.12s/comm", de->d_name);
+		if (read_proc(pid, what, comm, sizeof(comm)) < 0)
+			continue;
+		found = !strncmp(comm, "emberprof", 9) && (comm[9] == 0 || comm[9] == '-');
+	}
+	closedir(d);
+	return found;
+}
+
 int ember__attach_check_process(pid_t pid, ember__attach_check *c)
 {
 	c->uid_differs = c->is_static = c->has_agent = 0;
@@ -245,12 +269,15 @@ int ember__attach_check_process(pid_t pid, ember__attach_check *c)
 	}
 	if (rc < 0)
 		return ember__error(EMBER_ERR_INVALID, "process %d: no such process", (int)pid);
-	c->has_agent = agent;
+	/* the library loaded is not enough: an earlier attach leaves it
+	 * loaded, its agent stopped; an agent runs threads of its own */
+	c->has_agent = agent && agent_thread(pid);
 	c->is_static = !shared;
-	if (agent)
+	if (c->has_agent)
 		return ember__error(EMBER_ERR_INVALID,
 				    "process %d is already profiled by an emberprof agent "
-				    "(libemberprof is loaded in it): not starting a second",
+				    "(libemberprof is loaded in it and its threads run): not starting "
+				    "a second",
 				    (int)pid);
 	if (c->inject && !shared)
 		return ember__error(EMBER_ERR_INVALID,

@@ -38,14 +38,15 @@ typedef struct ember__attach_check {
 	int inject;        /* 1: the library will be loaded into the process */
 	int uid_differs;   /* out: the process runs as another user */
 	int is_static;     /* out: no dynamic loader in the process */
-	int has_agent;     /* out: libemberprof is already mapped in it */
+	int has_agent;     /* out: an emberprof agent runs in it (libemberprof
+			      mapped, and its threads there) */
 } ember__attach_check;
 
 /*
  * Can process `pid` be profiled? 0, or EMBER_ERR_INVALID with the reason,
  * one line naming the process: it does not exist, has exited, belongs to
- * another user (kill(pid, 0) gives EPERM), already holds an emberprof
- * agent (libemberprof in its maps), or, with c->inject, is statically
+ * another user (kill(pid, 0) gives EPERM), already runs an emberprof
+ * agent (libemberprof in its maps and threads named emberprof), or, with c->inject, is statically
  * linked (no loader to call) or Yama's ptrace_scope forbids attaching.
  */
 int ember__attach_check_process(pid_t pid, ember__attach_check *c);
