@@ -13,25 +13,9 @@ need nginx curl python3
 command -v go >/dev/null 2>&1 || { echo "go not installed: profiles cannot be checked"; exit 77; }
 attach_probe
 
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')
+. "$(dirname "$0")/../tree/nginx_conf.sh"
 W=$T/ng
-mkdir -p "$W/html" "$W/logs" "$W/tmp"
-chmod a+x "$T" "$W" "$W/html"
-seq 20000 >"$W/html/index.html"
-cat >"$W/nginx.conf" <<CEOF
-daemon off;
-master_process on;
-worker_processes 2;
-pid $W/nginx.pid;
-error_log $W/logs/error.log;
-events { worker_connections 64; }
-http {
-	access_log off;
-	client_body_temp_path $W/tmp; proxy_temp_path $W/tmp; fastcgi_temp_path $W/tmp;
-	uwsgi_temp_path $W/tmp; scgi_temp_path $W/tmp;
-	server { listen 127.0.0.1:$port reuseport; root $W/html; keepalive_requests 100000; }
-}
-CEOF
+nginx_conf "$W"
 (cd "$W" && exec nginx -e stderr -p . -c nginx.conf) >"$W/nginx.out" 2>&1 &
 NG=$!
 i=0

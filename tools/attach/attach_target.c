@@ -217,23 +217,16 @@ static int scan_maps(pid_t pid, int *agent, int *shared)
  * "emberprof-" and a role: the agent's threads name themselves so)? */
 static int agent_thread(pid_t pid)
 {
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
-	DIR *d = opendir(path);
-	if (!d)
-		return 0;
-	struct dirent *de;
+	ember__pidlist tids = {0};
 	int found = 0;
-	while (!found && (de = readdir(d))) {
+	(void)ember__attach_add_threads(pid, &tids); /* out of memory: none found */
+	for (size_t i = 0; i < tids.n && !found; i++) {
 		char what[64], comm[32];
-		if (!dir_pid(de->d_name) || strlen(de->d_name) > 12)
-			continue;
-		snprintf(what, sizeof(what), "task/%.12s/comm", de->d_name);
-		if (read_proc(pid, what, comm, sizeof(comm)) < 0)
-			continue;
-		found = !strncmp(comm, "emberprof", 9) && (comm[9] == 0 || comm[9] == '-');
+		snprintf(what, sizeof(what), "task/%d/comm", (int)tids.v[i]);
+		if (read_proc(pid, what, comm, sizeof(comm)) >= 0)
+			found = !strncmp(comm, "emberprof", 9) && (comm[9] == 0 || comm[9] == '-');
 	}
-	closedir(d);
+	ember__pidlist_free(&tids);
 	return found;
 }
 
