@@ -3,7 +3,8 @@
  * that lives inside the profiled process.
  *
  * Lifecycle. Three distinct handle types make the agent's states explicit,
- * so that calling a function in the wrong state does not compile:
+ * so that calling a function in the wrong state does not compile (in C11
+ * and later and in C++; see "strict handles" at the end):
  *
  *     ember_builder  --ember_builder_build()-->  ember_agent   (ready)
  *     ember_agent    --ember_agent_start()---->  ember_running (sampling)
@@ -29,16 +30,6 @@
 
 #include <stddef.h>
 #include <stdint.h>
-
-/*
- * Passing one handle type where another is expected is what makes lifecycle
- * misuse fail to compile. C compilers before GCC 14 and Clang 16 only warn
- * about incompatible pointer types, so this header makes that diagnostic an
- * error, as those newer compilers do by default.
- */
-#if defined(__GNUC__) && !defined(__cplusplus) && !defined(EMBER_NO_STRICT_HANDLES)
-#pragma GCC diagnostic error "-Wincompatible-pointer-types"
-#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -868,4 +859,77 @@ EMBER_API void ember_poll_end_idle(uint64_t idle_ns);
 #ifdef __cplusplus
 }
 #endif
+
+/*
+ * ---- strict handles ----
+ *
+ * Passing one handle type where another is expected is what makes
+ * lifecycle misuse fail to compile. C++ rejects it; C compilers before
+ * GCC 14 and Clang 16 only warn about incompatible pointer types. A
+ * diagnostic pragma cannot make that warning an error at the caller's
+ * call sites without making it an error in all the caller's code after
+ * the #include too (GCC and Clang take a diagnostic's level from where it
+ * is reported), so this header changes no diagnostic setting. Instead, in
+ * C11 and later, every function taking a handle is wrapped in a macro of
+ * the same name that checks each handle argument with _Generic: a handle
+ * of the wrong type is an error at the call site ("_Generic selector of
+ * type 'ember_builder *' is not compatible with any association"), on
+ * every compiler and whatever the warning flags. A handle argument may
+ * also be a void pointer or a null pointer constant (NULL, 0), as before.
+ * The functions themselves are unchanged: (ember_agent_start)(...) or
+ * &ember_agent_start bypass the macro, and the ABI is the same. Before
+ * C11, or with EMBER_NO_STRICT_HANDLES defined, there are no macros and
+ * misuse is the compiler's incompatible-pointer warning.
+ */
+#if !defined(__cplusplus) && !defined(EMBER_NO_STRICT_HANDLES) && \
+	!defined(EMBER_BUILDING_LIBRARY) && defined(__STDC_VERSION__) && \
+	__STDC_VERSION__ >= 201112L
+/* `x` if its type is T (or a void pointer or an int: NULL, 0), else an error. */
+#define EMBER_HANDLE_CHECK_(T, x) _Generic(x, T: (x), void *: (x), int: (x))
+/* The same for a parameter `const T *` (T without the star). */
+#define EMBER_CONST_HANDLE_CHECK_(T, x) \
+	_Generic(x, T *: (x), const T *: (x), void *: (x), const void *: (x), int: (x))
+#define EMBER_B_(b) EMBER_HANDLE_CHECK_(ember_builder *, b)
+
+#define ember_builder_new(out, app_name) \
+	ember_builder_new(EMBER_HANDLE_CHECK_(ember_builder **, out), app_name)
+#define ember_builder_build(out, b) \
+	ember_builder_build(EMBER_HANDLE_CHECK_(ember_agent **, out), EMBER_B_(b))
+#define ember_builder_free(b) ember_builder_free(EMBER_B_(b))
+#define ember_builder_add_tag(b, key, value) ember_builder_add_tag(EMBER_B_(b), key, value)
+#define ember_builder_set_thread_labels(b, on) ember_builder_set_thread_labels(EMBER_B_(b), on)
+#define ember_builder_set_sample_rate(b, hz) ember_builder_set_sample_rate(EMBER_B_(b), hz)
+#define ember_builder_set_engine(b, engine) ember_builder_set_engine(EMBER_B_(b), engine)
+#define ember_builder_set_signal(b, signo) ember_builder_set_signal(EMBER_B_(b), signo)
+#define ember_builder_set_unwind(b, mode) ember_builder_set_unwind(EMBER_B_(b), mode)
+#define ember_builder_set_max_depth(b, depth) ember_builder_set_max_depth(EMBER_B_(b), depth)
+#define ember_builder_set_line_info(b, mode) ember_builder_set_line_info(EMBER_B_(b), mode)
+#define ember_builder_set_wall(b, interval_ms) ember_builder_set_wall(EMBER_B_(b), interval_ms)
+#define ember_builder_set_alloc(b, mean_bytes) ember_builder_set_alloc(EMBER_B_(b), mean_bytes)
+#define ember_builder_set_alloc_backend(b, backend) \
+	ember_builder_set_alloc_backend(EMBER_B_(b), backend)
+#define ember_builder_set_poll_threshold(b, ms) ember_builder_set_poll_threshold(EMBER_B_(b), ms)
+#define ember_builder_set_interval_ms(b, ms) ember_builder_set_interval_ms(EMBER_B_(b), ms)
+#define ember_builder_add_reporter(b, r) ember_builder_add_reporter(EMBER_B_(b), r)
+#define ember_builder_set_log(b, fn, userdata, level) \
+	ember_builder_set_log(EMBER_B_(b), fn, userdata, level)
+#define ember_builder_set_backend(b, backend) ember_builder_set_backend(EMBER_B_(b), backend)
+#define ember_builder_set_asprof_options(b, o) ember_builder_set_asprof_options(EMBER_B_(b), o)
+#define ember_builder_follow_forks(b, fn, userdata) \
+	ember_builder_follow_forks(EMBER_B_(b), fn, userdata)
+#define ember_builder_apply_env(b) ember_builder_apply_env(EMBER_B_(b))
+
+#define ember_agent_start(out, a) \
+	ember_agent_start(EMBER_HANDLE_CHECK_(ember_running **, out), \
+			  EMBER_HANDLE_CHECK_(ember_agent *, a))
+#define ember_running_stop(out, r) \
+	ember_running_stop(EMBER_HANDLE_CHECK_(ember_agent **, out), \
+			   EMBER_HANDLE_CHECK_(ember_running *, r))
+#define ember_agent_shutdown(a) ember_agent_shutdown(EMBER_HANDLE_CHECK_(ember_agent *, a))
+#define ember_agent_stats(a, out) \
+	ember_agent_stats(EMBER_CONST_HANDLE_CHECK_(ember_agent, a), out)
+#define ember_running_stats(r, out) \
+	ember_running_stats(EMBER_CONST_HANDLE_CHECK_(ember_running, r), out)
+#endif /* strict handles */
+
 #endif /* EMBERPROF_H */
