@@ -221,6 +221,16 @@ const ember__option ember__options[] = {
 	 .store = EMBER__STORE_UINT, IN_CFG(interval_ms), .values = "DURATION", .deflt = "10s",
 	 .opt = "interval", .opt_short = 'i', .opt_arg = 1,
 	 .help = "reporting window, e.g. 10s, 500ms, 1m"},
+	/* the output (applied after the backend's, which decides its format) */
+	{.name = "EMBERPROF_OUTPUT_FORMAT", .reader = EMBER__OPT_OUTPUT, .kind = EMBER__OPT_CUSTOM,
+	 .flags = EMPTY, .parse = p_formats, .expect = "expected pprof, jfr or both",
+	 .apply = a_output_format, .values = "pprof|jfr|both", .deflt = "pprof", .opt = "format",
+	 .opt_arg = 1,
+	 .help = "files written there: gzip'd pprof per profile, one JFR recording per window, "
+		 "or both"},
+	{.name = "EMBERPROF_OUTPUT_DIR", .reader = EMBER__OPT_OUTPUT, .flags = EMPTY,
+	 .apply = a_output_dir, .values = "DIR", .opt = "output", .opt_short = 'o', .opt_arg = 1,
+	 .help = "where profiles go (default: a new directory ./emberprof-CMD-yyyymmddTHHMMSS)"},
 	{.name = "EMBERPROF_MAX_DEPTH", .kind = EMBER__OPT_UINT, .min = 1, .max = 1024,
 	 .expect = "expected a depth, 1..1024", .store = EMBER__STORE_UINT, IN_CFG(max_depth),
 	 .values = "N", .deflt = "128", .opt = "depth", .opt_short = 'd', .opt_arg = 1,
@@ -307,17 +317,6 @@ const ember__option ember__options[] = {
 	{.name = "EMBERPROF_ASPROF_ROTATE", .reader = EMBER__OPT_ASPROF, .values = "dump|stop",
 	 .deflt = "dump", .where = "src/asprof/asprof_config.c"},
 
-	/* ---- the output, in the backend's format ---- */
-	{.name = "EMBERPROF_OUTPUT_FORMAT", .reader = EMBER__OPT_OUTPUT, .kind = EMBER__OPT_CUSTOM,
-	 .flags = EMPTY, .parse = p_formats, .expect = "expected pprof, jfr or both",
-	 .apply = a_output_format, .values = "pprof|jfr|both", .deflt = "pprof", .opt = "format",
-	 .opt_arg = 1,
-	 .help = "files written there: gzip'd pprof per profile, one JFR recording per window, "
-		 "or both"},
-
-	{.name = "EMBERPROF_OUTPUT_DIR", .reader = EMBER__OPT_OUTPUT, .flags = EMPTY,
-	 .apply = a_output_dir, .values = "DIR", .opt = "output", .opt_short = 'o', .opt_arg = 1,
-	 .help = "where profiles go (default: a new directory ./emberprof-CMD-yyyymmddTHHMMSS)"},
 	/* ---- the S3 reporter's (env_s3.c; the AWS_* ones are the reporter's own) ---- */
 	{.name = "EMBERPROF_S3_BUCKET", .reader = EMBER__OPT_S3, .flags = EMPTY | EMBER__OPTF_BY_CODE,
 	 .values = "BUCKET", .opt = "s3-bucket", .opt_arg = 1,
