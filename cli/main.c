@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * main.c - the `emberprof` command: the table of its subcommands (from
  * which `emberprof help`, `emberprof help CMD`, `emberprof CMD --help` and

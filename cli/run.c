@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * run.c - `emberprof run [options] -- CMD [ARGS...]`.
  *

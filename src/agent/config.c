@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * config.c - the builder: defaults, validated setters, and
  * ember_builder_apply_env, driven by the table of variables (options.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * env_pyroscope.c - the environment variables of the Pyroscope reporter,
  * applied at the end of ember_builder_apply_env() (see docs/CONFIG.md,

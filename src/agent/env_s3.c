@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * env_s3.c - the S3 reporter's environment variables, applied by
  * ember_builder_apply_env() (docs/CONFIG.md, section "S3"). Each is a row

@@ -240,7 +240,7 @@ const ember__option ember__options[] = {
 	 .values = "auto|fp|dwarf", .deflt = "auto", .opt = "unwind", .opt_arg = 1,
 	 .help = "stack unwinding method"},
 	{.name = "EMBERPROF_UNWIND_CACHE", .reader = EMBER__OPT_ELSEWHERE,
-	 .where = "src/agent/table_cache.c", .values = "DIR|off", .opt = "unwind-cache",
+	 .where = "table_cache.c, the unwind-table cache", .values = "DIR|off", .opt = "unwind-cache",
 	 .opt_arg = 1, .deflt = "~/.cache/emberprof/unwind",
 	 .help = "where DWARF unwind tables are kept for the next process of the same binary, "
 		 "or off"},

@@ -57,7 +57,7 @@ typedef enum ember__opt_store {
 #define EMBER__OPTF_TEST 0x4u        /* a test knob: not in `emberprof help run` */
 #define EMBER__OPTF_FOREIGN 0x8u     /* another agent's name (PYROSCOPE_*), not ours */
 #define EMBER__OPTF_INTERNAL 0x10u   /* set by emberprof itself, not by a user */
-#define EMBER__OPTF_BY_CODE 0x20u    /* read by its reader's own code, not by ember__options_apply */
+#define EMBER__OPTF_BY_CODE 0x20u    /* read by its reader's code, not ember__options_apply */
 
 typedef struct ember__opt_choice {
 	const char *name;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * pyroscope.h - internals of the Grafana Pyroscope reporter behind
  * ember_reporter_pyroscope() (declared in include/emberprof.h), exposed

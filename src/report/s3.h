@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * s3.h - internals of the S3 reporter (src/report/s3.c) and of the object
  * it uploads (src/report/s3_object.c): the zip, metadata.json, the key,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_usage.sh - emberprof's commands and usage errors: help on stdout
 # with exit 0, usage errors on stderr with exit 2, version.
 . "$(dirname "$0")/lib.sh"

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """test_man_options.py - the man page, `emberprof help` and docs/CONFIG.md
 must tell the same story.
 
