@@ -23,23 +23,19 @@ _Static_assert(sizeof(ember_pyroscope_protocol) == sizeof(int), "stored as an in
 
 /* ---- parsers of CUSTOM rows ---- */
 
-static int p_wall(const char *s, ember__opt_value *x)
-{
-	unsigned ms;
-	int rc = ember__parse_wall(s, &ms);
-	x->u = ms;
-	return rc;
-}
-
-static int p_bytes(const char *s, ember__opt_value *x)
-{
-	return ember__parse_bytes(s, &x->u);
-}
-
-static int p_alloc(const char *s, ember__opt_value *x)
-{
-	return ember__parse_alloc(s, &x->u);
-}
+/* util/parse.h's parsers as the table's: the value into x->u (or x->i). */
+#define PARSER_U(fn, parser, type)                                                   \
+	static int fn(const char *s, ember__opt_value *x)                            \
+	{                                                                            \
+		type v;                                                              \
+		int rc = parser(s, &v);                                              \
+		x->u = v;                                                            \
+		return rc;                                                           \
+	}
+PARSER_U(p_wall, ember__parse_wall, unsigned)
+PARSER_U(p_formats, ember__parse_formats, unsigned)
+PARSER_U(p_bytes, ember__parse_bytes, uint64_t)
+PARSER_U(p_alloc, ember__parse_alloc, uint64_t)
 
 static int p_signal(const char *s, ember__opt_value *x)
 {
@@ -49,14 +45,6 @@ static int p_signal(const char *s, ember__opt_value *x)
 static int p_log_level(const char *s, ember__opt_value *x)
 {
 	return ember__parse_log_level(s, &x->i);
-}
-
-static int p_formats(const char *s, ember__opt_value *x)
-{
-	unsigned f;
-	int rc = ember__parse_formats(s, &f);
-	x->u = f;
-	return rc;
 }
 
 /* The server's validation.reject-older-than: "0" for a server that has
