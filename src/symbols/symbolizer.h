@@ -201,7 +201,8 @@ void ember__symbolizer_jit_stats(const ember__symbolizer *s, ember__jit_stats *o
 
 /*
  * Functions without symbols. An address of a module that no symbol (and no
- * DWARF) names gets one frame named after the function that holds it,
+ * DWARF subprogram) names gets its outermost frame named after the function
+ * that holds it,
  * "MODULE+0xSTART": MODULE is the file's base name ("gzip",
  * "liblzma.so.5.4.1"), START the ELF virtual address (hex, lowercase, as
  * nm, objdump, addr2line, gdb and readelf print it; not a file offset, not
@@ -209,10 +210,12 @@ void ember__symbolizer_jit_stats(const ember__symbolizer *s, ember__jit_stats *o
  * .eh_frame FDE covering the address (fdetab.h), or, when no FDE covers
  * it, the end of the closest FDE below it. Stable across runs and
  * machines for one build ID; `addr2line -f -e FILE.debug 0xSTART` names it.
- * function and system_name are that string, file is NULL, line 0. Such a
- * function's module keeps has_symbols 0 (a pprof mapping without
- * has_functions): the names are placeholders a symbolizer may replace.
- * Addresses without any FDE at or below them stay unnamed (nframes 0).
+ * function and system_name are that string (file and line stay what DWARF
+ * says, if anything: usually NULL and 0); the module's has_symbols still
+ * says only whether a symbol table was found. The names are placeholders
+ * that a symbolizer with the debug file may replace (recognised by the
+ * "+0x" after the module's base name). Addresses without any FDE at or
+ * below them stay unnamed (nframes 0).
  */
 typedef struct ember__fde_stats {
 	uint64_t modules;   /* FDE tables read (one per module that needed it) */

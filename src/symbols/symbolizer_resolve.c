@@ -239,15 +239,17 @@ int ember__symbolizer_resolve(ember__symbolizer *s, sym_module *m, uint64_t addr
 		raw[0] = (ember__raw_frame){symname, file, line};
 		n = 1;
 	}
+	/* No name for the function holding the code (no symbol; perhaps a
+	 * line from DWARF): the placeholder of its FDE. */
 	char placeholder[256];
-	if (n == 0) {
+	if (n == 0 || !raw[n - 1].system_name) {
 		int err = fde_function(s, m, addr, placeholder, sizeof(placeholder));
 		if (err < 0)
 			return err;
-		if (err > 0) {
-			raw[0] = (ember__raw_frame){placeholder, NULL, 0};
-			n = 1;
-		}
+		if (err > 0 && n == 0)
+			raw[n++] = (ember__raw_frame){placeholder, NULL, 0};
+		else if (err > 0)
+			raw[n - 1].system_name = placeholder;
 	}
 
 	ember__symbol_frame frames[EMBER_MAX_INLINE];
