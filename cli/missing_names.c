@@ -167,9 +167,9 @@ void ember__cli_print_missing_names(const ember__unnamed *u, const char *what, F
 			     : !strcmp(id, "ubuntu") ? "https://debuginfod.ubuntu.com"
 			     : !strcmp(id, "fedora") ? "https://debuginfod.fedoraproject.org"
 						     : "https://debuginfod.elfutils.org";
-	if (urls && *urls)
-		fprintf(out, "  or a debuginfod server that has them (DEBUGINFOD_URLS=%s is set); "
-			     "or later: emberprof symbolize FILE...\n", urls);
+	if (urls && *urls) /* its value is not shown: a URL may carry credentials */
+		fprintf(out, "  or a debuginfod server that has them (DEBUGINFOD_URLS is set); "
+			     "or later: emberprof symbolize FILE...\n");
 	else
 		fprintf(out, "  or DEBUGINFOD_URLS=%s (unset here); or later: emberprof symbolize "
 			     "FILE...\n", server);
@@ -192,9 +192,11 @@ void ember__cli_print_name_sources(FILE *out)
 	fprintf(out, "names for stripped code:\n");
 	fprintf(out, "  debug files on disk: /usr/lib/debug/.build-id %s\n",
 		debugdir ? "present" : "absent (no -dbgsym/-debuginfo package installed)");
-	fprintf(out, "  debuginfod: client library libdebuginfod.so.1 %s, DEBUGINFOD_URLS %s%s\n",
+	/* set or not, never its value (version prints nothing from the
+	 * environment: a URL may carry credentials) */
+	fprintf(out, "  debuginfod: client library libdebuginfod.so.1 %s, DEBUGINFOD_URLS %s\n",
 		loadable("libdebuginfod.so.1") ? "present" : "absent",
-		urls && *urls ? "= " : "unset", urls && *urls ? urls : "");
+		urls && *urls ? "set" : "unset");
 	fprintf(out, "  MiniDebugInfo (.gnu_debugdata): liblzma.so.5 %s\n",
 		loadable("liblzma.so.5") ? "present (libdw reads it)" : "absent: not read");
 	fprintf(out, "  otherwise: functions named MODULE+0xADDR from .eh_frame; "
