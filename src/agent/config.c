@@ -459,6 +459,14 @@ EMBER_API int ember_builder_apply_env(ember_builder *b)
 		else
 			return bad_env("EMBERPROF_LINES", v, "expected app, all or none");
 	}
+	/* EMBERPROF_SYMBOLIZE=0: profiles keep addresses, mappings and build
+	 * ids only (no symbol table or DWARF read in the host); `emberprof
+	 * symbolize` names them later. */
+	if ((v = ember__getenv("EMBERPROF_SYMBOLIZE"))) {
+		if (ember__parse_bool(v, &x))
+			return bad_env("EMBERPROF_SYMBOLIZE", v, "expected 0 or 1");
+		b->cfg.no_symbolize = !x;
+	}
 	if ((v = ember__getenv("EMBERPROF_THREAD_LABELS"))) {
 		if (ember__parse_bool(v, &x))
 			return bad_env("EMBERPROF_THREAD_LABELS", v, "expected 0 or 1");
@@ -516,4 +524,9 @@ int ember__config_lines_policy(const ember__config *cfg)
 	return cfg->lines == EMBER_LINES_ALL	? EMBER__LINES_ALL
 	       : cfg->lines == EMBER_LINES_NONE ? EMBER__LINES_NONE
 						: EMBER__LINES_APP;
+}
+
+unsigned ember__config_symbolizer_flags(const ember__config *cfg)
+{
+	return cfg->no_symbolize ? EMBER__SYM_ADDRESSES_ONLY : 0u;
 }
