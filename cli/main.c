@@ -57,6 +57,9 @@ static void usage(FILE *out)
 		"                                   write a flame graph page of the files\n"
 		"  diff --base FILE... --new FILE... [-o diff.html]\n"
 		"                                   compare two sets of profiles\n"
+		"  symbolize [--debug-dir DIR]... [--sysroot DIR] [--debuginfod URLS] FILE...\n"
+		"                                   add function names, lines and inlined frames\n"
+		"                                   to pprof files written without them\n"
 		"  version [--short]                print the version, the commit and which\n"
 		"                                   optional parts work on this machine\n"
 		"  help [COMMAND]                   print this help, or a command's\n"
@@ -91,6 +94,10 @@ static int help(int argc, char **argv)
 		ember__cli_longpolls_usage(stdout);
 		return 0;
 	}
+	if (!strcmp(argv[1], "symbolize")) {
+		ember__cli_symbolize_usage(stdout);
+		return 0;
+	}
 	if (!strcmp(argv[1], "version")) {
 		ember__cli_version_usage(stdout);
 		return 0;
@@ -117,6 +124,8 @@ int main(int argc, char **argv)
 		return ember__cli_flame(argc - 1, argv + 1);
 	if (!strcmp(cmd, "diff"))
 		return ember__cli_diff(argc - 1, argv + 1);
+	if (!strcmp(cmd, "symbolize"))
+		return ember__cli_symbolize(argc - 1, argv + 1);
 	if (!strcmp(cmd, "version") || !strcmp(cmd, "--version"))
 		return ember__cli_version(argc - 1, argv + 1);
 	if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h"))

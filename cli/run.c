@@ -65,6 +65,7 @@ enum {
 	OPT_S3_REGION,
 	OPT_BACKEND,
 	OPT_UNWIND_CACHE,
+	OPT_SYMBOLIZE,
 	NENV_OPTS,
 	/* CLI-only options */
 	OPT_TOP = NENV_OPTS,
@@ -72,6 +73,8 @@ enum {
 	OPT_HELP,
 	OPT_FLAME,
 	OPT_NO_FOLLOW, /* sets EMBERPROF_FOLLOW_CHILDREN=0 through OPT_FOLLOW */
+	OPT_NO_SYMBOLIZE, /* sets EMBERPROF_SYMBOLIZE=0 through OPT_SYMBOLIZE */
+	OPT_DEBUGINFOD,   /* sets DEBUGINFOD_URLS (for the CLI's own pass) */
 };
 
 typedef struct option_def {
@@ -111,11 +114,14 @@ static const option_def option_defs[] = {
 	[OPT_S3_REGION] = { "s3-region", 0, 1, "EMBERPROF_S3_REGION" },
 	[OPT_BACKEND] = { "backend", 0, 1, "EMBERPROF_BACKEND" },
 	[OPT_UNWIND_CACHE] = { "unwind-cache", 0, 1, "EMBERPROF_UNWIND_CACHE" },
+	[OPT_SYMBOLIZE] = { "symbolize", 0, 0, "EMBERPROF_SYMBOLIZE" },
 	[OPT_TOP] = { "top", 'n', 1, NULL },
 	[OPT_QUIET] = { "quiet", 'q', 0, NULL },
 	[OPT_HELP] = { "help", 'h', 0, NULL },
 	[OPT_FLAME] = { "flame", 0, 0, NULL },
 	[OPT_NO_FOLLOW] = { "no-follow-children", 0, 0, NULL },
+	[OPT_NO_SYMBOLIZE] = { "no-symbolize", 0, 0, NULL },
+	[OPT_DEBUGINFOD] = { "debuginfod", 0, 1, NULL },
 };
 #define NOPTIONS (sizeof(option_defs) / sizeof(option_defs[0]))
 
@@ -123,6 +129,7 @@ static const option_def option_defs[] = {
 static const char *const known_vars[] = {
 	"EMBERPROF_APP_NAME",	   "EMBERPROF_SAMPLE_RATE", "EMBERPROF_INTERVAL",
 	"EMBERPROF_MAX_DEPTH",	   "EMBERPROF_UNWIND",	     "EMBERPROF_LINES",	     "EMBERPROF_ENGINE",
+	"EMBERPROF_SYMBOLIZE",	   "EMBERPROF_DEBUGINFOD_TIMEOUT", /* the CLI's debuginfod pass */
 	"EMBERPROF_WALL",	   "EMBERPROF_ENGINE_PERF_DISABLE",
 	"EMBERPROF_ALLOC",	   "EMBERPROF_ALLOC_SAMPLE_BYTES",
 	"EMBERPROF_ALLOC_BACKEND", /* the jemalloc backend (src/heap/jemalloc.c) */
@@ -200,6 +207,14 @@ void ember__cli_run_usage(FILE *out)
 		"                           stack unwinding method (auto) [EMBERPROF_UNWIND]\n"
 		"      --lines app|all|none file/line for the program's own code, every\n"
 		"                           module, or none (app) [EMBERPROF_LINES]\n"
+		"      --no-symbolize       profiles keep addresses, mappings and build ids\n"
+		"                           only: no symbol table or debug info read in the\n"
+		"                           program; `emberprof symbolize` names them later\n"
+		"                           [EMBERPROF_SYMBOLIZE=0]\n"
+		"      --debuginfod URLS    when the program has exited, name the frames its\n"
+		"                           files lack from debug files fetched by build id\n"
+		"                           from these servers [DEBUGINFOD_URLS: the same],\n"
+		"                           for at most EMBERPROF_DEBUGINFOD_TIMEOUT seconds (30)\n"
 		"      --unwind-cache DIR|off\n"
 		"                           where DWARF unwind tables are kept for the next\n"
 		"                           process of the same binary, or off\n"
@@ -369,6 +384,18 @@ static int apply_option(run_opts *o, int id, const char *value)
 		return 0;
 	case OPT_NO_FOLLOW:
 		o->value[OPT_FOLLOW] = "0";
+		return 0;
+	case OPT_SYMBOLIZE:
+		o->value[OPT_SYMBOLIZE] = "1";
+		return 0;
+	case OPT_NO_SYMBOLIZE:
+		o->value[OPT_SYMBOLIZE] = "0";
+		return 0;
+	case OPT_DEBUGINFOD:
+		if (setenv("DEBUGINFOD_URLS", value, 1) != 0) {
+			ember__cli_error("out of memory");
+			return -1;
+		}
 		return 0;
 	case OPT_WALL:
 	case OPT_ALLOC:
@@ -724,6 +751,12 @@ static int run_and_summarize(const run_opts *o, run_engine *e, const char *path,
 		ember__cli_names_free(&jfr_before);
 		return status;
 	}
+	/* debuginfod, here in our own process once the program has exited
+	 * (docs/design/debuginfod.md); not for files written addresses-only */
+	const char *symbolize = getenv("EMBERPROF_SYMBOLIZE");
+	if (!(symbolize && !strcmp(symbolize, "0")))
+		(void)ember__cli_symbolize_new_files(dir, &before, getenv("EMBERPROF_LINES"),
+						     o->quiet);
 	if (killed_by)
 		ember__cli_error("%s was killed by signal %d (%s)", cmd_argv[0], killed_by,
 				 strsignal(killed_by));
