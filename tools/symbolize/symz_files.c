@@ -231,11 +231,20 @@ int ember__symz_fetch(ember__symz *z)
 		if (v)
 			z->fetched = v;
 		const ember__dbgd_stats *st = ember__dbgd_get_stats(z->dbgd);
+		int len = 0;
+		z->dbgd_problem[0] = '\0';
 		if (st->last_error[0])
-			snprintf(z->dbgd_problem, sizeof(z->dbgd_problem),
-				 "debuginfod: %llu debug file(s) not fetched (%llu timed out); last: %s",
-				 (unsigned long long)(st->missing + st->failed + st->timed_out),
-				 (unsigned long long)st->timed_out, st->last_error);
+			len = snprintf(z->dbgd_problem, sizeof(z->dbgd_problem),
+				       "debuginfod: %llu debug file(s) not fetched (%llu timed out); "
+				       "last: %s",
+				       (unsigned long long)(st->missing + st->failed + st->timed_out),
+				       (unsigned long long)st->timed_out, st->last_error);
+		if (st->remembered && len >= 0 && (size_t)len < sizeof(z->dbgd_problem))
+			snprintf(z->dbgd_problem + len, sizeof(z->dbgd_problem) - (size_t)len,
+				 "%sdebuginfod: %llu build id(s) not asked: they failed within the "
+				 "last %lld s (emberprof symbolize asks again)",
+				 len ? "; " : "", (unsigned long long)st->remembered,
+				 (long long)(z->o.dbgd.miss_ttl_s ? z->o.dbgd.miss_ttl_s : 600));
 	}
 	for (size_t i = 0; i < n; i++)
 		free(paths[i]);
