@@ -187,6 +187,54 @@ static void forget(const ember__dbgd *d, const char *id)
 		unlink(p);
 }
 
+/*
+ * libdebuginfod's cache directory, as it chooses it (elfutils 0.188,
+ * debuginfod-client.c): $DEBUGINFOD_CACHE_PATH, else the legacy
+ * ~/.debuginfod_client_cache if it exists, else
+ * $XDG_CACHE_HOME/debuginfod_client, else ~/.cache/debuginfod_client.
+ * 0, or -1 if none can be told.
+ */
+static int client_cache_dir(char *out, size_t cap)
+{
+	const char *p = getenv("DEBUGINFOD_CACHE_PATH"), *home = getenv("HOME");
+	const char *x = getenv("XDG_CACHE_HOME");
+	struct stat st;
+	int n;
+	if (p && *p)
+		n = snprintf(out, cap, "%s", p);
+	else if (home && (n = snprintf(out, cap, "%s/.debuginfod_client_cache", home)) > 0 &&
+		 (size_t)n < cap && stat(out, &st) == 0)
+		return 0;
+	else if (x && *x)
+		n = snprintf(out, cap, "%s/debuginfod_client", x);
+	else if (home)
+		n = snprintf(out, cap, "%s/.cache/debuginfod_client", home);
+	else
+		return -1;
+	return n > 0 && (size_t)n < cap ? 0 : -1;
+}
+
+/*
+ * After a fetch we aborted (our deadline) or one that failed other than
+ * by "not found": libdebuginfod 0.188 leaves an empty file where the
+ * debug file would be, its negative cache, honoured for cache_miss_s (600
+ * s by default), so the server would not be asked again even once it
+ * answers. That is right for a 404, wrong for our own time bound and for
+ * a server that was down: the empty file is removed then (our own miss
+ * file, with its shorter meaning, remembers the failure for `run`).
+ */
+static void drop_client_negative(const char *id)
+{
+	char dir[PATH_MAX], p[PATH_MAX + 160];
+	struct stat st;
+	if (client_cache_dir(dir, sizeof(dir)) != 0)
+		return;
+	if (snprintf(p, sizeof(p), "%s/%s/debuginfo", dir, id) >= (int)sizeof(p))
+		return;
+	if (lstat(p, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0)
+		unlink(p);
+}
+
 /* One fetch call's shared state. */
 typedef struct job {
 	ember__dbgd *d;
@@ -249,6 +297,8 @@ static void fetch_one(worker *w, debuginfod_client *c, size_t i)
 			return;
 		}
 		free(path);
+		if (w->aborted || fd != -ENOENT)
+			drop_client_negative(id);
 		pthread_mutex_lock(&d->mu);
 		if (w->aborted) {
 			d->st.timed_out++;
