@@ -20,7 +20,7 @@ void ember__cli_symbolize_usage(FILE *out)
 		"usage: emberprof symbolize [options] FILE...\n"
 		"\n"
 		"Adds function names, file:line and inlined frames to pprof files written\n"
-		"without them (EMBERPROF_SYMBOLIZE=0, run --no-symbolize, stripped programs),\n"
+		"without them (EMBERPROF_SYMBOLIZE=0, stripped programs, another machine),\n"
 		"in place (through a temporary file renamed over each) or into -o. Frames that\n"
 		"have a name already are kept; placeholders (module+0xOFFSET) are replaced.\n"
 		"Running it again changes nothing.\n"
