@@ -93,6 +93,26 @@ for p in sym_c sym_cxx; do
 	fi
 done
 
+# --sysroot: the program read under it when its own path is gone; and a
+# file of another build at the path is never read (no names, not wrong ones)
+f=$(ls off-sym_c.orig/*.pb.gz | head -1)
+id=$(cat ids/sym_c)
+mkdir -p "sysroot$T/bin" && cp bin/sym_c "sysroot$T/bin/sym_c" && mv bin/sym_c bin/sym_c.away
+"$EMBERPROF" symbolize -q --no-debuginfod --sysroot "$T/sysroot" -o sysroot.pb.gz "$f"
+check_exit "--sysroot" 0 $?
+cp bin/sym_cxx bin/sym_c # another build where the profile's file was
+"$EMBERPROF" symbolize -q --no-debuginfod -o wrong.pb.gz "$f"
+check_exit "another build at the path" 0 $?
+mv bin/sym_c.away bin/sym_c
+frames sysroot.pb.gz | grep "^$id" >sysroot.frames
+same_frames "--sysroot: the file under it" on-sym_c.frames sysroot.frames 3
+frames wrong.pb.gz | grep "^$id" >wrong.frames
+if [ -s wrong.frames ] && ! grep -v -q "$tab-\$" wrong.frames; then
+	ok "another build at the path: not read (the frames stay unnamed)"
+else
+	fail "another build at the path: names from the wrong file: $(grep -v "$tab-\$" wrong.frames | head -2)"
+fi
+
 # EMBERPROF_SYMBOLIZE: the variable itself, and a bad value refused
 EMBERPROF_SYMBOLIZE=0 "$EMBERPROF" run -q -o env0 -- bin/sym_c 50000000 >/dev/null 2>env0.err
 check_exit "EMBERPROF_SYMBOLIZE=0" 0 $?
