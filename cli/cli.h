@@ -42,6 +42,25 @@ int ember__cli_parse_count(const char *s, unsigned long min, unsigned long max,
 int ember__cli_run(int argc, char **argv);
 void ember__cli_run_usage(FILE *out);
 
+/* ---- symbolize_cmd.c ---- */
+
+/* `emberprof symbolize ...`; argv[0] is "symbolize". The exit code. */
+int ember__cli_symbolize(int argc, char **argv);
+void ember__cli_symbolize_usage(FILE *out);
+
+/*
+ * `run`'s pass when debuginfod is configured (DEBUGINFOD_URLS, or run
+ * --debuginfod): names the profiles in `dir` not in `before` (the files
+ * the run wrote), in place, after the program has exited. `lines` is
+ * EMBERPROF_LINES (NULL: app). Bounded: EMBERPROF_DEBUGINFOD_TIMEOUT
+ * seconds (30) for all fetches, failures remembered; says on
+ * stderr what could not be fetched. 0, or -1 if a file could not be
+ * rewritten (said).
+ */
+struct ember__cli_names;
+int ember__cli_symbolize_new_files(const char *dir, const struct ember__cli_names *before,
+				   const char *lines, int quiet);
+
 /* ---- top_cmd.c ---- */
 
 /* `emberprof top ...`; argv[0] is "top". Returns the process exit code. */

@@ -50,7 +50,7 @@ typedef struct cli_option {
 	const char *help;
 } cli_option;
 
-enum { CLI_TOP, CLI_QUIET, CLI_FLAME, CLI_NO_FOLLOW, CLI_HELP };
+enum { CLI_TOP, CLI_QUIET, CLI_FLAME, CLI_NO_FOLLOW, CLI_NO_SYMBOLIZE, CLI_DEBUGINFOD, CLI_HELP };
 static const cli_option cli_options[] = {
 	[CLI_TOP] = {"top", 'n', 1, "N", "rows in the summary table (20)"},
 	[CLI_QUIET] = {"quiet", 'q', 0, NULL, "no summary table"},
@@ -59,6 +59,15 @@ static const cli_option cli_options[] = {
 	/* sets EMBERPROF_FOLLOW_CHILDREN=0 */
 	[CLI_NO_FOLLOW] = {"no-follow-children", 0, 0, NULL, "only the process CMD starts as (and "
 			   "what it execs in place) [EMBERPROF_FOLLOW_CHILDREN=0]"},
+	/* sets EMBERPROF_SYMBOLIZE=0 */
+	[CLI_NO_SYMBOLIZE] = {"no-symbolize", 0, 0, NULL, "profiles keep addresses, mappings and "
+			      "build ids only: no symbol table or debug info read in the program; "
+			      "`emberprof symbolize` names them later [EMBERPROF_SYMBOLIZE=0]"},
+	/* sets DEBUGINFOD_URLS for emberprof's own pass (docs/design/debuginfod.md) */
+	[CLI_DEBUGINFOD] = {"debuginfod", 0, 1, "URLS", "when the program has exited, name the "
+			    "frames its files lack from debug files fetched by build id from these "
+			    "servers, for at most EMBERPROF_DEBUGINFOD_TIMEOUT seconds (30) "
+			    "[DEBUGINFOD_URLS]"},
 	[CLI_HELP] = {"help", 'h', 0, NULL, "this help"},
 };
 #define NCLI (sizeof(cli_options) / sizeof(cli_options[0]))
@@ -293,6 +302,15 @@ static int apply_cli_option(run_opts *o, int which, const char *value)
 		return 0;
 	case CLI_NO_FOLLOW:
 		o->value[row("EMBERPROF_FOLLOW_CHILDREN")] = "0";
+		return 0;
+	case CLI_NO_SYMBOLIZE:
+		o->value[row("EMBERPROF_SYMBOLIZE")] = "0";
+		return 0;
+	case CLI_DEBUGINFOD:
+		if (setenv("DEBUGINFOD_URLS", value, 1) != 0) {
+			ember__cli_error("out of memory");
+			return -1;
+		}
 		return 0;
 	default: /* CLI_HELP */
 		ember__cli_run_usage(stdout);
@@ -661,6 +679,12 @@ static int run_and_summarize(const run_opts *o, run_engine *e, const char *path,
 		ember__cli_names_free(&jfr_before);
 		return status;
 	}
+	/* debuginfod, here in our own process once the program has exited
+	 * (docs/design/debuginfod.md); not for files written addresses-only */
+	const char *symbolize = getenv("EMBERPROF_SYMBOLIZE");
+	if (!(symbolize && !strcmp(symbolize, "0")))
+		(void)ember__cli_symbolize_new_files(dir, &before, getenv("EMBERPROF_LINES"),
+						     o->quiet);
 	if (killed_by)
 		ember__cli_error("%s was killed by signal %d (%s)", cmd_argv[0], killed_by,
 				 strsignal(killed_by));

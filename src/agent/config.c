@@ -321,3 +321,8 @@ int ember__config_lines_policy(const ember__config *cfg)
 	       : cfg->lines == EMBER_LINES_NONE ? EMBER__LINES_NONE
 						: EMBER__LINES_APP;
 }
+
+unsigned ember__config_symbolizer_flags(const ember__config *cfg)
+{
+	return cfg->no_symbolize ? EMBER__SYM_ADDRESSES_ONLY : 0u;
+}
