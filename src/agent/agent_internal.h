@@ -32,6 +32,7 @@ typedef struct ember__config {
 	int signo;
 	int thread_labels;
 	int lines; /* ember_line_info */
+	int no_symbolize; /* EMBERPROF_SYMBOLIZE=0: addresses, mappings and build ids only */
 	uint64_t alloc_mean; /* allocation profiling: mean bytes between samples; 0: off */
 	int alloc_backend;   /* ember_alloc_backend: the memory profile's source */
 	unsigned poll_threshold_ms; /* pollcatch: shortest poll whose samples are labelled */
@@ -99,6 +100,11 @@ int ember__config_call_reporters(const ember__config *cfg, const ember_report *r
 /* The symbolizer's line policy (EMBER__LINES_*, symbols/symbolizer.h)
  * for cfg->lines (--lines): the agent's and the tree engine's. */
 int ember__config_lines_policy(const ember__config *cfg);
+
+/* The symbolizer options (symbols/symbolizer.h, EMBER__SYM_*) the
+ * configuration asks for: EMBER__SYM_ADDRESSES_ONLY under
+ * EMBERPROF_SYMBOLIZE=0, else none. */
+unsigned ember__config_symbolizer_flags(const ember__config *cfg);
 
 /* Logs what a symbolizer could not read (files, elfutils failures) and
  * the perf map it read JIT names from, at the level each deserves: at

@@ -180,7 +180,8 @@ static void report_window(ember__tree *t, tproc *p, int64_t end, int final)
 	int rc = ember__tspace_procmaps(&p->space, t->mods, &maps);
 	if (rc == 0)
 		rc = p->sym ? ember__symbolizer_set_maps(p->sym, &maps)
-			    : ember__symbolizer_new_remote(&p->sym, p->pid, &maps);
+			    : ember__symbolizer_new_remote_opts(&p->sym, p->pid, &maps,
+							       ember__config_symbolizer_flags(t->cfg));
 	if (rc == 0)
 		rc = ember__symbolizer_set_main(p->sym, p->exe);
 	if (rc == 0) /* --lines, as the library's agent sets it */
