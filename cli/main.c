@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "debuginfo_cmd.h"
 #include "emberprof.h"
 
 void ember__cli_error(const char *fmt, ...)
@@ -77,6 +78,9 @@ static const command commands[] = {
 	 "write a flame graph page of the files", ember__cli_flame_usage, ember__cli_flame},
 	{"diff", NULL, "--base FILE... --new FILE... [-o diff.html]",
 	 "compare two sets of profiles", ember__cli_diff_usage, ember__cli_diff},
+	{"debuginfo", NULL, "upload [options] FILE...",
+	 "upload debug files to a Pyroscope server by build ID, skipping those it has",
+	 ember__cli_debuginfo_usage, ember__cli_debuginfo},
 	{"version", "--version", "[--short]",
 	 "print the version, the commit and which optional parts work on this machine",
 	 ember__cli_version_usage, ember__cli_version},
