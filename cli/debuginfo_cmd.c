@@ -58,8 +58,8 @@ void ember__cli_debuginfo_usage(FILE *out)
 		"\n"
 		"The PYROSCOPE_* names of Pyroscope's agents stand in for unset EMBERPROF_SERVER_*\n"
 		"ones. A stripped executable gives the server only its exported symbols: upload\n"
-		"its debug file (objcopy --only-keep-debug, or the distribution's debug package)\n"
-		"or the unstripped build instead.\n");
+		"the unstripped build, or its debug file (the distribution's debug package, or\n"
+		"what objcopy's only-keep-debug mode makes) instead.\n");
 }
 
 typedef struct dbg_opts {
