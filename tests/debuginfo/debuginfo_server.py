@@ -5,7 +5,8 @@ Written from grafana/pyroscope's source, not from emberprof's client:
   api/debuginfo/v1alpha1/debuginfo.proto   the service and its messages
   pkg/debuginfo/store.go                   what the server does (Store)
   pkg/api/api.go, RegisterDebugInfo        the routes
-Only Python's standard library; the protobuf wire format by hand.
+Only Python's standard library; the protobuf wire format by hand (the reader
+is tests/pyroscope/fake_pyroscope.py's).
 
 On 127.0.0.1, a free port:
   POST /debuginfo.v1alpha1.DebuginfoService/ShouldInitiateUpload   Connect unary
@@ -37,10 +38,15 @@ and .store.
 """
 import base64
 import json
+import os
 import re
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pyroscope"))
+from fake_pyroscope import BadRequest, fields as _pb_fields  # noqa: E402
 
 SERVICE = "/debuginfo.v1alpha1.DebuginfoService/"
 TYPE_EXECUTABLE_FULL = 1
@@ -75,42 +81,13 @@ class ConnectError(Exception):
 
 # ---- protobuf wire format, by hand ----
 
-def read_varint(b, i):
-    v = shift = 0
-    while True:
-        if i >= len(b) or shift > 63:
-            raise ConnectError("invalid_argument", "truncated or overlong varint")
-        c = b[i]
-        i += 1
-        v |= (c & 0x7F) << shift
-        shift += 7
-        if not c & 0x80:
-            return v, i
-
-
 def fields(b):
-    """Yields (number, wire type, value) of one message; value: int or bytes."""
-    i = 0
-    while i < len(b):
-        key, i = read_varint(b, i)
-        num, wire = key >> 3, key & 7
-        if num == 0:
-            raise ConnectError("invalid_argument", "field number 0")
-        if wire == 0:
-            v, i = read_varint(b, i)
-        elif wire == 2:
-            n, i = read_varint(b, i)
-            if i + n > len(b):
-                raise ConnectError("invalid_argument", "length beyond the message")
-            v, i = b[i:i + n], i + n
-        elif wire == 1 or wire == 5:
-            n = 8 if wire == 1 else 4
-            if i + n > len(b):
-                raise ConnectError("invalid_argument", "truncated fixed field")
-            v, i = int.from_bytes(b[i:i + n], "little"), i + n
-        else:
-            raise ConnectError("invalid_argument", "wire type %d" % wire)
-        yield num, wire, v
+    """Yields (number, wire type, value) of one message: the Pyroscope fake's
+    reader (tests/pyroscope/fake_pyroscope.py), its refusals as Connect errors."""
+    try:
+        yield from _pb_fields(b)
+    except BadRequest as e:
+        raise ConnectError(e.code, e.message)
 
 
 def decode(b, schema, what):
