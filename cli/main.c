@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "debuginfo_cmd.h"
 #include "emberprof.h"
 
 void ember__cli_error(const char *fmt, ...)
@@ -84,6 +85,9 @@ static const command commands[] = {
 	{"symbolize", NULL, "[--debug-dir DIR]... [--sysroot DIR] [--debuginfod URLS] FILE...",
 	 "add function names, lines and inlined frames to pprof files written without them",
 	 ember__cli_symbolize_usage, ember__cli_symbolize},
+	{"debuginfo", NULL, "upload [options] FILE...",
+	 "upload debug files to a Pyroscope server by build ID, skipping those it has",
+	 ember__cli_debuginfo_usage, ember__cli_debuginfo},
 	{"version", "--version", "[--short]",
 	 "print the version, the commit and which optional parts work on this machine",
 	 ember__cli_version_usage, ember__cli_version},
