@@ -45,9 +45,9 @@ int ember__config_bind_reporters(ember__config *cfg)
 					  : cfg->hz,
 		.interval_ms = cfg->interval_ms,
 		.thread_labels = cfg->thread_labels,
-		.log_fn = cfg->log_fn,
-		.log_userdata = cfg->log_ud,
-		.log_level = (ember_log_level)cfg->log_level,
+		.log_fn = cfg->log.fn,
+		.log_userdata = cfg->log.ud,
+		.log_level = (ember_log_level)cfg->log.level,
 		.wall_ms = cfg->backend == EMBER_BACKEND_ASYNC_PROFILER ? 0 : cfg->wall_ms,
 		.alloc = cfg->alloc_mean != 0,
 		.max_depth = cfg->max_depth,
@@ -216,7 +216,7 @@ static void *agent_main(void *arg)
 		int urc = 0;
 		if (c->utab)
 			ember__unwind_tables_attach(c->utab, &c->sig.unwind_snap);
-		else if ((urc = ember__unwind_tables_new(&c->utab, &c->sig.unwind_snap, &c->cfg)) == 0)
+		else if ((urc = ember__unwind_tables_new(&c->utab, &c->sig.unwind_snap, &c->cfg.log)) == 0)
 			use_table_cache(c);
 		/* Not with wall-clock profiling: a thread asleep since start
 		 * would have its one sleeping stack, taken before any table,
@@ -553,7 +553,7 @@ static void log_lost_lines(const ember__core *c)
 {
 	int e = 0;
 	uint64_t failed = ember__logfd_failed(&e), lost = ember__logfd_lost();
-	if (c->cfg.log_fn || (!failed && !lost))
+	if (c->cfg.log.fn || (!failed && !lost))
 		return;
 	ember__log(&c->cfg, EMBER_LOG_WARN,
 		   "%" PRIu64 " log lines could not be written to standard error: %" PRIu64

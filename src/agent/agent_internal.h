@@ -14,6 +14,7 @@
 #include "engine/threads.h"
 #include "engine/sigsetup.h"
 #include "asprof/asprof.h"
+#include "util/log.h"
 
 typedef struct ember__tag {
 	char *key, *value;
@@ -40,9 +41,7 @@ typedef struct ember__config {
 	size_t ntags;
 	ember_reporter *reporters;
 	size_t nreporters;
-	ember_log_fn log_fn;
-	void *log_ud;
-	int log_level;
+	ember__logger log; /* ember_builder_set_log, EMBERPROF_LOG_LEVEL */
 	/* the profiling backend (ember_backend) and the async-profiler one's settings */
 	int backend;
 	ember__asprof_config asprof;
@@ -135,9 +134,8 @@ int ember__follow_forks_available(void);
 int ember__follow_forks_begin(const ember__config *cfg);
 void ember__follow_forks_end(void);
 
-/* Logging through the configured callback (or stderr); nothing when c is
- * NULL (a part used without an agent, as in unit tests). Never from a
- * handler. */
+/* Logging through c->log (util/log.h); nothing when c is NULL (a part
+ * used without an agent, as in unit tests). Never from a handler. */
 void ember__log(const ember__config *c, ember_log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 

@@ -77,7 +77,7 @@ static ember__config heap_cfg(void)
 	ember__config cfg;
 	ember__config_defaults(&cfg);
 	cfg.alloc_mean = 65536;
-	cfg.log_level = EMBER_LOG_OFF;
+	cfg.log.level = EMBER_LOG_OFF;
 	return cfg;
 }
 
