@@ -157,11 +157,12 @@ EMBER_API void ember_agent_shutdown(ember_agent *a)
  */
 static void start_alloc_profiling(ember__core *c)
 {
-	if (ember__alloc_backend_setup(&c->heap, &c->cfg, &c->jemalloc_source) != 0) {
+	ember__heap_cfg hcfg = ember__config_heap(&c->cfg);
+	if (ember__alloc_backend_setup(&c->heap, &hcfg, &c->jemalloc_source) != 0) {
 		ember__log(&c->cfg, EMBER_LOG_ERROR, "allocation profiling off: %s", ember_last_error());
 		return;
 	}
-	if (ember__heapprof_start(&c->heap, &c->cfg, c->want_jfr) != 0) {
+	if (ember__heapprof_start(&c->heap, &hcfg, c->want_jfr) != 0) {
 		ember__log(&c->cfg, EMBER_LOG_ERROR, "allocation profiling off: %s", ember_last_error());
 		ember__heapprof_stop(c->heap);
 	}

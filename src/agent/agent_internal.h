@@ -14,11 +14,8 @@
 #include "engine/threads.h"
 #include "engine/sigsetup.h"
 #include "asprof/asprof.h"
+#include "profile/window.h"
 #include "util/log.h"
-
-typedef struct ember__tag {
-	char *key, *value;
-} ember__tag;
 
 /* Settings: filled by the builder, copied into the agent at build. */
 typedef struct ember__config {
@@ -73,6 +70,13 @@ struct ember_running {
  * hook may run in a signal handler; the agent thread does the work.
  */
 int ember__running_exit_flush(ember_running *r, unsigned timeout_ms);
+
+/* The settings a window's profile takes (profile/window.h), borrowed
+ * from c: valid while c is unchanged. */
+static inline ember__window_cfg ember__config_window(const ember__config *c)
+{
+	return (ember__window_cfg){c->tags, c->ntags, c->thread_labels, c->hz, c->wall_ms};
+}
 
 /* Frees everything a config owns (reporters' destroy() included if `destroy_reporters`). */
 void ember__config_release(ember__config *c, int destroy_reporters);
