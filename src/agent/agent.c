@@ -199,10 +199,6 @@ static void log_blocked_threads(ember__core *c, int at_stop)
 static void *agent_main(void *arg)
 {
 	ember__core *c = arg;
-	sigset_t all;
-	sigfillset(&all);
-	ember__sigmask_kernel(SIG_BLOCK, &all, NULL);
-	pthread_setname_np(pthread_self(), "emberprof");
 	/* On jemalloc with profiling, the agent's own allocations stay out of
 	 * the program's heap profile. */
 	if (c->cfg.alloc_mean)
@@ -488,11 +484,7 @@ EMBER_API int ember_agent_start(ember_running **out, ember_agent *a)
 	c->last_scan = now_ns(CLOCK_MONOTONIC);
 	c->drain_ns = DRAIN_NS;
 
-	pthread_attr_t attr;
-	pthread_attr_init(&attr);
-	pthread_attr_setstacksize(&attr, 1u << 20);
-	rc = ember__real_pthread_create(&c->thread, &attr, agent_main, c);
-	pthread_attr_destroy(&attr);
+	rc = ember__thread_start(&c->thread, 1u << 20, agent_main, c, "emberprof");
 	if (rc != 0) {
 		ember__sigpath_uninstall(c->cfg.signo, &c->old_action);
 		ember__sampbuf_destroy(&c->sig.buf);

@@ -23,6 +23,7 @@
 #include "profile/aggregate.h"
 #include "engine/engine_wall.h"
 #include "engine/wall_replay.h"
+#include "engine/thread_start.h"
 #include "engine/threads.h"
 #include "cfi/table_cache.h"
 #include "cfi/unwind_tables.h"

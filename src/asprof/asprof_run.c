@@ -25,9 +25,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "engine/threads.h"
 #include "asprof/asprof.h"
-#include "sample/sigvirt.h"
+#include "engine/thread_start.h"
 #include "util/error.h"
 #include "util/envsnap.h"
 
@@ -330,10 +329,6 @@ static int rotate(ember__asprof_run *r, int final)
 static void *run_main(void *arg)
 {
 	ember__asprof_run *r = arg;
-	sigset_t all;
-	sigfillset(&all);
-	ember__sigmask_kernel(SIG_BLOCK, &all, NULL);
-	pthread_setname_np(pthread_self(), "emberprof");
 
 	int rc = ember__asprof_load(r->cfg->asprof.library, &r->api);
 	if (rc == 0) {
@@ -412,11 +407,7 @@ int ember__asprof_run_start(ember__asprof_run **out, const ember__config *cfg, u
 	pthread_cond_init(&r->cv, &ca);
 	pthread_condattr_destroy(&ca);
 
-	pthread_attr_t attr;
-	pthread_attr_init(&attr);
-	pthread_attr_setstacksize(&attr, 1u << 20);
-	int rc = ember__real_pthread_create(&r->thread, &attr, run_main, r);
-	pthread_attr_destroy(&attr);
+	int rc = ember__thread_start(&r->thread, 1u << 20, run_main, r, "emberprof");
 	if (rc != 0) {
 		rc = ember__error_errno(EMBER_ERR_SYS, rc, "cannot start the agent thread");
 		goto fail;

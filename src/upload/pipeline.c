@@ -28,8 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "engine/threads.h"
-#include "sample/sigvirt.h"
+#include "engine/thread_start.h"
 #include "upload/spool.h"
 #include "util/error.h"
 #include "util/logfd.h"
@@ -421,7 +420,6 @@ static void finish_attempt(ember__pipeline *p, const ember__send_result *r)
 static void *uploader_main(void *arg)
 {
 	ember__pipeline *p = arg;
-	pthread_setname_np(pthread_self(), "emberprof-up");
 	pthread_mutex_lock(&p->mu);
 	while (!p->stopping) {
 		if (!p->cur && !pick_next(p)) {
@@ -481,16 +479,8 @@ int ember__pipeline_start(ember__pipeline *p, const ember__upload_log *log)
 				   ember__spool_dir(p->spool));
 	/* The thread blocks every signal, so sampling signals land on the
 	 * application's threads; it is created past the pthread_create hook
-	 * so that it is not profiled itself. */
-	sigset_t all, old;
-	sigfillset(&all);
-	ember__sigmask_kernel(SIG_BLOCK, &all, &old);
-	pthread_attr_t attr;
-	pthread_attr_init(&attr);
-	pthread_attr_setstacksize(&attr, 1u << 20);
-	int rc = ember__real_pthread_create(&p->thread, &attr, uploader_main, p);
-	pthread_attr_destroy(&attr);
-	ember__sigmask_kernel(SIG_SETMASK, &old, NULL);
+	 * so that it is not profiled itself (engine/thread_start.h). */
+	int rc = ember__thread_start(&p->thread, 1u << 20, uploader_main, p, "emberprof-up");
 	if (rc == 0)
 		p->started = 1;
 	pthread_mutex_unlock(&p->mu);
