@@ -95,7 +95,7 @@ EMBER_API int ember_builder_build(ember_agent **out, ember_builder *b)
 	c->cfg = b->cfg; /* the agent takes over everything the builder owned */
 	free(b);
 	int brc = c->cfg.backend == EMBER_BACKEND_ASYNC_PROFILER
-			  ? ember__asprof_check_reporters(&c->cfg)
+			  ? ember__asprof_check_reporters(c->cfg.reporters, c->cfg.nreporters)
 			  : 0;
 	/* Allocation profiling is our sampler's (src/heap/); async-profiler
 	 * has its own, configured through its options. */
@@ -607,7 +607,8 @@ static int asprof_deliver(void *ctx, const ember_report *rep)
 /* Starts async-profiler instead of our sampler: no handler, no timers. */
 static int asprof_agent_start(ember_running **out, ember__core *c)
 {
-	int rc = ember__asprof_run_start(&c->asprof, &c->cfg, c->seq, asprof_deliver, c);
+	ember__asprof_run_cfg rcfg = {&c->cfg.asprof, c->cfg.app_name, c->cfg.interval_ms, &c->cfg.log};
+	int rc = ember__asprof_run_start(&c->asprof, &rcfg, c->seq, asprof_deliver, c);
 	if (rc)
 		return rc;
 	c->state = STATE_RUNNING;

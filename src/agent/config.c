@@ -247,6 +247,24 @@ EMBER_API int ember_builder_set_log(ember_builder *b, ember_log_fn fn, void *use
 	return 0;
 }
 
+EMBER_API int ember_builder_set_backend(ember_builder *b, ember_backend backend)
+{
+	if (!b)
+		return ember__error(EMBER_ERR_INVALID, "builder is NULL");
+	if (backend != EMBER_BACKEND_BUILTIN && backend != EMBER_BACKEND_ASYNC_PROFILER)
+		return ember__error(EMBER_ERR_INVALID, "unknown backend %d", (int)backend);
+	b->cfg.backend = backend;
+	return 0;
+}
+
+EMBER_API int ember_builder_set_asprof_options(ember_builder *b, const ember_asprof_options *in)
+{
+	if (!b || !in)
+		return ember__error(EMBER_ERR_INVALID, "ember_builder_set_asprof_options: %s is NULL",
+				    b ? "options" : "builder");
+	return ember__asprof_options_to_config(in, &b->cfg.asprof);
+}
+
 EMBER_API int ember_builder_follow_forks(ember_builder *b, ember_fork_fn fn, void *userdata)
 {
 	if (fn && !ember__follow_forks_available())
@@ -306,7 +324,7 @@ EMBER_API int ember_builder_apply_env(ember_builder *b)
 	ember__opt_ctx c = {.b = b, .target = &b->cfg};
 	int rc = ember__options_apply(&c, EMBER__OPT_BUILDER);
 	if (rc == 0)
-		rc = ember__asprof_apply_env(b);
+		rc = ember__asprof_apply_env(&b->cfg.asprof, &b->cfg.backend);
 	if (rc)
 		return rc;
 	c.formats = b->cfg.backend == EMBER_BACKEND_ASYNC_PROFILER ? EMBER_FORMAT_JFR
