@@ -29,7 +29,7 @@ typedef struct ember__heapprof ember__heapprof;
 
 /*
  * What allocation profiling takes from the agent's settings (filled from
- * its ember__config: ember__config_heap, agent/config.h). Borrowed for
+ * its ember__config: ember__config_heap, agent/core.h). Borrowed for
  * each call that takes it; nothing keeps it.
  */
 typedef struct ember__heap_cfg {

@@ -18,7 +18,7 @@ typedef struct ember__tag {
 
 /*
  * What a window's profile takes from the agent's settings (the agent
- * fills it from its ember__config: ember__config_window, agent/config.h;
+ * fills it from its ember__config: ember__config_window, agent/agent.h;
  * the tree engine too). Borrowed for the call.
  */
 typedef struct ember__window_cfg {
