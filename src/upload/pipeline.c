@@ -31,7 +31,7 @@
 #include "engine/thread_start.h"
 #include "upload/spool.h"
 #include "util/error.h"
-#include "util/logfd.h"
+#include "util/log.h"
 
 #define DEFAULT_BACKOFF_BASE_MS 500
 #define DEFAULT_BACKOFF_MAX_MS 30000
@@ -75,15 +75,8 @@ void ember__upload_logf(const ember__upload_log *l, ember_log_level level, const
 	va_start(ap, fmt);
 	vsnprintf(msg + n, sizeof(msg) - (size_t)n, fmt, ap);
 	va_end(ap);
-	if (l->fn) {
-		l->fn(l->ud, level, msg);
-		return;
-	}
-	static const char *const names[] = {"off", "error", "warning", "info", "debug"};
-	char line[1100];
-	int k = snprintf(line, sizeof(line), "emberprof: %s: %s\n", names[level], msg);
-	if (k > 0)
-		ember__logfd_write(line, (size_t)k < sizeof(line) ? (size_t)k : sizeof(line) - 1);
+	ember__logger to = {l->fn, l->ud, l->level}; /* the callback, or stderr */
+	ember__logf(&to, level, "%s", msg);
 }
 
 static int64_t mono_ns(void)
