@@ -22,8 +22,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/agent_internal.h" /* the builder, to learn what EMBERPROF_* asks */
-#include "agent/options.h"      /* the variables, their options and help */
+#include "agent/agent.h"   /* the builder, to learn what EMBERPROF_* asks */
+#include "agent/options.h" /* the variables, their options and help */
 #include "util/parse.h"
 #include "cli.h"
 #include "emberprof.h"

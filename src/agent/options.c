@@ -293,7 +293,7 @@ const ember__option ember__options[] = {
 	 .opt = "thread-labels", .help = "label samples with thread id and name"},
 	{.name = "EMBERPROF_LOG_LEVEL", .kind = EMBER__OPT_CUSTOM, .parse = p_log_level,
 	 .expect = "expected off, error, warn, info or debug", .store = EMBER__STORE_INT,
-	 IN_CFG(log_level), .values = "LEVEL", .deflt = "warn", .opt = "log-level", .opt_arg = 1,
+	 IN_CFG(log.level), .values = "LEVEL", .deflt = "warn", .opt = "log-level", .opt_arg = 1,
 	 .help = "off, error, warn, info or debug"},
 	{.name = "EMBERPROF_TAGS", .flags = EMPTY, .expect = "expected key=value[,key=value...]",
 	 .apply = a_tags, .values = "KEY=VALUE", .opt = "tag", .opt_short = 't', .opt_arg = 1,

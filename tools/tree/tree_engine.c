@@ -14,8 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent/aggregate.h"
-#include "agent/window.h"
+#include "profile/aggregate.h"
+#include "profile/window.h"
 #include "encode/pprof.h"
 #include "symbols/symbolizer.h"
 #include "tree/perf_tree.h"
@@ -194,7 +194,8 @@ static void report_window(ember__tree *t, tproc *p, int64_t end, int final)
 	ember__profile *prof = NULL;
 	uint8_t *pb = NULL;
 	size_t pblen = 0;
-	rc = ember__window_profile(&p->agg, p->sym, t->cfg, EMBER__PROFILE_CPU, p->win_start, end,
+	ember__window_cfg wcfg = ember__config_window(t->cfg);
+	rc = ember__window_profile(&p->agg, p->sym, &wcfg, EMBER__PROFILE_CPU, p->win_start, end,
 				   &prof);
 	if (rc == 0)
 		rc = ember__pprof_encode(prof, &pb, &pblen);
