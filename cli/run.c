@@ -65,6 +65,7 @@ enum {
 	OPT_S3_REGION,
 	OPT_BACKEND,
 	OPT_UNWIND_CACHE,
+	OPT_OTLP,
 	NENV_OPTS,
 	/* CLI-only options */
 	OPT_TOP = NENV_OPTS,
@@ -111,6 +112,7 @@ static const option_def option_defs[] = {
 	[OPT_S3_REGION] = { "s3-region", 0, 1, "EMBERPROF_S3_REGION" },
 	[OPT_BACKEND] = { "backend", 0, 1, "EMBERPROF_BACKEND" },
 	[OPT_UNWIND_CACHE] = { "unwind-cache", 0, 1, "EMBERPROF_UNWIND_CACHE" },
+	[OPT_OTLP] = { "otlp", 0, 1, "EMBERPROF_OTLP_URL" },
 	[OPT_TOP] = { "top", 'n', 1, NULL },
 	[OPT_QUIET] = { "quiet", 'q', 0, NULL },
 	[OPT_HELP] = { "help", 'h', 0, NULL },
@@ -149,6 +151,8 @@ static const char *const known_vars[] = {
 	"EMBERPROF_BACKEND", "EMBERPROF_ASPROF_LIB", "EMBERPROF_ASPROF_CPU_INTERVAL",
 	"EMBERPROF_ASPROF_WALL_INTERVAL", "EMBERPROF_ASPROF_NATIVEMEM", "EMBERPROF_ASPROF_ROTATE",
 	"EMBERPROF_UNWIND_CACHE", /* the unwind-table cache (src/agent/table_cache.h) */
+	/* the OTLP reporter's (src/report/otlp_env.c) */
+	"EMBERPROF_OTLP_URL", "EMBERPROF_OTLP", "EMBERPROF_OTLP_SPOOL_DIR",
 };
 
 typedef struct run_opts {
@@ -232,6 +236,10 @@ void ember__cli_run_usage(FILE *out)
 		"      --header 'NAME: VALUE'\n"
 		"                           an extra HTTP header; repeatable\n"
 		"                           [EMBERPROF_SERVER_HEADERS]\n"
+		"      --otlp URL           also send each window to this OpenTelemetry\n"
+		"                           collector (OTLP/HTTP, /v1development/profiles\n"
+		"                           appended), e.g. http://localhost:4318; OTEL_EXPORTER_OTLP_*\n"
+		"                           headers, compression, timeout [EMBERPROF_OTLP_URL]\n"
 		"      --s3-bucket BUCKET   also upload each window to S3 as the async-profiler\n"
 		"                           agent does (a zip with the JFR recording); AWS\n"
 		"                           credentials from the standard chain [EMBERPROF_S3_BUCKET]\n"

@@ -12,6 +12,7 @@
 
 #include "agent/agent_internal.h"
 #include "asprof/asprof_config.h"
+#include "report/otlp.h"
 #include "report/pyroscope.h"
 #include "report/s3.h"
 #include "symbols/symbolizer.h"
@@ -506,6 +507,8 @@ EMBER_API int ember_builder_apply_env(ember_builder *b)
 	}
 	/* The S3 reporter's EMBERPROF_S3_* (src/agent/env_s3.c). */
 	int src = ember__s3_apply_env(b);
+	if (!src) /* the OTLP reporter's OTEL_* (src/report/otlp_env.c) */
+		src = ember__otlp_apply_env(b);
 	if (src)
 		return src;
 	return apply_server_env(b);

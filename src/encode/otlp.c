@@ -377,29 +377,62 @@ out:
 
 /* ---- the request ---- */
 
-int ember__otlp_encode(const ember__otlp_window *w, uint8_t **out, size_t *out_len)
+struct ember__otlp_enc {
+	enc e;
+	ember__pbuf profiles; /* the Profile fields written so far */
+	size_t nprofiles;
+};
+
+void ember__otlp_enc_free(ember__otlp_enc *x)
+{
+	if (!x)
+		return;
+	ember__pb_free(&x->profiles);
+	ember__pb_free(&x->e.scratch);
+	for (int t = 1; t < EMBER_OTLP_DICT_NTABLES; t++)
+		tab_free(&x->e.tab[t]);
+	free(x);
+}
+
+int ember__otlp_enc_new(ember__otlp_enc **out)
+{
+	*out = calloc(1, sizeof(**out));
+	if (!*out)
+		return ember__error_oom("OTLP encoder");
+	for (int t = 1; t < EMBER_OTLP_DICT_NTABLES; t++)
+		if (tab_init(&(*out)->e.tab[t])) {
+			ember__otlp_enc_free(*out);
+			*out = NULL;
+			return ember__error_oom("OTLP dictionary");
+		}
+	return 0;
+}
+
+int ember__otlp_enc_add(ember__otlp_enc *x, const ember__profile *p, int profile_ids)
+{
+	int rc = put_profile(&x->e, &x->profiles, p, profile_ids);
+	if (rc == 0)
+		x->nprofiles += p->nvalues;
+	return rc;
+}
+
+size_t ember__otlp_enc_count(const ember__otlp_enc *x)
+{
+	return x ? x->nprofiles : 0;
+}
+
+int ember__otlp_enc_finish(ember__otlp_enc *x, const ember__otlp_attr *resource, size_t nresource,
+			   const char *scope_name, const char *scope_version, uint8_t **out,
+			   size_t *out_len)
 {
 	*out = NULL;
 	*out_len = 0;
-	enc e;
-	memset(&e, 0, sizeof(e));
-	ember__pbuf profiles = EMBER_PBUF_INIT, b = EMBER_PBUF_INIT;
-	int rc = 0;
-	for (int t = 1; t < EMBER_OTLP_DICT_NTABLES; t++)
-		if (tab_init(&e.tab[t])) {
-			rc = ember__error_oom("OTLP dictionary");
-			goto done;
-		}
-	for (size_t i = 0; i < w->nprofiles && rc == 0; i++)
-		if (w->profiles[i])
-			rc = put_profile(&e, &profiles, w->profiles[i], w->profile_ids);
-	if (rc)
-		goto done;
-
+	ember__pbuf b = EMBER_PBUF_INIT;
+	enc *e = &x->e;
 	size_t rp = ember__pb_begin(&b, EMBER_OTLP_REQ_RESOURCE_PROFILES);
 	size_t res = ember__pb_begin(&b, EMBER_OTLP_RP_RESOURCE);
-	for (size_t i = 0; i < w->nresource; i++) {
-		const ember__otlp_attr *at = &w->resource[i];
+	for (size_t i = 0; i < nresource; i++) {
+		const ember__otlp_attr *at = &resource[i];
 		size_t kv = ember__pb_begin(&b, EMBER_OTLP_RESOURCE_ATTRIBUTES);
 		ember__pb_bytes(&b, EMBER_OTLP_KV_KEY, at->key, strlen(at->key));
 		put_any(&b, EMBER_OTLP_KV_VALUE, at->str, at->num);
@@ -408,36 +441,44 @@ int ember__otlp_encode(const ember__otlp_window *w, uint8_t **out, size_t *out_l
 	ember__pb_end(&b, res);
 	size_t sp = ember__pb_begin(&b, EMBER_OTLP_RP_SCOPE_PROFILES);
 	size_t sc = ember__pb_begin(&b, EMBER_OTLP_SP_SCOPE);
-	if (w->scope_name)
-		ember__pb_bytes(&b, EMBER_OTLP_SCOPE_NAME, w->scope_name, strlen(w->scope_name));
-	if (w->scope_version)
-		ember__pb_bytes(&b, EMBER_OTLP_SCOPE_VERSION, w->scope_version,
-				strlen(w->scope_version));
+	if (scope_name)
+		ember__pb_bytes(&b, EMBER_OTLP_SCOPE_NAME, scope_name, strlen(scope_name));
+	if (scope_version)
+		ember__pb_bytes(&b, EMBER_OTLP_SCOPE_VERSION, scope_version, strlen(scope_version));
 	ember__pb_end(&b, sc);
-	if (profiles.len && ember__pb_reserve(&b, profiles.len) == 0) {
-		memcpy(b.data + b.len, profiles.data, profiles.len);
-		b.len += profiles.len;
+	if (x->profiles.len && ember__pb_reserve(&b, x->profiles.len) == 0) {
+		memcpy(b.data + b.len, x->profiles.data, x->profiles.len);
+		b.len += x->profiles.len;
 	}
 	ember__pb_end(&b, sp);
 	ember__pb_end(&b, rp);
 
 	size_t d = ember__pb_begin(&b, EMBER_OTLP_REQ_DICTIONARY);
 	for (int t = 1; t < EMBER_OTLP_DICT_NTABLES; t++)
-		for (uint32_t i = 0; i < e.tab[t].n; i++)
-			ember__pb_bytes(&b, (uint32_t)t, e.tab[t].ents[i].data, e.tab[t].ents[i].len);
+		for (uint32_t i = 0; i < e->tab[t].n; i++)
+			ember__pb_bytes(&b, (uint32_t)t, e->tab[t].ents[i].data, e->tab[t].ents[i].len);
 	ember__pb_end(&b, d);
-	if (ember__pb_failed(&b) || ember__pb_failed(&profiles)) {
-		rc = ember__error_oom("OTLP request");
-		goto done;
+	if (ember__pb_failed(&b) || ember__pb_failed(&x->profiles)) {
+		ember__pb_free(&b);
+		return ember__error_oom("OTLP request");
 	}
 	*out = b.data;
 	*out_len = b.len;
-	b.data = NULL;
-done:
-	ember__pb_free(&b);
-	ember__pb_free(&profiles);
-	ember__pb_free(&e.scratch);
-	for (int t = 1; t < EMBER_OTLP_DICT_NTABLES; t++)
-		tab_free(&e.tab[t]);
+	return 0;
+}
+
+int ember__otlp_encode(const ember__otlp_window *w, uint8_t **out, size_t *out_len)
+{
+	ember__otlp_enc *x;
+	*out = NULL;
+	*out_len = 0;
+	int rc = ember__otlp_enc_new(&x);
+	for (size_t i = 0; i < w->nprofiles && rc == 0; i++)
+		if (w->profiles[i])
+			rc = ember__otlp_enc_add(x, w->profiles[i], w->profile_ids);
+	if (rc == 0)
+		rc = ember__otlp_enc_finish(x, w->resource, w->nresource, w->scope_name,
+					    w->scope_version, out, out_len);
+	ember__otlp_enc_free(x);
 	return rc;
 }

@@ -68,6 +68,22 @@ typedef struct ember__otlp_window {
  */
 int ember__otlp_encode(const ember__otlp_window *w, uint8_t **out, size_t *out_len);
 
+/*
+ * The same in steps, for a reporter that gets a window's profiles one at
+ * a time: new, add each profile (its tables are interned at once, so it
+ * may be freed after), finish (the request, *out malloc'd), free. The
+ * encoder is the caller's; enc_count says how many Profiles were added.
+ * Returns as ember__otlp_encode().
+ */
+typedef struct ember__otlp_enc ember__otlp_enc;
+int ember__otlp_enc_new(ember__otlp_enc **out);
+int ember__otlp_enc_add(ember__otlp_enc *e, const ember__profile *p, int profile_ids);
+size_t ember__otlp_enc_count(const ember__otlp_enc *e);
+int ember__otlp_enc_finish(ember__otlp_enc *e, const ember__otlp_attr *resource, size_t nresource,
+			   const char *scope_name, const char *scope_version, uint8_t **out,
+			   size_t *out_len);
+void ember__otlp_enc_free(ember__otlp_enc *e);
+
 /* ExportProfilesServiceRequest and dictionary field numbers, shared with
  * the reader (tools/convert). */
 enum {
