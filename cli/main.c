@@ -57,6 +57,7 @@ static void usage(FILE *out)
 		"                                   write a flame graph page of the files\n"
 		"  diff --base FILE... --new FILE... [-o diff.html]\n"
 		"                                   compare two sets of profiles\n"
+		"  convert [options] -o OUT FILE... pprof/JFR to an OTLP profiles request, and back\n"
 		"  version [--short]                print the version, the commit and which\n"
 		"                                   optional parts work on this machine\n"
 		"  help [COMMAND]                   print this help, or a command's\n"
@@ -91,6 +92,10 @@ static int help(int argc, char **argv)
 		ember__cli_longpolls_usage(stdout);
 		return 0;
 	}
+	if (!strcmp(argv[1], "convert")) {
+		ember__cli_convert_usage(stdout);
+		return 0;
+	}
 	if (!strcmp(argv[1], "version")) {
 		ember__cli_version_usage(stdout);
 		return 0;
@@ -117,6 +122,8 @@ int main(int argc, char **argv)
 		return ember__cli_flame(argc - 1, argv + 1);
 	if (!strcmp(cmd, "diff"))
 		return ember__cli_diff(argc - 1, argv + 1);
+	if (!strcmp(cmd, "convert"))
+		return ember__cli_convert(argc - 1, argv + 1);
 	if (!strcmp(cmd, "version") || !strcmp(cmd, "--version"))
 		return ember__cli_version(argc - 1, argv + 1);
 	if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h"))

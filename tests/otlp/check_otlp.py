@@ -158,7 +158,21 @@ def read_pprof(path):
 PUSH_NAME = {"cpu": "process_cpu", "wall": "wall", "memory": "memory"}
 
 
+def same_files(a, b):
+    """--same A B: the two pprof files hold the same profile, per stack."""
+    pa, pb = read_pprof(a), read_pprof(b)
+    for k in ("type_names", "ptype_names", "period", "time", "per_type", "labels"):
+        if pa[k] != pb[k]:
+            fail("%s and %s differ in %s" % (a, b, k))
+            return
+    ok("%s = %s: %d sample types, %d stacks" % (os.path.basename(a), os.path.basename(b),
+                                                len(pa["type_names"]), len(pa["per_type"][0])))
+
+
 def main():
+    if len(sys.argv) == 4 and sys.argv[1] == "--same":
+        same_files(sys.argv[2], sys.argv[3])
+        sys.exit(1 if fails else 0)
     ap = argparse.ArgumentParser()
     ap.add_argument("--requests", required=True)
     ap.add_argument("--local")

@@ -303,7 +303,21 @@ def main():
     ap.add_argument("--expect-gzip", action="store_true")
     ap.add_argument("--fail-first", type=int, default=0)
     ap.add_argument("--lifetime", type=float, default=300)
+    ap.add_argument("--check-file", action="append", default=[],
+                    help="check request bodies in files (raw or gzip'd), print, exit")
     args = ap.parse_args()
+    if args.check_file:
+        pb = load_modules(args.proto_dir)
+        bad = 0
+        for path in args.check_file:
+            body = open(path, "rb").read()
+            req = pb.ExportProfilesServiceRequest()
+            req.ParseFromString(gzip.decompress(body) if body[:2] == b"\x1f\x8b" else body)
+            errs, summary = check_request(req)
+            n = sum(len(sc["profiles"]) for r in summary["resources"] for sc in r["scopes"])
+            print("%s: %d profiles, %s" % (path, n, "; ".join(errs) if errs else "ok"))
+            bad += bool(errs) or n == 0
+        sys.exit(1 if bad else 0)
     os.makedirs(args.dir, exist_ok=True)
     srv = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
     srv.pb = load_modules(args.proto_dir)
