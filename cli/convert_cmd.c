@@ -15,6 +15,7 @@
 #include "emberprof.h"
 #include "encode/otlp.h"
 #include "encode/pprof.h"
+#include "util/fileio.h"
 
 void ember__cli_convert_usage(FILE *out)
 {
@@ -30,6 +31,9 @@ void ember__cli_convert_usage(FILE *out)
 		"       http://collector:4318%s\n"
 		"An OTLP INPUT (raw or gzip'd, e.g. a window the OTLP reporter spooled) becomes\n"
 		"pprof: OUTPUT, or OUTPUT.1, OUTPUT.2... when it holds several profiles.\n"
+		"A window the OTLP reporter spooled (EMBERPROF_OTLP_SPOOL_DIR, *.ems) is read\n"
+		"as its request; with --to otlp, OUTPUT gets its body as queued (gzip'd when\n"
+		"compression was on: send it with Content-Encoding: gzip).\n"
 		"  --from F     the INPUTs' format (default: by content)\n"
 		"  --to F       the output format (default: otlp for pprof/JFR input, else pprof)\n"
 		"  --service N  the request's service.name\n"
@@ -99,6 +103,22 @@ int ember__cli_convert(int argc, char **argv)
 		ember__cli_error("convert: %s", !output ? "no output (-o OUTPUT)" : "no input file");
 		ember__cli_convert_usage(stderr);
 		return EMBER_EXIT_USAGE;
+	}
+	/* a spooled window, --to otlp: its request body as it was queued */
+	if (argc - i == 1 && to == EMBER_CONV_OTLP) {
+		uint8_t *data;
+		size_t len;
+		const uint8_t *body;
+		size_t blen;
+		if (ember__read_file(argv[i], EMBER_PPROF_MAX_RAW, &data, &len) == 0) {
+			int sp = ember__convert_spool_body(data, len, &body, &blen);
+			int w = sp > 0 ? write_out(output, body, blen) : 0;
+			free(data);
+			if (sp < 0)
+				ember__cli_error("convert: %s: %s", argv[i], ember_last_error());
+			if (sp)
+				return sp < 0 || w ? 1 : 0;
+		}
 	}
 	ember__profile **v = NULL;
 	size_t n = 0;

@@ -90,6 +90,12 @@ EMBERPROF_OTLP_SPOOL_DIR="$T/spool" "$EMBERPROF" run -q --otlp "http://127.0.0.1
 check_exit "run with the receiver down" 0 $?
 n=$(ls "$T/spool" 2>/dev/null | grep -vc lock)
 [ "$n" -ge 1 ] && ok "$n windows spooled" || { fail "nothing spooled"; cat "$T/err" >&2; }
+# a spooled window is a request: convert reads it, and gives its body for a replay
+ems=$(ls "$T/spool"/*.ems 2>/dev/null | head -1)
+"$EMBERPROF" convert --to otlp -o "$T/spooled.otlp" "$ems" && "$EMBERPROF" convert -o "$T/spooled.pb.gz" "$ems" >/dev/null
+check_exit "convert a spooled window" 0 $?
+"$EMBER_PYTHON3" "$D/otlp_receiver.py" --proto-dir "$EMBER_OTLP_PROTO_DIR" --dir "$T/chk" --check-file "$T/spooled.otlp" >"$T/chk.out" 2>&1 &&
+	ok "the spooled body decodes with the pinned protos: $(cat "$T/chk.out")" || { fail "spooled body:"; cat "$T/chk.out" >&2; }
 old=$port
 start "$T/r4" --port "$old"
 EMBERPROF_OTLP_SPOOL_DIR="$T/spool" "$EMBERPROF" run -q --otlp "http://127.0.0.1:$port" --interval 1s -o "$T/p4" -- \

@@ -15,6 +15,7 @@
 #include "encode/pprof.h"
 #include "read/jfr_profile.h"
 #include "read/pprof_read.h"
+#include "report/otlp.h"
 #include "util/error.h"
 #include "util/fileio.h"
 
@@ -22,6 +23,33 @@ int ember__convert_format(const char *s)
 {
 	return !strcmp(s, "pprof") ? EMBER_CONV_PPROF : !strcmp(s, "jfr") ? EMBER_CONV_JFR
 	       : !strcmp(s, "otlp") ? EMBER_CONV_OTLP : -1;
+}
+
+static uint64_t be(const uint8_t *p, int n)
+{
+	uint64_t v = 0;
+	for (int i = 0; i < n; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+int ember__convert_spool_body(const uint8_t *data, size_t len, const uint8_t **body,
+			      size_t *body_len)
+{
+	enum { HEADER = 8 + 4 + 4 + 4 + 8 + 8 + 4 + 8 + 4 };
+	if (len < 8 || memcmp(data, "EMBSPOOL", 8))
+		return 0;
+	if (len < HEADER || be(data + 8, 4) != 1)
+		return ember__error(EMBER_ERR_FORMAT, "a spool file of an unknown version or truncated");
+	if (be(data + 12, 4) != EMBER_OTLP_KIND)
+		return ember__error(EMBER_ERR_FORMAT, "a spooled window of another reporter (kind "
+				    "%08x), not an OTLP request", (unsigned)be(data + 12, 4));
+	uint64_t meta = be(data + 36, 4), blen = be(data + 40, 8);
+	if (meta > len - HEADER || blen != len - HEADER - meta)
+		return ember__error(EMBER_ERR_FORMAT, "a spool file whose sizes do not add up");
+	*body = data + HEADER + meta;
+	*body_len = (size_t)blen;
+	return 1;
 }
 
 static int push(ember__profile ***v, size_t *n, ember__profile *p)
@@ -50,6 +78,15 @@ int ember__convert_read(const char *path, int from, ember__profile ***v, size_t 
 	int rc = ember__read_file(path, EMBER_PPROF_MAX_RAW, &data, &len);
 	if (rc)
 		return rc;
+	const uint8_t *body = data;
+	size_t blen = len;
+	int sp = ember__convert_spool_body(data, len, &body, &blen);
+	if (sp < 0) {
+		free(data);
+		return named(sp, path);
+	}
+	if (sp)
+		from = EMBER_CONV_OTLP;
 	if (from == EMBER_CONV_AUTO && ember__jfr_magic(data, len))
 		from = EMBER_CONV_JFR;
 	ember__profile *p = NULL;
@@ -67,7 +104,7 @@ int ember__convert_read(const char *path, int from, ember__profile ***v, size_t 
 	}
 	if (from == EMBER_CONV_OTLP) {
 		ember__otlp_read_result r;
-		rc = ember__otlp_read(data, len, &r);
+		rc = ember__otlp_read(body, blen, &r);
 		if (rc == 0 && r.notlp_profiles == 0)
 			rc = ember__error(EMBER_ERR_FORMAT, "neither a pprof profile nor an OTLP request "
 					  "with profiles");

@@ -30,6 +30,16 @@ int ember__convert_format(const char *s);
 int ember__convert_read(const char *path, int from, ember__profile ***v, size_t *n, int *format);
 
 /*
+ * If data[0..len) is a spool file of the OTLP reporter (src/upload/
+ * spool.h, version 1), points *body at the request body inside it and
+ * returns 1; returns 0 for any other data, or EMBER_ERR_FORMAT (message
+ * set) for a spool file that is not an OTLP window or is damaged. The
+ * body's CRC is not checked (the spool checks it when it sends).
+ */
+int ember__convert_spool_body(const uint8_t *data, size_t len, const uint8_t **body,
+			      size_t *body_len);
+
+/*
  * Encodes profiles p[0..n) as one OTLP request: resource service.name
  * (when service is not NULL), scope emberprof. *out malloc'd, gzip'd when
  * gzip is set. 0 or the encoder's error.
