@@ -21,6 +21,7 @@
 #include "emberprof.h"
 #include "encode/protobuf.h"
 #include "util/error.h"
+#include "util/hashmap.h"
 
 /* ---- byte-string interning ---- */
 
@@ -39,12 +40,7 @@ typedef struct blobtab {
 
 static uint64_t fnv(const uint8_t *s, size_t len)
 {
-	uint64_t h = 1469598103934665603ull;
-	for (size_t i = 0; i < len; i++) {
-		h ^= s[i];
-		h *= 1099511628211ull;
-	}
-	return h;
+	return ember__hash_bytes(s, len, 0);
 }
 
 static int tab_rehash(blobtab *t, size_t nslots)

@@ -38,34 +38,8 @@ def fail(msg):
     print("FAIL " + msg)
 
 
-def varint(b, i):
-    r = s = 0
-    while True:
-        c = b[i]
-        i += 1
-        r |= (c & 0x7F) << s
-        s += 7
-        if c < 0x80:
-            return r, i
-
-
-def fields(b):
-    i = 0
-    while i < len(b):
-        k, i = varint(b, i)
-        num, wire = k >> 3, k & 7
-        if wire == 0:
-            v, i = varint(b, i)
-        elif wire == 1:
-            v, i = int.from_bytes(b[i:i + 8], "little"), i + 8
-        elif wire == 5:
-            v, i = int.from_bytes(b[i:i + 4], "little"), i + 4
-        elif wire == 2:
-            n, i = varint(b, i)
-            v, i = b[i:i + n], i + n
-        else:
-            raise ValueError("wire type %d" % wire)
-        yield num, wire, v
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "jfrconv"))
+from stacks import fields, varint  # noqa: E402  (the wire-format walk the JFR tests use)
 
 
 def packed(wire, v):
