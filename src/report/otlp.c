@@ -23,6 +23,15 @@
 
 #define MAX_HEADERS 64
 #define MAX_DIRTY 8
+#define NEXE 8 /* processes whose executable is remembered */
+
+/* A process's executable and container, remembered for its last window,
+ * reported after it exited (the tree engine's): /proc/<pid> is gone then. */
+typedef struct exe_memo {
+	int32_t pid;
+	char path[PATH_MAX];
+	char container[65];
+} exe_memo;
 
 typedef struct otlp {
 	pid_t pid; /* the creating process: a fork child leaves it all alone */
@@ -44,6 +53,8 @@ typedef struct otlp {
 	int32_t wpid;
 	uint32_t seq;
 	int64_t start_ns, end_ns;
+	exe_memo exe[NEXE];
+	unsigned nexe_next;
 } otlp;
 
 /* The agent thread's side channel (otlp.h). */
@@ -177,6 +188,44 @@ static void forget_dirty(otlp *o)
 		}
 }
 
+static const char *find_attr(const ember__otlp_attr *a, size_t n, const char *key)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(a[i].key, key))
+			return a[i].str;
+	return NULL;
+}
+
+/* Remembers the process's executable and container while /proc has them,
+ * and puts them back in det (room for 8) once it has not. Returns the count. */
+static size_t remember_exe(otlp *o, ember__otlp_attr det[8], size_t nd)
+{
+	int32_t pid = o->wpid > 0 ? o->wpid : (int32_t)getpid();
+	exe_memo *m = NULL;
+	for (unsigned i = 0; i < NEXE; i++)
+		if (o->exe[i].pid == pid)
+			m = &o->exe[i];
+	const char *path = find_attr(det, nd, "process.executable.path");
+	const char *cid = find_attr(det, nd, "container.id");
+	if (path) {
+		if (!m) {
+			m = &o->exe[o->nexe_next++ % NEXE];
+			m->pid = pid;
+		}
+		snprintf(m->path, sizeof(m->path), "%s", path);
+		snprintf(m->container, sizeof(m->container), "%s", cid ? cid : "");
+		return nd;
+	}
+	if (!m || nd + 3 > 8)
+		return nd;
+	const char *slash = strrchr(m->path, '/');
+	det[nd++] = (ember__otlp_attr){"process.executable.path", m->path, 0};
+	det[nd++] = (ember__otlp_attr){"process.executable.name", slash ? slash + 1 : m->path, 0};
+	if (m->container[0] && !cid)
+		det[nd++] = (ember__otlp_attr){"container.id", m->container, 0};
+	return nd;
+}
+
 /* Encodes and queues the pending window (and, final, waits as the pipeline does). */
 static int flush_pending(otlp *o)
 {
@@ -190,6 +239,7 @@ static int flush_pending(otlp *o)
 			res[n++] = (ember__otlp_attr){"service.name", o->service_name, 0};
 		ember__otlp_attr det[8];
 		size_t nd = ember__otlp_detect_resource(o->wpid, det, buf, sizeof(buf));
+		nd = remember_exe(o, det, nd);
 		for (size_t i = 0; i < nd; i++) {
 			int over = 0;
 			for (size_t k = 0; k < o->nextra; k++)

@@ -192,11 +192,12 @@ def main():
         for res in r["resources"]:
             for sc in res["scopes"]:
                 for p in sc["profiles"]:
-                    otlp[(p["time"], tuple(p["sample_type"]), tuple(p["period_type"]))] = (p, res, sc)
+                    otlp[(res["attributes"].get("process.pid"), p["time"], tuple(p["sample_type"]),
+                          tuple(p["period_type"]))] = (p, res, sc)
     stored = {}
     for r in reqs:
         for py in r.get("pyroscope", []):
-            stored.setdefault(py["time"], []).append(py)
+            stored.setdefault((py["pid"], py["time"]), []).append(py)
     files = sorted(glob.glob(os.path.join(a.local, "*.pb.gz")))
     nwin = ncmp = 0
     for path in files:
@@ -207,7 +208,7 @@ def main():
             continue  # an empty profile is not sent
         nwin += 1
         for t, tn in enumerate(p["type_names"]):
-            got = otlp.get((p["time"], tuple(tn), tuple(p["ptype_names"])))
+            got = otlp.get((pid, p["time"], tuple(tn), tuple(p["ptype_names"])))
             if not got:
                 fail("%s: no OTLP profile %s for its window" % (os.path.basename(path), tn))
                 continue
@@ -247,7 +248,7 @@ def main():
             expect = {x.replace("memory:", "space:", 1) for x in push}
         else:
             expect = push
-        got_py = [x for x in stored.get(p["time"], []) if x["profile_type"] in expect]
+        got_py = [x for x in stored.get((pid, p["time"]), []) if x["profile_type"] in expect]
         got_ids = {x["profile_type"] for x in got_py}
         if got_ids != expect:
             fail("%s: Pyroscope would store %s, expected %s (push stores %s)" % (

@@ -220,7 +220,7 @@ def check_request(req):
                 stored_id = "%s:%s:%s:%s" % (name, stored, ptype[0], ptype[1])
                 summary["pyroscope"].append({
                     "service_name": svc, "__name__": name, "profile_type": stored_id,
-                    "time": p.time_unix_nano, "scale": scale,
+                    "time": p.time_unix_nano, "scale": scale, "pid": res.get("process.pid"),
                     "series_labels": sorted("%s=%s" % (kv.key, any_str(kv.value))
                                             for kv in rp.resource.attributes
                                             if any_str(kv.value) and kv.key != "service.name"),

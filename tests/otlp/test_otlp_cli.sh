@@ -105,7 +105,20 @@ stop
 check "restart: spooled then new windows, each once, in order" --requests "$T/r4/requests.jsonl" --local "$T/p4" \
 	--app "$(basename "$EMBER_DEMO")" --expect-windows "$(windows "$T/p4")"
 
-# 5. bad configuration: one clear error naming the variable, the program not run
+# 5. the tree engine (sampled from outside, reporters in emberprof): one
+# request per window of each process, with that process's resource
+if "$EMBERPROF" run -q --engine tree -o "$T/probe" -- true >/dev/null 2>&1; then
+	start "$T/r5"
+	"$EMBERPROF" run -q --engine tree --otlp "http://127.0.0.1:$port" --interval 1s -o "$T/p5" -- \
+		sh -c "'$EMBER_DEMO' --threads 1 --seconds 1.5 & '$EMBER_DEMO' --threads 1 --seconds 1.5; wait" >"$T/out" 2>"$T/err"
+	check_exit "run --engine tree --otlp" 0 $?
+	stop
+	check "tree engine: per process" --requests "$T/r5/requests.jsonl" --local "$T/p5" --app sh
+else
+	echo "note: --engine tree cannot run here (perf events): its OTLP check is skipped"
+fi
+
+# 6. bad configuration: one clear error naming the variable, the program not run
 bad() { # WHAT WANT ENV... -- (ARGS to run)
 	what=$1 want=$2
 	shift 2

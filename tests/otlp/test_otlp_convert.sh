@@ -33,8 +33,8 @@ same "$wall" "$T/back.pb.gz.1"
 check_exit "convert gzip'd otlp -> pprof" 0 $?
 same "$cpu" "$T/backz.pb.gz"
 
-jfr=$(ls "$T"/p/*.jfr 2>/dev/null | head -1)
-if [ -n "$jfr" ]; then
+jfr="${cpu%.pb.gz}.jfr" # the same window's recording
+if [ -f "$jfr" ]; then
 	"$EMBERPROF" convert --to pprof -o "$T/jfr.pb.gz" "$jfr" &&
 		"$EMBERPROF" convert -o "$T/jfr.otlp" "$jfr" &&
 		"$EMBERPROF" convert -o "$T/jfr-back.pb.gz" "$T/jfr.otlp" >/dev/null
