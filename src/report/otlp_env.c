@@ -11,6 +11,7 @@
  *   OTEL_EXPORTER_OTLP_ENDPOINT           the base URL (path appended)
  *   EMBERPROF_OTLP=on    turns the reporter on with the OTEL_* endpoint
  *                        (default http://localhost:4318)
+ *   OTEL_EXPORTER_OTLP_[PROFILES_]PROTOCOL     http/protobuf (the only one)
  *   OTEL_EXPORTER_OTLP_[PROFILES_]HEADERS      key=value,... (percent-decoded)
  *   OTEL_EXPORTER_OTLP_[PROFILES_]COMPRESSION  gzip or none
  *   OTEL_EXPORTER_OTLP_[PROFILES_]TIMEOUT      milliseconds (default 10000)
@@ -201,7 +202,15 @@ int ember__otlp_apply_env(ember_builder *b)
 	ember__otlp_attr attrs[MAX_PAIRS];
 	const char *which;
 
-	const char *v = pick("OTEL_EXPORTER_OTLP_PROFILES_COMPRESSION",
+	const char *v = pick("OTEL_EXPORTER_OTLP_PROFILES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL",
+			     &which);
+	if (v && strcmp(v, "http/protobuf")) {
+		rc = ember__error(EMBER_ERR_INVALID, "environment variable %s: \"%s\": emberprof "
+				  "sends profiles over http/protobuf only (set "
+				  "OTEL_EXPORTER_OTLP_PROFILES_PROTOCOL=http/protobuf)", which, v);
+		goto out;
+	}
+	v = pick("OTEL_EXPORTER_OTLP_PROFILES_COMPRESSION",
 			     "OTEL_EXPORTER_OTLP_COMPRESSION", &which);
 	if (v && !strcmp(v, "gzip"))
 		o.gzip = 1;

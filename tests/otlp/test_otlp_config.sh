@@ -28,5 +28,9 @@ bad "bad resource attributes" "OTEL_RESOURCE_ATTRIBUTES" EMBERPROF_OTLP=on OTEL_
 # a variable set to a good value alongside: no error
 env EMBERPROF_OTLP=off OTEL_EXPORTER_OTLP_COMPRESSION=zstd "$EMBERPROF" run -q -o "$T/p" -- "$EMBER_DEMO" --seconds 0.1 >"$T/out" 2>"$T/err"
 check_exit "EMBERPROF_OTLP=off: the OTEL_* variables are not read" 0 $?
+bad "gRPC asked" "OTEL_EXPORTER_OTLP_PROTOCOL" EMBERPROF_OTLP=on OTEL_EXPORTER_OTLP_PROTOCOL=grpc
+env EMBERPROF_OTLP=on OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:1 OTEL_EXPORTER_OTLP_PROTOCOL=grpc \
+	OTEL_EXPORTER_OTLP_PROFILES_PROTOCOL=http/protobuf "$EMBERPROF" run -q -o "$T/p" -- "$EMBER_DEMO" --seconds 0.1 >"$T/out" 2>"$T/err"
+check_exit "the signal's protocol overrides the generic one" 0 $?
 bad "EMBERPROF_OTLP not a boolean" "EMBERPROF_OTLP" EMBERPROF_OTLP=maybe
 done_tests
