@@ -42,6 +42,25 @@ int ember__cli_parse_count(const char *s, unsigned long min, unsigned long max,
 int ember__cli_run(int argc, char **argv);
 void ember__cli_run_usage(FILE *out);
 
+/* ---- symbolize_cmd.c ---- */
+
+/* `emberprof symbolize ...`; argv[0] is "symbolize". The exit code. */
+int ember__cli_symbolize(int argc, char **argv);
+void ember__cli_symbolize_usage(FILE *out);
+
+/*
+ * `run`'s pass when debuginfod is configured (DEBUGINFOD_URLS, or run
+ * --debuginfod): names the profiles in `dir` not in `before` (the files
+ * the run wrote), in place, after the program has exited. `lines` is
+ * EMBERPROF_LINES (NULL: app). Bounded: EMBERPROF_DEBUGINFOD_TIMEOUT
+ * seconds (30) for all fetches, failures remembered; says on
+ * stderr what could not be fetched. 0, or -1 if a file could not be
+ * rewritten (said).
+ */
+struct ember__cli_names;
+int ember__cli_symbolize_new_files(const char *dir, const struct ember__cli_names *before,
+				   const char *lines, int quiet);
+
 /* ---- top_cmd.c ---- */
 
 /* `emberprof top ...`; argv[0] is "top". Returns the process exit code. */
@@ -69,6 +88,22 @@ int ember__cli_read_profile_named(const char *path, struct ember__profile **out)
  */
 int ember__cli_print_top(char *const *paths, size_t npaths, const char *index_spec, size_t n,
 			 FILE *out, int skip_bad, size_t *nread);
+
+/* The same, followed by the share of the samples without a function name
+ * per module and what would name them (missing_names.c), if 1% or more;
+ * `what` names the value there ("cpu"). */
+int ember__cli_print_top_names(char *const *paths, size_t npaths, const char *index_spec,
+			       size_t n, FILE *out, int skip_bad, size_t *nread, const char *what);
+
+/* ---- missing_names.c ---- */
+
+struct ember__unnamed;
+/* The share of u's samples without a function name, per module, and what
+ * would name them (debug packages, DEBUGINFOD_URLS, emberprof symbolize):
+ * a few lines, nothing under 1%. May run dpkg-query (bounded, 3 s). */
+void ember__cli_print_missing_names(const struct ember__unnamed *u, const char *what, FILE *out);
+/* `emberprof version`'s lines on which sources of names this machine has. */
+void ember__cli_print_name_sources(FILE *out);
 
 /* ---- flame_cmd.c ---- */
 

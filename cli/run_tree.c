@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/agent_internal.h"
+#include "agent/agent.h"
 #include "cli.h"
 #include "emberprof.h"
 #include "tree/perf_tree.h"

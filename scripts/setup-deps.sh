@@ -6,6 +6,8 @@ set -euo pipefail
 PKGS=(
   build-essential cmake pkg-config     # toolchain
   libelf-dev libdw-dev                  # elfutils: symbols, debuginfo, lines
+  libdebuginfod1                        # elfutils' debuginfod client: the CLI fetches debug files by build id (dlopen'ed)
+  debuginfod                            # tests only: the real server tests/symbolize/test_debuginfod.sh fetches from
   zlib1g-dev                            # gzip for pprof
   libcurl4-openssl-dev                  # HTTP(S) uploads (Pyroscope reporter)
   python3                               # the tests' fake Pyroscope server (stdlib only)

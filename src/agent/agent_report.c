@@ -107,7 +107,8 @@ static int report_profile(ember__core *c, const ember__agg *a, int kind, int64_t
 			  ember__profile **keep)
 {
 	ember__profile *p = NULL;
-	int rc = ember__window_profile(a, c->sym, &c->cfg, kind, c->win_start, end, &p);
+	ember__window_cfg wcfg = ember__config_window(&c->cfg);
+	int rc = ember__window_profile(a, c->sym, &wcfg, kind, c->win_start, end, &p);
 	return deliver_profile(c, rc, p, kind == EMBER__PROFILE_WALL ? "wall" : "cpu", a->samples,
 			       end, final, keep);
 }
@@ -123,7 +124,8 @@ static int report_memory(ember__core *c, int64_t end, int final, int *any, ember
 		return 0;
 	ember__profile *p = NULL;
 	uint64_t n = 0;
-	int rc = ember__heapprof_window(c->heap, c->sym, &c->cfg, c->win_start, end, final, &p, &n);
+	ember__heap_cfg hcfg = ember__config_heap(&c->cfg);
+	int rc = ember__heapprof_window(c->heap, c->sym, &hcfg, c->win_start, end, final, &p, &n);
 	if (rc == 0 && p && final && !c->run_reported && p->nsamples == 0) {
 		/* the final window of a run that had nothing at all */
 		ember__profile_free(p);

@@ -252,8 +252,10 @@ int ember__hooked_pthread_create(pthread_t *th, const pthread_attr_t *attr,
 void *ember__pthread_create_entry(void);
 
 /* The real pthread_create (resolved once by thread_hook.c), for the
- * agent's own threads; ENOMEM if the trampoline cannot be allocated. */
+ * agent's own threads (engine/thread_start.h): the new thread names
+ * itself `name` (static; NULL: not named) before fn runs. ENOMEM if the
+ * trampoline cannot be allocated. */
 int ember__real_pthread_create(pthread_t *th, const pthread_attr_t *attr,
-			       void *(*fn)(void *), void *arg);
+			       void *(*fn)(void *), void *arg, const char *name);
 
 #endif

@@ -32,6 +32,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdint.h>
@@ -40,7 +41,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "agent/agent_internal.h"
+#include "agent/agent.h"
 #include "engine/sigsetup.h"
 #include "emberprof.h"
 #include "preload/preload_env.h"

@@ -27,7 +27,9 @@
  *
  * Debug files are looked for on the local disk only, never through
  * debuginfod: no network traffic and no extra libraries are brought into
- * the profiled process (see ember__debugfile_find() in debugfile.c).
+ * the profiled process (see ember__debugfile_find() in debugfile.c). The
+ * emberprof CLI adds other sources (debuginfod, --debug-dir) through the
+ * hooks of debugfile.h, in its own process.
  */
 #ifndef EMBER_SYMBOLIZER_H
 #define EMBER_SYMBOLIZER_H
@@ -86,6 +88,34 @@ int ember__symbolizer_new(ember__symbolizer **out);
  */
 int ember__symbolizer_new_remote(ember__symbolizer **out, pid_t pid,
 				 const ember__procmaps *maps);
+
+/*
+ * Options of a symbolizer, fixed when it is made:
+ * EMBER__SYM_ADDRESSES_ONLY: modules (path, range, build id) and no names:
+ *   lookups give the module and no frame, no symbol table, debug file or
+ *   DWARF is ever read. The agent's EMBERPROF_SYMBOLIZE=0: the smallest
+ *   footprint in the host; `emberprof symbolize` names the frames later.
+ * EMBER__SYM_OFFLINE (ember__symbolizer_new_offline only): no process
+ *   behind the layout (no vDSO, no perf map).
+ */
+#define EMBER__SYM_ADDRESSES_ONLY 0x1u
+#define EMBER__SYM_OFFLINE 0x2u
+
+/* ember__symbolizer_new / _new_remote with options (EMBER__SYM_*). */
+int ember__symbolizer_new_opts(ember__symbolizer **out, unsigned flags);
+int ember__symbolizer_new_remote_opts(ember__symbolizer **out, pid_t pid,
+				      const ember__procmaps *maps, unsigned flags);
+
+/*
+ * A symbolizer for the addresses of a profile, with no process: `layout`
+ * (borrowed for the call) lists one mapping per image, each starting where
+ * the image's file offset 0 was loaded (its first PT_LOAD's page), with a
+ * nonzero inode, as ember__symbolizer_new_remote takes them. Files are
+ * opened by path unless the tools' find_elf hook (debugfile.h) names
+ * another. Used by `emberprof symbolize` (tools/symbolize/). Returns as
+ * ember__symbolizer_new.
+ */
+int ember__symbolizer_new_offline(ember__symbolizer **out, const ember__procmaps *layout);
 
 /* A remote symbolizer's new layout (borrowed for the call): refreshes
  * as ember__symbolizer_refresh does. 0 or ember_err. */
@@ -198,6 +228,37 @@ typedef struct ember__jit_stats {
 
 /* Fills *out (all zero for s == NULL); out->path is borrowed from s. */
 void ember__symbolizer_jit_stats(const ember__symbolizer *s, ember__jit_stats *out);
+
+/*
+ * Functions without symbols. An address of a module that no symbol (and no
+ * DWARF subprogram) names gets its outermost frame named after the function
+ * that holds it,
+ * "MODULE+0xSTART": MODULE is the file's base name ("gzip",
+ * "liblzma.so.5.4.1"), START the ELF virtual address (hex, lowercase, as
+ * nm, objdump, addr2line, gdb and readelf print it; not a file offset, not
+ * an address of the process) where that function starts: the start of the
+ * .eh_frame FDE covering the address (fdetab.h), or, when no FDE covers
+ * it, the end of the closest FDE below it. Stable across runs and
+ * machines for one build ID; `addr2line -f -e FILE.debug 0xSTART` names it.
+ * function and system_name are that string (file and line stay what DWARF
+ * says, if anything: usually NULL and 0); the module's has_symbols still
+ * says only whether a symbol table was found. The names are placeholders
+ * that a symbolizer with the debug file may replace (recognised by the
+ * "+0x" after the module's base name). Addresses without any FDE at or
+ * below them stay unnamed (nframes 0).
+ */
+typedef struct ember__fde_stats {
+	uint64_t modules;   /* FDE tables read (one per module that needed it) */
+	uint64_t fdes;      /* FDE ranges kept in them */
+	uint64_t bytes;     /* memory the tables use */
+	uint64_t named;     /* distinct addresses named after an FDE */
+	uint64_t unnamed;   /* addresses no symbol and no FDE named */
+	uint64_t empty;     /* modules whose table is empty (last_why says why) */
+	const char *last_why; /* static string, "" if none */
+} ember__fde_stats;
+
+/* Fills *out (all zero for s == NULL). Not async-signal-safe. */
+void ember__symbolizer_fde_stats(const ember__symbolizer *s, ember__fde_stats *out);
 
 /* Which modules get file/line and inline frames from DWARF. */
 enum {

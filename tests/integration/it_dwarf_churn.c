@@ -19,7 +19,7 @@
 #include <dlfcn.h>
 #include <stdatomic.h>
 
-#include "agent/unwind_tables.h"
+#include "cfi/unwind_tables.h"
 
 typedef double (*work_fn)(int n, int reps);
 

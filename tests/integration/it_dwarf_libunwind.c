@@ -30,7 +30,7 @@
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 
-#include "agent/unwind_tables.h"
+#include "cfi/unwind_tables.h"
 #include "unwind/unwind.h"
 
 #define MAXD 128

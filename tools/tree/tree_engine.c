@@ -12,8 +12,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "agent/aggregate.h"
-#include "agent/window.h"
+#include "profile/aggregate.h"
+#include "profile/window.h"
 #include "encode/pprof.h"
 #include "report/otlp.h"
 #include "symbols/symbolizer.h"
@@ -160,7 +160,8 @@ static void report_window(ember__tree *t, tproc *p, int64_t end, int final)
 	int rc = ember__tspace_procmaps(&p->space, t->mods, &maps);
 	if (rc == 0)
 		rc = p->sym ? ember__symbolizer_set_maps(p->sym, &maps)
-			    : ember__symbolizer_new_remote(&p->sym, p->pid, &maps);
+			    : ember__symbolizer_new_remote_opts(&p->sym, p->pid, &maps,
+							       ember__config_symbolizer_flags(t->cfg));
 	if (rc == 0)
 		rc = ember__symbolizer_set_main(p->sym, p->exe);
 	if (rc == 0) /* --lines, as the library's agent sets it */
@@ -173,7 +174,8 @@ static void report_window(ember__tree *t, tproc *p, int64_t end, int final)
 	ember__profile *prof = NULL;
 	uint8_t *pb = NULL;
 	size_t pblen = 0;
-	rc = ember__window_profile(&p->agg, p->sym, t->cfg, EMBER__PROFILE_CPU, p->win_start, end,
+	ember__window_cfg wcfg = ember__config_window(t->cfg);
+	rc = ember__window_profile(&p->agg, p->sym, &wcfg, EMBER__PROFILE_CPU, p->win_start, end,
 				   &prof);
 	if (rc == 0)
 		rc = ember__pprof_encode(prof, &pb, &pblen);

@@ -32,7 +32,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "agent/agent_internal.h"
+#include "agent/agent.h"
 
 typedef struct ember__tree ember__tree;
 
