@@ -39,17 +39,7 @@ def fail(msg):
 
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "jfrconv"))
-from stacks import fields, varint  # noqa: E402  (the wire-format walk the JFR tests use)
-
-
-def packed(wire, v):
-    if wire == 0:
-        return [v]
-    out, i = [], 0
-    while i < len(v):
-        x, i = varint(v, i)
-        out.append(x)
-    return out
+from stacks import fields, packed  # noqa: E402  (the wire-format walk the JFR tests use)
 
 
 def s64(x):
