@@ -147,6 +147,12 @@ void ember__cli_diff_usage(FILE *out);
  */
 void ember__cli_run_flames(const char *dir, char *const *paths, size_t n);
 
+/* ---- convert_cmd.c ---- */
+
+/* `emberprof convert ...`; argv[0] is "convert". Returns the exit code. */
+int ember__cli_convert(int argc, char **argv);
+void ember__cli_convert_usage(FILE *out);
+
 /* ---- longpolls_cmd.c ---- */
 
 /* `emberprof longpolls ...`; argv[0] is "longpolls". Returns the exit code. */

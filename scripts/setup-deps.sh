@@ -14,6 +14,7 @@ PKGS=(
   libiberty-dev                         # C++/Rust demangler
   binutils                              # readelf, used by tests
   golang-go                             # `go tool pprof` checks every pprof we write
+  protobuf-compiler python3-protobuf    # tests only: the OTLP test receiver decodes with modules protoc generates from the pinned opentelemetry-proto
   google-perftools libgoogle-perftools-dev  # gperftools: the benchmark's peer
   clang libclang-rt-14-dev              # libFuzzer targets
   lld                                   # tests only: tests/plt links x86-64 and aarch64 programs with lld, whose .plt has no CFI

@@ -15,6 +15,7 @@
 #include "agent/agent_internal.h"
 #include "agent/options.h"
 #include "asprof/asprof_config.h"
+#include "report/otlp.h"
 #include "report/pyroscope.h"
 #include "report/s3.h"
 #include "symbols/symbolizer.h"
@@ -330,6 +331,9 @@ EMBER_API int ember_builder_apply_env(ember_builder *b)
 	c.formats = b->cfg.backend == EMBER_BACKEND_ASYNC_PROFILER ? EMBER_FORMAT_JFR
 								     : EMBER_FORMAT_PPROF;
 	if ((rc = ember__options_apply(&c, EMBER__OPT_OUTPUT)) || (rc = ember__s3_apply_env(b)))
+		return rc;
+	/* the OTLP reporter's OTEL_* variables (src/report/otlp_env.c) */
+	if ((rc = ember__otlp_apply_env(b)))
 		return rc;
 	return ember__pyroscope_apply_env(b);
 }

@@ -347,6 +347,18 @@ const ember__option ember__options[] = {
 	 .expect = "expected detect, onprem or none", .values = "detect|onprem|none",
 	 .deflt = "detect"},
 
+	/* ---- the OTLP reporter's (src/report/otlp_env.c, with the OTEL_* variables) ---- */
+	{.name = "EMBERPROF_OTLP_URL", .reader = EMBER__OPT_ELSEWHERE,
+	 .where = "src/report/otlp_env.c, the OTLP reporter", .values = "URL", .opt = "otlp",
+	 .opt_arg = 1,
+	 .help = "also send each window to this OpenTelemetry collector over OTLP/HTTP "
+		 "(/v1development/profiles appended), e.g. http://localhost:4318; headers, "
+		 "compression, timeout from OTEL_EXPORTER_OTLP_*"},
+	{.name = "EMBERPROF_OTLP", .reader = EMBER__OPT_ELSEWHERE,
+	 .where = "src/report/otlp_env.c, the OTLP reporter", .values = "on|off", .deflt = "off"},
+	{.name = "EMBERPROF_OTLP_SPOOL_DIR", .reader = EMBER__OPT_ELSEWHERE,
+	 .where = "src/report/otlp_env.c, the OTLP reporter", .values = "DIR"},
+
 	/* ---- Pyroscope's agents' names for the builder's settings (env_pyroscope.c),
 	 * read only with a server URL, each where emberprof's own is unset ---- */
 	{.name = "PYROSCOPE_APPLICATION_NAME", .reader = EMBER__OPT_PYRO_APP,

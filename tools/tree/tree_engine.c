@@ -17,6 +17,7 @@
 #include "profile/aggregate.h"
 #include "profile/window.h"
 #include "encode/pprof.h"
+#include "report/otlp.h"
 #include "symbols/symbolizer.h"
 #include "tree/perf_tree.h"
 #include "tree/tree_space.h"
@@ -199,7 +200,6 @@ static void report_window(ember__tree *t, tproc *p, int64_t end, int final)
 				   &prof);
 	if (rc == 0)
 		rc = ember__pprof_encode(prof, &pb, &pblen);
-	ember__profile_free(prof);
 	if (rc) {
 		ember__log(t->cfg, EMBER_LOG_ERROR,
 			   "process %d (%s): window %" PRIu32 " could not be encoded, %" PRIu64
@@ -223,14 +223,17 @@ static void report_window(ember__tree *t, tproc *p, int64_t end, int final)
 			.interval_ms = t->cfg->interval_ms,
 			.pid = p->pid,
 		};
+		ember__otlp_window_profile(prof); /* the model, for the OTLP reporter */
 		if (ember__config_call_reporters(t->cfg, &rep, &t->st.report_failures) != 0 &&
 		    !t->err)
 			t->err = EMBER_ERR_REPORTER;
+		ember__otlp_window_done();
 		t->st.profiles++;
 		t->st.processes_profiled += !p->profiled;
 		p->profiled = 1;
 	}
 	free(pb);
+	ember__profile_free(prof);
 	p->seq++;
 	ember__agg_release(&p->agg);
 	ember__agg_init(&p->agg);
