@@ -1,7 +1,7 @@
 /*
  * table_cache.h - a persistent cache of DWARF unwind tables on disk, shared
- * by every process that loads the same binary (docs/ARCHITECTURE.md,
- * *The unwind-table cache*).
+ * by every process that loads the same binary (docs/design/unwinding.md,
+ * the unwind-table cache).
  *
  * A module's table (src/cfi/, rows relative to its load bias, so the same
  * for every process whatever address it is loaded at) is stored in one

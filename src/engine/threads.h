@@ -111,7 +111,7 @@ typedef struct ember__threads {
 	 * each leaves (exit hook) or sampling stops: the CPU they used since
 	 * armed, and what their samples weigh. The difference is CPU in no
 	 * sample: expirations the kernel had not checked yet when a thread
-	 * left, many under heavy CPU contention (docs/ARCHITECTURE.md, Limits). */
+	 * left, many under heavy CPU contention (docs/design/limits.md). */
 	_Atomic uint64_t tail_cpu_ns, tail_weight_ns;
 	/* For the agent's log (ember__threads_take_blocked): threads found
 	 * blocking, and blocking threads gone with CPU time unsampled. */
