@@ -19,107 +19,15 @@
 #include <sys/random.h>
 
 #include "emberprof.h"
+#include "encode/intern.h"
 #include "encode/protobuf.h"
 #include "util/error.h"
 #include "util/hashmap.h"
 
-/* ---- byte-string interning ---- */
-
-typedef struct blob {
-	uint8_t *data; /* malloc'd (NULL for the empty entry) */
-	size_t len;
-	uint64_t hash;
-} blob;
-
-typedef struct blobtab {
-	blob *ents;
-	uint32_t n, cap;
-	uint32_t *slots; /* 0 = empty, else index + 1 */
-	size_t nslots;   /* a power of two, at least twice n */
-} blobtab;
-
-static uint64_t fnv(const uint8_t *s, size_t len)
-{
-	return ember__hash_bytes(s, len, 0);
-}
-
-static int tab_rehash(blobtab *t, size_t nslots)
-{
-	uint32_t *slots = calloc(nslots, sizeof(*slots));
-	if (!slots)
-		return -1;
-	for (uint32_t i = 0; i < t->n; i++) {
-		size_t j = (size_t)t->ents[i].hash & (nslots - 1);
-		while (slots[j])
-			j = (j + 1) & (nslots - 1);
-		slots[j] = i + 1;
-	}
-	free(t->slots);
-	t->slots = slots;
-	t->nslots = nslots;
-	return 0;
-}
-
-static int tab_init(blobtab *t)
-{
-	memset(t, 0, sizeof(*t));
-	t->cap = 64;
-	t->ents = malloc(t->cap * sizeof(*t->ents));
-	if (!t->ents)
-		return -1;
-	t->ents[0] = (blob){NULL, 0, fnv(NULL, 0)};
-	t->n = 1;
-	return tab_rehash(t, 128);
-}
-
-static void tab_free(blobtab *t)
-{
-	for (uint32_t i = 0; t->ents && i < t->n; i++)
-		free(t->ents[i].data);
-	free(t->ents);
-	free(t->slots);
-}
-
-/* The index of d[0..len), added (copied) if new; -1 on out-of-memory or
- * when the table would outgrow int32 indices. */
-static int32_t tab_intern(blobtab *t, const void *d, size_t len)
-{
-	uint64_t h = fnv(d, len);
-	size_t j = (size_t)h & (t->nslots - 1);
-	for (uint32_t v; (v = t->slots[j]) != 0; j = (j + 1) & (t->nslots - 1)) {
-		const blob *e = &t->ents[v - 1];
-		if (e->hash == h && e->len == len && (len == 0 || !memcmp(e->data, d, len)))
-			return (int32_t)(v - 1);
-	}
-	if (t->n >= INT32_MAX)
-		return -1;
-	if (t->n == t->cap) {
-		blob *ents = realloc(t->ents, (size_t)t->cap * 2 * sizeof(*ents));
-		if (!ents)
-			return -1;
-		t->ents = ents;
-		t->cap *= 2;
-	}
-	uint8_t *copy = malloc(len ? len : 1);
-	if (!copy)
-		return -1;
-	if (len)
-		memcpy(copy, d, len);
-	uint32_t idx = t->n++;
-	t->ents[idx] = (blob){copy, len, h};
-	if ((size_t)t->n * 2 > t->nslots) {
-		if (tab_rehash(t, t->nslots * 2))
-			return -1;
-	} else {
-		t->slots[j] = idx + 1;
-	}
-	return (int32_t)idx;
-}
-
 /* ---- the encoder's state ---- */
 
 typedef struct enc {
-	blobtab tab[EMBER_OTLP_DICT_NTABLES]; /* by EMBER_OTLP_DICT_* (0 unused) */
+	ember__intern tab[EMBER_OTLP_DICT_NTABLES]; /* by EMBER_OTLP_DICT_* (0 unused) */
 	ember__pbuf scratch;                  /* one entry being encoded */
 	int failed;                           /* an interning failed */
 } enc;
@@ -130,7 +38,7 @@ static int32_t intern_buf(enc *e, int table, const ember__pbuf *b)
 		e->failed = 1;
 		return 0;
 	}
-	int32_t i = tab_intern(&e->tab[table], b->data, b->len);
+	int32_t i = (int32_t)ember__intern_bytes(&e->tab[table], b->data, b->len);
 	if (i < 0) {
 		e->failed = 1;
 		return 0;
@@ -142,7 +50,7 @@ static int32_t str(enc *e, const char *s)
 {
 	if (!s || !*s)
 		return 0;
-	int32_t i = tab_intern(&e->tab[EMBER_OTLP_DICT_STRING], s, strlen(s));
+	int32_t i = (int32_t)ember__intern_bytes(&e->tab[EMBER_OTLP_DICT_STRING], s, strlen(s));
 	if (i < 0) {
 		e->failed = 1;
 		return 0;
@@ -386,7 +294,7 @@ void ember__otlp_enc_free(ember__otlp_enc *x)
 	ember__pb_free(&x->profiles);
 	ember__pb_free(&x->e.scratch);
 	for (int t = 1; t < EMBER_OTLP_DICT_NTABLES; t++)
-		tab_free(&x->e.tab[t]);
+		ember__intern_free(&x->e.tab[t]);
 	free(x);
 }
 
@@ -396,7 +304,7 @@ int ember__otlp_enc_new(ember__otlp_enc **out)
 	if (!*out)
 		return ember__error_oom("OTLP encoder");
 	for (int t = 1; t < EMBER_OTLP_DICT_NTABLES; t++)
-		if (tab_init(&(*out)->e.tab[t])) {
+		if (ember__intern_init(&(*out)->e.tab[t], 64, 1)) {
 			ember__otlp_enc_free(*out);
 			*out = NULL;
 			return ember__error_oom("OTLP dictionary");

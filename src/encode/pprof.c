@@ -16,6 +16,7 @@
 
 #include "emberprof.h"
 #include "encode/gunzip.h"
+#include "encode/intern.h"
 #include "encode/protobuf.h"
 #include "util/dep_zlib.h"
 #include "util/error.h"
@@ -73,110 +74,21 @@ enum {
 	FUNCTION_START_LINE = 5
 };
 
-/* ---- string interning ---- */
+/* ---- string interning (encode/intern.h: the profile's strings, borrowed) ---- */
 
-typedef struct strent {
-	const char *s; /* borrowed from the profile */
-	size_t len;
-	uint64_t hash;
-} strent;
+typedef ember__intern strtab;
 
-typedef struct strtab {
-	strent *ents;     /* index -> string, ents[0] is "" */
-	uint32_t n, cap;
-	uint32_t *slots;  /* 0 = empty, else index + 1 */
-	size_t nslots;    /* a power of two, at least twice n */
-	int failed;       /* out of memory: indices returned are meaningless */
-} strtab;
-
-/* FNV-1a, 64 bits. */
-static uint64_t hash_bytes(const char *s, size_t len)
-{
-	uint64_t h = 1469598103934665603ull;
-	for (size_t i = 0; i < len; i++) {
-		h ^= (unsigned char)s[i];
-		h *= 1099511628211ull;
-	}
-	return h;
-}
-
-static int strtab_rehash(strtab *t, size_t nslots)
-{
-	uint32_t *slots = calloc(nslots, sizeof(*slots));
-	if (!slots)
-		return -1;
-	for (uint32_t i = 0; i < t->n; i++) {
-		size_t j = (size_t)t->ents[i].hash & (nslots - 1);
-		while (slots[j])
-			j = (j + 1) & (nslots - 1);
-		slots[j] = i + 1;
-	}
-	free(t->slots);
-	t->slots = slots;
-	t->nslots = nslots;
-	return 0;
-}
-
-/* Returns the index of s[0..len), adding it if new. 0 and t->failed on OOM. */
+/* The index of s[0..len), added if new; 0 with t->failed on out of memory. */
 static int64_t intern_n(strtab *t, const char *s, size_t len)
 {
-	if (t->failed)
-		return 0;
-	uint64_t h = hash_bytes(s, len);
-	size_t j = (size_t)h & (t->nslots - 1);
-	for (uint32_t v; (v = t->slots[j]) != 0; j = (j + 1) & (t->nslots - 1)) {
-		const strent *e = &t->ents[v - 1];
-		if (e->hash == h && e->len == len && memcmp(e->s, s, len) == 0)
-			return v - 1;
-	}
-	if (t->n == UINT32_MAX - 1)
-		goto oom;
-	if (t->n == t->cap) {
-		uint32_t ncap = t->cap * 2;
-		strent *ents = ncap > t->cap ? realloc(t->ents, (size_t)ncap * sizeof(*ents)) : NULL;
-		if (!ents)
-			goto oom;
-		t->ents = ents;
-		t->cap = ncap;
-	}
-	uint32_t idx = t->n++;
-	t->ents[idx] = (strent){s, len, h};
-	if ((size_t)t->n * 2 > t->nslots) {
-		if (strtab_rehash(t, t->nslots * 2))
-			goto oom;
-	} else {
-		t->slots[j] = idx + 1;
-	}
-	return idx;
-oom:
-	t->failed = 1;
-	return 0;
+	int64_t i = ember__intern_bytes(t, s, len);
+	return i < 0 ? 0 : i;
 }
 
 /* Interns a C string; NULL is "". */
 static int64_t intern(strtab *t, const char *s)
 {
 	return s ? intern_n(t, s, strlen(s)) : 0;
-}
-
-static int strtab_init(strtab *t)
-{
-	memset(t, 0, sizeof(*t));
-	t->cap = 256;
-	t->ents = malloc(t->cap * sizeof(*t->ents));
-	t->nslots = 512;
-	t->slots = calloc(t->nslots, sizeof(*t->slots));
-	if (!t->ents || !t->slots)
-		return -1;
-	t->ents[0] = (strent){"", 0, hash_bytes("", 0)};
-	t->n = 1;
-	return strtab_rehash(t, t->nslots);
-}
-
-static void strtab_free(strtab *t)
-{
-	free(t->ents);
-	free(t->slots);
 }
 
 /* ---- validation ---- */
@@ -347,7 +259,7 @@ static int encode(const ember__profile *p, ember__pbuf *b, strtab *st)
 	/* Everything is interned now: the table can go out. */
 	if (!st->failed)
 		for (uint32_t i = 0; i < st->n; i++)
-			ember__pb_bytes(b, PROFILE_STRING_TABLE, st->ents[i].s, st->ents[i].len);
+			ember__pb_bytes(b, PROFILE_STRING_TABLE, st->ents[i].data, st->ents[i].len);
 	if (st->failed)
 		return ember__error_oom("pprof string table");
 	if (ember__pb_failed(b))
@@ -362,13 +274,13 @@ int ember__pprof_encode_raw(const ember__profile *p, uint8_t **out, size_t *out_
 	*out = NULL;
 	*out_len = 0;
 	strtab st;
-	if (strtab_init(&st)) {
-		strtab_free(&st);
+	if (ember__intern_init(&st, 256, 0)) {
+		ember__intern_free(&st);
 		return ember__error_oom("pprof string table");
 	}
 	ember__pbuf b = EMBER_PBUF_INIT;
 	int err = encode(p, &b, &st);
-	strtab_free(&st);
+	ember__intern_free(&st);
 	if (err) {
 		ember__pb_free(&b);
 		return err;
