@@ -334,6 +334,7 @@ static void *run_main(void *arg)
 	sigfillset(&all);
 	ember__sigmask_kernel(SIG_BLOCK, &all, NULL);
 	pthread_setname_np(pthread_self(), "emberprof");
+	ember__env_own_thread();
 
 	int rc = ember__asprof_load(r->cfg->asprof.library, &r->api);
 	if (rc == 0) {

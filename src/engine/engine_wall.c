@@ -201,6 +201,7 @@ static void *wall_main(void *arg)
 	sigfillset(&all);
 	ember__sigmask_kernel(SIG_BLOCK, &all, NULL);
 	pthread_setname_np(pthread_self(), "emberprof-wall");
+	ember__env_own_thread();
 	ember__threads_exclude(w->threads, (int32_t)gettid());
 
 	int64_t next = mono_ns() + w->interval_ns;

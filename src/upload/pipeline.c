@@ -31,6 +31,7 @@
 #include "engine/threads.h"
 #include "sample/sigvirt.h"
 #include "upload/spool.h"
+#include "util/envsnap.h"
 #include "util/error.h"
 #include "util/logfd.h"
 
@@ -422,6 +423,7 @@ static void *uploader_main(void *arg)
 {
 	ember__pipeline *p = arg;
 	pthread_setname_np(pthread_self(), "emberprof-up");
+	ember__env_own_thread(); /* never the live environment here */
 	pthread_mutex_lock(&p->mu);
 	while (!p->stopping) {
 		if (!p->cur && !pick_next(p)) {
@@ -482,6 +484,8 @@ int ember__pipeline_start(ember__pipeline *p, const ember__upload_log *log)
 	/* The thread blocks every signal, so sampling signals land on the
 	 * application's threads; it is created past the pthread_create hook
 	 * so that it is not profiled itself. */
+	/* The copy of the environment the thread reads (envsnap.h). */
+	ember__env_snapshot_take();
 	sigset_t all, old;
 	sigfillset(&all);
 	ember__sigmask_kernel(SIG_BLOCK, &all, &old);
