@@ -53,6 +53,20 @@ static void cleanup_and_die(int sig)
 	raise(sig);
 }
 
+/* SA_NODEFER: the handler raises its signal again once, which such a
+ * handler gets at once, nested inside itself (depth 2). */
+static volatile sig_atomic_t nd_depth, nd_max, nd_calls;
+static void nodefer_handler(int sig)
+{
+	nd_depth++;
+	nd_calls++;
+	if (nd_depth > nd_max)
+		nd_max = nd_depth;
+	if (nd_depth == 1)
+		raise(sig);
+	nd_depth--;
+}
+
 static volatile sig_atomic_t ticks;
 static void count_tick(int sig)
 {
@@ -260,6 +274,19 @@ int main(int argc, char **argv)
 		}
 		printf("sent=%ld seen=%d late=%ld\n", sent, (int)ticks, late);
 		return late == 0 && ticks == sent ? 0 : 1;
+	}
+	if (!strcmp(mode, "nodefer")) {
+		struct sigaction sa;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = nodefer_handler;
+		sa.sa_flags = SA_NODEFER;
+		sigaction(SIGPROF, &sa, NULL);
+		for (int i = 0; i < 50; i++) {
+			burn_cpu(0.004);
+			raise(SIGPROF);
+		}
+		printf("nodefer depth %d calls %d\n", (int)nd_max, (int)nd_calls);
+		return nd_max == 2 && nd_calls == 100 ? 0 : 1;
 	}
 	if (!strcmp(mode, "raise-ign")) {
 		signal(SIGPROF, SIG_IGN);

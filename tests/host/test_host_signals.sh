@@ -74,6 +74,13 @@ for engine in perf timer; do
 	$E --rate 1000 -o p5b -- "$H" raise-count 1 >out 2>err
 	check_exit "$engine: own raise/pthread_kill of SIGPROF all handled ($(cat out))" 0 $?
 
+	# An SA_NODEFER handler that raises its signal again gets it at once,
+	# nested (depth 2), each raise once: as unprofiled. The kernel runs
+	# our handler with the signal blocked; the program's was called so,
+	# and its raise came after it returned, and raised again, in a loop.
+	$E -o p5c -- "$H" nodefer >out 2>err
+	check_exit "$engine: SA_NODEFER handler nests its own signal ($(cat out))" 0 $?
+
 	# Its own SIGPROF waits while it blocks it; it sees its own mask.
 	$E -o p6 -- "$H" mask-defer >out 2>err
 	check_exit "$engine: own signal deferred by its mask ($(cat out))" 0 $?
