@@ -15,7 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stdint.h>
+#include <poll.h>
 #include <sys/resource.h>
+#include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <time.h>
@@ -287,6 +289,37 @@ int main(int argc, char **argv)
 		}
 		printf("nodefer depth %d calls %d\n", (int)nd_max, (int)nd_calls);
 		return nd_max == 2 && nd_calls == 100 ? 0 : 1;
+	}
+	if (!strcmp(mode, "signalfd")) {
+		/* Its SIGPROF read from a signalfd, as event loops do: blocked,
+		 * sent to itself 3 times, each read within 1 s. */
+		sigset_t s;
+		sigemptyset(&s);
+		sigaddset(&s, SIGPROF);
+		pthread_sigmask(SIG_BLOCK, &s, NULL);
+		int fd = signalfd(-1, &s, SFD_CLOEXEC);
+		if (fd < 0) {
+			perror("signalfd");
+			return 2;
+		}
+		int got = 0, ours = 0;
+		for (int i = 0; i < 3; i++) {
+			burn_cpu(0.05);
+			kill(getpid(), SIGPROF);
+			struct pollfd p = {fd, POLLIN, 0};
+			while (poll(&p, 1, 1000) == 1) {
+				struct signalfd_siginfo si;
+				if (read(fd, &si, sizeof(si)) != (ssize_t)sizeof(si))
+					break;
+				if (si.ssi_code == SI_USER && (pid_t)si.ssi_pid == getpid()) {
+					got++;
+					break;
+				}
+				ours++; /* a signal the program did not send */
+			}
+		}
+		printf("signalfd got %d of 3, %d others\n", got, ours);
+		return got == 3 && ours == 0 ? 0 : 1;
 	}
 	if (!strcmp(mode, "raise-ign")) {
 		signal(SIGPROF, SIG_IGN);
