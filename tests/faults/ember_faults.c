@@ -168,6 +168,21 @@ static int is_elfutils(const char *path)
 	       !strncmp(b, "libelf-", 7);
 }
 
+/* Appends "MODULE+0xOFF" (sep NULL), "<0xOFF" (sep "<": the same module
+ * as the frame before) or "@MODULE+0xOFF" to out; 0 if it does not fit. */
+static int append_frame(char *out, size_t len, size_t *at, const char *sep, const Dl_info *di,
+			uintptr_t ip)
+{
+	unsigned long off = (unsigned long)(ip - (uintptr_t)di->dli_fbase);
+	int n = sep && sep[0] == '<' ? snprintf(out + *at, len - *at, "<0x%lx", off)
+				      : snprintf(out + *at, len - *at, "%s%s+0x%lx", sep ? sep : "",
+						 base_name(di->dli_fname), off);
+	if (n < 0 || (size_t)n >= len - *at)
+		return 0;
+	*at += (size_t)n;
+	return 1;
+}
+
 /*
  * "libemberprof_noalloc.so.0+0x1a2b<0x1f00" : the innermost `depth` return
  * addresses inside libemberprof (the innermost first; depth 2 tells apart
@@ -196,30 +211,15 @@ static void site_of(char *out, size_t len)
 		if (di.dli_fbase == self.dli_fbase)
 			continue;
 		if (!found && elf_found < elf_depth && is_elfutils(di.dli_fname)) {
-			int n = elf_found ? snprintf(out + at, len - at, "<0x%lx",
-						     (unsigned long)(ip - (uintptr_t)di.dli_fbase))
-					  : snprintf(out + at, len - at, "%s+0x%lx", base_name(di.dli_fname),
-						     (unsigned long)(ip - (uintptr_t)di.dli_fbase));
-			if (n < 0 || (size_t)n >= len - at)
+			if (!append_frame(out, len, &at, elf_found ? "<" : NULL, &di, ip))
 				break;
-			at += (size_t)n;
 			elf_found++;
 			continue;
 		}
 		if (!strncmp(base_name(di.dli_fname), "libemberprof", 12)) {
-			if (elf_found && !found) {
-				int n = snprintf(out + at, len - at, "@");
-				if (n < 0 || (size_t)n >= len - at)
-					break;
-				at += (size_t)n;
-			}
-			int n = found ? snprintf(out + at, len - at, "<0x%lx",
-						 (unsigned long)(ip - (uintptr_t)di.dli_fbase))
-				      : snprintf(out + at, len - at, "%s+0x%lx", base_name(di.dli_fname),
-						 (unsigned long)(ip - (uintptr_t)di.dli_fbase));
-			if (n < 0 || (size_t)n >= len - at)
+			const char *sep = found ? "<" : elf_found ? "@" : NULL;
+			if (!append_frame(out, len, &at, sep, &di, ip))
 				break;
-			at += (size_t)n;
 			found++;
 			continue;
 		}

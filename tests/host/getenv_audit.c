@@ -84,22 +84,25 @@ static void record(const char *fn, const char *var)
 	close(fd);
 }
 
+/* The wrapped function fn (its libc definition in *real, looked up once)
+ * of name, recorded first on our threads. */
+static char *audited(const char *fn, getenv_fn *real, const char *name)
+{
+	if (!*real)
+		*real = (getenv_fn)dlsym(RTLD_NEXT, fn);
+	if (ours())
+		record(fn, name);
+	return *real ? (*real)(name) : NULL;
+}
+
 EXPORT char *getenv(const char *name)
 {
 	static getenv_fn real;
-	if (!real)
-		real = (getenv_fn)dlsym(RTLD_NEXT, "getenv");
-	if (ours())
-		record("getenv", name);
-	return real ? real(name) : NULL;
+	return audited("getenv", &real, name);
 }
 
 EXPORT char *secure_getenv(const char *name)
 {
 	static getenv_fn real;
-	if (!real)
-		real = (getenv_fn)dlsym(RTLD_NEXT, "secure_getenv");
-	if (ours())
-		record("secure_getenv", name);
-	return real ? real(name) : NULL;
+	return audited("secure_getenv", &real, name);
 }

@@ -292,7 +292,7 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(mode, "signalfd")) {
 		/* Its SIGPROF read from a signalfd, as event loops do: blocked,
-		 * sent to itself 3 times, each read within 1 s. */
+		 * sent to itself 3 times, each read within 0.5 s. */
 		sigset_t s;
 		sigemptyset(&s);
 		sigaddset(&s, SIGPROF);
@@ -307,7 +307,7 @@ int main(int argc, char **argv)
 			burn_cpu(0.05);
 			kill(getpid(), SIGPROF);
 			struct pollfd p = {fd, POLLIN, 0};
-			while (poll(&p, 1, 1000) == 1) {
+			while (poll(&p, 1, 500) == 1) {
 				struct signalfd_siginfo si;
 				if (read(fd, &si, sizeof(si)) != (ssize_t)sizeof(si))
 					break;
