@@ -18,6 +18,7 @@
  *    (engine_wall.c), which only sends signals.
  */
 #include "agent/core.h"
+#include "util/envsnap.h"
 
 /* ---- build / shutdown ---- */
 
@@ -448,6 +449,9 @@ EMBER_API int ember_agent_start(ember_running **out, ember_agent *a)
 	if (c->pid != getpid())
 		return ember__error(EMBER_ERR_INVALID, "this agent was built in process %d; after fork() "
 				    "build a new one in the child", (int)c->pid);
+	/* From now on the agent's threads read this copy of the environment,
+	 * never the live one the program may be changing (envsnap.h). */
+	ember__env_snapshot_take();
 	if (c->cfg.backend == EMBER_BACKEND_ASYNC_PROFILER)
 		return asprof_agent_start(out, c);
 	memset(&c->sig, 0, sizeof(c->sig));

@@ -29,6 +29,7 @@
 #include "sample/handler.h"
 #include "sample/sigvirt.h"
 #include "unwind/arch.h"
+#include "util/envsnap.h"
 #include "util/hotpage.h"
 
 typedef int (*pthread_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
@@ -120,6 +121,9 @@ static void *internal_thread_start(void *p)
 	struct trampoline tr = *(struct trampoline *)p;
 	free(p);
 	ember__heap_set_internal(1);
+	/* ember__getenv() reads the start-up copy here, never the live
+	 * environment the program may be changing (util/envsnap.h) */
+	ember__env_own_thread();
 	if (tr.name)
 		pthread_setname_np(pthread_self(), tr.name);
 	return tr.fn(tr.arg);

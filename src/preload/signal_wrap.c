@@ -27,7 +27,13 @@
  * 2.32 in libc).
  *
  * sigwait, sigwaitinfo and sigtimedwait on the sampling signal return the
- * program's own signals and never ours. raise() of it is delivered once,
+ * program's own signals and never ours. A signalfd cannot be given them
+ * (the kernel queues a signal to it only while the signal is really
+ * blocked, and the sampling signal never is in the program's threads):
+ * signalfd() on a mask holding the sampling signal says so once on
+ * standard error, naming the way out (another sampling signal), and
+ * creates the descriptor as asked. A known limit
+ * (tests/host/test_host_signals.sh shows it). raise() of it is delivered once,
  * never lost in a sample of ours; so is pthread_kill() of the calling
  * thread (glibc's blocks every signal around its tgkill too).
  *
@@ -43,6 +49,8 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <string.h>
+#include <sys/signalfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -53,6 +61,7 @@
 #include "preload/fork_child.h"
 #include "sample/sigvirt.h"
 #include "util/hotpage.h"
+#include "util/logfd.h"
 #include "unwind/arch.h" /* EMBER_GLIBC_BASE */
 
 #define EXPORT __attribute__((visibility("default")))
@@ -67,6 +76,7 @@ typedef int (*fexecve_fn)(int, char *const[], char *const[]);
 typedef int (*execveat_fn)(int, const char *, char *const[], char *const[], int);
 typedef int (*sigtimedwait_fn)(const sigset_t *, siginfo_t *, const struct timespec *);
 typedef int (*raise_fn)(int);
+typedef int (*signalfd_fn)(int, const sigset_t *, int);
 
 static struct {
 	_Atomic(mask_fn) pthread_sigmask, sigprocmask;
@@ -77,6 +87,7 @@ static struct {
 	_Atomic(execveat_fn) execveat;
 	_Atomic(sigtimedwait_fn) sigtimedwait;
 	_Atomic(raise_fn) raise;
+	_Atomic(signalfd_fn) signalfd;
 } real EMBER_HOT_DATA;
 
 /* glibc's own definition, after this library in the search order. */
@@ -112,6 +123,7 @@ __attribute__((constructor(101))) static void resolve_all(void)
 	(void)REAL(execveat, execveat_fn);
 	(void)REAL(sigtimedwait, sigtimedwait_fn);
 	(void)REAL(raise, raise_fn);
+	(void)REAL(signalfd, signalfd_fn);
 }
 
 /* Is the definition the program's calls to `name` reach this library's? */
@@ -302,6 +314,40 @@ static int virtual_wait_loop(sigtimedwait_fn f, int sig, const sigset_t *rest, s
 		if (ember__sigvirt_ours() == ours)
 			return rc; /* another handler of the program's interrupted it */
 	}
+}
+
+/* Once per process: the program's own sampling signal will not reach its
+ * signalfd (above). Async-signal-safe. */
+static void signalfd_warn(int sig)
+{
+	static atomic_int said;
+	if (atomic_exchange(&said, 1))
+		return;
+	char line[512];
+	size_t n = 0;
+	static const char a[] = "emberprof: warning: the program reads signal ";
+	static const char b[] = " from a signalfd, and emberprof samples with it: the program's own "
+				"signal will not reach that signalfd while it is profiled; sample with "
+				"another signal (--signal, EMBERPROF_SIGNAL)\n";
+	memcpy(line, a, sizeof(a) - 1);
+	n = sizeof(a) - 1;
+	n += ember__logfd_decimal(line + n, (unsigned long)sig);
+	memcpy(line + n, b, sizeof(b) - 1);
+	n += sizeof(b) - 1;
+	ember__logfd_write(line, n);
+}
+
+EXPORT int signalfd(int fd, const sigset_t *mask, int flags)
+{
+	int sig = ember__sigvirt_signo();
+	if (sig > 0 && sigismember(mask, sig) == 1) /* (mask: nonnull, as in libc) */
+		signalfd_warn(sig);
+	signalfd_fn f = REAL(signalfd, signalfd_fn);
+	if (!f) {
+		errno = ENOSYS;
+		return -1;
+	}
+	return f(fd, mask, flags);
 }
 
 EXPORT int sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec *timeout)

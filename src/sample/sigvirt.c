@@ -291,9 +291,18 @@ void ember__sigvirt_foreign(int sig, siginfo_t *si, void *uc)
 		publish(&dfl);
 	}
 	/* The program's handler runs with its sa_mask blocked too, as the
-	 * kernel would have arranged; the signal itself is blocked already. */
+	 * kernel would have arranged; the signal itself is blocked already,
+	 * except for an SA_NODEFER handler, which the kernel would have run
+	 * with it unblocked: its own raise of the signal is delivered at
+	 * once, nested (ours too then: a sample taken inside its handler). */
 	sigset_t old;
 	int masked = syscall(SYS_rt_sigprocmask, SIG_BLOCK, &app.sa_mask, &old, KSIGSET_BYTES) == 0;
+	if (masked && (app.sa_flags & SA_NODEFER) && sigismember(&app.sa_mask, sig) != 1) {
+		sigset_t self;
+		sigemptyset(&self);
+		sigaddset(&self, sig);
+		syscall(SYS_rt_sigprocmask, SIG_UNBLOCK, &self, NULL, KSIGSET_BYTES);
+	}
 	if (info)
 		app.sa_sigaction(sig, si, uc);
 	else

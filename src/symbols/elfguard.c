@@ -31,8 +31,22 @@ int ember__elfguard_run(int (*fn)(void *), void *arg, char *why, size_t whylen)
 		return EMBER__ELFGUARD_TRIPPED;
 	}
 	current = &g;
+	int saved = errno;
+	errno = 0;
 	int rc = fn(arg);
+	int oom = errno == ENOMEM;
 	current = g.prev;
+	if (oom) {
+		/* A failed allocation that elfutils returned from (or went on
+		 * past) can leave its state poisoned: 0.188's intern_cu leaves a
+		 * NULL node in the module's CU tree, and the next lookup in that
+		 * module dereferences it (found by tests/faults, elfutils mode).
+		 * Treated as a trip: that Dwfl is never used again. */
+		if (why && whylen)
+			snprintf(why, whylen, "an allocation failed inside elfutils: out of memory");
+		return EMBER__ELFGUARD_TRIPPED;
+	}
+	errno = saved;
 	return rc;
 }
 
@@ -46,6 +60,15 @@ void ember__elfguard_oom(void)
 	/* Unguarded: what libdw's own handler does. */
 	for (;;)
 		error(EXIT_FAILURE, ENOMEM, "libdw");
+}
+
+void ember__elfguard_poll(void)
+{
+	guard *g = current;
+	if (g && errno == ENOMEM) {
+		snprintf(g->why, sizeof(g->why), "an allocation failed inside elfutils: out of memory");
+		siglongjmp(g->jb, 1);
+	}
 }
 
 void ember__elfguard_assert(const char *assertion, const char *file, unsigned line,

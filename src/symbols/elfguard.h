@@ -18,6 +18,14 @@
  *   - a failed assertion inside the call (libemberprof.so interposes
  *     __assert_fail, src/preload/assert_hook.c) jumps back instead of
  *     aborting.
+ * And an allocation that failed inside the call (errno ENOMEM when it
+ * returns, whatever it returned) counts as a trip too: elfutils 0.188
+ * returns from some failed allocations with its state poisoned (a NULL
+ * node left in a module's CU tree, a half-read abbreviation table), and
+ * the next call on that Dwfl dereferences it (SIGSEGV, which no guard
+ * may catch in someone else's process). An allocation failure of the
+ * agent's own code inside the call is then one too: the module's names
+ * are lost for that lookup either way.
  * The call then returns EMBER__ELFGUARD_TRIPPED with a description. What
  * the interrupted elfutils call was building is left half-built (its
  * locks possibly held): the caller must never use that Dwarf or Dwfl
@@ -46,6 +54,16 @@
  * return EMBER__ELFGUARD_TRIPPED.
  */
 int ember__elfguard_run(int (*fn)(void *), void *arg, char *why, size_t whylen);
+
+/*
+ * Inside a guard, if an allocation failed since the guard began (errno is
+ * ENOMEM: the guard clears errno when it starts), jumps back to it as a
+ * trip; else returns. Called between elfutils calls in one guarded call,
+ * so that state a failed allocation poisoned is not used by the next
+ * (0.188 crashes in dwarf_child after dwfl_module_getsrc ran out). Not
+ * async-signal-safe.
+ */
+void ember__elfguard_poll(void);
 
 /* A Dwarf_OOM handler (dwarf_new_oom_handler): inside a guard, jumps back
  * to it; outside one, exits as libdw's default handler does. */

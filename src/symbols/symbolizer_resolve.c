@@ -214,6 +214,9 @@ int ember__symbolizer_resolve(ember__symbolizer *s, sym_module *m, uint64_t addr
 	Dwfl_Line *dl = dwarf ? dwfl_module_getsrc(m->dm, addr) : NULL;
 	if (dl)
 		file = dwfl_lineinfo(dl, NULL, &line, NULL, NULL, NULL);
+	/* A failed allocation in there may have poisoned the module's
+	 * state for the calls below (elfguard.h). */
+	ember__elfguard_poll();
 	if (!file)
 		line = 0;
 

@@ -570,6 +570,7 @@ static int index_scope(Dwarf_Die *parent, func_vec *fv, int depth)
 	if (dwarf_child(parent, &child) != 0)
 		return 0;
 	do {
+		ember__elfguard_poll(); /* nothing built on a failed allocation */
 		int err = 0;
 		switch (dwarf_tag(&child)) {
 		case DW_TAG_subprogram:
@@ -613,6 +614,7 @@ int ember__symindex_build_funcs(ember__symindex *ix, Dwfl_Module *dm, uint64_t s
 	Dwarf_Die cudie, subdie;
 	while (dwarf_get_units(ix->dw, cu, &next, &version, &unit_type, &cudie, &subdie) == 0) {
 		cu = next;
+		ember__elfguard_poll();
 		/* Type units hold no code; split units live in other files. */
 		if (unit_type != DW_UT_compile && unit_type != DW_UT_partial)
 			continue;
@@ -658,6 +660,7 @@ static int child_at(Dwarf_Die *parent, Dwarf_Addr pc, Dwarf_Die *out)
 	if (dwarf_child(parent, out) != 0)
 		return 0;
 	do {
+		ember__elfguard_poll();
 		switch (dwarf_tag(out)) {
 		case DW_TAG_inlined_subroutine:
 		case DW_TAG_lexical_block:

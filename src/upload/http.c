@@ -15,8 +15,24 @@
  * inside someone else's process and must not touch SIGALRM/SIGPIPE
  * dispositions), http and https only, no redirects, connect and total
  * timeouts, certificate and host name verification unless insecure, a
- * progress callback that aborts when the pipeline asks. Proxies come from
- * the usual http_proxy/https_proxy/no_proxy variables, as curl does.
+ * progress callback that aborts when the pipeline asks.
+ *
+ * No getenv on the upload thread: libcurl reads the proxy variables on
+ * every transfer unless told the proxy, and glibc's getenv is not safe
+ * while a program thread calls setenv (the environ array it walks may be
+ * moved and freed). So the handle takes, when it is made, what curl would
+ * read - http_proxy (http URLs; never HTTP_PROXY, as curl), https_proxy or
+ * HTTPS_PROXY (https URLs), all_proxy or ALL_PROXY, no_proxy or NO_PROXY -
+ * from ember__getenv() (the start-up copy on our threads, envsnap.h) and
+ * sets CURLOPT_PROXY and CURLOPT_NOPROXY on every request, an empty string
+ * where unset (which keeps libcurl from reading the variables). Without a
+ * CA file of our own, SSL_CERT_FILE and SSL_CERT_DIR (which OpenSSL would
+ * only read in its default-paths fallback) become CURLOPT_CAINFO and
+ * CURLOPT_CAPATH. libcurl and its TLS library are initialized (their
+ * configuration files and variables read) by ember__http_global_init(),
+ * on the thread that makes the first network reporter: the program's,
+ * before the agent starts, except in an image whose agent starts lazily
+ * (fork_child.c), where that one-time load runs on the helper thread.
  */
 #include "upload/http.h"
 
@@ -30,6 +46,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "util/envsnap.h"
 #include "util/error.h"
 #include "util/redact.h"
 #include "util/forkguard.h"
@@ -47,7 +64,26 @@ struct ember__http {
 	int rtrunc;
 	char retry_after[128];
 	const _Atomic int *cancel;
+	/* from the environment when the handle was made (above); NULL: unset */
+	int ignore_proxy;
+	char *proxy_http, *proxy_https, *proxy_all, *noproxy;
 };
+
+/* A copy of the first of two variables set and not empty (ember__getenv;
+ * libcurl skips empty ones too), or NULL. *oom is set if the copy cannot
+ * be made. */
+static char *env_dup(const char *a, const char *b, int *oom)
+{
+	const char *v = ember__getenv(a);
+	if ((!v || !*v) && b)
+		v = ember__getenv(b);
+	if (!v || !*v)
+		return NULL;
+	char *s = strdup(v);
+	if (!s)
+		*oom = 1;
+	return s;
+}
 
 /* ---- loading libcurl ---- */
 
@@ -206,13 +242,31 @@ int ember__http_new(ember__http **out, const ember__http_opts *o)
 	SET(CURLOPT_TIMEOUT_MS, (long)o->timeout_ms);
 	SET(CURLOPT_SSL_VERIFYPEER, o->insecure ? 0L : 1L);
 	SET(CURLOPT_SSL_VERIFYHOST, o->insecure ? 0L : 2L);
-	if (o->ca_file)
+	int oom = 0;
+	if (o->ca_file) {
 		SET(CURLOPT_CAINFO, o->ca_file);
+	} else if (!o->insecure) {
+		const char *f = ember__getenv("SSL_CERT_FILE"), *d = ember__getenv("SSL_CERT_DIR");
+		if (f && *f)
+			SET(CURLOPT_CAINFO, f);
+		if (d && *d)
+			SET(CURLOPT_CAPATH, d);
+	}
+	h->ignore_proxy = o->no_proxy;
+	if (!o->no_proxy) {
+		h->proxy_http = env_dup("http_proxy", NULL, &oom);
+		h->proxy_https = env_dup("https_proxy", "HTTPS_PROXY", &oom);
+		h->proxy_all = env_dup("all_proxy", "ALL_PROXY", &oom);
+		h->noproxy = env_dup("no_proxy", "NO_PROXY", &oom);
+	}
+	if (oom) {
+		ember__http_free(h);
+		return ember__error_oom("HTTP proxy settings");
+	}
 	if (o->user_agent)
 		SET(CURLOPT_USERAGENT, o->user_agent);
 	SET(CURLOPT_TCP_KEEPALIVE, 1L);
-	if (o->no_proxy)
-		SET(CURLOPT_NOPROXY, "*");
+	SET(CURLOPT_NOPROXY, o->no_proxy ? "*" : h->noproxy ? h->noproxy : "");
 	SET(CURLOPT_ERRORBUFFER, h->errbuf);
 	SET(CURLOPT_WRITEFUNCTION, on_body);
 	SET(CURLOPT_WRITEDATA, h);
@@ -240,10 +294,27 @@ void ember__http_free(ember__http *h)
 		return;
 	if (h->curl)
 		C.easy_cleanup(h->curl);
+	free(h->proxy_http);
+	free(h->proxy_https);
+	free(h->proxy_all);
+	free(h->noproxy);
 	free(h);
 }
 
 /* ---- one request ---- */
+
+/* The proxy for this URL as libcurl would pick it from the environment
+ * (the copy taken by ember__http_new): "" for none. */
+static const char *proxy_for(const ember__http *h, const char *url)
+{
+	if (h->ignore_proxy)
+		return "";
+	const char *p = !strncasecmp(url, "https:", 6) ? h->proxy_https
+			: !strncasecmp(url, "http:", 5) ? h->proxy_http : NULL;
+	if (!p)
+		p = h->proxy_all;
+	return p ? p : "";
+}
 
 static int curl_error_is_permanent(CURLcode e)
 {
@@ -327,6 +398,8 @@ void ember__http_do(ember__http *h, ember__http_call *call, const _Atomic int *c
 	 * says "No URL set", taken for a permanent refusal that dropped the
 	 * window (found by tests/faults). Then nothing is sent: retried. */
 	int unset = C.easy_setopt(c, CURLOPT_URL, call->url) != CURLE_OK;
+	/* Never unset: libcurl would read the variables itself (above). */
+	unset |= C.easy_setopt(c, CURLOPT_PROXY, proxy_for(h, call->url)) != CURLE_OK;
 	if (has_body) {
 		/* A body in memory (POSTFIELDS) also lets libcurl's SigV4 hash the
 		 * payload instead of signing it as UNSIGNED-PAYLOAD. */

@@ -30,6 +30,7 @@
 
 #include "engine/thread_start.h"
 #include "upload/spool.h"
+#include "util/envsnap.h"
 #include "util/error.h"
 #include "util/log.h"
 
@@ -473,6 +474,8 @@ int ember__pipeline_start(ember__pipeline *p, const ember__upload_log *log)
 	/* The thread blocks every signal, so sampling signals land on the
 	 * application's threads; it is created past the pthread_create hook
 	 * so that it is not profiled itself (engine/thread_start.h). */
+	/* The copy of the environment the thread reads (envsnap.h). */
+	ember__env_snapshot_take();
 	int rc = ember__thread_start(&p->thread, 1u << 20, uploader_main, p, "emberprof-up");
 	if (rc == 0)
 		p->started = 1;

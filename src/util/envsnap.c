@@ -15,6 +15,8 @@ extern char **environ;
  * children inherit it. */
 static char **g_snap EMBER_HOT_DATA;
 static _Atomic int g_use EMBER_HOT_DATA;
+/* This thread is emberprof's own (ember__env_own_thread). */
+static __thread int t_own;
 
 EMBER_HOT_TEXT void ember__env_snapshot_take(void)
 {
@@ -82,10 +84,17 @@ EMBER_HOT_TEXT void ember__env_snapshot_use(void)
 		atomic_store(&g_use, 1);
 }
 
+void ember__env_own_thread(void)
+{
+	t_own = 1;
+}
+
 EMBER_HOT_TEXT const char *ember__getenv(const char *name)
 {
-	if (!atomic_load(&g_use))
+	if (!atomic_load(&g_use) && !t_own)
 		return getenv(name);
+	if (!g_snap)
+		return NULL; /* our thread, no copy: never the live environment */
 	size_t n = strlen(name);
 	for (char **e = g_snap; *e; e++)
 		if (!strncmp(*e, name, n) && (*e)[n] == '=')
@@ -95,7 +104,7 @@ EMBER_HOT_TEXT const char *ember__getenv(const char *name)
 
 const char *ember__secure_getenv(const char *name)
 {
-	if (!atomic_load(&g_use))
+	if (!atomic_load(&g_use) && !t_own)
 		return secure_getenv(name);
 	return getauxval(AT_SECURE) ? NULL : ember__getenv(name);
 }

@@ -14,7 +14,9 @@
 #define EMBER_UTIL_ENVSNAP_H
 
 /* Copies the current environment (once per program image; a fork child
- * inherits the copy). Before main(), not async-signal-safe. */
+ * inherits the copy; later calls do nothing). Before main() in the
+ * preloaded library, else on the thread that starts the agent: not
+ * async-signal-safe. */
 void ember__env_snapshot_take(void);
 
 /* From now on, ember__getenv() in this process reads the copy, if one
@@ -32,8 +34,19 @@ void ember__env_snapshot_use(void);
  */
 int ember__env_snapshot_set(const char *settings);
 
-/* getenv(), or the copy's value after ember__env_snapshot_use(). The
- * string is owned by the environment (or the copy); do not free it. */
+/* Marks the calling thread as one of emberprof's own (the agent, uploader,
+ * wall-clock and fork helper threads call it first thing): ember__getenv()
+ * there always reads the copy, never the live environment, which the
+ * program may change meanwhile (glibc's setenv moves and frees the array
+ * a concurrent getenv walks). The copy must have been taken (by the thread
+ * that starts the agent or the uploader, ember__env_snapshot_take()); if
+ * it could not be, every variable reads as unset there. Not
+ * async-signal-safe (thread-local store; call it from the thread's start). */
+void ember__env_own_thread(void);
+
+/* getenv(), or the copy's value after ember__env_snapshot_use() or on a
+ * thread marked by ember__env_own_thread(). The string is owned by the
+ * environment (or the copy); do not free it. */
 const char *ember__getenv(const char *name);
 
 /* secure_getenv() in the same way (NULL in a set-user-ID program). */

@@ -77,6 +77,7 @@ static const char *want_fn = "";
 static const char *want_site = "";
 static int want_errno;
 static int depth = 2; /* agent frames in a site */
+static int elf_depth;  /* elfutils frames in a site (EMBER_FAULTS_ELFUTILS) */
 static atomic_int injected;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
@@ -104,6 +105,9 @@ static void init(void)
 	const char *d = getenv("EMBER_FAULTS_DEPTH");
 	if (d && atoi(d) > 0)
 		depth = atoi(d);
+	const char *ed = getenv("EMBER_FAULTS_ELFUTILS");
+	if (ed && atoi(ed) > 0)
+		elf_depth = atoi(ed) < 8 ? atoi(ed) : 8;
 	if (!strcmp(m, "count")) {
 		mode = MODE_COUNT;
 	} else if (!strcmp(m, "fail")) {
@@ -157,11 +161,37 @@ static const char *base_name(const char *p)
 	return s ? s + 1 : p;
 }
 
+static int is_elfutils(const char *path)
+{
+	const char *b = base_name(path);
+	return !strncmp(b, "libdw.so", 8) || !strncmp(b, "libdw-", 6) || !strncmp(b, "libelf.so", 9) ||
+	       !strncmp(b, "libelf-", 7);
+}
+
+/* Appends "MODULE+0xOFF" (sep NULL), "<0xOFF" (sep "<": the same module
+ * as the frame before) or "@MODULE+0xOFF" to out; 0 if it does not fit. */
+static int append_frame(char *out, size_t len, size_t *at, const char *sep, const Dl_info *di,
+			uintptr_t ip)
+{
+	unsigned long off = (unsigned long)(ip - (uintptr_t)di->dli_fbase);
+	int n = sep && sep[0] == '<' ? snprintf(out + *at, len - *at, "<0x%lx", off)
+				      : snprintf(out + *at, len - *at, "%s%s+0x%lx", sep ? sep : "",
+						 base_name(di->dli_fname), off);
+	if (n < 0 || (size_t)n >= len - *at)
+		return 0;
+	*at += (size_t)n;
+	return 1;
+}
+
 /*
  * "libemberprof_noalloc.so.0+0x1a2b<0x1f00" : the innermost `depth` return
  * addresses inside libemberprof (the innermost first; depth 2 tells apart
  * the callers of a helper such as ember__write_all); else the first frame
- * outside this library.
+ * outside this library. With EMBER_FAULTS_ELFUTILS=N, a call made inside
+ * elfutils (libdw, libelf) on the agent's behalf is told apart by its N
+ * innermost elfutils return addresses too, in front:
+ * "libdw.so.1+0x3c1f<0x2a10@libemberprof_noalloc.so.0+0x1a2b": every
+ * allocation site of libdw the agent reaches is then a site of its own.
  */
 static void site_of(char *out, size_t len)
 {
@@ -170,7 +200,7 @@ static void site_of(char *out, size_t len)
 	Dl_info self, first = { 0 }, di;
 	uintptr_t first_ip = 0;
 	size_t at = 0;
-	int found = 0;
+	int found = 0, elf_found = 0;
 	if (!dladdr((void *)site_of, &self))
 		self.dli_fbase = NULL;
 	out[0] = '\0';
@@ -180,14 +210,16 @@ static void site_of(char *out, size_t len)
 			continue;
 		if (di.dli_fbase == self.dli_fbase)
 			continue;
-		if (!strncmp(base_name(di.dli_fname), "libemberprof", 12)) {
-			int n = found ? snprintf(out + at, len - at, "<0x%lx",
-						 (unsigned long)(ip - (uintptr_t)di.dli_fbase))
-				      : snprintf(out + at, len - at, "%s+0x%lx", base_name(di.dli_fname),
-						 (unsigned long)(ip - (uintptr_t)di.dli_fbase));
-			if (n < 0 || (size_t)n >= len - at)
+		if (!found && elf_found < elf_depth && is_elfutils(di.dli_fname)) {
+			if (!append_frame(out, len, &at, elf_found ? "<" : NULL, &di, ip))
 				break;
-			at += (size_t)n;
+			elf_found++;
+			continue;
+		}
+		if (!strncmp(base_name(di.dli_fname), "libemberprof", 12)) {
+			const char *sep = found ? "<" : elf_found ? "@" : NULL;
+			if (!append_frame(out, len, &at, sep, &di, ip))
+				break;
 			found++;
 			continue;
 		}

@@ -15,7 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stdint.h>
+#include <poll.h>
 #include <sys/resource.h>
+#include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <time.h>
@@ -51,6 +53,20 @@ static void cleanup_and_die(int sig)
 {
 	signal(sig, SIG_DFL);
 	raise(sig);
+}
+
+/* SA_NODEFER: the handler raises its signal again once, which such a
+ * handler gets at once, nested inside itself (depth 2). */
+static volatile sig_atomic_t nd_depth, nd_max, nd_calls;
+static void nodefer_handler(int sig)
+{
+	nd_depth++;
+	nd_calls++;
+	if (nd_depth > nd_max)
+		nd_max = nd_depth;
+	if (nd_depth == 1)
+		raise(sig);
+	nd_depth--;
 }
 
 static volatile sig_atomic_t ticks;
@@ -260,6 +276,50 @@ int main(int argc, char **argv)
 		}
 		printf("sent=%ld seen=%d late=%ld\n", sent, (int)ticks, late);
 		return late == 0 && ticks == sent ? 0 : 1;
+	}
+	if (!strcmp(mode, "nodefer")) {
+		struct sigaction sa;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = nodefer_handler;
+		sa.sa_flags = SA_NODEFER;
+		sigaction(SIGPROF, &sa, NULL);
+		for (int i = 0; i < 50; i++) {
+			burn_cpu(0.004);
+			raise(SIGPROF);
+		}
+		printf("nodefer depth %d calls %d\n", (int)nd_max, (int)nd_calls);
+		return nd_max == 2 && nd_calls == 100 ? 0 : 1;
+	}
+	if (!strcmp(mode, "signalfd")) {
+		/* Its SIGPROF read from a signalfd, as event loops do: blocked,
+		 * sent to itself 3 times, each read within 0.5 s. */
+		sigset_t s;
+		sigemptyset(&s);
+		sigaddset(&s, SIGPROF);
+		pthread_sigmask(SIG_BLOCK, &s, NULL);
+		int fd = signalfd(-1, &s, SFD_CLOEXEC);
+		if (fd < 0) {
+			perror("signalfd");
+			return 2;
+		}
+		int got = 0, ours = 0;
+		for (int i = 0; i < 3; i++) {
+			burn_cpu(0.05);
+			kill(getpid(), SIGPROF);
+			struct pollfd p = {fd, POLLIN, 0};
+			while (poll(&p, 1, 500) == 1) {
+				struct signalfd_siginfo si;
+				if (read(fd, &si, sizeof(si)) != (ssize_t)sizeof(si))
+					break;
+				if (si.ssi_code == SI_USER && (pid_t)si.ssi_pid == getpid()) {
+					got++;
+					break;
+				}
+				ours++; /* a signal the program did not send */
+			}
+		}
+		printf("signalfd got %d of 3, %d others\n", got, ours);
+		return got == 3 && ours == 0 ? 0 : 1;
 	}
 	if (!strcmp(mode, "raise-ign")) {
 		signal(SIGPROF, SIG_IGN);

@@ -1,7 +1,9 @@
 /*
  * test_elfguard.c - the jump points around elfutils calls: a guarded call
  * in which libdw's out-of-memory handler or a failed assertion fires comes
- * back with EMBER__ELFGUARD_TRIPPED and a description; guards nest; with
+ * back with EMBER__ELFGUARD_TRIPPED and a description, as does one in
+ * which an allocation failed (errno ENOMEM at its end or at a poll);
+ * guards nest; with
  * no guard the assertion hook hands over to the C library.
  *
  * The real elfutils failure (libdw's hash table assertion after a failed
@@ -40,6 +42,28 @@ static int fails_assertion(void *arg)
 	return 0;
 }
 
+/* What elfutils 0.188 does in intern_cu: its malloc fails (errno ENOMEM),
+ * it returns an error and goes on, its state poisoned. */
+static int allocation_failed_then_returned(void *arg)
+{
+	(void)arg;
+	calls++;
+	errno = ENOMEM;
+	return 0;
+}
+
+/* Between two elfutils calls: the first one's failed allocation ends the
+ * guarded call there, the second is never made. */
+static int allocation_failed_then_polled(void *arg)
+{
+	(void)arg;
+	calls++;
+	errno = ENOMEM;
+	ember__elfguard_poll();
+	calls += 100; /* not reached */
+	return 0;
+}
+
 static void test_plain_result(void)
 {
 	calls = 0;
@@ -68,6 +92,21 @@ static void test_oom_trips(void)
 {
 	const char *const want[] = {"libdw: out of memory"};
 	expect_trip(runs_out_of_memory, want, 1);
+}
+
+/* errno ENOMEM when the call returns, or at a poll, is a trip; an errno
+ * of the caller's is cleared for the call and given back after. */
+static void test_failed_allocation_trips(void)
+{
+	const char *const want[] = {"out of memory"};
+	expect_trip(allocation_failed_then_returned, want, 1);
+	expect_trip(allocation_failed_then_polled, want, 1);
+	errno = ENOMEM; /* the caller's, from before */
+	calls = 0;
+	CHECK_EQ_INT(ember__elfguard_run(returns_minus_five, NULL, NULL, 0), -5);
+	CHECK_EQ_INT(errno, ENOMEM);
+	ember__elfguard_poll(); /* no guard: returns */
+	CHECK_EQ_INT(calls, 1);
 }
 
 static void test_assert_trips(void)
@@ -110,6 +149,7 @@ int main(void)
 {
 	RUN(test_plain_result);
 	RUN(test_oom_trips);
+	RUN(test_failed_allocation_trips);
 	RUN(test_assert_trips);
 	RUN(test_nesting);
 	RUN(test_unguarded_assert_returns);

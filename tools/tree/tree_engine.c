@@ -37,6 +37,7 @@ typedef struct tproc {
 	uint32_t seq;
 	int exited;        /* EXIT seen: reported at the end of the drain */
 	int64_t exit_ns;   /* when (epoch ns): its last window's end */
+	int64_t fork_mono; /* its FORK record's time (CLOCK_MONOTONIC ns), 0: none seen */
 	int profiled;
 	ember__symbolizer *sym;
 } tproc;
@@ -330,6 +331,7 @@ static void on_record(void *arg, const ember__ptree_rec *r)
 		if (!p)
 			break;
 		p->win_start = when > t->win_start ? when : t->win_start;
+		p->fork_mono = (int64_t)r->time;
 		if (parent) {
 			(void)ember__tspace_copy(&p->space, &parent->space);
 			memcpy(p->comm, parent->comm, sizeof(p->comm));
@@ -496,6 +498,36 @@ static void each_proc(ember__tree *t, int64_t end, int final)
 	}
 }
 
+int ember__tree_started_by(int pid, int64_t fork_mono_ns)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -1;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* after the command's name, which may hold anything: field 22 */
+	const char *s = strrchr(buf, ')');
+	if (!s)
+		return -1;
+	unsigned long long start = 0;
+	int field = 2;
+	for (s++; *s && field < 22; s++)
+		if (*s == ' ')
+			field++;
+	if (field != 22 || sscanf(s, "%llu", &start) != 1)
+		return -1;
+	long hz = sysconf(_SC_CLK_TCK);
+	if (hz <= 0)
+		return -1;
+	/* the start time counts from boot, suspends included */
+	int64_t boot = fork_mono_ns + (clock_ns(CLOCK_BOOTTIME) - clock_ns(CLOCK_MONOTONIC));
+	unsigned long long forked = (unsigned long long)(boot / (1000000000 / hz));
+	return start > forked + 2 ? 0 : 1;
+}
+
 size_t ember__tree_alive(ember__tree *t)
 {
 	size_t alive = 0;
@@ -505,7 +537,10 @@ size_t ember__tree_alive(ember__tree *t)
 		tproc *p = s->used ? (tproc *)(uintptr_t)s->value : NULL;
 		if (!p || p->exited)
 			continue;
-		if (kill(p->pid, 0) == 0 || errno != ESRCH) {
+		/* kill() says only that the pid is there: after a lost EXIT
+		 * record, another process may hold it now. */
+		if ((kill(p->pid, 0) == 0 || errno != ESRCH) &&
+		    !(p->fork_mono && ember__tree_started_by(p->pid, p->fork_mono) == 0)) {
 			alive++;
 			continue;
 		}

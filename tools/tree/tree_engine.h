@@ -104,11 +104,21 @@ int ember__tree_settle(ember__tree *t);
 
 /*
  * How many processes of the tree still run (their exit not seen, and the
- * pid still there): after the command has exited, a daemon it started
- * may. Those found gone without an exit record (lost) get their last
- * window reported here.
+ * pid still there, held by the same process: a pid whose process started
+ * after the FORK record was reused after an exit record that was lost,
+ * ember__tree_started_by). Those found gone without an exit record (lost)
+ * get their last window reported here.
  */
 size_t ember__tree_alive(ember__tree *t);
+
+/*
+ * Whether the process now at `pid` can be the one whose FORK record had
+ * time fork_mono_ns (CLOCK_MONOTONIC): 1 if it started no later than that
+ * (its /proc/PID/stat start time, in clock ticks since boot, within two
+ * ticks of it), 0 if it started later (the pid was reused), -1 if it
+ * cannot tell (no such process, /proc unreadable). Not async-signal-safe.
+ */
+int ember__tree_started_by(int pid, int64_t fork_mono_ns);
 
 /* The tree has exited (or the run stops): reads what is left and reports
  * every process's last window (final). 0 or the first reporter error. */
