@@ -52,7 +52,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (!strcmp(argv[1], "burn")) {
-		burn_cpu(0.3);
+		burn_thread_cpu(0.3);
 		return 0;
 	}
 	int do_exec = !strcmp(argv[1], "exec");

@@ -22,11 +22,11 @@ for mode in exec exit; do
 		ok "$mode: no wait for a blocked start"
 	fi
 	if [ $mode = exec ]; then
-		ms=$(cpu_of burn_cpu prof/*.pb.gz)
+		ms=$(cpu_of burn_thread_cpu prof/*.pb.gz)
 		if [ "${ms:-0}" -ge 100 ]; then
-			ok "exec: the exec'd program is profiled (burn_cpu ${ms} ms of 300)"
+			ok "exec: the exec'd program is profiled (burn_thread_cpu ${ms} ms of 300 ms of its CPU)"
 		else
-			fail "exec: burn_cpu has '${ms}' ms in the profiles:"
+			fail "exec: burn_thread_cpu has '${ms}' ms of 300 in the profiles:"
 			sed 's/^/    /' err >&2
 		fi
 	else
