@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "agent/agent_internal.h"
@@ -50,10 +51,43 @@ static void tree_step(void *ud)
 	(void)ember__tree_step(ct->t, 50); /* failures are logged and counted */
 }
 
+static ember__cli_tree_end last_end;
+
+void ember__cli_tree_last(ember__cli_tree_end *out)
+{
+	*out = last_end;
+}
+
+static double rusage_s(int who)
+{
+	struct rusage ru;
+	if (getrusage(who, &ru) != 0)
+		return 0;
+	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+	       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
 static void print_stats(const ember__cli_tree *ct)
 {
 	ember__tree_stats st;
 	ember__tree_get_stats(ct->t, &st);
+	last_end = (ember__cli_tree_end){1, st.processes, st.processes_profiled, st.profiles,
+					 st.samples, st.report_failures, (double)st.sampled_ns / 1e9,
+					 (double)st.unsampled_ns / 1e9, st.user_only};
+	if (ct->verbose)
+		fprintf(stderr,
+			"emberprof: tree engine: the profiles hold %.3f s of CPU (%.3f s in no sample: "
+			"%.3f s spread over the stacks of its process, %.3f s as [unsampled]; "
+			"%.3f s that no event counted, as [uncounted]; %llu processes in %llu shared "
+			"profiles); the tree's processes emberprof waited for used %.3f s, "
+			"emberprof itself %.3f s\n",
+			(double)(st.sampled_ns + st.unsampled_reported_ns + st.uncounted_ns) / 1e9,
+			(double)st.unsampled_reported_ns / 1e9, (double)st.unsampled_spread_ns / 1e9,
+			(double)(st.unsampled_reported_ns - st.unsampled_spread_ns) / 1e9,
+			(double)st.uncounted_ns / 1e9,
+			(unsigned long long)st.processes_shared,
+			(unsigned long long)st.shared_profiles, rusage_s(RUSAGE_CHILDREN),
+			rusage_s(RUSAGE_SELF));
 	if (ct->verbose || st.report_failures || st.lost)
 		fprintf(stderr,
 			"emberprof: tree engine: %llu processes, %llu profiled, %llu profiles, %llu "
@@ -139,6 +173,8 @@ static void tree_finish(void *ud)
 		print_stats(ct);
 		return;
 	}
+	/* the tree is over and reaped: what it used by rusage */
+	ember__tree_set_waited(ct->t, (uint64_t)(rusage_s(RUSAGE_CHILDREN) * 1e9));
 	(void)ember__tree_finish(ct->t);
 	print_stats(ct);
 }

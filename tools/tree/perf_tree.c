@@ -60,7 +60,12 @@ struct ember__ptree {
 	int sample_read;
 	ember__u64map counts;
 	size_t dead_counts; /* entries of exited threads (0) */
+	ember__u64map holds; /* pid -> 1 + fd of its dummy event (0: released) */
+	size_t nholds;       /* open dummy events */
 };
+
+/* Most dummy events held open at once (one descriptor each). */
+#define HOLDS_MAX 2048
 
 static uint64_t now_ns(void)
 {
@@ -85,6 +90,9 @@ static void attr_init(struct perf_event_attr *a, const ember__ptree_opts *o, siz
 	a->sample_regs_user = REGS_MASK;
 	a->sample_stack_user = o->stack_bytes;
 	a->inherit = 1;
+	/* each thread's count on each CPU as a READ record when it exits:
+	 * what a process used, whether or not a sample stands for it */
+	a->inherit_stat = 1;
 	a->exclude_kernel = (unsigned)exclude_kernel;
 	a->exclude_hv = 1;
 	a->mmap = 1; /* with mmap2: the MMAP2 form */
@@ -138,6 +146,10 @@ void ember__ptree_free(ember__ptree *t)
 		free(t->q[i].rec);
 	free(t->q);
 	ember__u64map_free(&t->counts);
+	for (size_t i = 0; i < t->holds.cap; i++)
+		if (t->holds.slots[i].used && t->holds.slots[i].value)
+			close((int)t->holds.slots[i].value - 1);
+	ember__u64map_free(&t->holds);
 	free(t->ring);
 	free(t->fd);
 	free(t);
@@ -255,8 +267,74 @@ int ember__ptree_open(ember__ptree **out, pid_t pid, const ember__ptree_opts *op
 	t->st.exclude_kernel = exclude_kernel;
 	t->st.kernel_weighed = sample_read;
 	t->sample_read = sample_read;
+	/* the command's process forks first: a context of its own before
+	 * it runs (a failure only costs the fork-heavy parent samples) */
+	(void)ember__ptree_hold(t, pid);
 	*out = t;
 	return 0;
+}
+
+int ember__ptree_hold(ember__ptree *t, pid_t pid)
+{
+	uint64_t *v = ember__u64map_get(&t->holds, (uint64_t)pid);
+	if (v && *v)
+		return 0;
+	if (t->nholds >= HOLDS_MAX) {
+		t->st.hold_failures++;
+		return ember__error(EMBER_ERR_UNSUPPORTED, "perf tree: %d dummy events held already",
+				    HOLDS_MAX);
+	}
+	struct perf_event_attr a;
+	memset(&a, 0, sizeof(a));
+	a.size = sizeof(a);
+	a.type = PERF_TYPE_SOFTWARE;
+	a.config = PERF_COUNT_SW_DUMMY;
+	a.disabled = 1;
+	a.exclude_kernel = 1; /* permitted at any perf_event_paranoid below 3 */
+	a.exclude_hv = 1;
+	int fd = (int)syscall(SYS_perf_event_open, &a, pid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0) {
+		t->st.hold_failures += errno != ESRCH; /* gone already: nothing to hold */
+		return ember__error_errno(EMBER_ERR_UNSUPPORTED, errno,
+					  "perf tree: a dummy event on process %d", (int)pid);
+	}
+	v = ember__u64map_put(&t->holds, (uint64_t)pid, NULL);
+	if (!v) {
+		close(fd);
+		t->st.hold_failures++;
+		return ember__error_oom("perf tree");
+	}
+	*v = (uint64_t)fd + 1;
+	t->nholds++;
+	t->st.holds++;
+	return 0;
+}
+
+void ember__ptree_release(ember__ptree *t, pid_t pid)
+{
+	uint64_t *v = ember__u64map_get(&t->holds, (uint64_t)pid);
+	if (!v || !*v)
+		return;
+	close((int)*v - 1);
+	*v = 0;
+	t->nholds--;
+	/* the map keeps the pid (0) until it is rebuilt, when mostly released */
+	if (t->holds.n > 4096 && t->nholds * 2 < t->holds.n) {
+		ember__u64map live = EMBER_U64MAP_INIT;
+		for (size_t i = 0; i < t->holds.cap; i++) {
+			ember__u64map_slot *sl = &t->holds.slots[i];
+			if (!sl->used || !sl->value)
+				continue;
+			uint64_t *w = ember__u64map_put(&live, sl->key, NULL);
+			if (!w) {
+				ember__u64map_free(&live);
+				return;
+			}
+			*w = sl->value;
+		}
+		ember__u64map_free(&t->holds);
+		t->holds = live;
+	}
 }
 
 int ember__ptree_after_fork(ember__ptree *t)
@@ -537,6 +615,16 @@ static int decode(ember__ptree *t, const uint8_t *rec, int cpu, ember__ptree_rec
 		r->type = EMBER_PTREE_LOST;
 		memcpy(&r->u.lost.lost, body + 8, 8);
 		return 0;
+	case PERF_RECORD_READ:
+		/* pid, tid, the count (read_format 0) */
+		if (fixed < 16)
+			return -1;
+		memcpy(u32, body, 8);
+		r->type = EMBER_PTREE_READ;
+		r->pid = (int32_t)u32[0];
+		r->tid = (int32_t)u32[1];
+		memcpy(&r->u.read.value, body + 8, 8);
+		return 0;
 	case PERF_RECORD_THROTTLE:
 	case PERF_RECORD_UNTHROTTLE:
 		t->st.throttles += h->type == PERF_RECORD_THROTTLE;
@@ -587,6 +675,8 @@ size_t ember__ptree_drain(ember__ptree *t, int final, ember__ptree_cb cb, void *
 				t->st.sample_ns += r.u.sample.period;
 			} else if (r.type == EMBER_PTREE_LOST)
 				t->st.lost += r.u.lost.lost;
+			else if (r.type == EMBER_PTREE_READ)
+				t->st.read_ns += r.u.read.value;
 			else if (r.type == EMBER_PTREE_EXIT && t->sample_read)
 				forget_counts(t, r.tid);
 			cb(arg, &r);

@@ -58,7 +58,8 @@ enum {
 	EMBER_PTREE_COMM = 3, /* a thread's name; exec: the process exec'd */
 	EMBER_PTREE_FORK = 4, /* a process (pid != ppid) or thread (pid == ppid) was created */
 	EMBER_PTREE_EXIT = 5, /* a thread exited; the process when tid == pid */
-	EMBER_PTREE_LOST = 6  /* the kernel dropped records: a ring was full */
+	EMBER_PTREE_LOST = 6, /* the kernel dropped records: a ring was full */
+	EMBER_PTREE_READ = 7  /* an exited thread's count on one CPU (inherit_stat) */
 };
 
 /*
@@ -96,6 +97,9 @@ typedef struct ember__ptree_rec {
 		struct {
 			uint64_t lost;
 		} lost;
+		struct {
+			uint64_t value; /* CPU nanoseconds the thread ran on that CPU */
+		} read;
 	} u;
 } ember__ptree_rec;
 
@@ -106,6 +110,8 @@ typedef struct ember__ptree_stats {
 	uint64_t malformed; /* records whose size contradicts their content: skipped */
 	uint64_t bytes;     /* bytes read from the rings */
 	uint64_t sample_ns; /* CPU time the samples decoded weigh (their periods) */
+	uint64_t read_ns;   /* CPU time of the exited threads, from their READ records */
+	uint64_t holds, hold_failures; /* processes given a context of their own (ember__ptree_hold) */
 	uint64_t counted_ns; /* CPU time the events counted, the whole tree's,
 				read at the final drain (0 before, or if the
 				kernel refused the read); sample_ns falls short
@@ -144,6 +150,22 @@ int ember__ptree_probe(void);
  * the descriptors are inherited. 0 or EMBER_ERR_SYS.
  */
 int ember__ptree_after_fork(ember__ptree *t);
+
+/*
+ * Gives process `pid` of the tree a perf context of its own: one disabled,
+ * non-inherited dummy event on it (kept until ember__ptree_release, or the
+ * sampler is freed). The kernel otherwise treats a child's context as a
+ * clone of its parent's and swaps the two at a context switch between
+ * them instead of stopping the events: a parent that forks a short child
+ * every millisecond then restarts the child's fresh sampling period each
+ * time and never takes a sample (perf record -e cpu-clock shows the same).
+ * A non-inherited event in the parent's context makes its children's
+ * contexts no clones (and opening it unclones its own). Idempotent. 0 or
+ * EMBER_ERR_UNSUPPORTED (counted in hold_failures).
+ */
+int ember__ptree_hold(ember__ptree *t, pid_t pid);
+/* Closes the dummy event of an exited process (no-op if none). */
+void ember__ptree_release(ember__ptree *t, pid_t pid);
 
 /* Closes the events and frees everything. NULL is ok. */
 void ember__ptree_free(ember__ptree *t);

@@ -41,6 +41,14 @@ typedef struct ember__tree_stats {
 	uint64_t processes;          /* processes seen */
 	uint64_t processes_profiled; /* of those, with at least one profile */
 	uint64_t profiles;           /* profiles handed to the reporters */
+	uint64_t shared_profiles;    /* of those, the windows' shared profiles */
+	uint64_t processes_shared;   /* processes profiled in a shared profile only */
+	uint64_t unsampled_reported_ns; /* CPU time no sample stands for, in the profiles:
+					   spread over a process's last stacks, or as its
+					   [unsampled] frame (tree_profile.h) */
+	uint64_t unsampled_spread_ns;   /* of it, spread over stacks */
+	uint64_t uncounted_ns;          /* the tree's CPU by rusage no event counted,
+					   as [uncounted] (ember__tree_set_waited) */
 	uint64_t report_failures;    /* reporter calls or encodings that failed */
 	uint64_t truncated;          /* walks that stopped before the outermost frame */
 	uint64_t sampled_ns;         /* CPU time the samples weigh */
@@ -88,6 +96,17 @@ int ember__tree_settle(ember__tree *t);
  * window reported here.
  */
 size_t ember__tree_alive(ember__tree *t);
+
+/*
+ * The CPU time the command's whole tree used, as wait4's rusage gives it
+ * (the command and the children it waited for, theirs included), called
+ * before ember__tree_finish once the command has been reaped and nothing
+ * of the tree runs on: what the events did not count of it (the kernel's
+ * work on a process after its events are gone at exit, and before the
+ * command's exec) goes to the command's last profile as `[uncounted]`
+ * (tree_profile.h). 0 (the default): none.
+ */
+void ember__tree_set_waited(ember__tree *t, uint64_t ns);
 
 /* The tree has exited (or the run stops): reads what is left and reports
  * every process's last window (final). 0 or the first reporter error. */
