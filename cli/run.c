@@ -65,6 +65,7 @@ enum {
 	OPT_S3_REGION,
 	OPT_BACKEND,
 	OPT_UNWIND_CACHE,
+	OPT_KERNEL,
 	NENV_OPTS,
 	/* CLI-only options */
 	OPT_TOP = NENV_OPTS,
@@ -72,6 +73,7 @@ enum {
 	OPT_HELP,
 	OPT_FLAME,
 	OPT_NO_FOLLOW, /* sets EMBERPROF_FOLLOW_CHILDREN=0 through OPT_FOLLOW */
+	OPT_NO_KERNEL, /* sets EMBERPROF_KERNEL=0 through OPT_KERNEL */
 };
 
 typedef struct option_def {
@@ -111,11 +113,13 @@ static const option_def option_defs[] = {
 	[OPT_S3_REGION] = { "s3-region", 0, 1, "EMBERPROF_S3_REGION" },
 	[OPT_BACKEND] = { "backend", 0, 1, "EMBERPROF_BACKEND" },
 	[OPT_UNWIND_CACHE] = { "unwind-cache", 0, 1, "EMBERPROF_UNWIND_CACHE" },
+	[OPT_KERNEL] = { "kernel", 0, 0, "EMBERPROF_KERNEL" },
 	[OPT_TOP] = { "top", 'n', 1, NULL },
 	[OPT_QUIET] = { "quiet", 'q', 0, NULL },
 	[OPT_HELP] = { "help", 'h', 0, NULL },
 	[OPT_FLAME] = { "flame", 0, 0, NULL },
 	[OPT_NO_FOLLOW] = { "no-follow-children", 0, 0, NULL },
+	[OPT_NO_KERNEL] = { "no-kernel", 0, 0, NULL },
 };
 #define NOPTIONS (sizeof(option_defs) / sizeof(option_defs[0]))
 
@@ -124,6 +128,7 @@ static const char *const known_vars[] = {
 	"EMBERPROF_APP_NAME",	   "EMBERPROF_SAMPLE_RATE", "EMBERPROF_INTERVAL",
 	"EMBERPROF_MAX_DEPTH",	   "EMBERPROF_UNWIND",	     "EMBERPROF_LINES",	     "EMBERPROF_ENGINE",
 	"EMBERPROF_WALL",	   "EMBERPROF_ENGINE_PERF_DISABLE",
+	"EMBERPROF_KERNEL", /* the tree engine's kernel frames (cli/run_tree.c) */
 	"EMBERPROF_ALLOC",	   "EMBERPROF_ALLOC_SAMPLE_BYTES",
 	"EMBERPROF_ALLOC_BACKEND", /* the jemalloc backend (src/heap/jemalloc.c) */
 	"EMBERPROF_SIGNAL",	   "EMBERPROF_TAGS",	     "EMBERPROF_THREAD_LABELS",
@@ -194,6 +199,9 @@ void ember__cli_run_usage(FILE *out)
 		"                           starts, forked or exec'd [EMBERPROF_FOLLOW_CHILDREN]\n"
 		"      --no-follow-children only the process CMD starts as (and what it execs\n"
 		"                           in place) [EMBERPROF_FOLLOW_CHILDREN=0]\n"
+		"      --no-kernel          no kernel frames (the tree engine shows them where\n"
+		"                           perf events and kptr_restrict permit)\n"
+		"                           [EMBERPROF_KERNEL=0]\n"
 		"      --log-level LEVEL    off, error, warn, info or debug (warn)\n"
 		"                           [EMBERPROF_LOG_LEVEL]\n"
 		"      --unwind auto|fp|dwarf\n"
@@ -369,6 +377,12 @@ static int apply_option(run_opts *o, int id, const char *value)
 		return 0;
 	case OPT_NO_FOLLOW:
 		o->value[OPT_FOLLOW] = "0";
+		return 0;
+	case OPT_KERNEL:
+		o->value[id] = "1";
+		return 0;
+	case OPT_NO_KERNEL:
+		o->value[OPT_KERNEL] = "0";
 		return 0;
 	case OPT_WALL:
 	case OPT_ALLOC:

@@ -24,6 +24,7 @@ struct ember__cli_tree {
 	ember_builder *b;
 	ember__tree *t;
 	int verbose;
+	int kernel; /* kernel frames asked for */
 	/* why the engine could not start on the held child ("" if it did) */
 	char attach_error[EMBER_ERROR_MAX];
 };
@@ -101,6 +102,12 @@ static void print_stats(const ember__cli_tree *ct)
 			(unsigned long long)st.lost, (unsigned long long)st.tables,
 			(double)st.table_build_ns / 1e6, (unsigned long long)st.tables_deferred,
 			(unsigned long long)st.report_failures);
+	if (ct->kernel && st.user_only && (st.samples || st.unsampled_ns))
+		fprintf(stderr, "emberprof: note: no kernel frames: perf events sample user mode "
+				"only here (perf_event_paranoid >= 2 without CAP_PERFMON)\n");
+	else if (ct->kernel && st.kernel_samples && !st.kernel_named)
+		fprintf(stderr, "emberprof: note: kernel frames are one [kernel] frame each: %s\n",
+			st.kernel_why);
 	if (st.user_only && !st.kernel_weighed && st.samples)
 		fprintf(stderr, "emberprof: note: perf events sample user mode only here "
 				"(perf_event_paranoid >= 2 without CAP_PERFMON) and this kernel "
@@ -277,6 +284,15 @@ int ember__cli_tree_new(ember__cli_tree **out, int verbose, int follow)
 		return rc;
 	}
 	ember__tree_set_follow(ct->t, follow);
+	/* EMBERPROF_KERNEL (--no-kernel: 0): the kernel's frames, where the
+	 * kernel lets perf events sample it (default 1) */
+	const char *k = getenv("EMBERPROF_KERNEL");
+	if (k && *k && strcmp(k, "0") && strcmp(k, "1")) {
+		ember__cli_tree_free(ct);
+		return ember__error(EMBER_ERR_INVALID, "EMBERPROF_KERNEL is '%s': expected 0 or 1", k);
+	}
+	ct->kernel = !(k && !strcmp(k, "0"));
+	ember__tree_set_kernel(ct->t, ct->kernel);
 	*out = ct;
 	return 0;
 }

@@ -54,6 +54,7 @@ struct ember__ptree {
 	uint64_t seq;
 	ember__ptree_stats st;
 	uint32_t stack_bytes;
+	int kchain; /* samples carry PERF_SAMPLE_CALLCHAIN */
 	/* In user mode only, samples also read their event's count (the
 	 * thread's CPU time on that CPU, kernel time included): (tid << 16 |
 	 * cpu) -> the count at its previous sample, 0 after its exit. */
@@ -77,6 +78,7 @@ static uint64_t now_ns(void)
 static void attr_init(struct perf_event_attr *a, const ember__ptree_opts *o, size_t data_len,
 		      int exclude_kernel, int sample_read)
 {
+	int kchain = o->kernel_frames && !exclude_kernel;
 	memset(a, 0, sizeof(*a));
 	a->size = sizeof(*a);
 	a->type = PERF_TYPE_SOFTWARE;
@@ -87,6 +89,12 @@ static void attr_init(struct perf_event_attr *a, const ember__ptree_opts *o, siz
 			 PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
 	if (sample_read)
 		a->sample_type |= PERF_SAMPLE_READ; /* read_format 0: the count alone */
+	if (kchain) {
+		/* the kernel's part only: the user stack is walked here */
+		a->sample_type |= PERF_SAMPLE_CALLCHAIN;
+		a->exclude_callchain_user = 1;
+		a->sample_max_stack = EMBER_PTREE_KMAX;
+	}
 	a->sample_regs_user = REGS_MASK;
 	a->sample_stack_user = o->stack_bytes;
 	a->inherit = 1;
@@ -111,7 +119,7 @@ static void attr_init(struct perf_event_attr *a, const ember__ptree_opts *o, siz
 
 int ember__ptree_probe(void)
 {
-	ember__ptree_opts o = {0, 0, 0, 0};
+	ember__ptree_opts o = {0, 0, 0, 0, 0};
 	o.hz = 100;
 	o.stack_bytes = 16384;
 	/* kernel samples; else user-mode samples that read their count */
@@ -160,7 +168,7 @@ int ember__ptree_open(ember__ptree **out, pid_t pid, const ember__ptree_opts *op
 	if (!out || pid <= 0)
 		return ember__error(EMBER_ERR_INVALID, "perf tree: no process given");
 	*out = NULL;
-	ember__ptree_opts o = opts ? *opts : (ember__ptree_opts){0, 0, 0, 0};
+	ember__ptree_opts o = opts ? *opts : (ember__ptree_opts){0, 0, 0, 0, 0};
 	if (!o.hz)
 		o.hz = 100;
 	if (!o.stack_bytes)
@@ -267,6 +275,8 @@ int ember__ptree_open(ember__ptree **out, pid_t pid, const ember__ptree_opts *op
 	t->st.exclude_kernel = exclude_kernel;
 	t->st.kernel_weighed = sample_read;
 	t->sample_read = sample_read;
+	t->kchain = o.kernel_frames && !exclude_kernel;
+	t->st.kernel_frames = t->kchain;
 	/* the command's process forks first: a context of its own before
 	 * it runs (a failure only costs the fork-heavy parent samples) */
 	(void)ember__ptree_hold(t, pid);
@@ -492,8 +502,8 @@ static void forget_counts(ember__ptree *t, int32_t tid)
 	t->dead_counts = 0;
 }
 
-/* Decodes a sample record (IP, TID, TIME, PERIOD, [READ], REGS_USER,
- * STACK_USER) from the ring of `cpu`. */
+/* Decodes a sample record (IP, TID, TIME, PERIOD, [READ], [CALLCHAIN],
+ * REGS_USER, STACK_USER) from the ring of `cpu`. */
 static int decode_sample(ember__ptree *t, const uint8_t *rec, uint16_t size, int cpu,
 			 ember__ptree_rec *r)
 {
@@ -509,6 +519,22 @@ static int decode_sample(ember__ptree *t, const uint8_t *rec, uint16_t size, int
 		if (get_u64(&p, end, &count))
 			return -1;
 		weigh_by_count(t, r, cpu, count);
+	}
+	r->u.sample.nkips = 0;
+	if (t->kchain) {
+		/* nr, then the IPs: context markers (PERF_CONTEXT_KERNEL...)
+		 * among them are not frames */
+		uint64_t nr;
+		if (get_u64(&p, end, &nr) || nr > (uint64_t)(end - p) / 8)
+			return -1;
+		for (uint64_t i = 0; i < nr; i++) {
+			uint64_t kip = 0;
+			(void)get_u64(&p, end, &kip);
+			if (kip >= (uint64_t)PERF_CONTEXT_MAX)
+				continue;
+			if (r->u.sample.nkips < EMBER_PTREE_KMAX)
+				r->u.sample.kips[r->u.sample.nkips++] = kip;
+		}
 	}
 	uint64_t abi;
 	if (get_u64(&p, end, &abi))

@@ -49,7 +49,14 @@ typedef struct ember__ptree_opts {
 	unsigned ring_pages;  /* data pages per CPU's ring, a power of two; 0: 128 */
 	int user_only;        /* 1: count user mode only even where the kernel
 				 would count kernel time too (tests) */
+	int kernel_frames;    /* 1: with kernel samples, each carries its kernel
+				 callchain (PERF_SAMPLE_CALLCHAIN, user part
+				 excluded: the user stack is walked here) */
 } ember__ptree_opts;
+
+/* Most kernel frames a sample carries (the kernel's own limit is
+ * perf_event_max_stack, 127 by default). */
+#define EMBER_PTREE_KMAX 64
 
 /* Record types handed to the callback. */
 enum {
@@ -79,6 +86,9 @@ typedef struct ember__ptree_rec {
 						(a kernel thread, or none yet) */
 			const uint8_t *stack; /* the copy of [regs.sp, regs.sp + stack_len) */
 			uint64_t stack_len;
+			uint32_t nkips;       /* kernel frames, innermost first (0: none, a
+						 user-mode sample or no kernel_frames) */
+			uint64_t kips[EMBER_PTREE_KMAX];
 		} sample;
 		struct {
 			uint64_t start, len, pgoff;
@@ -118,6 +128,8 @@ typedef struct ember__ptree_stats {
 				of it by what no sample stands for: each
 				thread's time after its last sample */
 	int exclude_kernel; /* 1: user mode only (perf_event_paranoid >= 2) */
+	int kernel_frames;  /* samples carry kernel callchains (kernel_frames asked,
+			       and kernel samples permitted) */
 	int kernel_weighed; /* with exclude_kernel: each sample's period is the
 			       CPU time its count says it stands for, the
 			       kernel's included (PERF_SAMPLE_READ, Linux 6.12+) */

@@ -17,6 +17,7 @@
 #include "encode/pprof.h"
 #include "symbols/symbolizer.h"
 #include "tree/perf_tree.h"
+#include "tree/tree_kernel.h"
 #include "tree/tree_profile.h"
 #include "tree/tree_space.h"
 #include "util/error.h"
@@ -64,6 +65,8 @@ struct ember__tree {
 	uint64_t *pcs;
 	int err;               /* the first reporter error of this step */
 	int32_t top;           /* the attached process */
+	int kernel;            /* kernel frames asked for (ember__tree_set_kernel) */
+	ember__tkern *kern;    /* their names, when samples carry them */
 	int only_top;          /* --no-follow-children: the others' records are ignored */
 	ember__tree_stats st;
 };
@@ -99,9 +102,21 @@ int ember__tree_new(ember__tree **out, ember__config *cfg)
 
 int ember__tree_attach(ember__tree *t, pid_t pid)
 {
-	ember__ptree_opts o = {t->cfg->hz, 0, 0, 0};
+	ember__ptree_opts o = {t->cfg->hz, 0, 0, 0, t->kernel};
 	t->top = (int32_t)pid;
-	return ember__ptree_open(&t->pt, pid, &o);
+	int rc = ember__ptree_open(&t->pt, pid, &o);
+	if (rc == 0 && t->kernel) {
+		ember__ptree_stats ps;
+		ember__ptree_get_stats(t->pt, &ps);
+		if (ps.kernel_frames && ember__tkern_new(&t->kern) != 0)
+			t->kern = NULL; /* out of memory: user frames only */
+	}
+	return rc;
+}
+
+void ember__tree_set_kernel(ember__tree *t, int kernel)
+{
+	t->kernel = kernel;
 }
 
 void ember__tree_set_follow(ember__tree *t, int follow)
@@ -276,6 +291,8 @@ static void report_window(ember__tree *t, tproc *p, int64_t end, int final)
 	ember__profile *prof = NULL;
 	int rc = ember__window_profile(&p->agg, p->agg.samples ? p->sym : NULL, t->cfg,
 				       EMBER__PROFILE_CPU, p->win_start, end, &prof);
+	if (rc == 0 && t->kern)
+		rc = ember__tkern_apply(t->kern, prof);
 	if (rc == 0 && unsampled && !spread)
 		rc = ember__tprof_unsampled(prof, p->exe, p->comm, unsampled, EMBER_TREE_UNSAMPLED);
 	if (rc == 0 && final && p->pid == t->top && t->uncounted_ns)
@@ -332,7 +349,23 @@ static void on_sample(ember__tree *t, const ember__ptree_rec *r)
 	t->st.truncated += (flags & EMBER_UNWIND_TRUNCATED) != 0;
 	t->st.sampled_ns += r->u.sample.period;
 	p->sampled_ns += r->u.sample.period;
-	if (ember__agg_add(&p->agg, r->tid, t->pcs, (uint32_t)n, NULL, 0, r->u.sample.period) != 0)
+	/* the kernel's frames: the chain's number as an internal label
+	 * (tree_kernel.h), its frames put in when the profile is built */
+	uint8_t lb[2 + sizeof(EMBER_TKERN_LABEL) + 12];
+	uint32_t lblen = 0;
+	uint32_t kid = t->kern && r->u.sample.nkips
+			       ? ember__tkern_intern(t->kern, r->u.sample.kips, r->u.sample.nkips)
+			       : 0;
+	if (kid) {
+		size_t kl = sizeof(EMBER_TKERN_LABEL) - 1;
+		lb[0] = (uint8_t)kl;
+		memcpy(lb + 1, EMBER_TKERN_LABEL, kl);
+		int vl = snprintf((char *)lb + 2 + kl, sizeof(lb) - 2 - kl, "%u", kid);
+		lb[1 + kl] = (uint8_t)vl;
+		lblen = (uint32_t)(2 + kl + (size_t)vl);
+		t->st.kernel_samples++;
+	}
+	if (ember__agg_add(&p->agg, r->tid, t->pcs, (uint32_t)n, lb, lblen, r->u.sample.period) != 0)
 		return;
 	int64_t when = (int64_t)r->time + t->mono_to_epoch;
 	if (p->exited && when > p->exit_ns)
@@ -629,8 +662,11 @@ void ember__tree_get_stats(const ember__tree *t, ember__tree_stats *out)
 		out->samples = ps.samples;
 		out->user_only = ps.exclude_kernel;
 		out->kernel_weighed = ps.kernel_weighed;
+		out->kernel_frames = ps.kernel_frames;
 		out->unsampled_ns = ps.counted_ns > ps.sample_ns ? ps.counted_ns - ps.sample_ns : 0;
 	}
+	out->kernel_named = t->kern && ember__tkern_named(t->kern);
+	out->kernel_why = t->kern ? ember__tkern_why(t->kern) : "";
 	ember__tmods_stats ms;
 	ember__tmods_get_stats(t->mods, &ms);
 	out->tables = ms.tables;
@@ -656,6 +692,7 @@ void ember__tree_free(ember__tree *t)
 	free(t->exited);
 	ember__ptree_free(t->pt);
 	ember__tmods_free(t->mods);
+	ember__tkern_free(t->kern);
 	free(t->pcs);
 	free(t);
 }

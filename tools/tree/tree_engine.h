@@ -59,6 +59,10 @@ typedef struct ember__tree_stats {
 	uint64_t tables_deferred;    /* table builds held back by the budget (tree_mods.h) */
 	int user_only;
 	int kernel_weighed; /* user_only, with samples weighed by their counts */
+	int kernel_frames;  /* samples carry kernel callchains */
+	int kernel_named;   /* ... named from /proc/kallsyms (else one [kernel] frame) */
+	const char *kernel_why; /* why not named ("" if named); borrowed */
+	uint64_t kernel_samples; /* samples with kernel frames */
 } ember__tree_stats;
 
 /*
@@ -75,6 +79,11 @@ int ember__tree_new(ember__tree **out, ember__config *cfg);
  * EMBER_ERR_UNSUPPORTED with the kernel's reason.
  */
 int ember__tree_attach(ember__tree *t, pid_t pid);
+
+/* 1 (before ember__tree_attach): samples in the kernel carry its frames,
+ * where the kernel permits kernel samples (tree_kernel.h); 0 (the
+ * default; EMBERPROF_KERNEL=0 in `emberprof run`): the user frames only. */
+void ember__tree_set_kernel(ember__tree *t, int kernel);
 
 /* 0: only the attached process is profiled (what it execs into included),
  * not its descendants (--no-follow-children); 1 (the default): the tree. */
