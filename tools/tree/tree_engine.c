@@ -30,6 +30,8 @@ typedef struct tproc {
 	char comm[COMM_LEN];
 	char *exe;         /* the file it exec'd: its first executable mapping after */
 	int want_exe;
+	char *exe_alias;   /* the symlink it ran exe by, or NULL (tree_profile.h) */
+	int alias_done;    /* exe_alias looked for since the exec */
 	ember__tspace space;
 	ember__agg agg;
 	int64_t win_start; /* ns since the epoch: this process's window */
@@ -148,6 +150,7 @@ static tproc *proc_get(ember__tree *t, int32_t pid, int create)
 static void proc_free(tproc *p)
 {
 	free(p->exe);
+	free(p->exe_alias);
 	ember__tspace_release(&p->space);
 	ember__agg_release(&p->agg);
 	ember__symbolizer_free(p->sym);
@@ -293,11 +296,19 @@ static void report_window(ember__tree *t, tproc *p, int64_t end, int final)
 				       EMBER__PROFILE_CPU, p->win_start, end, &prof);
 	if (rc == 0 && t->kern)
 		rc = ember__tkern_apply(t->kern, prof);
+	/* its executable named by the path it ran (a symlink), the file's
+	 * own path in the profile's comment */
+	if (rc == 0 && p->exe && !p->alias_done) {
+		p->exe_alias = ember__tprof_exe_alias(p->exe, p->comm, p->pid);
+		p->alias_done = 1;
+	}
+	if (rc == 0 && p->exe_alias)
+		rc = ember__tprof_alias_main(prof, p->exe, p->exe_alias);
+	const char *exe = p->exe_alias ? p->exe_alias : p->exe;
 	if (rc == 0 && unsampled && !spread)
-		rc = ember__tprof_unsampled(prof, p->exe, p->comm, unsampled, EMBER_TREE_UNSAMPLED);
+		rc = ember__tprof_unsampled(prof, exe, p->comm, unsampled, EMBER_TREE_UNSAMPLED);
 	if (rc == 0 && final && p->pid == t->top && t->uncounted_ns)
-		rc = ember__tprof_unsampled(prof, p->exe, p->comm, t->uncounted_ns,
-					    EMBER_TREE_UNCOUNTED);
+		rc = ember__tprof_unsampled(prof, exe, p->comm, t->uncounted_ns, EMBER_TREE_UNCOUNTED);
 	if (rc == 0)
 		rc = ember__tprof_label(prof, p->pid, p->comm);
 	/* short-lived: younger than the interval, and less CPU than ten
@@ -413,6 +424,10 @@ static void on_record(void *arg, const ember__ptree_rec *r)
 			free(p->exe);
 			p->exe = strdup(r->u.mmap.path);
 			p->want_exe = 0;
+			/* while it runs (argv[0] is one of the clues) */
+			free(p->exe_alias);
+			p->exe_alias = ember__tprof_exe_alias(p->exe, p->comm, p->pid);
+			p->alias_done = 1;
 		}
 		break;
 	}
@@ -435,6 +450,9 @@ static void on_record(void *arg, const ember__ptree_rec *r)
 			 * image's agent numbers them in the library: the
 			 * first starts at the exec, the others on the interval */
 			p->seq = 0;
+			free(p->exe_alias);
+			p->exe_alias = NULL;
+			p->alias_done = 0;
 			ember__tspace_clear(&p->space);
 			ember__symbolizer_free(p->sym);
 			p->sym = NULL;

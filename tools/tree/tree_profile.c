@@ -5,9 +5,11 @@
  */
 #include "tree/tree_profile.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "util/error.h"
 
@@ -82,6 +84,62 @@ int ember__tprof_unsampled(ember__profile *p, const char *exe, const char *comm,
 	s.values[1] = (int64_t)ns; /* samples 0, cpu ns */
 	if (!locs[0] || !locs[1] || !ember__profile_add_sample(p, &s))
 		return ember__error_oom("tree profile");
+	return 0;
+}
+
+/* 1 when `path` is a symlink to the file of `st`. */
+static int links_to(const char *path, const struct stat *st)
+{
+	struct stat l, t;
+	return lstat(path, &l) == 0 && S_ISLNK(l.st_mode) && stat(path, &t) == 0 &&
+	       t.st_dev == st->st_dev && t.st_ino == st->st_ino;
+}
+
+char *ember__tprof_exe_alias(const char *exe, const char *comm, pid_t pid)
+{
+	struct stat st;
+	if (!exe || exe[0] != '/' || !comm || !*comm || stat(exe, &st) != 0)
+		return NULL;
+	const char *base = strrchr(exe, '/') + 1;
+	char path[PATH_MAX];
+	/* comm is the exec'd path's basename, cut to 15 characters */
+	if (strcmp(base, comm) != 0 && strlen(comm) < 15 && !strchr(comm, '/')) {
+		int n = snprintf(path, sizeof(path), "%.*s%s", (int)(base - exe), exe, comm);
+		if (n > 0 && (size_t)n < sizeof(path) && links_to(path, &st))
+			return strdup(path);
+	}
+	/* argv[0], when the process is still there and gave a full path */
+	char file[64];
+	snprintf(file, sizeof(file), "/proc/%d/cmdline", (int)pid);
+	FILE *f = fopen(file, "re");
+	if (!f)
+		return NULL;
+	size_t n = fread(path, 1, sizeof(path) - 1, f);
+	fclose(f);
+	path[n] = '\0';
+	if (path[0] == '/' && strcmp(path, exe) != 0 && links_to(path, &st))
+		return strdup(path);
+	return NULL;
+}
+
+int ember__tprof_alias_main(ember__profile *p, const char *exe, const char *alias)
+{
+	const char *a = NULL;
+	for (uint32_t i = 0; i < p->nmappings; i++) {
+		if (strcmp(p->mappings[i].file, exe) != 0)
+			continue;
+		if (!a && !(a = ember__profile_strdup(p, alias)))
+			return ember__error_oom("tree profile");
+		p->mappings[i].file = a;
+	}
+	if (!a)
+		return 0;
+	size_t n = strlen(alias) + strlen(exe) + 16;
+	char *c = ember__arena_alloc(&p->arena, n);
+	if (!c)
+		return ember__error_oom("tree profile");
+	snprintf(c, n, "%s: the file %s", alias, exe);
+	p->comment = c;
 	return 0;
 }
 

@@ -49,6 +49,24 @@ int ember__tprof_label(ember__profile *p, pid_t pid, const char *comm);
 int ember__tprof_unsampled(ember__profile *p, const char *exe, const char *comm, uint64_t ns,
 			   const char *leaf);
 
+/*
+ * The path a process ran its program by, when it is a symbolic link to
+ * `exe` (the file the kernel mapped, which perf records name resolved):
+ * `redis-server` -> `redis-check-rdb`. The kernel names a process after
+ * the path it exec'd (comm, at most 15 characters), so the candidates are
+ * exe's directory joined with comm, and the process's argv[0] when it is
+ * an absolute path; a candidate counts when it is a symlink to the same
+ * file (device and inode). malloc'd, or NULL.
+ */
+char *ember__tprof_exe_alias(const char *exe, const char *comm, pid_t pid);
+
+/*
+ * Names the mappings of `exe` in p by `alias` (their build ids stay), and
+ * says which file it is in p's comment ("ALIAS: the file EXE"). 0 or
+ * EMBER_ERR_NOMEM.
+ */
+int ember__tprof_alias_main(ember__profile *p, const char *exe, const char *alias);
+
 /* The shared profile of one window. Zeroed (EMBER_TSHARED_INIT) it is empty. */
 typedef struct ember__tshared {
 	ember__profile *p;      /* NULL until a process is added */
