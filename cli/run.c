@@ -373,16 +373,12 @@ static int apply_option(run_opts *o, int id, const char *value)
 	}
 	case OPT_THREAD_LABELS:
 	case OPT_FOLLOW:
-		o->value[id] = "1";
-		return 0;
-	case OPT_NO_FOLLOW:
-		o->value[OPT_FOLLOW] = "0";
-		return 0;
 	case OPT_KERNEL:
 		o->value[id] = "1";
 		return 0;
+	case OPT_NO_FOLLOW:
 	case OPT_NO_KERNEL:
-		o->value[OPT_KERNEL] = "0";
+		o->value[id == OPT_NO_FOLLOW ? OPT_FOLLOW : OPT_KERNEL] = "0";
 		return 0;
 	case OPT_WALL:
 	case OPT_ALLOC:

@@ -8,7 +8,7 @@
       its status.
   tree_cover.py profiles DIR INTERVAL_S
       prints "TOTAL_S FILES MAX_FILES_PER_WINDOW": the cpu/nanoseconds of
-      every pprof file of DIR as `go tool pprof -raw` reads them, how many
+      every pprof CPU profile of DIR (wall-clock and memory ones left out) as `go tool pprof -raw` reads them, how many
       files, and the most whose start (pprof time_nanos) falls in one
       window of INTERVAL_S seconds aligned on the epoch.
 """
@@ -28,7 +28,9 @@ def run(out, argv):
     _, status, ru = os.wait4(pid, 0)
     with open(out, "w") as f:
         f.write("%.6f\n" % (ru.ru_utime + ru.ru_stime))
-    return os.waitstatus_to_exitcode(status) & 0xff
+    if os.WIFSIGNALED(status):
+        return 128 + os.WTERMSIG(status)  # as a shell says it
+    return os.waitstatus_to_exitcode(status)
 
 
 def profile(path):
@@ -38,7 +40,10 @@ def profile(path):
     lines = raw.splitlines()
     head = lines.index("Samples:") + 1
     types = lines[head].split()
-    col = [i for i, t in enumerate(types) if t.startswith("cpu/nanoseconds")][0]
+    cols = [i for i, t in enumerate(types) if t.startswith("cpu/nanoseconds")]
+    if not cols:
+        return None  # a wall-clock or memory profile
+    col = cols[0]
     ns = 0
     for line in lines[head + 1:]:
         if not line.startswith(" "):
@@ -49,6 +54,8 @@ def profile(path):
     # time_nanos: `go tool pprof -raw` prints it as a date; -traces too.
     # The file name carries the start in ms (APP-YYYYmmddTHHMMSS.mmmZ-PID-SEQ).
     m = re.search(r"-(\d{8}T\d{6})\.(\d{3})Z-\d+-\d+\.pb\.gz$", path)
+    if not m:
+        return ns, 0
     import calendar
     import time
     t = calendar.timegm(time.strptime(m.group(1), "%Y%m%dT%H%M%S")) * 10**9 + int(m.group(2)) * 10**6
@@ -60,7 +67,10 @@ def profiles(d, interval_s):
     per_window = {}
     files = [f for f in os.listdir(d) if f.endswith(".pb.gz")]
     for f in files:
-        ns, t = profile(os.path.join(d, f))
+        got = profile(os.path.join(d, f))
+        if got is None:
+            continue
+        ns, t = got
         total += ns
         w = t // int(float(interval_s) * 1e9)
         per_window[w] = per_window.get(w, 0) + 1
