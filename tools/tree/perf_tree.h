@@ -12,7 +12,9 @@
  * from and a copy of the top of the user stack (unwound later, in this
  * process, with our own tables: tools/tree/tree_space.h). The rings also
  * carry what names the samples: executable mappings (MMAP2), names and
- * execs (COMM), forks and exits (FORK, EXIT) and losses (LOST).
+ * execs (COMM), forks and exits (FORK, EXIT) and losses (LOST), and what
+ * each thread used, sampled or not: its count on each CPU when it exits
+ * (READ, inherit_stat).
  *
  * Records of different CPUs' rings are merged by time: a sample must meet
  * the mappings of its process as they were when it was taken. The rings

@@ -10,9 +10,12 @@
  * aggregate of the window. When a window closes, and when a process
  * execs or exits, the process's aggregate becomes a CPU profile (window.h,
  * named by a symbolizer given the process's layout) handed to the
- * configuration's reporters with the process's pid (ember_report.pid). A
- * process that took no sample reports nothing: the shell loop's
- * /bin/true processes cost the kernel's bookkeeping and no file.
+ * configuration's reporters with the process's pid (ember_report.pid).
+ * Every process's CPU is in the profiles, sampled or not: its threads'
+ * counts at exit tell what no sample stands for (tree_profile.h), and
+ * short-lived processes share one profile per window, their samples
+ * labelled with pid and comm. Windows end on whole multiples of the
+ * interval. Design: docs/design/tree-engine-coverage.md.
  *
  * Weights are the CPU nanoseconds of the kernel's sampling period; with
  * perf_event_paranoid 2 (no CAP_PERFMON) only user-mode time is sampled
