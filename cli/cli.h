@@ -70,6 +70,22 @@ int ember__cli_read_profile_named(const char *path, struct ember__profile **out)
 int ember__cli_print_top(char *const *paths, size_t npaths, const char *index_spec, size_t n,
 			 FILE *out, int skip_bad, size_t *nread);
 
+/* The same, followed by the share of the samples without a function name
+ * per module and what would name them (missing_names.c), if 1% or more;
+ * `what` names the value there ("cpu"). */
+int ember__cli_print_top_names(char *const *paths, size_t npaths, const char *index_spec,
+			       size_t n, FILE *out, int skip_bad, size_t *nread, const char *what);
+
+/* ---- missing_names.c ---- */
+
+struct ember__unnamed;
+/* The share of u's samples without a function name, per module, and what
+ * would name them (debug packages, DEBUGINFOD_URLS, emberprof symbolize):
+ * a few lines, nothing under 1%. May run dpkg-query (bounded, 3 s). */
+void ember__cli_print_missing_names(const struct ember__unnamed *u, const char *what, FILE *out);
+/* `emberprof version`'s lines on which sources of names this machine has. */
+void ember__cli_print_name_sources(FILE *out);
+
 /* ---- flame_cmd.c ---- */
 
 /* `emberprof flame ...` and `emberprof diff ...`; argv[0] is the command.

@@ -428,9 +428,9 @@ out:
 
 /* Writes dir/name of the files having sample type `type`; prints its path. */
 static void run_page(const char *dir, char *const *paths, size_t n, const char *type,
-		     const char *name)
+		     const char *name, const char *title)
 {
-	ember__flame_opts o = { .type = type, .title = name };
+	ember__flame_opts o = { .type = type, .title = title };
 	ember__flame *fl = ember__flame_new(&o);
 	if (!fl) {
 		ember__cli_error("out of memory");
@@ -465,7 +465,8 @@ static void run_page(const char *dir, char *const *paths, size_t n, const char *
 void ember__cli_run_flames(const char *dir, char *const *paths, size_t n)
 {
 	fputc('\n', stderr);
-	run_page(dir, paths, n, "cpu", "flame.html");
-	run_page(dir, paths, n, "wall", "wall.html");
-	run_page(dir, paths, n, "alloc_space", "alloc.html");
+	/* the page adds the program's name (mapping 1's) to the title */
+	run_page(dir, paths, n, "cpu", "flame.html", "CPU");
+	run_page(dir, paths, n, "wall", "wall.html", "wall clock");
+	run_page(dir, paths, n, "alloc_space", "alloc.html", "allocations");
 }

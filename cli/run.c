@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * run.c - `emberprof run [options] -- CMD [ARGS...]`.
  *
@@ -22,6 +23,7 @@
 #include <unistd.h>
 
 #include "agent/agent_internal.h" /* the builder, to learn what EMBERPROF_* asks */
+#include "agent/options.h"      /* the variables, their options and help */
 #include "util/parse.h"
 #include "cli.h"
 #include "emberprof.h"
@@ -34,137 +36,111 @@ extern char **environ;
 
 #define DEFAULT_TOP 20
 
-/* Options that become environment variables, in the order of the usage. */
-enum {
-	OPT_RATE,
-	OPT_INTERVAL,
-	OPT_OUTPUT,
-	OPT_DEPTH,
-	OPT_APP,
-	OPT_TAG,
-	OPT_THREAD_LABELS,
-	OPT_FOLLOW,
-	OPT_LOG_LEVEL,
-	OPT_UNWIND,
-	OPT_LINES,
-	OPT_ENGINE,
-	OPT_WALL,
-	OPT_ALLOC,
-	OPT_SIGNAL,
-	OPT_SERVER,
-	OPT_TENANT,
-	OPT_AUTH_TOKEN,
-	OPT_BASIC_AUTH,
-	OPT_HEADER,
-	OPT_FORMAT,
-	/* the S3 reporter's */
-	OPT_S3_BUCKET,
-	OPT_S3_GROUP,
-	OPT_S3_OWNER,
-	OPT_S3_ENDPOINT,
-	OPT_S3_REGION,
-	OPT_BACKEND,
-	OPT_UNWIND_CACHE,
-	OPT_KERNEL,
-	NENV_OPTS,
-	/* CLI-only options */
-	OPT_TOP = NENV_OPTS,
-	OPT_QUIET,
-	OPT_HELP,
-	OPT_FLAME,
-	OPT_NO_FOLLOW, /* sets EMBERPROF_FOLLOW_CHILDREN=0 through OPT_FOLLOW */
-	OPT_NO_KERNEL, /* sets EMBERPROF_KERNEL=0 through OPT_KERNEL */
-};
-
-typedef struct option_def {
+/*
+ * The options: those setting a variable are the rows of the table of
+ * variables with an `opt` (src/agent/options.c), in its order; these are
+ * run's own. An option's id is its row's index in the table, or
+ * ember__noptions + its index here.
+ */
+typedef struct cli_option {
 	const char *name;  /* long name without "--" */
 	char short_name;   /* 0 if none */
-	int has_value;     /* 0 no, 1 yes, 2 optional (--opt=V, or --opt V when V parses) */
-	const char *env;   /* the variable it sets, NULL for CLI-only options */
-} option_def;
+	int has_value;     /* 0 no, 1 yes */
+	const char *arg;   /* the value, as the usage shows it */
+	const char *help;
+} cli_option;
 
-static const option_def option_defs[] = {
-	[OPT_RATE] = { "rate", 'r', 1, "EMBERPROF_SAMPLE_RATE" },
-	[OPT_INTERVAL] = { "interval", 'i', 1, "EMBERPROF_INTERVAL" },
-	[OPT_OUTPUT] = { "output", 'o', 1, "EMBERPROF_OUTPUT_DIR" },
-	[OPT_DEPTH] = { "depth", 'd', 1, "EMBERPROF_MAX_DEPTH" },
-	[OPT_APP] = { "app", 'a', 1, "EMBERPROF_APP_NAME" },
-	[OPT_TAG] = { "tag", 't', 1, "EMBERPROF_TAGS" },
-	[OPT_THREAD_LABELS] = { "thread-labels", 0, 0, "EMBERPROF_THREAD_LABELS" },
-	[OPT_FOLLOW] = { "follow-children", 'f', 0, "EMBERPROF_FOLLOW_CHILDREN" },
-	[OPT_LOG_LEVEL] = { "log-level", 0, 1, "EMBERPROF_LOG_LEVEL" },
-	[OPT_UNWIND] = { "unwind", 0, 1, "EMBERPROF_UNWIND" },
-	[OPT_LINES] = { "lines", 0, 1, "EMBERPROF_LINES" },
-	[OPT_ENGINE] = { "engine", 0, 1, "EMBERPROF_ENGINE" },
-	[OPT_WALL] = { "wall", 0, 2, "EMBERPROF_WALL" },
-	[OPT_ALLOC] = { "alloc", 0, 2, "EMBERPROF_ALLOC" },
-	[OPT_SIGNAL] = { "signal", 0, 1, "EMBERPROF_SIGNAL" },
-	[OPT_SERVER] = { "server", 0, 1, "EMBERPROF_SERVER_URL" },
-	[OPT_TENANT] = { "tenant", 0, 1, "EMBERPROF_SERVER_TENANT_ID" },
-	[OPT_AUTH_TOKEN] = { "auth-token", 0, 1, "EMBERPROF_SERVER_AUTH_TOKEN" },
-	/* sets EMBERPROF_SERVER_BASIC_AUTH_USER and _PASSWORD */
-	[OPT_BASIC_AUTH] = { "basic-auth", 0, 1, "EMBERPROF_SERVER_BASIC_AUTH_USER" },
-	[OPT_HEADER] = { "header", 0, 1, "EMBERPROF_SERVER_HEADERS" },
-	[OPT_FORMAT] = { "format", 0, 1, "EMBERPROF_OUTPUT_FORMAT" },
-	[OPT_S3_BUCKET] = { "s3-bucket", 0, 1, "EMBERPROF_S3_BUCKET" },
-	[OPT_S3_GROUP] = { "s3-profiling-group", 0, 1, "EMBERPROF_S3_PROFILING_GROUP" },
-	[OPT_S3_OWNER] = { "s3-bucket-owner", 0, 1, "EMBERPROF_S3_BUCKET_OWNER" },
-	[OPT_S3_ENDPOINT] = { "s3-endpoint", 0, 1, "EMBERPROF_S3_ENDPOINT" },
-	[OPT_S3_REGION] = { "s3-region", 0, 1, "EMBERPROF_S3_REGION" },
-	[OPT_BACKEND] = { "backend", 0, 1, "EMBERPROF_BACKEND" },
-	[OPT_UNWIND_CACHE] = { "unwind-cache", 0, 1, "EMBERPROF_UNWIND_CACHE" },
-	[OPT_KERNEL] = { "kernel", 0, 0, "EMBERPROF_KERNEL" },
-	[OPT_TOP] = { "top", 'n', 1, NULL },
-	[OPT_QUIET] = { "quiet", 'q', 0, NULL },
-	[OPT_HELP] = { "help", 'h', 0, NULL },
-	[OPT_FLAME] = { "flame", 0, 0, NULL },
-	[OPT_NO_FOLLOW] = { "no-follow-children", 0, 0, NULL },
-	[OPT_NO_KERNEL] = { "no-kernel", 0, 0, NULL },
+enum { CLI_TOP, CLI_QUIET, CLI_FLAME, CLI_NO_FOLLOW, CLI_NO_KERNEL, CLI_HELP };
+static const cli_option cli_options[] = {
+	[CLI_TOP] = {"top", 'n', 1, "N", "rows in the summary table (20)"},
+	[CLI_QUIET] = {"quiet", 'q', 0, NULL, "no summary table"},
+	[CLI_FLAME] = {"flame", 0, 0, NULL, "at exit, also write flame.html (wall.html, alloc.html "
+		       "for those profiles) into the output directory"},
+	/* sets EMBERPROF_FOLLOW_CHILDREN=0 */
+	[CLI_NO_FOLLOW] = {"no-follow-children", 0, 0, NULL, "only the process CMD starts as (and "
+			   "what it execs in place) [EMBERPROF_FOLLOW_CHILDREN=0]"},
+	/* sets EMBERPROF_KERNEL=0 */
+	[CLI_NO_KERNEL] = {"no-kernel", 0, 0, NULL, "no kernel frames [EMBERPROF_KERNEL=0]"},
+	[CLI_HELP] = {"help", 'h', 0, NULL, "this help"},
 };
-#define NOPTIONS (sizeof(option_defs) / sizeof(option_defs[0]))
-
-/* Every variable emberprof reads; others with the prefix draw a warning. */
-static const char *const known_vars[] = {
-	"EMBERPROF_APP_NAME",	   "EMBERPROF_SAMPLE_RATE", "EMBERPROF_INTERVAL",
-	"EMBERPROF_MAX_DEPTH",	   "EMBERPROF_UNWIND",	     "EMBERPROF_LINES",	     "EMBERPROF_ENGINE",
-	"EMBERPROF_WALL",	   "EMBERPROF_ENGINE_PERF_DISABLE",
-	"EMBERPROF_KERNEL", /* the tree engine's kernel frames (cli/run_tree.c) */
-	"EMBERPROF_ALLOC",	   "EMBERPROF_ALLOC_SAMPLE_BYTES",
-	"EMBERPROF_ALLOC_BACKEND", /* the jemalloc backend (src/heap/jemalloc.c) */
-	"EMBERPROF_SIGNAL",	   "EMBERPROF_TAGS",	     "EMBERPROF_THREAD_LABELS",
-	"EMBERPROF_LOG_LEVEL",	   "EMBERPROF_OUTPUT_DIR",  "EMBERPROF_FOLLOW_CHILDREN",
-	"EMBERPROF_PROFILE_PID", /* set by the library under EMBERPROF_FOLLOW_CHILDREN=0 */
-	"EMBERPROF_RUN_PID",     /* set by `emberprof run` for the library */
-	"EMBERPROF_OUTPUT_FORMAT",
-	"EMBERPROF_AUTOSTART",	   "EMBERPROF_LIB",
-	"EMBERPROF_POLLCATCH_THRESHOLD", "EMBERPROF_WALL_SIGNAL_IDLE", /* read by the agent too */
-	/* the Pyroscope reporter's (src/agent/env_pyroscope.c) */
-	"EMBERPROF_SERVER_URL", "EMBERPROF_SERVER_PROTOCOL", "EMBERPROF_SERVER_AUTH_TOKEN",
-	"EMBERPROF_SERVER_BASIC_AUTH_USER", "EMBERPROF_SERVER_BASIC_AUTH_PASSWORD",
-	"EMBERPROF_SERVER_TENANT_ID", "EMBERPROF_SERVER_HEADERS", "EMBERPROF_SERVER_CA_FILE",
-	"EMBERPROF_SERVER_INSECURE", "EMBERPROF_SERVER_CONNECT_TIMEOUT", "EMBERPROF_SERVER_TIMEOUT",
-	"EMBERPROF_SERVER_SPOOL_DIR", "EMBERPROF_SERVER_SPOOL_MAX", "EMBERPROF_SERVER_QUEUE_LEN",
-	"EMBERPROF_SERVER_UPLOAD_JITTER", "EMBERPROF_SERVER_FLUSH_TIMEOUT",
-	"EMBERPROF_SERVER_USER_AGENT", "EMBERPROF_SERVER_MAX_AGE",
-	/* the S3 reporter's (src/agent/env_s3.c) */
-	"EMBERPROF_S3_BUCKET", "EMBERPROF_S3_PROFILING_GROUP", "EMBERPROF_S3_BUCKET_OWNER",
-	"EMBERPROF_S3_ENDPOINT", "EMBERPROF_S3_REGION", "EMBERPROF_S3_AWS_PROFILE",
-	"EMBERPROF_S3_SPOOL_DIR", "EMBERPROF_S3_HOST",
-	/* the async-profiler backend's (src/asprof/asprof_config.c) */
-	"EMBERPROF_BACKEND", "EMBERPROF_ASPROF_LIB", "EMBERPROF_ASPROF_CPU_INTERVAL",
-	"EMBERPROF_ASPROF_WALL_INTERVAL", "EMBERPROF_ASPROF_NATIVEMEM", "EMBERPROF_ASPROF_ROTATE",
-	"EMBERPROF_UNWIND_CACHE", /* the unwind-table cache (src/agent/table_cache.h) */
-};
+#define NCLI (sizeof(cli_options) / sizeof(cli_options[0]))
+#define CLI_ID(i) ((int)ember__noptions + (i))
 
 typedef struct run_opts {
-	const char *value[NENV_OPTS]; /* as given; NULL if not given */
-	char *tags;                   /* --tag values joined with ',' */
-	char *headers;                /* --header values joined with '\n' */
+	const char **value; /* per row of the table: as given; NULL if not given */
+	char *tags;         /* --tag values joined with ',' */
+	char *headers;      /* --header values joined with '\n' */
 	unsigned long top;
 	int quiet;
-	int flame;                    /* --flame: write flame graph pages at exit */
-	int cmd;                      /* index of CMD in argv */
+	int flame;          /* --flame: write flame graph pages at exit */
+	int cmd;            /* index of CMD in argv */
 } run_opts;
+
+/* Whether option `id` sets the variable `name`. */
+static int sets(int id, const char *name)
+{
+	return id >= 0 && (size_t)id < ember__noptions && !strcmp(ember__options[id].name, name);
+}
+
+/* The option's long name. */
+static const char *option_name(int id)
+{
+	return (size_t)id < ember__noptions ? ember__options[id].opt
+					    : cli_options[id - CLI_ID(0)].name;
+}
+
+/* ---- usage ---- */
+
+#define HELP_COL 27
+#define HELP_WIDTH 80
+
+/* Prints `text` from column *col on, wrapped at HELP_WIDTH into HELP_COL. */
+static void print_wrapped(FILE *out, const char *text, int *col)
+{
+	while (*text) {
+		size_t n = strcspn(text, " ");
+		if (*col > HELP_COL && *col + 1 + (int)n > HELP_WIDTH) {
+			fprintf(out, "\n%*s", HELP_COL, "");
+			*col = HELP_COL;
+		} else if (*col > HELP_COL) {
+			fputc(' ', out);
+			(*col)++;
+		}
+		fprintf(out, "%.*s", (int)n, text);
+		*col += (int)n;
+		text += n;
+		while (*text == ' ')
+			text++;
+	}
+}
+
+/* "  -r, --rate HZ   help (default) [VARIABLE]" */
+static void print_option(FILE *out, char short_name, const char *name, const char *arg,
+			 int optional, const char *help, const char *deflt, const char *var)
+{
+	char left[96];
+	int n = snprintf(left, sizeof(left), "  %c%c%c --%s%s%s%s%s", short_name ? '-' : ' ',
+			 short_name ? short_name : ' ', short_name ? ',' : ' ', name,
+			 arg && optional ? "[=" : arg ? " " : "", arg ? arg : "",
+			 arg && optional ? "]" : "", "");
+	fputs(left, out);
+	int col = n;
+	if (col > HELP_COL - 2) {
+		fprintf(out, "\n%*s", HELP_COL, "");
+		col = HELP_COL;
+	} else {
+		fprintf(out, "%*s", HELP_COL - col, "");
+		col = HELP_COL;
+	}
+	char more[160] = "";
+	if (deflt && var)
+		snprintf(more, sizeof(more), "(%s) [%s]", deflt, var);
+	else if (var)
+		snprintf(more, sizeof(more), "[%s]", var);
+	print_wrapped(out, help ? help : "", &col);
+	print_wrapped(out, more, &col);
+	fputc('\n', out);
+}
 
 void ember__cli_run_usage(FILE *out)
 {
@@ -176,90 +152,33 @@ void ember__cli_run_usage(FILE *out)
 		"functions using the most CPU (on stderr). Exits with CMD's exit status\n"
 		"(128+N if a signal N killed it).\n"
 		"\n"
-		"Options (each sets the EMBERPROF_* variable in brackets; see docs/CONFIG.md):\n"
-		"  -r, --rate HZ            samples per second of CPU time, 1..10000 (100)\n"
-		"                           [EMBERPROF_SAMPLE_RATE]\n"
-		"  -i, --interval DURATION  reporting window, e.g. 10s, 500ms, 1m (10s)\n"
-		"                           [EMBERPROF_INTERVAL]\n"
-		"  -o, --output DIR         where profiles go (default: a new directory\n"
-		"                           ./emberprof-CMD-yyyymmddTHHMMSS) [EMBERPROF_OUTPUT_DIR]\n"
-		"      --format pprof|jfr|both\n"
-		"                           files written there: gzip'd pprof per profile, one\n"
-		"                           JFR recording per window, or both (pprof)\n"
-		"                           [EMBERPROF_OUTPUT_FORMAT]\n"
-		"  -d, --depth N            maximum frames per stack, 1..1024 (128)\n"
-		"                           [EMBERPROF_MAX_DEPTH]\n"
-		"  -a, --app NAME           application name (default: CMD's base name)\n"
-		"                           [EMBERPROF_APP_NAME]\n"
-		"  -t, --tag KEY=VALUE      a label on every sample; repeatable [EMBERPROF_TAGS]\n"
-		"      --thread-labels      label samples with thread id and name\n"
-		"                           [EMBERPROF_THREAD_LABELS]\n"
-		"  -f, --follow-children    profile the whole process tree (the default): CMD\n"
-		"                           whatever it execs into, and every process it\n"
-		"                           starts, forked or exec'd [EMBERPROF_FOLLOW_CHILDREN]\n"
-		"      --no-follow-children only the process CMD starts as (and what it execs\n"
-		"                           in place) [EMBERPROF_FOLLOW_CHILDREN=0]\n"
-		"      --no-kernel          no kernel frames (the tree engine shows them where\n"
-		"                           perf events and kptr_restrict permit)\n"
-		"                           [EMBERPROF_KERNEL=0]\n"
-		"      --log-level LEVEL    off, error, warn, info or debug (warn)\n"
-		"                           [EMBERPROF_LOG_LEVEL]\n"
-		"      --unwind auto|fp|dwarf\n"
-		"                           stack unwinding method (auto) [EMBERPROF_UNWIND]\n"
-		"      --lines app|all|none file/line for the program's own code, every\n"
-		"                           module, or none (app) [EMBERPROF_LINES]\n"
-		"      --unwind-cache DIR|off\n"
-		"                           where DWARF unwind tables are kept for the next\n"
-		"                           process of the same binary, or off\n"
-		"                           (~/.cache/emberprof/unwind) [EMBERPROF_UNWIND_CACHE]\n"
-		"      --engine tree|auto|perf|timer|itimer\n"
-		"                           CPU sampling engine [EMBERPROF_ENGINE]. tree: the\n"
-		"                           whole tree sampled from outside by perf events,\n"
-		"                           nothing loaded into it (CPU profiles in pprof); auto,\n"
-		"                           perf, timer, itimer: the library preloaded into every\n"
-		"                           process (auto: perf_events where permitted, else CPU\n"
-		"                           timers). Default: tree where perf events count kernel\n"
-		"                           time (root, perf_event_paranoid <= 1, or 2 on Linux\n"
-		"                           6.12+) and no option needs the library, else auto\n"
-		"      --wall[=INTERVAL]    also profile wall-clock time, every INTERVAL (50ms);\n"
-		"                           one more profile per window [EMBERPROF_WALL]\n"
-		"      --alloc[=BYTES]      also profile allocations (malloc & co), one sample per\n"
-		"                           BYTES allocated on average (512k); one more profile\n"
-		"                           per window, .memory.pb.gz [EMBERPROF_ALLOC]\n"
-		"      --signal SIG         sampling signal, e.g. SIGPROF, SIGRTMIN+4\n"
-		"                           [EMBERPROF_SIGNAL]\n"
-		"      --server URL         also send each window to this Grafana Pyroscope\n"
-		"                           server, e.g. http://localhost:4040 [EMBERPROF_SERVER_URL];\n"
-		"                           without --output, profiles then only go there\n"
-		"      --tenant ID          Pyroscope tenant (X-Scope-OrgID)\n"
-		"                           [EMBERPROF_SERVER_TENANT_ID]\n"
-		"      --auth-token TOKEN   bearer token [EMBERPROF_SERVER_AUTH_TOKEN]\n"
-		"      --basic-auth USER:PASSWORD\n"
-		"                           HTTP basic auth [EMBERPROF_SERVER_BASIC_AUTH_USER,\n"
-		"                           EMBERPROF_SERVER_BASIC_AUTH_PASSWORD]\n"
-		"      --header 'NAME: VALUE'\n"
-		"                           an extra HTTP header; repeatable\n"
-		"                           [EMBERPROF_SERVER_HEADERS]\n"
-		"      --s3-bucket BUCKET   also upload each window to S3 as the async-profiler\n"
-		"                           agent does (a zip with the JFR recording); AWS\n"
-		"                           credentials from the standard chain [EMBERPROF_S3_BUCKET]\n"
-		"      --s3-profiling-group NAME  the key's profiling group (the application\n"
-		"                           name) [EMBERPROF_S3_PROFILING_GROUP]\n"
-		"      --s3-bucket-owner ACCOUNT  expected bucket owner, 12 digits\n"
-		"                           [EMBERPROF_S3_BUCKET_OWNER]\n"
-		"      --s3-endpoint URL    an S3-compatible store, addressed path-style\n"
-		"                           [EMBERPROF_S3_ENDPOINT]\n"
-		"      --s3-region REGION   (AWS_REGION, the config file, IMDS) [EMBERPROF_S3_REGION]\n"
-		"      --backend builtin|asprof\n"
-		"                           who samples: emberprof's own sampler, or\n"
-		"                           async-profiler (libasyncProfiler.so; JFR output,\n"
-		"                           EMBERPROF_ASPROF_* settings) [EMBERPROF_BACKEND]\n"
-		"  -n, --top N              rows in the summary table (20)\n"
-		"  -q, --quiet              no summary table\n"
-		"      --flame              at exit, also write flame.html (wall.html, alloc.html\n"
-		"                           for those profiles) into the output directory\n"
-		"  -h, --help               this help\n"
-		"\n"
+		"Options (each sets the EMBERPROF_* variable in brackets; see docs/CONFIG.md):\n");
+	for (size_t i = 0; i < ember__noptions; i++) {
+		const ember__option *r = &ember__options[i];
+		if (r->opt)
+			print_option(out, r->opt_short, r->opt, r->opt_arg ? r->values : NULL,
+				     r->opt_arg == 2, r->help, r->deflt, r->name);
+	}
+	for (size_t i = 0; i < NCLI; i++)
+		print_option(out, cli_options[i].short_name, cli_options[i].name,
+			     cli_options[i].arg, 0, cli_options[i].help, NULL, NULL);
+	fprintf(out, "\nOther variables (see docs/CONFIG.md):\n ");
+	int col = 1;
+	for (size_t i = 0; i < ember__noptions; i++) {
+		const ember__option *r = &ember__options[i];
+		if (r->opt || (r->flags & (EMBER__OPTF_TEST | EMBER__OPTF_INTERNAL |
+					   EMBER__OPTF_FOREIGN)))
+			continue;
+		size_t n = strlen(r->name);
+		if (col + 1 + (int)n > HELP_WIDTH) {
+			fputs("\n ", out);
+			col = 1;
+		}
+		fprintf(out, " %s", r->name);
+		col += 1 + (int)n;
+	}
+	fprintf(out,
+		"\n\n"
 		"Options override the same EMBERPROF_* variables inherited from the environment.\n"
 		"EMBERPROF_LIB overrides which library is preloaded (libemberprof.so with\n"
 		"--alloc, else libemberprof_noalloc.so).\n"
@@ -275,18 +194,30 @@ static int find_option(const char *arg, const char **inline_value)
 	if (arg[1] == '-') {
 		const char *name = arg + 2;
 		size_t n = strcspn(name, "=");
-		for (size_t i = 0; i < NOPTIONS; i++)
-			if (strlen(option_defs[i].name) == n && !strncmp(option_defs[i].name, name, n)) {
+		for (int id = 0; id < CLI_ID((int)NCLI); id++) {
+			const char *o = option_name(id);
+			if (o && strlen(o) == n && !strncmp(o, name, n)) {
 				if (name[n] == '=')
 					*inline_value = name + n + 1;
-				return (int)i;
+				return id;
 			}
+		}
 		return -1;
 	}
-	for (size_t i = 0; i < NOPTIONS; i++)
-		if (option_defs[i].short_name && arg[1] == option_defs[i].short_name && !arg[2])
+	for (size_t i = 0; i < ember__noptions; i++)
+		if (ember__options[i].opt_short && arg[1] == ember__options[i].opt_short && !arg[2])
 			return (int)i;
+	for (size_t i = 0; i < NCLI; i++)
+		if (cli_options[i].short_name && arg[1] == cli_options[i].short_name && !arg[2])
+			return CLI_ID((int)i);
 	return -1;
+}
+
+/* The option's kind of value: 0 none, 1 required, 2 optional. */
+static int option_has_value(int id)
+{
+	return (size_t)id < ember__noptions ? ember__options[id].opt_arg
+					    : cli_options[id - CLI_ID(0)].has_value;
 }
 
 /* Appends one --tag KEY=VALUE to o->tags. Returns 0 or prints and fails. */
@@ -337,11 +268,18 @@ static int add_header(run_opts *o, const char *h)
 	return 0;
 }
 
-/* Handles one option with its value (NULL for a flag). 0, or 1 to stop. */
-static int apply_option(run_opts *o, int id, const char *value)
+/* The table's row of `name` (a row run relies on: never NULL). */
+static size_t row(const char *name)
 {
-	switch (id) {
-	case OPT_TOP:
+	const ember__option *r = ember__opt_find(name);
+	return r ? (size_t)(r - ember__options) : 0;
+}
+
+/* Handles one of run's own options. 0, or 1 to stop. */
+static int apply_cli_option(run_opts *o, int which, const char *value)
+{
+	switch (which) {
+	case CLI_TOP:
 		if (ember__cli_parse_count(value, 1, 1000000, &o->top) < 0) {
 			ember__cli_error("run: --top \"%s\" is invalid: expected a number of rows, "
 					 "1..1000000",
@@ -349,53 +287,46 @@ static int apply_option(run_opts *o, int id, const char *value)
 			return -1;
 		}
 		return 0;
-	case OPT_QUIET:
+	case CLI_QUIET:
 		o->quiet = 1;
 		return 0;
-	case OPT_FLAME:
+	case CLI_FLAME:
 		o->flame = 1;
 		return 0;
-	case OPT_HELP:
+	case CLI_NO_FOLLOW:
+	case CLI_NO_KERNEL:
+		o->value[row(which == CLI_NO_FOLLOW ? "EMBERPROF_FOLLOW_CHILDREN" : "EMBERPROF_KERNEL")] = "0";
+		return 0;
+	default: /* CLI_HELP */
 		ember__cli_run_usage(stdout);
 		return 1;
-	case OPT_TAG:
+	}
+}
+
+/* Handles one option with its value (NULL for a flag). 0, or 1 to stop. */
+static int apply_option(run_opts *o, int id, const char *value)
+{
+	if ((size_t)id >= ember__noptions)
+		return apply_cli_option(o, id - CLI_ID(0), value);
+	const ember__option *r = &ember__options[id];
+	if (sets(id, "EMBERPROF_TAGS"))
 		return add_tag(o, value);
-	case OPT_HEADER:
+	if (sets(id, "EMBERPROF_SERVER_HEADERS"))
 		return add_header(o, value);
-	case OPT_BASIC_AUTH: {
+	if (sets(id, "EMBERPROF_SERVER_BASIC_AUTH_USER")) {
 		const char *colon = strchr(value, ':');
 		if (!colon || colon == value || !colon[1]) {
 			ember__cli_error("run: --basic-auth is invalid: expected USER:PASSWORD");
 			return -1;
 		}
-		o->value[id] = value;
-		return 0;
 	}
-	case OPT_THREAD_LABELS:
-	case OPT_FOLLOW:
-	case OPT_KERNEL:
-		o->value[id] = "1";
-		return 0;
-	case OPT_NO_FOLLOW:
-	case OPT_NO_KERNEL:
-		o->value[id == OPT_NO_FOLLOW ? OPT_FOLLOW : OPT_KERNEL] = "0";
-		return 0;
-	case OPT_WALL:
-	case OPT_ALLOC:
-		o->value[id] = value ? value : "on";
-		return 0;
-	case OPT_OUTPUT:
-	case OPT_APP:
-		if (!*value) {
-			ember__cli_error("run: --%s needs a non-empty value", option_defs[id].name);
-			return -1;
-		}
-		o->value[id] = value;
-		return 0;
-	default:
-		o->value[id] = value;
-		return 0;
+	if ((sets(id, "EMBERPROF_OUTPUT_DIR") || sets(id, "EMBERPROF_APP_NAME")) && !*value) {
+		ember__cli_error("run: --%s needs a non-empty value", r->opt);
+		return -1;
 	}
+	/* a flag turns its boolean on; --wall, --alloc alone: "on" */
+	o->value[id] = value ? value : r->opt_arg == 2 ? "on" : "1";
+	return 0;
 }
 
 /*
@@ -420,20 +351,20 @@ static int parse_args(int argc, char **argv, run_opts *o)
 			ember__cli_run_usage(stderr);
 			return EMBER_EXIT_USAGE;
 		}
-		const option_def *d = &option_defs[id];
+		int has_value = option_has_value(id);
 		unsigned wall_ms;
 		/* --wall 20ms; --alloc takes its value only as --alloc=BYTES */
-		if (id == OPT_WALL && !value && i + 1 < argc &&
+		if (sets(id, "EMBERPROF_WALL") && !value && i + 1 < argc &&
 		    ember__parse_wall(argv[i + 1], &wall_ms) == 0)
 			value = argv[++i]; /* --wall 20ms */
-		if (d->has_value == 1 && !value) {
+		if (has_value == 1 && !value) {
 			if (i + 1 >= argc || !strcmp(argv[i + 1], "--")) {
-				ember__cli_error("run: option --%s needs a value", d->name);
+				ember__cli_error("run: option --%s needs a value", option_name(id));
 				return EMBER_EXIT_USAGE;
 			}
 			value = argv[++i];
-		} else if (!d->has_value && value) {
-			ember__cli_error("run: option --%s takes no value", d->name);
+		} else if (!has_value && value) {
+			ember__cli_error("run: option --%s takes no value", option_name(id));
 			return EMBER_EXIT_USAGE;
 		}
 		int rc = apply_option(o, id, value);
@@ -462,9 +393,9 @@ static int set_var(const char *name, const char *value)
 /* The value an option gives its variable (joined lists for repeatable ones). */
 static const char *option_value(const run_opts *o, int id)
 {
-	if (id == OPT_TAG)
+	if (sets(id, "EMBERPROF_TAGS"))
 		return o->tags;
-	if (id == OPT_HEADER)
+	if (sets(id, "EMBERPROF_SERVER_HEADERS"))
 		return o->headers;
 	return o->value[id];
 }
@@ -493,31 +424,32 @@ static int server_configured(void)
 /* Sets the variables of the given options (output dir made absolute). */
 static int export_options(const run_opts *o, const char *cmd)
 {
-	for (int id = 0; id < NENV_OPTS; id++) {
-		const char *v = option_value(o, id);
+	for (int id = 0; id < (int)ember__noptions; id++) {
+		const char *v = option_value(o, id), *name = ember__options[id].name;
 		if (!v)
 			continue;
-		if (id == OPT_BASIC_AUTH) {
+		if (sets(id, "EMBERPROF_SERVER_BASIC_AUTH_USER")) {
 			if (export_basic_auth(v))
 				return -1;
-		} else if (id == OPT_OUTPUT || (id == OPT_UNWIND_CACHE && v[0] != '/' &&
-						strcmp(v, "off") != 0 && strcmp(v, "on") != 0)) {
+		} else if (sets(id, "EMBERPROF_OUTPUT_DIR") ||
+			   (sets(id, "EMBERPROF_UNWIND_CACHE") && v[0] != '/' &&
+			    strcmp(v, "off") != 0 && strcmp(v, "on") != 0)) {
 			char *abs = ember__cli_absolute(v);
 			if (!abs) {
 				ember__cli_error("%s", ember_last_error());
 				return -1;
 			}
-			int rc = set_var(option_defs[id].env, abs);
+			int rc = set_var(name, abs);
 			free(abs);
 			if (rc)
 				return rc;
-		} else if (set_var(option_defs[id].env, v)) {
+		} else if (set_var(name, v)) {
 			return -1;
 		}
 	}
 	/* An inherited relative output directory: pin it before CMD can chdir. */
 	const char *dir = getenv(EMBER_ENV_OUTPUT_DIR);
-	if (!o->value[OPT_OUTPUT] && dir && *dir && dir[0] != '/') {
+	if (!o->value[row(EMBER_ENV_OUTPUT_DIR)] && dir && *dir && dir[0] != '/') {
 		char *abs = ember__cli_absolute(dir);
 		if (!abs || set_var(EMBER_ENV_OUTPUT_DIR, abs)) {
 			if (!abs)
@@ -543,13 +475,14 @@ static int export_options(const run_opts *o, const char *cmd)
 /* Prints a validation failure, naming the option if one set the variable. */
 static void report_invalid(const run_opts *o, const char *msg)
 {
-	for (int id = 0; id < NENV_OPTS; id++) {
+	for (int id = 0; id < (int)ember__noptions; id++) {
 		const char *v = option_value(o, id);
 		char needle[64];
-		snprintf(needle, sizeof(needle), "%s=", option_defs[id].env);
+		snprintf(needle, sizeof(needle), "%s=", ember__options[id].name);
 		if (v && (strstr(msg, needle) ||
-			  (id == OPT_BASIC_AUTH && strstr(msg, "EMBERPROF_SERVER_BASIC_AUTH_PASSWORD=")))) {
-			ember__cli_error("run: invalid --%s: %s", option_defs[id].name, msg);
+			  (sets(id, "EMBERPROF_SERVER_BASIC_AUTH_USER") &&
+			   strstr(msg, "EMBERPROF_SERVER_BASIC_AUTH_PASSWORD=")))) {
+			ember__cli_error("run: invalid --%s: %s", ember__options[id].opt, msg);
 			return;
 		}
 	}
@@ -564,13 +497,10 @@ static void report_invalid(const run_opts *o, const char *msg)
 static int validate_environment(const run_opts *o, int *alloc_hook)
 {
 	ember_builder *b = NULL;
-	const char *autostart = getenv(EMBER_ENV_AUTOSTART);
-	int flag;
-	if (autostart && ember__parse_bool(autostart, &flag) < 0) {
-		char shown[256];
-		ember__cli_error("run: environment variable %s=\"%s\" is invalid: expected 0 or 1",
-				 EMBER_ENV_AUTOSTART,
-				 ember__redact_value(EMBER_ENV_AUTOSTART, autostart, shown, sizeof(shown)));
+	const char *autostart;
+	ember__opt_value flag;
+	if (ember__opt_read(ember__opt_find(EMBER_ENV_AUTOSTART), &autostart, &flag) < 0) {
+		ember__cli_error("run: %s", ember_last_error());
 		return EMBER_EXIT_USAGE;
 	}
 	if (ember_builder_new(&b, "emberprof") < 0) {
@@ -599,8 +529,8 @@ static void warn_unknown_variables(void)
 			continue;
 		size_t n = strcspn(*e, "=");
 		int known = 0;
-		for (size_t i = 0; i < sizeof(known_vars) / sizeof(known_vars[0]); i++)
-			if (strlen(known_vars[i]) == n && !strncmp(known_vars[i], *e, n))
+		for (size_t i = 0; i < ember__noptions; i++)
+			if (strlen(ember__options[i].name) == n && !strncmp(ember__options[i].name, *e, n))
 				known = 1;
 		if (!known)
 			ember__cli_error("warning: ignoring unknown environment variable %.*s", (int)n,
@@ -761,7 +691,12 @@ int ember__cli_run(int argc, char **argv)
 	char *path = NULL, *dir = NULL;
 	run_engine e = { 0 };
 
-	int code = parse_args(argc, argv, &o);
+	int code = EMBER_EXIT_INTERNAL;
+	if (!(o.value = calloc(ember__noptions, sizeof(*o.value)))) {
+		ember__cli_error("out of memory");
+		goto out;
+	}
+	code = parse_args(argc, argv, &o);
 	if (code >= 0)
 		goto out;
 	const char *cmd = argv[o.cmd];
@@ -846,5 +781,6 @@ out:
 	free(path);
 	free(o.tags);
 	free(o.headers);
+	free(o.value);
 	return code;
 }

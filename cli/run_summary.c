@@ -64,7 +64,7 @@ static void print_tables(const ember__cli_summary *o, char **paths, size_t n)
 			cpu[nc++] = paths[i];
 	}
 	fputc('\n', stderr);
-	if (nc && ember__cli_print_top(cpu, nc, "cpu", o->top, stderr, 1, NULL) < 0)
+	if (nc && ember__cli_print_top_names(cpu, nc, "cpu", o->top, stderr, 1, NULL, "cpu") < 0)
 		ember__cli_error("%s", ember_last_error());
 	if (nw) {
 		fprintf(stderr, "\nwall-clock time:\n");

@@ -17,6 +17,7 @@
 #include "encode/pprof.h"
 #include "read/pprof_read.h"
 #include "top/top.h"
+#include "top/unnamed.h"
 #include "util/error.h"
 
 #define DEFAULT_ROWS 20
@@ -102,8 +103,8 @@ int ember__cli_read_profile_named(const char *path, ember__profile **out)
 	return 0;
 }
 
-/* Reads one file into the table. */
-static int add_file(ember__top *t, const char *path, const char *spec)
+/* Reads one file into the table (and u, if not NULL). */
+static int add_file(ember__top *t, ember__unnamed *u, const char *path, const char *spec)
 {
 	ember__profile *p = NULL;
 	int rc = ember__cli_read_profile_named(path, &p);
@@ -111,7 +112,9 @@ static int add_file(ember__top *t, const char *path, const char *spec)
 		return rc;
 	uint32_t vi = 0;
 	rc = resolve_index(p, spec, path, &vi);
-	if (rc == 0 && (rc = ember__top_add(t, p, vi)) < 0) {
+	if (rc == 0 && (rc = ember__top_add(t, p, vi)) == 0 && u)
+		rc = ember__unnamed_add(u, p, vi);
+	if (rc < 0) {
 		char why[EMBER_ERROR_MAX];
 		snprintf(why, sizeof(why), "%s", ember_last_error());
 		rc = ember__error(rc, "cannot add '%s': %s", path, why);
@@ -120,20 +123,24 @@ static int add_file(ember__top *t, const char *path, const char *spec)
 	return rc;
 }
 
-int ember__cli_print_top(char *const *paths, size_t npaths, const char *index_spec, size_t n,
-			 FILE *out, int skip_bad, size_t *nread)
+static int print_top(char *const *paths, size_t npaths, const char *index_spec, size_t n,
+		     FILE *out, int skip_bad, size_t *nread, const char *what)
 {
 	size_t good = 0;
 	if (nread)
 		*nread = 0;
 	ember__top *t = ember__top_new();
-	if (!t)
+	ember__unnamed *u = what ? ember__unnamed_new() : NULL;
+	if (!t || (what && !u)) {
+		ember__top_free(t);
 		return ember__error_oom("top table");
+	}
 	for (size_t i = 0; i < npaths; i++) {
-		int rc = add_file(t, paths[i], index_spec);
+		int rc = add_file(t, u, paths[i], index_spec);
 		if (rc < 0) {
 			if (!skip_bad) {
 				ember__top_free(t);
+				ember__unnamed_free(u);
 				return rc;
 			}
 			ember__cli_error("skipping: %s", ember_last_error());
@@ -146,8 +153,23 @@ int ember__cli_print_top(char *const *paths, size_t npaths, const char *index_sp
 	int rc = 0;
 	if (good > 0 && ember__top_print(t, out, n, NULL) < 0)
 		rc = ember__error(EMBER_ERR_IO, "cannot print the table");
+	if (good > 0 && u && rc == 0)
+		ember__cli_print_missing_names(u, what, out);
 	ember__top_free(t);
+	ember__unnamed_free(u);
 	return rc;
+}
+
+int ember__cli_print_top(char *const *paths, size_t npaths, const char *index_spec, size_t n,
+			 FILE *out, int skip_bad, size_t *nread)
+{
+	return print_top(paths, npaths, index_spec, n, out, skip_bad, nread, NULL);
+}
+
+int ember__cli_print_top_names(char *const *paths, size_t npaths, const char *index_spec,
+			       size_t n, FILE *out, int skip_bad, size_t *nread, const char *what)
+{
+	return print_top(paths, npaths, index_spec, n, out, skip_bad, nread, what ? what : "the samples");
 }
 
 /* Takes the value of option `name` from "--name=V" or the next argument. */
@@ -230,7 +252,8 @@ int ember__cli_top(int argc, char **argv)
 		free(files);
 		return code;
 	}
-	int rc = ember__cli_print_top(files, nfiles, spec, rows, stdout, 0, NULL);
+	int rc = ember__cli_print_top_names(files, nfiles, spec, rows, stdout, 0, NULL,
+					    spec ? spec : NULL);
 	free(files);
 	if (rc < 0) {
 		ember__cli_error("%s", ember_last_error());

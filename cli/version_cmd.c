@@ -167,5 +167,6 @@ int ember__cli_version(int argc, char **argv)
 	print_jemalloc();
 	print_perf();
 	print_dwarf();
+	ember__cli_print_name_sources(stdout);
 	return 0;
 }

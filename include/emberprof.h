@@ -3,7 +3,8 @@
  * that lives inside the profiled process.
  *
  * Lifecycle. Three distinct handle types make the agent's states explicit,
- * so that calling a function in the wrong state does not compile:
+ * so that calling a function in the wrong state does not compile (in C11
+ * and later and in C++; see "strict handles" at the end):
  *
  *     ember_builder  --ember_builder_build()-->  ember_agent   (ready)
  *     ember_agent    --ember_agent_start()---->  ember_running (sampling)
@@ -29,16 +30,6 @@
 
 #include <stddef.h>
 #include <stdint.h>
-
-/*
- * Passing one handle type where another is expected is what makes lifecycle
- * misuse fail to compile. C compilers before GCC 14 and Clang 16 only warn
- * about incompatible pointer types, so this header makes that diagnostic an
- * error, as those newer compilers do by default.
- */
-#if defined(__GNUC__) && !defined(__cplusplus) && !defined(EMBER_NO_STRICT_HANDLES)
-#pragma GCC diagnostic error "-Wincompatible-pointer-types"
-#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -86,45 +77,6 @@ typedef enum ember_log_level {
  * borrowed for the duration of the call.
  */
 typedef void (*ember_log_fn)(void *userdata, ember_log_level level, const char *msg);
-
-/**
- * Stack unwinding methods. DWARF unwinding reads each module's call-frame
- * information (.eh_frame, .debug_frame), compiled into tables by the agent
- * thread, so it gives complete stacks for code built without frame
- * pointers.
- */
-typedef enum ember_unwind_mode {
-	EMBER_UNWIND_AUTO = 0,  /**< DWARF tables where a module has them, frame pointers elsewhere */
-	EMBER_UNWIND_FP = 1,    /**< frame pointers only */
-	EMBER_UNWIND_DWARF = 2  /**< DWARF tables only: code without call-frame information ends the stack */
-} ember_unwind_mode;
-
-/**
- * CPU sampling engines. CPU-time timers fire at most once per kernel tick
- * (CONFIG_HZ, often 250 Hz): at higher rates they deliver fewer samples,
- * each weighted by the periods it stands for. perf_events task-clock
- * events reach any rate but need the kernel's permission
- * (perf_event_paranoid, seccomp) and one file descriptor per thread.
- */
-typedef enum ember_engine {
-	EMBER_ENGINE_AUTO = 0,          /**< perf events when the rate exceeds what timers
-					     deliver (a period under two kernel ticks) and the
-					     kernel permits them, else per-thread CPU timers,
-					     else the process timer (docs/CONFIG.md) */
-	EMBER_ENGINE_THREAD_TIMER = 1,  /**< timer_create on each thread's CPU clock */
-	EMBER_ENGINE_PROCESS_TIMER = 2, /**< setitimer(ITIMER_PROF), process-wide */
-	EMBER_ENGINE_PERF = 3           /**< a perf_events task-clock event per thread;
-					     start fails if the kernel refuses it */
-} ember_engine;
-
-/** Which modules get source file/line and inline frames (from DWARF). */
-typedef enum ember_line_info {
-	EMBER_LINES_APP = 0,  /**< the program and its own libraries; system
-				   libraries (/lib, /usr/lib) get function names only */
-	EMBER_LINES_ALL = 1,  /**< every module with debug info (costs ~100 ms
-				   and ~20 MB more when libc6-dbg is installed) */
-	EMBER_LINES_NONE = 2  /**< function names only */
-} ember_line_info;
 
 typedef struct ember_builder ember_builder;
 typedef struct ember_agent ember_agent;
@@ -317,7 +269,16 @@ EMBER_API const char *ember_strerror(int err);
 EMBER_API int ember_set_error(int err, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
-/* ---- builder ---- */
+/*
+ * ---- the builder ----
+ *
+ * A builder collects an agent's settings, one section per topic below:
+ * identity and labels, CPU sampling, stacks, wall clock, allocation
+ * profiling, long polls, output, logging, the profiling backend, fork
+ * children, and the environment. None of these is async-signal-safe.
+ */
+
+/* ---- builder: create, build, free ---- */
 
 /**
  * Creates a builder with defaults: 100 Hz, 10 s windows, depth 128.
@@ -326,29 +287,48 @@ EMBER_API int ember_set_error(int err, const char *fmt, ...)
  */
 EMBER_API int ember_builder_new(ember_builder **out, const char *app_name);
 
+/**
+ * Builds a ready agent. Consumes `b` whether or not it succeeds.
+ * On success *out is the caller's, freed with ember_agent_shutdown().
+ */
+EMBER_API int ember_builder_build(ember_agent **out, ember_builder *b);
+
 /** Frees a builder that was not built, and its reporters. NULL is fine. */
 EMBER_API void ember_builder_free(ember_builder *b);
 
-/** Samples per second of CPU time per thread, 1..10000. Default 100. */
-EMBER_API int ember_builder_set_sample_rate(ember_builder *b, unsigned hz);
-
-/**
- * Reporting interval in milliseconds, 100..3600000. Default 10000. Windows
- * end on wall-clock multiples of the interval (…:00, …:10 for 10 s).
- */
-EMBER_API int ember_builder_set_interval_ms(ember_builder *b, unsigned ms);
-
-/** Maximum frames per stack, 1..1024. Default 128. */
-EMBER_API int ember_builder_set_max_depth(ember_builder *b, unsigned depth);
-
-/** Unwinding method. Default EMBER_UNWIND_AUTO. */
-EMBER_API int ember_builder_set_unwind(ember_builder *b, ember_unwind_mode mode);
+/* ---- builder: identity and labels (the name: ember_builder_new) ---- */
 
 /**
  * Adds a static tag, written as a label on every sample. Key and value are
  * copied; the key must match [A-Za-z_][A-Za-z0-9_.]* and not repeat.
  */
 EMBER_API int ember_builder_add_tag(ember_builder *b, const char *key, const char *value);
+
+/** When on, samples carry thread_id and thread_name labels. Default off. */
+EMBER_API int ember_builder_set_thread_labels(ember_builder *b, int on);
+
+/* ---- builder: CPU sampling ---- */
+
+/** Samples per second of CPU time per thread, 1..10000. Default 100. */
+EMBER_API int ember_builder_set_sample_rate(ember_builder *b, unsigned hz);
+
+/**
+ * CPU sampling engines. CPU-time timers fire at most once per kernel tick
+ * (CONFIG_HZ, often 250 Hz): at higher rates they deliver fewer samples,
+ * each weighted by the periods it stands for. perf_events task-clock
+ * events reach any rate but need the kernel's permission
+ * (perf_event_paranoid, seccomp) and one file descriptor per thread.
+ */
+typedef enum ember_engine {
+	EMBER_ENGINE_AUTO = 0,          /**< perf events when the rate exceeds what timers
+					     deliver (a period under two kernel ticks) and the
+					     kernel permits them, else per-thread CPU timers,
+					     else the process timer (docs/CONFIG.md) */
+	EMBER_ENGINE_THREAD_TIMER = 1,  /**< timer_create on each thread's CPU clock */
+	EMBER_ENGINE_PROCESS_TIMER = 2, /**< setitimer(ITIMER_PROF), process-wide */
+	EMBER_ENGINE_PERF = 3           /**< a perf_events task-clock event per thread;
+					     start fails if the kernel refuses it */
+} ember_engine;
 
 /** Sampling engine. Default EMBER_ENGINE_AUTO. */
 EMBER_API int ember_builder_set_engine(ember_builder *b, ember_engine engine);
@@ -359,6 +339,40 @@ EMBER_API int ember_builder_set_engine(ember_builder *b, ember_engine engine);
  * application that owns SIGPROF can give emberprof e.g. SIGRTMIN+4.
  */
 EMBER_API int ember_builder_set_signal(ember_builder *b, int signo);
+
+/* ---- builder: stacks ---- */
+
+/**
+ * Stack unwinding methods. DWARF unwinding reads each module's call-frame
+ * information (.eh_frame, .debug_frame), compiled into tables by the agent
+ * thread, so it gives complete stacks for code built without frame
+ * pointers.
+ */
+typedef enum ember_unwind_mode {
+	EMBER_UNWIND_AUTO = 0,  /**< DWARF tables where a module has them, frame pointers elsewhere */
+	EMBER_UNWIND_FP = 1,    /**< frame pointers only */
+	EMBER_UNWIND_DWARF = 2  /**< DWARF tables only: code without call-frame information ends the stack */
+} ember_unwind_mode;
+
+/** Unwinding method. Default EMBER_UNWIND_AUTO. */
+EMBER_API int ember_builder_set_unwind(ember_builder *b, ember_unwind_mode mode);
+
+/** Maximum frames per stack, 1..1024. Default 128. */
+EMBER_API int ember_builder_set_max_depth(ember_builder *b, unsigned depth);
+
+/** Which modules get source file/line and inline frames (from DWARF). */
+typedef enum ember_line_info {
+	EMBER_LINES_APP = 0,  /**< the program and its own libraries; system
+				   libraries (/lib, /usr/lib) get function names only */
+	EMBER_LINES_ALL = 1,  /**< every module with debug info (costs ~100 ms
+				   and ~20 MB more when libc6-dbg is installed) */
+	EMBER_LINES_NONE = 2  /**< function names only */
+} ember_line_info;
+
+/** Line information policy. Default EMBER_LINES_APP. */
+EMBER_API int ember_builder_set_line_info(ember_builder *b, ember_line_info mode);
+
+/* ---- builder: wall clock ---- */
 
 /**
  * Wall-clock profiling: every `interval_ms` (1..60000; 0 turns it off, the
@@ -376,6 +390,8 @@ EMBER_API int ember_builder_set_signal(ember_builder *b, int signo);
  * early once per blocking episode (at its first sample), not every tick.
  */
 EMBER_API int ember_builder_set_wall(ember_builder *b, unsigned interval_ms);
+
+/* ---- builder: allocation (heap) profiling ---- */
 
 /**
  * Allocation (heap) profiling: one allocation is sampled per `mean_bytes`
@@ -414,11 +430,22 @@ typedef enum ember_alloc_backend {
  */
 EMBER_API int ember_builder_set_alloc_backend(ember_builder *b, ember_alloc_backend backend);
 
-/** Line information policy. Default EMBER_LINES_APP. */
-EMBER_API int ember_builder_set_line_info(ember_builder *b, ember_line_info mode);
+/* ---- builder: long polls (marking them: "long polls" below) ---- */
 
-/** When on, samples carry thread_id and thread_name labels. Default off. */
-EMBER_API int ember_builder_set_thread_labels(ember_builder *b, int on);
+/**
+ * The shortest poll whose samples are labelled, in milliseconds,
+ * 0..3600000 (0: every poll that got a sample). Default 10.
+ * Environment: EMBERPROF_POLLCATCH_THRESHOLD (e.g. 10ms, 0.5s).
+ */
+EMBER_API int ember_builder_set_poll_threshold(ember_builder *b, unsigned ms);
+
+/* ---- builder: output (windows; reporters: "built-in reporters") ---- */
+
+/**
+ * Reporting interval in milliseconds, 100..3600000. Default 10000. Windows
+ * end on wall-clock multiples of the interval (…:00, …:10 for 10 s).
+ */
+EMBER_API int ember_builder_set_interval_ms(ember_builder *b, unsigned ms);
 
 /**
  * Adds a reporter. The struct is copied; ownership of r->userdata passes
@@ -427,75 +454,13 @@ EMBER_API int ember_builder_set_thread_labels(ember_builder *b, int on);
  */
 EMBER_API int ember_builder_add_reporter(ember_builder *b, const ember_reporter *r);
 
+/* ---- builder: logging ---- */
+
 /** Log callback and level. Default: errors and warnings to stderr. */
 EMBER_API int ember_builder_set_log(ember_builder *b, ember_log_fn fn, void *userdata,
 				    ember_log_level level);
 
-/**
- * Applies the EMBERPROF_* environment variables (see docs/CONFIG.md):
- * EMBERPROF_APP_NAME, EMBERPROF_SAMPLE_RATE, EMBERPROF_INTERVAL,
- * EMBERPROF_MAX_DEPTH, EMBERPROF_UNWIND, EMBERPROF_TAGS,
- * EMBERPROF_THREAD_LABELS, EMBERPROF_ENGINE, EMBERPROF_WALL, EMBERPROF_SIGNAL, EMBERPROF_LINES,
- * EMBERPROF_ALLOC, EMBERPROF_ALLOC_SAMPLE_BYTES, EMBERPROF_ALLOC_BACKEND,
- * EMBERPROF_LOG_LEVEL, EMBERPROF_BACKEND and EMBERPROF_ASPROF_* (the
- * async-profiler backend), EMBERPROF_OUTPUT_DIR (adds a local reporter, writing
- * the formats EMBERPROF_OUTPUT_FORMAT names: pprof (default), jfr or both;
- * jfr with the async-profiler backend),
- * EMBERPROF_SERVER_URL and the other EMBERPROF_SERVER_* variables (add a
- * Pyroscope reporter), and the names Pyroscope's own agents read
- * (PYROSCOPE_SERVER_ADDRESS, PYROSCOPE_APPLICATION_NAME, ...; the
- * EMBERPROF_* spelling wins when both are set), and EMBERPROF_S3_BUCKET
- * with the other EMBERPROF_S3_* variables (add an S3 reporter). An invalid value fails
- * with EMBER_ERR_INVALID and a message naming the variable; the builder is
- * left as it was for the variables already applied.
- */
-EMBER_API int ember_builder_apply_env(ember_builder *b);
-
-/**
- * Called in a fork child of a process whose agent follows forks
- * (ember_builder_follow_forks), to finish the child's builder. `b` is
- * configured as the parent's was (application name, tags, rates, engine,
- * wall clock, allocation profiling, log callback, and this same
- * following), with no reporter: add the child's own (a reporter's state,
- * a connection, a file, cannot be shared between two processes), change
- * what else should differ, and return 0 to profile the child, or a
- * negative value to leave it unprofiled. `b` stays emberprof's either way:
- * do not build or free it. Runs on a thread of emberprof's in the child,
- * not the program's, so it must not wait for a lock only the program's
- * threads release; not async-signal-safe context needed (malloc, libcurl
- * and the ember_reporter_* constructors are fine there).
- */
-typedef int (*ember_fork_fn)(void *userdata, ember_builder *b);
-
-/**
- * (since 0.2) Profiles fork children that keep running, each as its own
- * process with its own agent, pid, windows and reports, as `emberprof
- * run` does for a whole process tree. After a fork, the child gets an
- * agent of its own once it has used 2 ms of CPU or lived 20 ms: most
- * children that exec do so before that and cost only a short-lived
- * helper thread. The child's agent is built from the parent's settings
- * and `fn` (see ember_fork_fn), started on a thread of emberprof's, and
- * stopped, its last window reported, when the child calls exit(),
- * _exit() or exec; its children are followed the same way. What a child
- * runs before its agent starts is not sampled. A child that is killed by
- * a signal loses its last window, as a killed parent does.
- *
- * While following is on, do not start agents in fork children yourself:
- * only one agent runs per process, so one of the two would fail to start.
- * Following ends when the parent's agent is stopped. `fn` NULL turns it
- * off. Only in the shared library libemberprof.so and with emberprof's
- * own sampler: EMBER_ERR_UNSUPPORTED otherwise (here, or from
- * ember_builder_build with the async-profiler backend).
- */
-EMBER_API int ember_builder_follow_forks(ember_builder *b, ember_fork_fn fn, void *userdata);
-
-/**
- * Builds a ready agent. Consumes `b` whether or not it succeeds.
- * On success *out is the caller's, freed with ember_agent_shutdown().
- */
-EMBER_API int ember_builder_build(ember_agent **out, ember_builder *b);
-
-/* ---- profiling backends (since 0.2) ---- */
+/* ---- builder: profiling backend (since 0.2) ---- */
 
 /** Who takes the samples. */
 typedef enum ember_backend {
@@ -550,6 +515,68 @@ typedef struct ember_asprof_options {
  * here: EMBER_ERR_INVALID with a message naming the bad field.
  */
 EMBER_API int ember_builder_set_asprof_options(ember_builder *b, const ember_asprof_options *o);
+
+/* ---- builder: fork children (since 0.2) ---- */
+
+/**
+ * Called in a fork child of a process whose agent follows forks
+ * (ember_builder_follow_forks), to finish the child's builder. `b` is
+ * configured as the parent's was (application name, tags, rates, engine,
+ * wall clock, allocation profiling, log callback, and this same
+ * following), with no reporter: add the child's own (a reporter's state,
+ * a connection, a file, cannot be shared between two processes), change
+ * what else should differ, and return 0 to profile the child, or a
+ * negative value to leave it unprofiled. `b` stays emberprof's either way:
+ * do not build or free it. Runs on a thread of emberprof's in the child,
+ * not the program's, so it must not wait for a lock only the program's
+ * threads release; not async-signal-safe context needed (malloc, libcurl
+ * and the ember_reporter_* constructors are fine there).
+ */
+typedef int (*ember_fork_fn)(void *userdata, ember_builder *b);
+
+/**
+ * (since 0.2) Profiles fork children that keep running, each as its own
+ * process with its own agent, pid, windows and reports, as `emberprof
+ * run` does for a whole process tree. After a fork, the child gets an
+ * agent of its own once it has used 2 ms of CPU or lived 20 ms: most
+ * children that exec do so before that and cost only a short-lived
+ * helper thread. The child's agent is built from the parent's settings
+ * and `fn` (see ember_fork_fn), started on a thread of emberprof's, and
+ * stopped, its last window reported, when the child calls exit(),
+ * _exit() or exec; its children are followed the same way. What a child
+ * runs before its agent starts is not sampled. A child that is killed by
+ * a signal loses its last window, as a killed parent does.
+ *
+ * While following is on, do not start agents in fork children yourself:
+ * only one agent runs per process, so one of the two would fail to start.
+ * Following ends when the parent's agent is stopped. `fn` NULL turns it
+ * off. Only in the shared library libemberprof.so and with emberprof's
+ * own sampler: EMBER_ERR_UNSUPPORTED otherwise (here, or from
+ * ember_builder_build with the async-profiler backend).
+ */
+EMBER_API int ember_builder_follow_forks(ember_builder *b, ember_fork_fn fn, void *userdata);
+
+/* ---- builder: the environment ---- */
+
+/**
+ * Applies the EMBERPROF_* environment variables (see docs/CONFIG.md):
+ * EMBERPROF_APP_NAME, EMBERPROF_SAMPLE_RATE, EMBERPROF_INTERVAL,
+ * EMBERPROF_MAX_DEPTH, EMBERPROF_UNWIND, EMBERPROF_TAGS,
+ * EMBERPROF_THREAD_LABELS, EMBERPROF_ENGINE, EMBERPROF_WALL, EMBERPROF_SIGNAL, EMBERPROF_LINES,
+ * EMBERPROF_ALLOC, EMBERPROF_ALLOC_SAMPLE_BYTES, EMBERPROF_ALLOC_BACKEND,
+ * EMBERPROF_LOG_LEVEL, EMBERPROF_BACKEND and EMBERPROF_ASPROF_* (the
+ * async-profiler backend), EMBERPROF_OUTPUT_DIR (adds a local reporter, writing
+ * the formats EMBERPROF_OUTPUT_FORMAT names: pprof (default), jfr or both;
+ * jfr with the async-profiler backend),
+ * EMBERPROF_SERVER_URL and the other EMBERPROF_SERVER_* variables (add a
+ * Pyroscope reporter), and the names Pyroscope's own agents read
+ * (PYROSCOPE_SERVER_ADDRESS, PYROSCOPE_APPLICATION_NAME, ...; the
+ * EMBERPROF_* spelling wins when both are set), and EMBERPROF_S3_BUCKET
+ * with the other EMBERPROF_S3_* variables (add an S3 reporter). An invalid value fails
+ * with EMBER_ERR_INVALID and a message naming the variable; the builder is
+ * left as it was for the variables already applied.
+ */
+EMBER_API int ember_builder_apply_env(ember_builder *b);
 
 /* ---- lifecycle ---- */
 
@@ -828,14 +855,81 @@ EMBER_API void ember_poll_end(void);
  */
 EMBER_API void ember_poll_end_idle(uint64_t idle_ns);
 
-/**
- * The shortest poll whose samples are labelled, in milliseconds,
- * 0..3600000 (0: every poll that got a sample). Default 10.
- * Environment: EMBERPROF_POLLCATCH_THRESHOLD (e.g. 10ms, 0.5s).
- */
-EMBER_API int ember_builder_set_poll_threshold(ember_builder *b, unsigned ms);
 
 #ifdef __cplusplus
 }
 #endif
+
+/*
+ * ---- strict handles ----
+ *
+ * Passing one handle type where another is expected is what makes
+ * lifecycle misuse fail to compile. C++ rejects it; C compilers before
+ * GCC 14 and Clang 16 only warn about incompatible pointer types. A
+ * diagnostic pragma cannot make that warning an error at the caller's
+ * call sites without making it an error in all the caller's code after
+ * the #include too (GCC and Clang take a diagnostic's level from where it
+ * is reported), so this header changes no diagnostic setting. Instead, in
+ * C11 and later, every function taking a handle is wrapped in a macro of
+ * the same name that checks each handle argument with _Generic: a handle
+ * of the wrong type is an error at the call site ("_Generic selector of
+ * type 'ember_builder *' is not compatible with any association"), on
+ * every compiler and whatever the warning flags. A handle argument may
+ * also be a void pointer or a null pointer constant (NULL, 0), as before.
+ * The functions themselves are unchanged: (ember_agent_start)(...) or
+ * &ember_agent_start bypass the macro, and the ABI is the same. Before
+ * C11, or with EMBER_NO_STRICT_HANDLES defined, there are no macros and
+ * misuse is the compiler's incompatible-pointer warning.
+ */
+#if !defined(__cplusplus) && !defined(EMBER_NO_STRICT_HANDLES) && \
+	!defined(EMBER_BUILDING_LIBRARY) && defined(__STDC_VERSION__) && \
+	__STDC_VERSION__ >= 201112L
+/* `x` if its type is T (or a void pointer or an int: NULL, 0), else an error. */
+#define EMBER_HANDLE_CHECK_(T, x) _Generic(x, T: (x), void *: (x), int: (x))
+/* The same for a parameter `const T *` (T without the star). */
+#define EMBER_CONST_HANDLE_CHECK_(T, x) \
+	_Generic(x, T *: (x), const T *: (x), void *: (x), const void *: (x), int: (x))
+#define EMBER_B_(b) EMBER_HANDLE_CHECK_(ember_builder *, b)
+
+#define ember_builder_new(out, app_name) \
+	ember_builder_new(EMBER_HANDLE_CHECK_(ember_builder **, out), app_name)
+#define ember_builder_build(out, b) \
+	ember_builder_build(EMBER_HANDLE_CHECK_(ember_agent **, out), EMBER_B_(b))
+#define ember_builder_free(b) ember_builder_free(EMBER_B_(b))
+#define ember_builder_add_tag(b, key, value) ember_builder_add_tag(EMBER_B_(b), key, value)
+#define ember_builder_set_thread_labels(b, on) ember_builder_set_thread_labels(EMBER_B_(b), on)
+#define ember_builder_set_sample_rate(b, hz) ember_builder_set_sample_rate(EMBER_B_(b), hz)
+#define ember_builder_set_engine(b, engine) ember_builder_set_engine(EMBER_B_(b), engine)
+#define ember_builder_set_signal(b, signo) ember_builder_set_signal(EMBER_B_(b), signo)
+#define ember_builder_set_unwind(b, mode) ember_builder_set_unwind(EMBER_B_(b), mode)
+#define ember_builder_set_max_depth(b, depth) ember_builder_set_max_depth(EMBER_B_(b), depth)
+#define ember_builder_set_line_info(b, mode) ember_builder_set_line_info(EMBER_B_(b), mode)
+#define ember_builder_set_wall(b, interval_ms) ember_builder_set_wall(EMBER_B_(b), interval_ms)
+#define ember_builder_set_alloc(b, mean_bytes) ember_builder_set_alloc(EMBER_B_(b), mean_bytes)
+#define ember_builder_set_alloc_backend(b, backend) \
+	ember_builder_set_alloc_backend(EMBER_B_(b), backend)
+#define ember_builder_set_poll_threshold(b, ms) ember_builder_set_poll_threshold(EMBER_B_(b), ms)
+#define ember_builder_set_interval_ms(b, ms) ember_builder_set_interval_ms(EMBER_B_(b), ms)
+#define ember_builder_add_reporter(b, r) ember_builder_add_reporter(EMBER_B_(b), r)
+#define ember_builder_set_log(b, fn, userdata, level) \
+	ember_builder_set_log(EMBER_B_(b), fn, userdata, level)
+#define ember_builder_set_backend(b, backend) ember_builder_set_backend(EMBER_B_(b), backend)
+#define ember_builder_set_asprof_options(b, o) ember_builder_set_asprof_options(EMBER_B_(b), o)
+#define ember_builder_follow_forks(b, fn, userdata) \
+	ember_builder_follow_forks(EMBER_B_(b), fn, userdata)
+#define ember_builder_apply_env(b) ember_builder_apply_env(EMBER_B_(b))
+
+#define ember_agent_start(out, a) \
+	ember_agent_start(EMBER_HANDLE_CHECK_(ember_running **, out), \
+			  EMBER_HANDLE_CHECK_(ember_agent *, a))
+#define ember_running_stop(out, r) \
+	ember_running_stop(EMBER_HANDLE_CHECK_(ember_agent **, out), \
+			   EMBER_HANDLE_CHECK_(ember_running *, r))
+#define ember_agent_shutdown(a) ember_agent_shutdown(EMBER_HANDLE_CHECK_(ember_agent *, a))
+#define ember_agent_stats(a, out) \
+	ember_agent_stats(EMBER_CONST_HANDLE_CHECK_(ember_agent, a), out)
+#define ember_running_stats(r, out) \
+	ember_running_stats(EMBER_CONST_HANDLE_CHECK_(ember_running, r), out)
+#endif /* strict handles */
+
 #endif /* EMBERPROF_H */

@@ -806,6 +806,15 @@ void ember__log_symbolizer_stats(const ember__config *cfg, ember__symbolizer *sy
 			   "elfutils gave up %" PRIu64 " times while reading debug information; "
 			   "each time one module's frames were left without names (last: %s)",
 			   elf_failures, last);
+	ember__fde_stats f;
+	ember__symbolizer_fde_stats(sym, &f);
+	if (f.modules)
+		ember__log(cfg, EMBER_LOG_INFO,
+			   "%" PRIu64 " addresses without symbols named after their function's "
+			   "FDE (module+0xSTART), %" PRIu64 " left without a name; FDE tables of %" PRIu64
+			   " modules: %" PRIu64 " functions, %" PRIu64 " bytes%s%s",
+			   f.named, f.unnamed, f.modules, f.fdes, f.bytes,
+			   f.empty ? "; last empty one: " : "", f.empty ? f.last_why : "");
 	ember__jit_stats j;
 	ember__symbolizer_jit_stats(sym, &j);
 	if (j.path)

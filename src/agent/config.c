@@ -1,7 +1,8 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
- * config.c - the builder: defaults, validated setters, the EMBERPROF_*
- * environment variables (their parsers: src/util/parse.c). Every
- * rejection names the setting and the bad value.
+ * config.c - the builder: defaults, validated setters, and
+ * ember_builder_apply_env, driven by the table of variables (options.c).
+ * Every rejection names the setting and the bad value.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -11,14 +12,13 @@
 #include <string.h>
 
 #include "agent/agent_internal.h"
+#include "agent/options.h"
 #include "asprof/asprof_config.h"
 #include "report/pyroscope.h"
 #include "report/s3.h"
 #include "symbols/symbolizer.h"
 #include "util/error.h"
 #include "util/parse.h"
-#include "util/redact.h"
-#include "util/envsnap.h"
 
 void ember__config_defaults(ember__config *c)
 {
@@ -293,222 +293,26 @@ oom:
 
 /* ---- environment ---- */
 
-static int bad_env(const char *name, const char *value, const char *expect)
-{
-	char shown[512];
-	return ember__error(EMBER_ERR_INVALID, "environment variable %s=\"%s\" is invalid: %s", name,
-			    ember__redact_value(name, value, shown, sizeof(shown)), expect);
-}
-
-/* Adds k=v[,k=v...] tags. */
-static int apply_tags(ember_builder *b, const char *name, const char *list)
-{
-	char *copy = strdup(list), *save = NULL;
-	if (!copy)
-		return ember__error_oom("tags");
-	int rc = 0;
-	for (char *item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
-		while (*item == ' ')
-			item++;
-		char *eq = strchr(item, '=');
-		if (!eq || eq == item) {
-			rc = bad_env(name, list, "expected key=value[,key=value...]");
-			break;
-		}
-		*eq = '\0';
-		rc = ember_builder_add_tag(b, item, eq + 1);
-		if (rc) {
-			char why[EMBER_ERROR_MAX];
-			strncpy(why, ember_last_error(), sizeof(why) - 1);
-			why[sizeof(why) - 1] = '\0';
-			rc = bad_env(name, list, why);
-			break;
-		}
-	}
-	free(copy);
-	return rc;
-}
-
 /*
- * The Pyroscope reporter's variables: EMBERPROF_SERVER_URL and the other
- * EMBERPROF_SERVER_*, and the names Pyroscope's own agents read
- * (src/agent/env_pyroscope.c). Applied last, so that the EMBERPROF_*
- * settings above win over their PYROSCOPE_* equivalents.
+ * The variables are rows of one table (options.c), applied reader by
+ * reader: the builder's own, the backend's (it decides the format of the
+ * reporters), the output directory, then the S3 and Pyroscope reporters
+ * (env_s3.c, env_pyroscope.c), last so that the EMBERPROF_* settings win
+ * over their PYROSCOPE_* equivalents.
  */
-static int apply_server_env(ember_builder *b)
-{
-	return ember__pyroscope_apply_env(b);
-}
-
 EMBER_API int ember_builder_apply_env(ember_builder *b)
 {
-	const char *v;
-	unsigned long n;
-	int x;
-	if ((v = ember__getenv("EMBERPROF_APP_NAME")) && *v) {
-		char *s = strdup(v);
-		if (!s)
-			return ember__error_oom("application name");
-		free(b->cfg.app_name);
-		b->cfg.app_name = s;
-	}
-	if ((v = ember__getenv("EMBERPROF_SAMPLE_RATE"))) {
-		if (ember__parse_uint(v, 1, 10000, &n))
-			return bad_env("EMBERPROF_SAMPLE_RATE", v, "expected a rate in Hz, 1..10000");
-		b->cfg.hz = (unsigned)n;
-	}
-	if ((v = ember__getenv("EMBERPROF_INTERVAL"))) {
-		unsigned ms;
-		if (ember__parse_duration_ms(v, &ms) || ms < 100 || ms > 3600000)
-			return bad_env("EMBERPROF_INTERVAL", v,
-				       "expected a duration such as 10s, 500ms or 1m (100ms..1h)");
-		b->cfg.interval_ms = ms;
-	}
-	if ((v = ember__getenv("EMBERPROF_MAX_DEPTH"))) {
-		if (ember__parse_uint(v, 1, 1024, &n))
-			return bad_env("EMBERPROF_MAX_DEPTH", v, "expected a depth, 1..1024");
-		b->cfg.max_depth = (unsigned)n;
-	}
-	if ((v = ember__getenv("EMBERPROF_UNWIND"))) {
-		if (!strcmp(v, "auto"))
-			b->cfg.unwind = EMBER_UNWIND_AUTO;
-		else if (!strcmp(v, "fp"))
-			b->cfg.unwind = EMBER_UNWIND_FP;
-		else if (!strcmp(v, "dwarf"))
-			b->cfg.unwind = EMBER_UNWIND_DWARF;
-		else
-			return bad_env("EMBERPROF_UNWIND", v, "expected auto, fp or dwarf");
-	}
-	if ((v = ember__getenv("EMBERPROF_ENGINE"))) {
-		if (!strcmp(v, "auto"))
-			b->cfg.engine = EMBER_ENGINE_AUTO;
-		else if (!strcmp(v, "timer") || !strcmp(v, "thread-timer"))
-			b->cfg.engine = EMBER_ENGINE_THREAD_TIMER;
-		else if (!strcmp(v, "itimer") || !strcmp(v, "process-timer"))
-			b->cfg.engine = EMBER_ENGINE_PROCESS_TIMER;
-		else if (!strcmp(v, "perf"))
-			b->cfg.engine = EMBER_ENGINE_PERF;
-		else
-			return bad_env("EMBERPROF_ENGINE", v, "expected auto, perf, timer or itimer");
-	}
-	if ((v = ember__getenv("EMBERPROF_WALL"))) {
-		unsigned ms;
-		if (ember__parse_wall(v, &ms))
-			return bad_env("EMBERPROF_WALL", v,
-				       "expected off, on (50ms) or an interval such as 50ms or 0.2s "
-				       "(1ms..60s)");
-		b->cfg.wall_ms = ms;
-	}
-	/* Allocation profiling (src/heap/): EMBERPROF_ALLOC turns it on (with a
-	 * mean, optionally); EMBERPROF_ALLOC_SAMPLE_BYTES sets the mean. */
-	uint64_t mean = 0;
-	if ((v = ember__getenv("EMBERPROF_ALLOC_SAMPLE_BYTES"))) {
-		if (ember__parse_bytes(v, &mean))
-			return bad_env("EMBERPROF_ALLOC_SAMPLE_BYTES", v,
-				       "expected a byte count such as 524288, 512k or 1m (1..1g)");
-		if (b->cfg.alloc_mean)
-			b->cfg.alloc_mean = mean;
-	}
-	if ((v = ember__getenv("EMBERPROF_ALLOC"))) {
-		uint64_t a;
-		if (ember__parse_alloc(v, &a))
-			return bad_env("EMBERPROF_ALLOC", v,
-				       "expected off, on, or a sampling mean such as 512k or 1m (1..1g)");
-		b->cfg.alloc_mean = a && mean ? mean : a;
-	}
-	/* The memory profile's source (src/heap/jemalloc.c for jemalloc). */
-	if ((v = ember__getenv("EMBERPROF_ALLOC_BACKEND"))) {
-		if (!strcmp(v, "auto"))
-			b->cfg.alloc_backend = EMBER_ALLOC_BACKEND_AUTO;
-		else if (!strcmp(v, "emberprof"))
-			b->cfg.alloc_backend = EMBER_ALLOC_BACKEND_EMBERPROF;
-		else if (!strcmp(v, "jemalloc"))
-			b->cfg.alloc_backend = EMBER_ALLOC_BACKEND_JEMALLOC;
-		else
-			return bad_env("EMBERPROF_ALLOC_BACKEND", v,
-				       "expected auto, emberprof or jemalloc");
-	}
-	if ((v = ember__getenv("EMBERPROF_POLLCATCH_THRESHOLD"))) {
-		unsigned ms;
-		if (!strcmp(v, "0") || !strcmp(v, "0ms"))
-			ms = 0;
-		else if (ember__parse_duration_ms(v, &ms) || ms > 3600000)
-			return bad_env("EMBERPROF_POLLCATCH_THRESHOLD", v,
-				       "expected a duration such as 10ms or 0.5s (0..1h)");
-		b->cfg.poll_threshold_ms = ms;
-	}
-	/* Test knob, not a user setting: makes the perf_events engine act as
-	 * if the kernel refused it, to exercise the fallback. */
-	if ((v = ember__getenv("EMBERPROF_ENGINE_PERF_DISABLE"))) {
-		if (ember__parse_bool(v, &x))
-			return bad_env("EMBERPROF_ENGINE_PERF_DISABLE", v, "expected 0 or 1");
-		b->cfg.perf_refuse = x;
-	}
-	if ((v = ember__getenv("EMBERPROF_SIGNAL"))) {
-		if (ember__parse_signal(v, &x) || ember_builder_set_signal(b, x))
-			return bad_env("EMBERPROF_SIGNAL", v,
-				       "expected a signal name or number such as SIGPROF or SIGRTMIN+4");
-	}
-	if ((v = ember__getenv("EMBERPROF_LINES"))) {
-		if (!strcmp(v, "app"))
-			b->cfg.lines = EMBER_LINES_APP;
-		else if (!strcmp(v, "all"))
-			b->cfg.lines = EMBER_LINES_ALL;
-		else if (!strcmp(v, "none"))
-			b->cfg.lines = EMBER_LINES_NONE;
-		else
-			return bad_env("EMBERPROF_LINES", v, "expected app, all or none");
-	}
-	if ((v = ember__getenv("EMBERPROF_THREAD_LABELS"))) {
-		if (ember__parse_bool(v, &x))
-			return bad_env("EMBERPROF_THREAD_LABELS", v, "expected 0 or 1");
-		b->cfg.thread_labels = x;
-	}
-	if ((v = ember__getenv("EMBERPROF_LOG_LEVEL"))) {
-		if (ember__parse_log_level(v, &x))
-			return bad_env("EMBERPROF_LOG_LEVEL", v, "expected off, error, warn, info or debug");
-		b->cfg.log_level = x;
-	}
-	if ((v = ember__getenv("EMBERPROF_TAGS")) && *v) {
-		int rc = apply_tags(b, "EMBERPROF_TAGS", v);
-		if (rc)
-			return rc;
-	}
-	if ((v = ember__getenv("EMBERPROF_FOLLOW_CHILDREN"))) {
-		if (ember__parse_bool(v, &x))
-			return bad_env("EMBERPROF_FOLLOW_CHILDREN", v, "expected 0 or 1");
-	}
-	/* The backend first: it decides the format of the reporters below. */
-	int arc = ember__asprof_apply_env(b);
-	if (arc)
-		return arc;
-	int asprof = b->cfg.backend == EMBER_BACKEND_ASYNC_PROFILER;
-	unsigned formats = asprof ? EMBER_FORMAT_JFR : EMBER_FORMAT_PPROF;
-	if ((v = ember__getenv("EMBERPROF_OUTPUT_FORMAT")) && *v && ember__parse_formats(v, &formats))
-		return bad_env("EMBERPROF_OUTPUT_FORMAT", v, "expected pprof, jfr or both");
-	if (asprof && formats != EMBER_FORMAT_JFR)
-		return bad_env("EMBERPROF_OUTPUT_FORMAT", v, "the async-profiler backend "
-			       "(EMBERPROF_BACKEND=asprof) writes jfr only");
-	if ((v = ember__getenv("EMBERPROF_OUTPUT_DIR")) && *v) {
-		ember_reporter r;
-		int rc = ember_reporter_local_ex(&r, v, formats);
-		if (rc == 0) {
-			rc = ember_builder_add_reporter(b, &r);
-			if (rc && r.destroy)
-				r.destroy(r.userdata);
-		}
-		if (rc) {
-			char why[EMBER_ERROR_MAX];
-			strncpy(why, ember_last_error(), sizeof(why) - 1);
-			why[sizeof(why) - 1] = '\0';
-			return bad_env("EMBERPROF_OUTPUT_DIR", v, why);
-		}
-	}
-	/* The S3 reporter's EMBERPROF_S3_* (src/agent/env_s3.c). */
-	int src = ember__s3_apply_env(b);
-	if (src)
-		return src;
-	return apply_server_env(b);
+	ember__opt_ctx c = {.b = b, .target = &b->cfg};
+	int rc = ember__options_apply(&c, EMBER__OPT_BUILDER);
+	if (rc == 0)
+		rc = ember__asprof_apply_env(b);
+	if (rc)
+		return rc;
+	c.formats = b->cfg.backend == EMBER_BACKEND_ASYNC_PROFILER ? EMBER_FORMAT_JFR
+								     : EMBER_FORMAT_PPROF;
+	if ((rc = ember__options_apply(&c, EMBER__OPT_OUTPUT)) || (rc = ember__s3_apply_env(b)))
+		return rc;
+	return ember__pyroscope_apply_env(b);
 }
 
 int ember__config_lines_policy(const ember__config *cfg)

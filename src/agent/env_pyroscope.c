@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * env_pyroscope.c - the environment variables of the Pyroscope reporter,
  * applied at the end of ember_builder_apply_env() (see docs/CONFIG.md,
@@ -11,7 +12,11 @@
  * PYROSCOPE_SERVER_ADDRESS): without one they may belong to another
  * agent. Every rejection names the variable; secrets are never echoed.
  *
- * Nothing here is async-signal-safe.
+ * Every variable is a row of the table in options.c (how it is parsed,
+ * its message, where it goes); this file holds what the rows cannot say:
+ * which server URL, the auth rules across variables, the header and
+ * label syntaxes, and the reporter itself. Nothing here is
+ * async-signal-safe.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -22,12 +27,11 @@
 #include <unistd.h>
 
 #include "agent/agent_internal.h"
+#include "agent/options.h"
 #include "report/local.h"
 #include "report/pyroscope.h"
 #include "upload/http.h"
 #include "util/error.h"
-#include "util/redact.h"
-#include "util/envsnap.h"
 
 #define MAX_ENV_HEADERS 64
 
@@ -43,52 +47,10 @@ static void headers_free(header_list *h)
 	h->n = 0;
 }
 
-/* The message for a bad value; a secret's value is not shown. */
-static int bad_var(const char *name, const char *value, int secret, const char *why)
-{
-	char shown[256];
-	if (secret)
-		return ember__error(EMBER_ERR_INVALID, "environment variable %s=" EMBER_REDACTED
-				    " is invalid: %s", name, why);
-	return ember__error(EMBER_ERR_INVALID, "environment variable %s=\"%.200s\" is invalid: %s",
-			    name, ember__redact_value(name, value, shown, sizeof(shown)), why);
-}
-
-/* The same with the last error message as the reason. */
-static int bad_var_last(const char *name, const char *value, int secret)
-{
-	char why[EMBER_ERROR_MAX];
-	snprintf(why, sizeof(why), "%s", ember_last_error());
-	return bad_var(name, value, secret, why);
-}
-
-/* A non-empty variable, or NULL. *which receives its name. */
-static const char *env2(const char *ours, const char *theirs, const char **which)
-{
-	const char *v = ember__getenv(ours);
-	if (v && *v) {
-		*which = ours;
-		return v;
-	}
-	v = theirs ? ember__getenv(theirs) : NULL;
-	if (v && *v) {
-		*which = theirs;
-		return v;
-	}
-	*which = ours;
-	return NULL;
-}
-
-static int set_env_default(const char *name)
-{
-	const char *v = ember__getenv(name);
-	return v && *v;
-}
-
 /* ---- value parsers ---- */
 
 /* Java agent intervals: N followed by ns, us, ms, s or m; a bare N is nanoseconds. */
-static int parse_java_interval_ms(const char *s, unsigned *out)
+int ember__pyro_parse_java_interval(const char *s, ember__opt_value *out)
 {
 	if (!isdigit((unsigned char)*s))
 		return -1;
@@ -112,12 +74,12 @@ static int parse_java_interval_ms(const char *s, unsigned *out)
 		return -1;
 	if (ms < 1 || ms > (double)UINT_MAX)
 		return -1;
-	*out = (unsigned)(ms + 0.5);
+	out->u = (unsigned)(ms + 0.5);
 	return 0;
 }
 
 /* A byte size: N with an optional K, M or G (powers of 1024; "KiB", "MB"... also read). */
-static int parse_size(const char *s, uint64_t *out)
+int ember__pyro_parse_size(const char *s, ember__opt_value *out)
 {
 	if (!isdigit((unsigned char)*s))
 		return -1;
@@ -136,18 +98,8 @@ static int parse_size(const char *s, uint64_t *out)
 	}
 	if (v > UINT64_MAX / mul)
 		return -1;
-	*out = v * mul;
+	out->u = v * mul;
 	return 0;
-}
-
-/* A duration that may be "0" (off). */
-static int parse_duration_or_zero(const char *s, unsigned *ms)
-{
-	if (!strcmp(s, "0")) {
-		*ms = 0;
-		return 0;
-	}
-	return ember__parse_duration_ms(s, ms);
 }
 
 /* Appends "Name: value" to the list after checking it. */
@@ -320,7 +272,7 @@ static int parse_headers(const char *s, header_list *h)
 }
 
 /* k=v or k:v pairs separated by commas (Java: '=', .NET: ':'). */
-static int apply_labels(ember_builder *b, const char *name, const char *list)
+static int add_labels(ember_builder *b, const char *name, const char *list)
 {
 	char *copy = strdup(list), *save = NULL;
 	if (!copy)
@@ -331,7 +283,7 @@ static int apply_labels(ember_builder *b, const char *name, const char *list)
 			item++;
 		char *sep = strpbrk(item, "=:");
 		if (!sep || sep == item) {
-			rc = bad_var(name, list, 0, "expected key=value[,key=value...] (or key:value)");
+			rc = ember__opt_bad(name, list, 0, "expected key=value[,key=value...] (or key:value)");
 			break;
 		}
 		*sep = '\0';
@@ -348,19 +300,30 @@ static int apply_labels(ember_builder *b, const char *name, const char *list)
 		if (dup)
 			continue; /* already set, e.g. by EMBERPROF_TAGS, which wins */
 		if (ember_builder_add_tag(b, k, v))
-			rc = bad_var_last(name, list, 0);
+			rc = ember__opt_bad_last(name, list, 0);
 	}
 	free(copy);
 	return rc;
 }
 
-/* PYROSCOPE_APPLICATION_NAME may be "name{k=v,...}", as the Java agent reads it. */
-static int apply_app_name(ember_builder *b, const char *var, const char *v)
+/* PYROSCOPE_LABELS. */
+int ember__pyro_apply_labels(ember__opt_ctx *c, const ember__option *o, const char *v,
+			     ember__opt_value x)
 {
+	(void)x;
+	return add_labels(c->b, o->name, v);
+}
+
+/* PYROSCOPE_APPLICATION_NAME may be "name{k=v,...}", as the Java agent reads it. */
+int ember__pyro_apply_app_name(ember__opt_ctx *c, const ember__option *o, const char *v,
+			       ember__opt_value x)
+{
+	(void)x;
+	const char *var = o->name;
 	const char *brace = strchr(v, '{');
 	size_t n = brace ? (size_t)(brace - v) : strlen(v);
 	if (n == 0)
-		return bad_var(var, v, 0, "the application name is empty");
+		return ember__opt_bad(var, v, 0, "the application name is empty");
 	char *name = strndup(v, n);
 	if (!name)
 		return ember__error_oom("application name");
@@ -368,10 +331,10 @@ static int apply_app_name(ember_builder *b, const char *var, const char *v)
 		size_t len = strlen(brace);
 		if (len < 2 || brace[len - 1] != '}') {
 			free(name);
-			return bad_var(var, v, 0, "expected name or name{key=value,...}");
+			return ember__opt_bad(var, v, 0, "expected name or name{key=value,...}");
 		}
 		char *labels = strndup(brace + 1, len - 2);
-		int rc = labels ? (*labels ? apply_labels(b, var, labels) : 0)
+		int rc = labels ? (*labels ? add_labels(c->b, var, labels) : 0)
 				: ember__error_oom("labels");
 		free(labels);
 		if (rc) {
@@ -379,75 +342,83 @@ static int apply_app_name(ember_builder *b, const char *var, const char *v)
 			return rc;
 		}
 	}
-	free(b->cfg.app_name);
-	b->cfg.app_name = name;
-	return 0;
-}
-
-/* ---- the builder-level variables ---- */
-
-static int apply_agent_vars(ember_builder *b)
-{
-	const char *v;
-	unsigned long n;
-	unsigned ms;
-	if (!set_env_default("EMBERPROF_APP_NAME") && (v = ember__getenv("PYROSCOPE_APPLICATION_NAME")) && *v) {
-		int rc = apply_app_name(b, "PYROSCOPE_APPLICATION_NAME", v);
-		if (rc)
-			return rc;
-	}
-	if (!ember__getenv("EMBERPROF_SAMPLE_RATE") && (v = ember__getenv("PYROSCOPE_SAMPLE_RATE")) && *v) {
-		if (ember__parse_uint(v, 1, 10000, &n))
-			return bad_var("PYROSCOPE_SAMPLE_RATE", v, 0, "expected a rate in Hz, 1..10000");
-		b->cfg.hz = (unsigned)n;
-	}
-	if (!ember__getenv("EMBERPROF_INTERVAL") && (v = ember__getenv("PYROSCOPE_UPLOAD_INTERVAL")) && *v) {
-		if (parse_java_interval_ms(v, &ms) || ms < 100 || ms > 3600000)
-			return bad_var("PYROSCOPE_UPLOAD_INTERVAL", v, 0, "expected a duration such as "
-				       "10s or 500ms (100ms..1h; a bare number is nanoseconds, as in "
-				       "the Java agent)");
-		b->cfg.interval_ms = ms;
-	}
-	if ((v = ember__getenv("PYROSCOPE_LABELS")) && *v) {
-		int rc = apply_labels(b, "PYROSCOPE_LABELS", v);
-		if (rc)
-			return rc;
-	}
+	free(c->b->cfg.app_name);
+	c->b->cfg.app_name = name;
 	return 0;
 }
 
 /* ---- the reporter's variables ---- */
 
+/* The SERVER rows' target: the options first (the rows' offsets). */
 typedef struct env_opts {
 	ember_pyroscope_options o;
 	header_list headers;
-	const char *url_var;
+	const ember__option *url_var;
 } env_opts;
 
+int ember__pyro_apply_tenant(ember__opt_ctx *c, const ember__option *o, const char *v,
+			     ember__opt_value x)
+{
+	(void)x;
+	if (ember__pyroscope_check_tenant(v))
+		return ember__opt_bad_last(o->name, v, 0);
+	((env_opts *)c->target)->o.tenant_id = v;
+	return 0;
+}
+
+/* EMBERPROF_SERVER_HEADERS: JSON or "Name: value" lines; PYROSCOPE_HTTP_HEADERS: JSON. */
+int ember__pyro_apply_headers(ember__opt_ctx *c, const ember__option *o, const char *v,
+			      ember__opt_value x)
+{
+	(void)x;
+	env_opts *e = c->target;
+	int rc = (o->flags & EMBER__OPTF_FOREIGN) && *skip_ws(v) != '{'
+			 ? ember__error(EMBER_ERR_INVALID, "expected a JSON object such as "
+					"{\"X-Header\": \"value\"}")
+			 : parse_headers(v, &e->headers);
+	if (rc)
+		return ember__opt_bad_last(o->name, v, 1);
+	e->o.headers = (const char *const *)e->headers.v;
+	e->o.nheaders = e->headers.n;
+	return 0;
+}
+
+int ember__pyro_apply_spool_dir(ember__opt_ctx *c, const ember__option *o, const char *v,
+				ember__opt_value x)
+{
+	(void)x;
+	int fd = ember__local_open_dir(v); /* creates it 0700, refuses symlinks */
+	if (fd < 0)
+		return ember__opt_bad_last(o->name, v, 0);
+	close(fd);
+	((env_opts *)c->target)->o.spool_dir = v;
+	return 0;
+}
+
+/* The auth variables, one set: ours if any of ours is set, else Pyroscope's. */
 static int read_auth(env_opts *e, ember_builder *b)
 {
-	const char *ut = ember__getenv("EMBERPROF_SERVER_AUTH_TOKEN");
-	const char *uu = ember__getenv("EMBERPROF_SERVER_BASIC_AUTH_USER");
-	const char *up = ember__getenv("EMBERPROF_SERVER_BASIC_AUTH_PASSWORD");
-	int ours = (ut && *ut) || (uu && *uu) || (up && *up);
-	const char *tok_var = ours ? "EMBERPROF_SERVER_AUTH_TOKEN" : "PYROSCOPE_AUTH_TOKEN";
-	const char *user_var = ours ? "EMBERPROF_SERVER_BASIC_AUTH_USER" : "PYROSCOPE_BASIC_AUTH_USER";
-	const char *pass_var = ours ? "EMBERPROF_SERVER_BASIC_AUTH_PASSWORD"
-				    : "PYROSCOPE_BASIC_AUTH_PASSWORD";
-	const char *tok = ember__getenv(tok_var), *user = ember__getenv(user_var), *pass = ember__getenv(pass_var);
-	tok = tok && *tok ? tok : NULL;
-	user = user && *user ? user : NULL;
-	pass = pass && *pass ? pass : NULL;
+	static const char *const names[2][3] = {
+		{"EMBERPROF_SERVER_AUTH_TOKEN", "EMBERPROF_SERVER_BASIC_AUTH_USER",
+		 "EMBERPROF_SERVER_BASIC_AUTH_PASSWORD"},
+		{"PYROSCOPE_AUTH_TOKEN", "PYROSCOPE_BASIC_AUTH_USER", "PYROSCOPE_BASIC_AUTH_PASSWORD"}};
+	int ours = ember__opt_is_set(names[0][0]) || ember__opt_is_set(names[0][1]) ||
+		   ember__opt_is_set(names[0][2]);
+	const char *const *set = names[ours ? 0 : 1];
+	const char *tok_var = set[0], *user_var = set[1], *pass_var = set[2];
+	const char *tok = ember__opt_getenv(ember__opt_find(tok_var));
+	const char *user = ember__opt_getenv(ember__opt_find(user_var));
+	const char *pass = ember__opt_getenv(ember__opt_find(pass_var));
 	if (!!user != !!pass)
-		return bad_var(user ? pass_var : user_var, "", 1, user ? "the basic auth user is set "
-			       "but the password is not" : "the basic auth password is set but the "
-			       "user is not");
+		return ember__opt_bad(user ? pass_var : user_var, "", 1, user ? "the basic auth user is "
+				      "set but the password is not" : "the basic auth password is set "
+				      "but the user is not");
 	if (user && strchr(user, ':'))
-		return bad_var(user_var, user, 0, "the user may not contain ':'");
+		return ember__opt_bad(user_var, user, 0, "the user may not contain ':'");
 	if (user && tok) {
 		if (ours)
-			return bad_var(tok_var, tok, 1, "give either a bearer token or basic auth, "
-				       "not both");
+			return ember__opt_bad(tok_var, tok, 1, "give either a bearer token or basic "
+					      "auth, not both");
 		/* The Java agent's rule: basic auth wins. */
 		ember__log(&b->cfg, EMBER_LOG_WARN, "PYROSCOPE_AUTH_TOKEN is ignored: basic auth "
 			   "(PYROSCOPE_BASIC_AUTH_USER) is set too");
@@ -455,172 +426,47 @@ static int read_auth(env_opts *e, ember_builder *b)
 	}
 	for (const char *c = tok; c && *c; c++)
 		if ((unsigned char)*c <= 0x20 || *c == 0x7f)
-			return bad_var(tok_var, tok, 1, "the token contains a space or a control "
-				       "character");
+			return ember__opt_bad(tok_var, tok, 1, "the token contains a space or a "
+					      "control character");
 	e->o.bearer_token = tok;
 	e->o.basic_auth_user = user;
 	e->o.basic_auth_password = pass;
 	return 0;
 }
 
-static int read_transport(env_opts *e)
+/* The reporter's variables other than the URL and auth: the table's SERVER rows. */
+static int read_settings(env_opts *e, ember_builder *b)
 {
-	const char *v, *which;
-	unsigned ms;
-	unsigned long n;
-	int x;
-	if ((v = ember__getenv("EMBERPROF_SERVER_PROTOCOL")) && *v) {
-		if (!strcmp(v, "push"))
-			e->o.protocol = EMBER_PYROSCOPE_PUSH;
-		else if (!strcmp(v, "ingest"))
-			e->o.protocol = EMBER_PYROSCOPE_INGEST;
-		else
-			return bad_var("EMBERPROF_SERVER_PROTOCOL", v, 0, "expected push or ingest");
-	}
-	if ((v = env2("EMBERPROF_SERVER_TENANT_ID", "PYROSCOPE_TENANT_ID", &which))) {
-		if (ember__pyroscope_check_tenant(v))
-			return bad_var_last(which, v, 0);
-		e->o.tenant_id = v;
-	}
-	if ((v = env2("EMBERPROF_SERVER_HEADERS", "PYROSCOPE_HTTP_HEADERS", &which))) {
-		int rc = !strcmp(which, "PYROSCOPE_HTTP_HEADERS") && *skip_ws(v) != '{'
-				 ? ember__error(EMBER_ERR_INVALID, "expected a JSON object such as "
-						"{\"X-Header\": \"value\"}")
-				 : parse_headers(v, &e->headers);
-		if (rc)
-			return bad_var_last(which, v, 1);
-		e->o.headers = (const char *const *)e->headers.v;
-		e->o.nheaders = e->headers.n;
-	}
-	if ((v = ember__getenv("EMBERPROF_SERVER_CA_FILE")) && *v) {
-		if (access(v, R_OK) < 0)
-			return bad_var("EMBERPROF_SERVER_CA_FILE", v, 0, strerror(errno));
-		e->o.ca_file = v;
-	}
-	if ((v = ember__getenv("EMBERPROF_SERVER_INSECURE"))) {
-		if (ember__parse_bool(v, &x))
-			return bad_var("EMBERPROF_SERVER_INSECURE", v, 0, "expected 0 or 1");
-		e->o.insecure = x;
-	}
-	if ((v = ember__getenv("EMBERPROF_SERVER_CONNECT_TIMEOUT")) && *v) {
-		if (ember__parse_duration_ms(v, &ms) || ms > 600000)
-			return bad_var("EMBERPROF_SERVER_CONNECT_TIMEOUT", v, 0, "expected a duration "
-				       "such as 5s (at most 10m)");
-		e->o.connect_timeout_ms = ms;
-	}
-	if ((v = ember__getenv("EMBERPROF_SERVER_TIMEOUT")) && *v) {
-		if (ember__parse_duration_ms(v, &ms) || ms > 3600000)
-			return bad_var("EMBERPROF_SERVER_TIMEOUT", v, 0, "expected a duration such as "
-				       "30s (at most 1h)");
-		e->o.timeout_ms = ms;
-	} else if ((v = ember__getenv("PYROSCOPE_PROFILE_EXPORT_TIMEOUT")) && *v) {
-		if (parse_java_interval_ms(v, &ms) || ms > 3600000)
-			return bad_var("PYROSCOPE_PROFILE_EXPORT_TIMEOUT", v, 0, "expected a duration "
-				       "such as 10s (a bare number is nanoseconds, as in the Java "
-				       "agent)");
-		e->o.timeout_ms = ms;
-	}
+	ember__opt_ctx c = {.b = b, .target = e};
+	int rc = ember__options_apply(&c, EMBER__OPT_SERVER);
+	if (rc)
+		return rc;
 	if (e->o.connect_timeout_ms && e->o.timeout_ms && e->o.connect_timeout_ms > e->o.timeout_ms)
-		return bad_var("EMBERPROF_SERVER_CONNECT_TIMEOUT", ember__getenv("EMBERPROF_SERVER_CONNECT_TIMEOUT"),
-			       0, "longer than the total timeout");
-	if ((v = env2("EMBERPROF_SERVER_QUEUE_LEN", "PYROSCOPE_PUSH_QUEUE_CAPACITY", &which))) {
-		if (ember__parse_uint(v, 1, 4096, &n))
-			return bad_var(which, v, 0, "expected a number of windows, 1..4096");
-		e->o.queue_len = (unsigned)n;
-	}
+		return ember__opt_bad("EMBERPROF_SERVER_CONNECT_TIMEOUT",
+				      ember__opt_getenv(ember__opt_find(
+					      "EMBERPROF_SERVER_CONNECT_TIMEOUT")), 0,
+				      "longer than the total timeout");
 	return 0;
 }
 
-static int read_delivery(env_opts *e)
+/* The first of our SERVER variables set without a URL, or NULL. */
+static const char *server_var_without_url(void)
 {
-	const char *v;
-	unsigned ms;
-	uint64_t sz;
-	if ((v = ember__getenv("EMBERPROF_SERVER_SPOOL_DIR")) && *v) {
-		int fd = ember__local_open_dir(v); /* creates it 0700, refuses symlinks */
-		if (fd < 0)
-			return bad_var_last("EMBERPROF_SERVER_SPOOL_DIR", v, 0);
-		close(fd);
-		e->o.spool_dir = v;
+	for (size_t i = 0; i < ember__noptions; i++) {
+		const ember__option *o = &ember__options[i];
+		if (o->reader == EMBER__OPT_SERVER && !(o->flags & EMBER__OPTF_FOREIGN) &&
+		    strcmp(o->name, "EMBERPROF_SERVER_URL") && ember__opt_is_set(o->name))
+			return o->name;
 	}
-	if ((v = ember__getenv("EMBERPROF_SERVER_SPOOL_MAX")) && *v) {
-		if (parse_size(v, &sz) || sz < 65536)
-			return bad_var("EMBERPROF_SERVER_SPOOL_MAX", v, 0, "expected a size such as "
-				       "64M or 1G (at least 64K)");
-		e->o.spool_max_bytes = sz;
-	}
-	if ((v = ember__getenv("EMBERPROF_SERVER_UPLOAD_JITTER")) && *v) {
-		if (parse_duration_or_zero(v, &ms) || ms > 3600000)
-			return bad_var("EMBERPROF_SERVER_UPLOAD_JITTER", v, 0, "expected a duration "
-				       "such as 2s or 0 (at most 1h)");
-		e->o.upload_jitter_ms = ms;
-	}
-	if ((v = ember__getenv("EMBERPROF_SERVER_FLUSH_TIMEOUT")) && *v) {
-		if (ember__parse_duration_ms(v, &ms) || ms > 600000)
-			return bad_var("EMBERPROF_SERVER_FLUSH_TIMEOUT", v, 0, "expected a duration "
-				       "such as 5s (at most 10m)");
-		e->o.flush_timeout_ms = ms;
-	}
-	if ((v = ember__getenv("EMBERPROF_SERVER_USER_AGENT")) && *v)
-		e->o.user_agent_suffix = v;
-	/* The server's validation.reject-older-than: "0" for a server that
-	 * has it off (no limit), else a duration of whole seconds. */
-	if ((v = ember__getenv("EMBERPROF_SERVER_MAX_AGE")) && *v) {
-		if (!strcmp(v, "0")) {
-			e->o.max_age_s = UINT_MAX;
-		} else if (ember__parse_duration_ms(v, &ms) || ms < 60000 || ms % 1000) {
-			return bad_var("EMBERPROF_SERVER_MAX_AGE", v, 0, "expected the server's "
-				       "validation.reject-older-than as a duration of at least 1m, "
-				       "such as 1h, or 0 for no limit");
-		} else {
-			e->o.max_age_s = (unsigned)(ms / 1000);
-		}
-	}
-	return 0;
+	return NULL;
 }
 
-/* EMBERPROF_SERVER_* variables other than the URL, for the "no URL" check. */
-static const char *const server_vars[] = {
-	"EMBERPROF_SERVER_PROTOCOL",	   "EMBERPROF_SERVER_AUTH_TOKEN",
-	"EMBERPROF_SERVER_BASIC_AUTH_USER", "EMBERPROF_SERVER_BASIC_AUTH_PASSWORD",
-	"EMBERPROF_SERVER_TENANT_ID",	   "EMBERPROF_SERVER_HEADERS",
-	"EMBERPROF_SERVER_CA_FILE",	   "EMBERPROF_SERVER_INSECURE",
-	"EMBERPROF_SERVER_CONNECT_TIMEOUT", "EMBERPROF_SERVER_TIMEOUT",
-	"EMBERPROF_SERVER_SPOOL_DIR",	   "EMBERPROF_SERVER_SPOOL_MAX",
-	"EMBERPROF_SERVER_QUEUE_LEN",	   "EMBERPROF_SERVER_UPLOAD_JITTER",
-	"EMBERPROF_SERVER_FLUSH_TIMEOUT",   "EMBERPROF_SERVER_USER_AGENT",
-	"EMBERPROF_SERVER_MAX_AGE",
-};
-
-int ember__pyroscope_apply_env(ember_builder *b)
+/* The name and tags as they stand now must fit the server's rules. */
+static int check_name_and_tags(const env_opts *e, ember_builder *b)
 {
-	env_opts e;
-	memset(&e, 0, sizeof(e));
-	e.o.sz = sizeof(e.o);
-	const char *url = env2("EMBERPROF_SERVER_URL", "PYROSCOPE_SERVER_ADDRESS", &e.url_var);
-	if (!url) {
-		for (size_t i = 0; i < sizeof(server_vars) / sizeof(server_vars[0]); i++) {
-			const char *v = ember__getenv(server_vars[i]);
-			if (v && *v)
-				return ember__error(EMBER_ERR_INVALID, "environment variable %s is set but "
-						    "EMBERPROF_SERVER_URL is not", server_vars[i]);
-		}
-		return 0;
-	}
-	if (ember__http_check_base_url(url, "Pyroscope server URL"))
-		return bad_var_last(e.url_var, url, 0);
-	e.o.url = url;
-	int rc;
-	if ((rc = apply_agent_vars(b)) || (rc = read_auth(&e, b)) || (rc = read_transport(&e)) ||
-	    (rc = read_delivery(&e)))
-		goto out;
-
-	/* The name and tags as they stand now must fit the server's rules. */
 	ember_tag *tags = calloc(b->cfg.ntags ? b->cfg.ntags : 1, sizeof(*tags));
-	if (!tags) {
-		rc = ember__error_oom("tags");
-		goto out;
-	}
+	if (!tags)
+		return ember__error_oom("tags");
 	for (size_t i = 0; i < b->cfg.ntags; i++)
 		tags[i] = (ember_tag){b->cfg.tags[i].key, b->cfg.tags[i].value};
 	int asprof = b->cfg.backend == EMBER_BACKEND_ASYNC_PROFILER;
@@ -630,25 +476,54 @@ int ember__pyroscope_apply_env(ember_builder *b)
 				 .wall_ms = asprof ? 0 : b->cfg.wall_ms,
 				 .alloc = b->cfg.alloc_mean != 0,
 				 .max_depth = b->cfg.max_depth};
-	/* The async-profiler backend produces JFR, sent to /ingest?format=jfr. */
-	if (asprof)
-		e.o.formats = EMBER_FORMAT_JFR;
-	rc = ember__pyroscope_check_info(&info, e.o.formats == EMBER_FORMAT_JFR ? EMBER__PYRO_JFR
-										 : e.o.protocol);
+	int rc = ember__pyroscope_check_info(&info, e->o.formats == EMBER_FORMAT_JFR
+							    ? EMBER__PYRO_JFR
+							    : e->o.protocol);
 	if (rc == 0)
-		rc = ember__pyroscope_check_age(info.interval_ms, ember__pyroscope_max_age_ms(&e.o));
+		rc = ember__pyroscope_check_age(info.interval_ms, ember__pyroscope_max_age_ms(&e->o));
 	free(tags);
 	if (rc) {
 		char why[EMBER_ERROR_MAX];
 		snprintf(why, sizeof(why), "%s", ember_last_error());
 		rc = ember__error(rc, "the application name or tags do not suit Pyroscope (%s is set): "
-				  "%s", e.url_var, why);
-		goto out;
+				  "%s", e->url_var->name, why);
 	}
+	return rc;
+}
 
+int ember__pyroscope_apply_env(ember_builder *b)
+{
+	env_opts e;
+	memset(&e, 0, sizeof(e));
+	e.o.sz = sizeof(e.o);
+	const char *url;
+	ember__opt_value x;
+	int rc = ember__opt_read2(ember__opt_find("EMBERPROF_SERVER_URL"),
+				  ember__opt_find("PYROSCOPE_SERVER_ADDRESS"), &e.url_var, &url, &x);
+	if (rc < 0)
+		return rc;
+	if (!url) {
+		const char *stray = server_var_without_url();
+		if (stray)
+			return ember__error(EMBER_ERR_INVALID, "environment variable %s is set but "
+					    "EMBERPROF_SERVER_URL is not", stray);
+		return 0;
+	}
+	if (ember__http_check_base_url(url, "Pyroscope server URL"))
+		return ember__opt_bad_last(e.url_var->name, url, 0);
+	e.o.url = url;
+	ember__opt_ctx app = {.b = b, .target = &b->cfg};
+	if ((rc = ember__options_apply(&app, EMBER__OPT_PYRO_APP)) || (rc = read_auth(&e, b)) ||
+	    (rc = read_settings(&e, b)))
+		goto out;
+	/* The async-profiler backend produces JFR, sent to /ingest?format=jfr. */
+	if (b->cfg.backend == EMBER_BACKEND_ASYNC_PROFILER)
+		e.o.formats = EMBER_FORMAT_JFR;
+	if ((rc = check_name_and_tags(&e, b)))
+		goto out;
 	ember_reporter r;
 	if ((rc = ember_reporter_pyroscope(&r, &e.o))) {
-		rc = bad_var_last(e.url_var, url, 0);
+		rc = ember__opt_bad_last(e.url_var->name, url, 0);
 		goto out;
 	}
 	if ((rc = ember_builder_add_reporter(b, &r)))

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * pyroscope.h - internals of the Grafana Pyroscope reporter behind
  * ember_reporter_pyroscope() (declared in include/emberprof.h), exposed
@@ -136,14 +137,5 @@ void ember__uuid4(char out[37]);
 
 /* Nonzero if s[0..n) is well-formed UTF-8 (no overlongs, surrogates or > U+10FFFF). */
 int ember__utf8_valid(const char *s, size_t n);
-
-/*
- * Applies the Pyroscope-related environment variables to the builder
- * (EMBERPROF_SERVER_* first, then the names Pyroscope's agents use; see
- * docs/CONFIG.md) and, when a server URL is set, adds a Pyroscope
- * reporter. Returns 0 or a negative ember_err whose message names the
- * variable. Called at the end of ember_builder_apply_env().
- */
-int ember__pyroscope_apply_env(ember_builder *b);
 
 #endif

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * s3.h - internals of the S3 reporter (src/report/s3.c) and of the object
  * it uploads (src/report/s3_object.c): the zip, metadata.json, the key,
@@ -58,7 +59,7 @@ int ember__s3_object_url(char *out, size_t cap, const char *endpoint, int path_s
 int ember__s3_classify(long status, const char *body, char *code, size_t code_cap,
 		       char *message, size_t msg_cap, int *refresh);
 
-/* Adds an S3 reporter from the EMBERPROF_S3_* variables (src/agent/env_s3.c), if
+/* Adds an S3 reporter from the EMBERPROF_S3_* variables (src/agent/env_s3.c, rows of src/agent/options.c), if
  * EMBERPROF_S3_BUCKET is set. 0 or EMBER_ERR_INVALID naming the variable. */
 int ember__s3_apply_env(ember_builder *b);
 

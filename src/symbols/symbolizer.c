@@ -74,6 +74,7 @@ static void module_free(sym_module *m)
 	ember__arena_release(&m->arena);
 	free(m->strs);
 	ember__symindex_reset(&m->ix);
+	ember__fdetab_reset(&m->fdes);
 	free(m);
 }
 
@@ -453,6 +454,13 @@ uint64_t ember__symbolizer_unreadable(const ember__symbolizer *s, const char **l
 {
 	*last = s && s->unreadable ? s->unreadable_last : "";
 	return s ? s->unreadable : 0;
+}
+
+void ember__symbolizer_fde_stats(const ember__symbolizer *s, ember__fde_stats *out)
+{
+	*out = s ? s->fde : (ember__fde_stats){0};
+	if (!out->last_why)
+		out->last_why = "";
 }
 
 void ember__symbolizer_jit_stats(const ember__symbolizer *s, ember__jit_stats *out)

@@ -199,6 +199,37 @@ typedef struct ember__jit_stats {
 /* Fills *out (all zero for s == NULL); out->path is borrowed from s. */
 void ember__symbolizer_jit_stats(const ember__symbolizer *s, ember__jit_stats *out);
 
+/*
+ * Functions without symbols. An address of a module that no symbol (and no
+ * DWARF subprogram) names gets its outermost frame named after the function
+ * that holds it,
+ * "MODULE+0xSTART": MODULE is the file's base name ("gzip",
+ * "liblzma.so.5.4.1"), START the ELF virtual address (hex, lowercase, as
+ * nm, objdump, addr2line, gdb and readelf print it; not a file offset, not
+ * an address of the process) where that function starts: the start of the
+ * .eh_frame FDE covering the address (fdetab.h), or, when no FDE covers
+ * it, the end of the closest FDE below it. Stable across runs and
+ * machines for one build ID; `addr2line -f -e FILE.debug 0xSTART` names it.
+ * function and system_name are that string (file and line stay what DWARF
+ * says, if anything: usually NULL and 0); the module's has_symbols still
+ * says only whether a symbol table was found. The names are placeholders
+ * that a symbolizer with the debug file may replace (recognised by the
+ * "+0x" after the module's base name). Addresses without any FDE at or
+ * below them stay unnamed (nframes 0).
+ */
+typedef struct ember__fde_stats {
+	uint64_t modules;   /* FDE tables read (one per module that needed it) */
+	uint64_t fdes;      /* FDE ranges kept in them */
+	uint64_t bytes;     /* memory the tables use */
+	uint64_t named;     /* distinct addresses named after an FDE */
+	uint64_t unnamed;   /* addresses no symbol and no FDE named */
+	uint64_t empty;     /* modules whose table is empty (last_why says why) */
+	const char *last_why; /* static string, "" if none */
+} ember__fde_stats;
+
+/* Fills *out (all zero for s == NULL). Not async-signal-safe. */
+void ember__symbolizer_fde_stats(const ember__symbolizer *s, ember__fde_stats *out);
+
 /* Which modules get file/line and inline frames from DWARF. */
 enum {
 	EMBER__LINES_APP = 0, /* the program and its own libraries, not system ones (default) */

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "symbols/fdetab.h"
 #include "symbols/perfmap.h"
 #include "symbols/symbolizer.h"
 #include "symbols/symindex.h"
@@ -36,6 +37,8 @@ typedef struct sym_module {
 	const char **strs;       /* interned strings: open addressing */
 	size_t strs_cap, strs_count;
 	ember__symindex ix;      /* symbols and functions of dm, built lazily */
+	ember__fdetab fdes;      /* its FDE ranges, for addresses no symbol names:
+				  * built on the first one (symbolizer_resolve.c) */
 } sym_module;
 
 /* A JIT mapping: gone is 0 if it was mapped at the last refresh, else the
@@ -85,6 +88,8 @@ struct ember__symbolizer {
 	uint64_t elf_failures;
 	sym_module *busy;
 	char elf_failed_last[512];
+	/* Functions without symbols named after their FDE (fdetab.h) */
+	ember__fde_stats fde;
 };
 
 /*

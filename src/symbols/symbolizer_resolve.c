@@ -11,6 +11,8 @@
  */
 #include "symbols/symbolizer_internal.h"
 
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -144,6 +146,43 @@ void ember__symbolizer_set_lines(ember__symbolizer *s, int policy)
 	s->lines = policy;
 }
 
+/* ---------------------------------------------------------------------- */
+/* Functions without symbols                                               */
+
+/*
+ * Names the function holding addr, which nothing else names, after the
+ * FDE covering it (symbolizer.h, "Functions without symbols") into
+ * buf: 1, or 0 when no FDE is at or below it, or EMBER_ERR_NOMEM. The
+ * module's FDE table is read on its first such address.
+ */
+static int fde_function(ember__symbolizer *s, sym_module *m, uint64_t addr, char *buf,
+			size_t len)
+{
+	Dwarf_Addr bias = 0;
+	Elf *elf = dwfl_module_getelf(m->dm, &bias);
+	if (!m->fdes.built) {
+		int err = ember__fdetab_build(&m->fdes, elf);
+		if (err)
+			return err;
+		s->fde.modules++;
+		s->fde.fdes += m->fdes.n;
+		s->fde.bytes += m->fdes.n * 2 * sizeof(uint32_t);
+		if (m->fdes.why) {
+			s->fde.empty++;
+			s->fde.last_why = m->fdes.why;
+		}
+	}
+	uint64_t start;
+	if (!elf || ember__fdetab_find(&m->fdes, addr - bias, &start) == 0) {
+		s->fde.unnamed++;
+		return 0;
+	}
+	const char *slash = strrchr(m->info.path, '/');
+	snprintf(buf, len, "%s+0x%" PRIx64, slash ? slash + 1 : m->info.path, start);
+	s->fde.named++;
+	return 1;
+}
+
 int ember__symbolizer_resolve(ember__symbolizer *s, sym_module *m, uint64_t addr, cache_entry *e)
 {
 	ember__raw_frame raw[EMBER_MAX_INLINE];
@@ -199,6 +238,18 @@ int ember__symbolizer_resolve(ember__symbolizer *s, sym_module *m, uint64_t addr
 	} else if (symname || file) {
 		raw[0] = (ember__raw_frame){symname, file, line};
 		n = 1;
+	}
+	/* No name for the function holding the code (no symbol; perhaps a
+	 * line from DWARF): the placeholder of its FDE. */
+	char placeholder[256];
+	if (n == 0 || !raw[n - 1].system_name) {
+		int err = fde_function(s, m, addr, placeholder, sizeof(placeholder));
+		if (err < 0)
+			return err;
+		if (err > 0 && n == 0)
+			raw[n++] = (ember__raw_frame){placeholder, NULL, 0};
+		else if (err > 0)
+			raw[n - 1].system_name = placeholder;
 	}
 
 	ember__symbol_frame frames[EMBER_MAX_INLINE];

@@ -14,13 +14,15 @@
  * sorting and its link to the graph and the callers view, the wall page's
  * thread_state filter; the diff of 50/50 against 75/25 (shift within 2
  * points of go's numbers, significant, red and blue) and of two 75/25 runs
- * (nothing significant).
+ * (nothing significant). A 60-frame recursion (deep.c): the root frame
+ * is on the first screen of a 1400x900 window, in the flame graph and the
+ * icicle, the graph takes the window's width, the title names the program.
  *
  * Every request that leaves file:// fails the test. Screenshots go to
  * $EMBER_TEST_BINDIR/flame-*.png. Exit 77 (skip) with a reason when
  * chromium, playwright-core or go is missing.
  *
- * Environment: EMBERPROF, EMBER_DEMO, EMBER_TEST_BINDIR.
+ * Environment: EMBERPROF, EMBER_DEMO, EMBER_FLAME_DEEP, EMBER_TEST_BINDIR.
  */
 "use strict";
 const fs = require("fs");
@@ -256,6 +258,46 @@ async function diffPage(context, base, neu, name, expectShift) {
   await closePage(p);
 }
 
+/* The first screen of a page whose stacks are taller than the window. */
+async function deepPage(context) {
+  const DEEP = process.env.EMBER_FLAME_DEEP;
+  if (!DEEP) { check(false, "EMBER_FLAME_DEEP names the 60-frame program"); return; }
+  const dir = path.join(work, "deep");
+  execFileSync(EMBERPROF, ["run", "--rate", "250", "-q", "-o", dir, "--", DEEP, "1"], { stdio: ["ignore", "ignore", "inherit"] });
+  const files = fs.readdirSync(dir).filter(f => f.endsWith(".pb.gz")).map(f => path.join(dir, f));
+  const html = path.join(work, "deep.html");
+  execFileSync(EMBERPROF, ["flame", "-o", html, ...files], { stdio: "inherit" });
+  const p = await openPage(context, html, "flame-deep-full.png");
+  const { page } = p;
+  const vp = page.viewportSize();
+  /* where the root is on the screen, and whether it is what is seen there */
+  const rootOnScreen = async () => {
+    const root = (await rects(page)).find(q => q.name === "all");
+    const box = await page.locator("#flame").boundingBox();
+    const y = box.y + root.y, cx = box.x + root.x + root.w / 2, cy = y + root.h / 2;
+    const seen = await page.evaluate(([x, yy]) => { const e = document.elementFromPoint(x, yy); return e ? e.id : ""; }, [cx, cy]);
+    return { y, h: root.h, seen, canvasHeight: box.height };
+  };
+  const r = await rects(page);
+  const depth = r.filter(q => q.name === "deep_recurse").length;
+  check(depth >= 60, `the stack is ${depth} deep_recurse frames deep (60 or more)`);
+  let s = await rootOnScreen();
+  check(s.canvasHeight > vp.height, `the graph (${s.canvasHeight} px) is taller than the window (${vp.height} px)`);
+  check(s.y >= 0 && s.y + s.h <= vp.height && s.seen === "flame",
+    `on opening, the root is on the first screen: y ${s.y.toFixed(0)}..${(s.y + s.h).toFixed(0)} of ${vp.height}, seen there: ${s.seen}`);
+  await page.screenshot({ path: path.join(BINDIR, "flame-deep.png") });
+  const W = await page.evaluate(() => window.emberFlame.canvasWidth());
+  check(W >= 0.9 * vp.width, `the graph is ${W} px wide in a ${vp.width} px window (90% or more)`);
+  const title = await page.title();
+  check(title.includes("ember_flame_deep") && (await page.textContent("#title")).includes("ember_flame_deep"),
+    `the title names the program: "${title}"`);
+  await page.click("#icicle");
+  s = await rootOnScreen();
+  check(s.y >= 0 && s.y + s.h <= vp.height && s.seen === "flame",
+    `icicle: the root is on the screen: y ${s.y.toFixed(0)} of ${vp.height}, seen there: ${s.seen}`);
+  await closePage(p);
+}
+
 (async () => {
   const a1all = profileDemo("a1", [], ["--wall"]), a2 = profileDemo("a2", []), h = profileDemo("half", ["--split", "50"]);
   const a1 = cpuFiles(a1all);
@@ -274,6 +316,7 @@ async function diffPage(context, base, neu, name, expectShift) {
     return route.abort();
   });
   try {
+    await deepPage(context);
     await flamePage(context, a1);
     await wallPage(context, wallFiles(a1all));
     await diffPage(context, h, a1, "diff-shift", true);

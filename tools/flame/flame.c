@@ -90,6 +90,7 @@ void ember__flame_free(ember__flame *fl)
 {
 	if (!fl)
 		return;
+	free(fl->program);
 	for (uint32_t i = 0; i < fl->nstrings; i++)
 		free(fl->strings[i]);
 	free(fl->strings);
@@ -443,6 +444,12 @@ int ember__flame_add(ember__flame *fl, const ember__profile *p, const char *path
 				    fl->strings[fl->type_unit[0]]);
 	if (p->nsamples == 0)
 		return ember__error(EMBER_ERR_FORMAT, "'%s' is empty: it has no samples", path);
+	if (!fl->program && p->nmappings && p->mappings[0].file && *p->mappings[0].file) {
+		const char *slash = strrchr(p->mappings[0].file, '/');
+		fl->program = strdup(slash ? slash + 1 : p->mappings[0].file);
+		if (!fl->program)
+			return ember__error_oom("program name");
+	}
 	uint32_t dvi = UINT32_MAX;
 	for (uint32_t i = 0; i < p->nvalues; i++)
 		if (map[i] == 0)

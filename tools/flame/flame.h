@@ -90,6 +90,11 @@ typedef struct ember__flame {
 	char **files; /* the inputs per set, for the page */
 	uint32_t nfiles;
 	int *file_set;
+
+	/* The program: the base name of mapping 1's file (the main
+	 * executable, as our profiles and pprof make it) of the first profile
+	 * added with one; malloc'd, NULL before. The page's title says it. */
+	char *program;
 } ember__flame;
 
 /* Creates an empty tree with the options (copied; strings borrowed until

@@ -1,7 +1,8 @@
 /*
  * flame_json.c - the tree of flame.h as the compact JSON the page reads:
  *
- *   {"v":1, "title":S, "sets":1|2, "types":[[name,unit]...] (string ids),
+ *   {"v":1, "title":S, "program":S (mapping 1's base name, "" if unknown),
+ *    "sets":1|2, "types":[[name,unit]...] (string ids),
  *    "dflt":T, "strings":[S...], "frames":[name,module,file,line, ...],
  *    "nodes":[frame,depth, ...]   the tree in depth-first order, depth 0 at
  *                                 the top level (a node's parent is the
@@ -185,6 +186,8 @@ int ember__flame_write_json(const ember__flame *fl, const ember__flame_diff *d, 
 		return rc;
 	fputs("{\"v\":1,\"title\":", out);
 	ember__flame_json_string(out, fl->opts.title ? fl->opts.title : "emberprof");
+	fputs(",\"program\":", out);
+	ember__flame_json_string(out, fl->program ? fl->program : "");
 	fprintf(out, ",\"sets\":%d,\"reverse\":%d,\"dflt\":%u,\"types\":[", fl->nsets,
 		fl->opts.reverse ? 1 : 0, fl->default_type);
 	for (uint32_t t = 0; t < fl->ntypes; t++)

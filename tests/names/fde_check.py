@@ -1,0 +1,152 @@
+# SPDX-License-Identifier: Apache-2.0
+"""fde_check.py - checks the names of a stripped module's functions in
+profiles against its FDEs, as test_fde.sh asks.
+
+    fde_check.py MODULE_PATH FRAMES RAW...
+
+FRAMES is `readelf --debug-dump=frames MODULE_PATH`; each RAW is
+`go tool pprof -raw` of one profile. The FDE ranges are read from readelf,
+independently of emberprof's own reader (src/symbols/fdetab.c). For each
+location in MODULE_PATH's mapping, its address is turned into the file's
+ELF virtual address (through the mapping's start and file offset and the
+file's program headers, from `readelf -lW`), and it is checked that:
+  - it has a function name: one .dynsym defines (or a PLT stub's), else
+    of the form BASENAME+0xSTART;
+  - START is the start of the FDE covering the address (or, where no FDE
+    covers it, the end of the FDE below it);
+  - no two names lie inside one FDE, and there are no more names than
+    FDEs touched.
+Prints one "ok"/"FAIL" line per check and a summary; exits 1 on a failure.
+"""
+import os
+import re
+import subprocess
+import sys
+
+
+def fdes(frames_text):
+    out = []
+    for m in re.finditer(r"FDE cie=\w+ pc=([0-9a-f]+)\.\.([0-9a-f]+)", frames_text):
+        lo, hi = int(m.group(1), 16), int(m.group(2), 16)
+        if hi > lo:
+            out.append((lo, hi))
+    return sorted(set(out))
+
+
+def loads(path):
+    text = subprocess.run(["readelf", "-lW", path], capture_output=True, text=True,
+                          check=True).stdout
+    segs = []
+    for line in text.splitlines():
+        f = line.split()
+        if len(f) >= 6 and f[0] == "LOAD":
+            segs.append((int(f[1], 16), int(f[2], 16), int(f[4], 16)))  # offset, vaddr, filesz
+    return segs
+
+
+def dynsyms(path):
+    """The names .dynsym defines (the only symbols a stripped file keeps)."""
+    text = subprocess.run(["readelf", "--dyn-syms", "-W", path], capture_output=True,
+                          text=True, check=True).stdout
+    out = set()
+    for line in text.splitlines():
+        f = line.split()
+        if len(f) >= 8 and f[3] == "FUNC" and f[6] != "UND":
+            out.add(f[7].split("@")[0])
+    return out
+
+
+def vaddr_of(segs, off):
+    for o, v, sz in segs:
+        if o <= off < o + sz:
+            return off - o + v
+    return None
+
+
+def parse_raw(text, path):
+    maps = {}
+    sect = None
+    locs = []
+    for line in text.splitlines():
+        if line in ("Locations", "Mappings"):
+            sect = line
+            continue
+        if sect == "Mappings":
+            m = re.match(r"(\d+): 0x([0-9a-f]+)/0x([0-9a-f]+)/0x([0-9a-f]+) (\S+)", line)
+            if m and m.group(5) == path:
+                maps[m.group(1)] = (int(m.group(2), 16), int(m.group(4), 16))
+        elif sect == "Locations":
+            m = re.match(r"\s*\d+: 0x([0-9a-f]+) M=(\d+) ?(.*)$", line)
+            if m:
+                name = re.sub(r" \S*:\d+ s=\d+$", "", m.group(3)).strip()
+                locs.append((int(m.group(1), 16), m.group(2), name))
+    return [(a, maps[mid], n) for a, mid, n in locs if mid in maps]
+
+
+def main():
+    path, frames = sys.argv[1], sys.argv[2]
+    base = os.path.basename(os.path.realpath(path))
+    table = fdes(open(frames).read())
+    segs = loads(path)
+    exported = dynsyms(path)
+    failures = 0
+    names = {}      # name -> the FDE indexes of its addresses
+    touched = set()
+    nlocs = 0
+    pat = re.compile(re.escape(base) + r"\+0x([0-9a-f]+)$")
+    for raw in sys.argv[3:]:
+        for addr, (start, off), name in parse_raw(open(raw).read(), os.path.realpath(path)):
+            nlocs += 1
+            va = vaddr_of(segs, addr - start + off)
+            cover = [i for i, (lo, hi) in enumerate(table) if va is not None and lo <= va < hi]
+            m = pat.match(name)
+            if not m and (name in exported or name.endswith("@plt")):
+                # named from .dynsym (or a PLT stub): one name per FDE still
+                for i in cover:
+                    touched.add(i)
+                    names.setdefault(name, set()).add(i)
+                continue
+            if not m:
+                print(f"FAIL: 0x{addr:x} (vaddr {va and hex(va)}) is named {name!r}, "
+                      f"not {base}+0xSTART")
+                failures += 1
+                continue
+            fstart = int(m.group(1), 16)
+            if cover:
+                i = cover[-1]
+                touched.add(i)
+                if table[i][0] != fstart:
+                    print(f"FAIL: vaddr 0x{va:x} is named {name} but its FDE starts at "
+                          f"0x{table[i][0]:x}")
+                    failures += 1
+                names.setdefault(name, set()).add(i)
+            else:
+                below = [hi for lo, hi in table if hi <= va]
+                want = max(below) if below else None
+                if want != fstart:
+                    print(f"FAIL: vaddr 0x{va:x}, in no FDE, is named {name}, expected "
+                          f"{base}+0x{want or 0:x}")
+                    failures += 1
+    # no two names inside one FDE
+    by_fde = {}
+    for name, idx in names.items():
+        for i in idx:
+            by_fde.setdefault(i, set()).add(name)
+    for i, ns in by_fde.items():
+        if len(ns) > 1:
+            print(f"FAIL: FDE 0x{table[i][0]:x}..0x{table[i][1]:x} has {len(ns)} names: "
+                  f"{sorted(ns)}")
+            failures += 1
+    distinct = set(names)
+    if len(distinct) > len(touched):
+        print(f"FAIL: {len(distinct)} functions for {len(touched)} FDEs touched")
+        failures += 1
+    print(f"{base}: {nlocs} locations, {len(distinct)} functions, {len(touched)} FDEs "
+          f"touched of {len(table)}")
+    if nlocs == 0:
+        print(f"FAIL: no location in {path}")
+        failures += 1
+    sys.exit(1 if failures else 0)
+
+
+main()
