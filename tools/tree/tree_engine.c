@@ -671,7 +671,7 @@ int ember__tree_after_fork(ember__tree *t, ember__config *cfg)
 	return t->pt ? ember__ptree_after_fork(t->pt) : 0;
 }
 
-void ember__tree_get_stats(const ember__tree *t, ember__tree_stats *out)
+void ember__tree_get_stats(ember__tree *t, ember__tree_stats *out)
 {
 	*out = t->st;
 	if (t->pt) {
@@ -683,8 +683,10 @@ void ember__tree_get_stats(const ember__tree *t, ember__tree_stats *out)
 		out->kernel_frames = ps.kernel_frames;
 		out->unsampled_ns = ps.counted_ns > ps.sample_ns ? ps.counted_ns - ps.sample_ns : 0;
 	}
-	out->kernel_named = t->kern && ember__tkern_named(t->kern);
-	out->kernel_why = t->kern ? ember__tkern_why(t->kern) : "";
+	/* (kallsyms is read only if a sample had kernel frames) */
+	int kern = t->kern && t->st.kernel_samples;
+	out->kernel_named = kern && ember__tkern_named(t->kern);
+	out->kernel_why = kern ? ember__tkern_why(t->kern) : "";
 	ember__tmods_stats ms;
 	ember__tmods_get_stats(t->mods, &ms);
 	out->tables = ms.tables;

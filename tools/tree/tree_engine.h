@@ -133,7 +133,8 @@ int ember__tree_finish(ember__tree *t);
  */
 int ember__tree_after_fork(ember__tree *t, ember__config *cfg);
 
-void ember__tree_get_stats(const ember__tree *t, ember__tree_stats *out);
+/* (may read /proc/kallsyms, for kernel_named) */
+void ember__tree_get_stats(ember__tree *t, ember__tree_stats *out);
 void ember__tree_free(ember__tree *t);
 
 #endif

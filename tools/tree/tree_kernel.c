@@ -29,6 +29,7 @@ struct ember__tkern {
 	uint64_t lo, hi; /* the kernel text's range, for the mapping */
 	char build_id[41];
 	char why[160];
+	int loaded; /* kallsyms read (load) */
 	uint64_t *ips;
 	size_t nips, capips;
 	kchain *chains;
@@ -94,24 +95,51 @@ int ember__tkern_new(ember__tkern **out)
 	if (!k)
 		return ember__error_oom("kernel symbols");
 	*out = k;
+	return 0;
+}
+
+/* One line of /proc/kallsyms: "ADDR TYPE NAME[\t[MODULE]]". 0 if it is a
+ * text symbol (t, T, w, W), with *addr and *name (NUL-terminated in
+ * place), else -1. */
+static int parse_line(char *line, uint64_t *addr, char **name)
+{
+	char *p = line;
+	uint64_t a = 0;
+	for (;; p++) {
+		int d = *p >= '0' && *p <= '9'   ? *p - '0'
+			: *p >= 'a' && *p <= 'f' ? *p - 'a' + 10
+						 : -1;
+		if (d < 0)
+			break;
+		a = a << 4 | (uint64_t)d;
+	}
+	if (*p != ' ' || !strchr("tTwW", p[1]) || !p[1] || p[2] != ' ')
+		return -1;
+	*name = p + 3;
+	(*name)[strcspn(*name, "\t\n ")] = '\0';
+	*addr = a;
+	return **name ? 0 : -1;
+}
+
+/* Reads /proc/kallsyms the first time a chain is named: about 0.1 s of
+ * CPU for its ~100,000 lines, paid by runs that have kernel samples. */
+static void load(ember__tkern *k)
+{
+	if (k->loaded)
+		return;
+	k->loaded = 1;
 	FILE *f = fopen("/proc/kallsyms", "re");
 	if (!f) {
 		snprintf(k->why, sizeof(k->why), "/proc/kallsyms cannot be read");
-		return 0;
+		return;
 	}
 	char line[512];
-	size_t cap = 0, zero = 0;
+	size_t cap = 0;
 	while (fgets(line, sizeof(line), f)) {
-		unsigned long long a;
-		char type, name[256];
-		if (sscanf(line, "%llx %c %255s", &a, &type, name) != 3)
+		uint64_t a;
+		char *name;
+		if (parse_line(line, &a, &name) != 0 || !a)
 			continue;
-		if (type != 't' && type != 'T' && type != 'w' && type != 'W')
-			continue;
-		if (!a) {
-			zero++;
-			continue;
-		}
 		if (k->nsyms == cap) {
 			cap = cap ? 2 * cap : 65536;
 			ksym *s = realloc(k->syms, cap * sizeof(*s));
@@ -136,14 +164,12 @@ int ember__tkern_new(ember__tkern **out)
 		snprintf(k->why, sizeof(k->why),
 			 "/proc/kallsyms gives no addresses here (kernel.kptr_restrict %d%s)", kr,
 			 kr == 1 ? ", and no CAP_SYSLOG" : "");
-		(void)zero;
-		return 0;
+		return;
 	}
 	qsort(k->syms, k->nsyms, sizeof(*k->syms), cmp_ksym);
 	k->lo = k->syms[0].addr;
 	k->hi = k->syms[k->nsyms - 1].addr + 4096;
 	read_build_id(k);
-	return 0;
 }
 
 void ember__tkern_free(ember__tkern *k)
@@ -158,13 +184,15 @@ void ember__tkern_free(ember__tkern *k)
 	free(k);
 }
 
-int ember__tkern_named(const ember__tkern *k)
+int ember__tkern_named(ember__tkern *k)
 {
+	load(k);
 	return k->nsyms > 0;
 }
 
-const char *ember__tkern_why(const ember__tkern *k)
+const char *ember__tkern_why(ember__tkern *k)
 {
+	load(k);
 	return k->why;
 }
 
@@ -270,6 +298,7 @@ static uint32_t location_of(applier *a, uint64_t addr, int leaf)
 
 int ember__tkern_apply(ember__tkern *k, ember__profile *p)
 {
+	load(k);
 	applier a = {k, p, 0, EMBER_U64MAP_INIT, EMBER_U64MAP_INIT};
 	int rc = 0;
 	for (uint32_t i = 0; i < p->nsamples && rc == 0; i++) {

@@ -31,16 +31,17 @@
 
 typedef struct ember__tkern ember__tkern;
 
-/* Reads /proc/kallsyms (once). 0 and *out (ember__tkern_free), or
- * EMBER_ERR_NOMEM. An unreadable or zeroed kallsyms is no error: names()
- * then says 0. */
+/* 0 and *out (ember__tkern_free), or EMBER_ERR_NOMEM. /proc/kallsyms is
+ * read the first time a profile with kernel frames is built (or named()
+ * asked): an unreadable or zeroed kallsyms is no error, named() then says
+ * 0. */
 int ember__tkern_new(ember__tkern **out);
 void ember__tkern_free(ember__tkern *k);
 
 /* 1 when frames get names (kallsyms gave addresses), else 0. */
-int ember__tkern_named(const ember__tkern *k);
+int ember__tkern_named(ember__tkern *k);
 /* Why frames have no names ("" when they do): for the run's note. */
-const char *ember__tkern_why(const ember__tkern *k);
+const char *ember__tkern_why(ember__tkern *k);
 
 /* The number (>= 1) of the chain ips[0..n) (innermost first), interned;
  * 0 when out of memory (the sample then has no kernel frames). */
