@@ -284,6 +284,27 @@ int ember__ptree_open(ember__ptree **out, pid_t pid, const ember__ptree_opts *op
 	return 0;
 }
 
+/* Rebuilds m without its entries of value 0. 0, or -1 (out of memory: m
+ * kept as it is). */
+static int drop_zeros(ember__u64map *m)
+{
+	ember__u64map live = EMBER_U64MAP_INIT;
+	for (size_t i = 0; i < m->cap; i++) {
+		ember__u64map_slot *sl = &m->slots[i];
+		if (!sl->used || !sl->value)
+			continue;
+		uint64_t *v = ember__u64map_put(&live, sl->key, NULL);
+		if (!v) {
+			ember__u64map_free(&live);
+			return -1;
+		}
+		*v = sl->value;
+	}
+	ember__u64map_free(m);
+	*m = live;
+	return 0;
+}
+
 int ember__ptree_hold(ember__ptree *t, pid_t pid)
 {
 	uint64_t *v = ember__u64map_get(&t->holds, (uint64_t)pid);
@@ -329,22 +350,8 @@ void ember__ptree_release(ember__ptree *t, pid_t pid)
 	*v = 0;
 	t->nholds--;
 	/* the map keeps the pid (0) until it is rebuilt, when mostly released */
-	if (t->holds.n > 4096 && t->nholds * 2 < t->holds.n) {
-		ember__u64map live = EMBER_U64MAP_INIT;
-		for (size_t i = 0; i < t->holds.cap; i++) {
-			ember__u64map_slot *sl = &t->holds.slots[i];
-			if (!sl->used || !sl->value)
-				continue;
-			uint64_t *w = ember__u64map_put(&live, sl->key, NULL);
-			if (!w) {
-				ember__u64map_free(&live);
-				return;
-			}
-			*w = sl->value;
-		}
-		ember__u64map_free(&t->holds);
-		t->holds = live;
-	}
+	if (t->holds.n > 4096 && t->nholds * 2 < t->holds.n)
+		(void)drop_zeros(&t->holds);
 }
 
 int ember__ptree_after_fork(ember__ptree *t)
@@ -485,21 +492,8 @@ static void forget_counts(ember__ptree *t, int32_t tid)
 	}
 	if (t->dead_counts < 4096 || t->dead_counts * 2 < t->counts.n)
 		return;
-	ember__u64map live = EMBER_U64MAP_INIT;
-	for (size_t i = 0; i < t->counts.cap; i++) {
-		ember__u64map_slot *sl = &t->counts.slots[i];
-		if (!sl->used || !sl->value)
-			continue;
-		uint64_t *v = ember__u64map_put(&live, sl->key, NULL);
-		if (!v) {
-			ember__u64map_free(&live);
-			return; /* kept as it is */
-		}
-		*v = sl->value;
-	}
-	ember__u64map_free(&t->counts);
-	t->counts = live;
-	t->dead_counts = 0;
+	if (drop_zeros(&t->counts) == 0)
+		t->dead_counts = 0;
 }
 
 /* Decodes a sample record (IP, TID, TIME, PERIOD, [READ], [CALLCHAIN],
