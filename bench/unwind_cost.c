@@ -2,7 +2,7 @@
  * unwind_cost.c - what unwinding costs, frame pointers against DWARF
  * tables, and what the tables cost to build and keep.
  *
- * 1. Tables. The registry (src/agent/unwind_tables.c) builds tables for
+ * 1. Tables. The registry (src/cfi/unwind_tables.c) builds tables for
  *    every executable module of this process (libstdc++ and libm are
  *    dlopen'ed first, as a C++ service would have them): modules, rows,
  *    bytes, build time. Then libc, libstdc++ and libm are built alone from
@@ -34,7 +34,7 @@
 #include <time.h>
 #include <ucontext.h>
 
-#include "agent/unwind_tables.h"
+#include "cfi/unwind_tables.h"
 #include "cfi/cfi_elf.h"
 #include "emberprof.h"
 #include "unwind/unwind.h"

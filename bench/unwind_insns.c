@@ -21,7 +21,7 @@
 #include <string.h>
 #include <ucontext.h>
 
-#include "agent/unwind_tables.h"
+#include "cfi/unwind_tables.h"
 #include "unwind/unwind.h"
 
 #define WANT 32

@@ -42,6 +42,51 @@ int ember__cli_parse_count(const char *s, unsigned long min, unsigned long max,
 int ember__cli_run(int argc, char **argv);
 void ember__cli_run_usage(FILE *out);
 
+/*
+ * run's options (all but CMD), shared with `emberprof attach`: parsed,
+ * exported as EMBERPROF_* variables and checked by the library's parser
+ * exactly as run does. `name` prefixes the messages, usage() is the
+ * command's help (--help, or after an unknown option).
+ */
+typedef struct ember__cli_opts ember__cli_opts;
+struct ember__cli_summary;
+/* -1 to go on (*out, the caller's: ember__cli_opts_free; *first: the
+ * index in argv of the first argument that is not an option, or argc),
+ * else the exit code to return (0 after --help; the error printed). */
+int ember__cli_opts_parse(const char *name, void (*usage)(FILE *), int argc, char **argv,
+			  ember__cli_opts **out, int *first);
+/* Exports the options (`app` the default application name), validates
+ * the environment, warns of unknown EMBERPROF_* variables and picks the
+ * output directory: *dir malloc'd (EMBERPROF_OUTPUT_DIR), or NULL when
+ * profiles go to a Pyroscope server only. *alloc_hook: allocation
+ * profiling asked for, with emberprof's malloc. 0 or the exit code
+ * (printed). */
+int ember__cli_opts_setup(ember__cli_opts *o, const char *app, char **dir, int *alloc_hook);
+/* The summary's options: --top, --quiet, --flame, following children. */
+void ember__cli_opts_summary(const ember__cli_opts *o, struct ember__cli_summary *s);
+/* --log-level info or debug */
+int ember__cli_opts_verbose(void);
+void ember__cli_opts_free(ember__cli_opts *o);
+
+/* ---- symbolize_cmd.c ---- */
+
+/* `emberprof symbolize ...`; argv[0] is "symbolize". The exit code. */
+int ember__cli_symbolize(int argc, char **argv);
+void ember__cli_symbolize_usage(FILE *out);
+
+/*
+ * `run`'s pass when debuginfod is configured (DEBUGINFOD_URLS, or run
+ * --debuginfod): names the profiles in `dir` not in `before` (the files
+ * the run wrote), in place, after the program has exited. `lines` is
+ * EMBERPROF_LINES (NULL: app). Bounded: EMBERPROF_DEBUGINFOD_TIMEOUT
+ * seconds (30) for all fetches, failures remembered; says on
+ * stderr what could not be fetched. 0, or -1 if a file could not be
+ * rewritten (said).
+ */
+struct ember__cli_names;
+int ember__cli_symbolize_new_files(const char *dir, const struct ember__cli_names *before,
+				   const char *lines, int quiet);
+
 /* ---- top_cmd.c ---- */
 
 /* `emberprof top ...`; argv[0] is "top". Returns the process exit code. */
@@ -102,11 +147,23 @@ void ember__cli_diff_usage(FILE *out);
  */
 void ember__cli_run_flames(const char *dir, char *const *paths, size_t n);
 
+/* ---- convert_cmd.c ---- */
+
+/* `emberprof convert ...`; argv[0] is "convert". Returns the exit code. */
+int ember__cli_convert(int argc, char **argv);
+void ember__cli_convert_usage(FILE *out);
+
 /* ---- longpolls_cmd.c ---- */
 
 /* `emberprof longpolls ...`; argv[0] is "longpolls". Returns the exit code. */
 int ember__cli_longpolls(int argc, char **argv);
 void ember__cli_longpolls_usage(FILE *out);
+
+/* ---- attach_cmd.c ---- */
+
+/* `emberprof attach ... PID...`; argv[0] is "attach". Returns the exit code. */
+int ember__cli_attach(int argc, char **argv);
+void ember__cli_attach_usage(FILE *out);
 
 /* ---- version_cmd.c ---- */
 
@@ -226,6 +283,12 @@ typedef struct ember__cli_tree_end {
 void ember__cli_tree_last(ember__cli_tree_end *out);
 /* Frees it; the reporters' destroy() flushes what they hold. */
 void ember__cli_tree_free(ember__cli_tree *ct);
+/* Its engine (owned by ct), for `emberprof attach`, which attaches it to
+ * running processes itself. */
+struct ember__tree *ember__cli_tree_engine(ember__cli_tree *ct);
+/* Sampling ends (`attach`): what is left read and every process's last
+ * window reported (no background collector), the engine's summary said. */
+void ember__cli_tree_stop(ember__cli_tree *ct);
 
 /* What the last ember__cli_spawn_wait() saw of the program as it ended,
  * from /proc/PID/stat before reaping it (known = 0 if it could not). */

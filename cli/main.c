@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "debuginfo_cmd.h"
 #include "emberprof.h"
 
 void ember__cli_error(const char *fmt, ...)
@@ -68,6 +69,10 @@ static const command commands[] = {
 	 "run CMD with the profiler preloaded, write one pprof file per window and print the "
 	 "top functions",
 	 ember__cli_run_usage, ember__cli_run},
+	{"attach", NULL, "[options] PID...",
+	 "profile running processes until --duration, Ctrl-C or their exit, and print the top "
+	 "functions",
+	 ember__cli_attach_usage, ember__cli_attach},
 	{"top", NULL, "[--n N] [--sample-index I|NAME] FILE...",
 	 "print the top functions of pprof files", ember__cli_top_usage, ember__cli_top},
 	{"longpolls", NULL, "[--min MS] FILE...",
@@ -77,6 +82,15 @@ static const command commands[] = {
 	 "write a flame graph page of the files", ember__cli_flame_usage, ember__cli_flame},
 	{"diff", NULL, "--base FILE... --new FILE... [-o diff.html]",
 	 "compare two sets of profiles", ember__cli_diff_usage, ember__cli_diff},
+	{"symbolize", NULL, "[--debug-dir DIR]... [--sysroot DIR] [--debuginfod URLS] FILE...",
+	 "add function names, lines and inlined frames to pprof files written without them",
+	 ember__cli_symbolize_usage, ember__cli_symbolize},
+	{"debuginfo", NULL, "upload [options] FILE...",
+	 "upload debug files to a Pyroscope server by build ID, skipping those it has",
+	 ember__cli_debuginfo_usage, ember__cli_debuginfo},
+	{"convert", NULL, "[options] -o OUTPUT FILE...",
+	 "convert pprof/JFR files to an OpenTelemetry profiles (OTLP) request, and back",
+	 ember__cli_convert_usage, ember__cli_convert},
 	{"version", "--version", "[--short]",
 	 "print the version, the commit and which optional parts work on this machine",
 	 ember__cli_version_usage, ember__cli_version},

@@ -22,8 +22,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/agent_internal.h" /* the builder, to learn what EMBERPROF_* asks */
-#include "agent/options.h"      /* the variables, their options and help */
+#include "agent/agent.h"   /* the builder, to learn what EMBERPROF_* asks */
+#include "agent/options.h" /* the variables, their options and help */
 #include "util/parse.h"
 #include "cli.h"
 #include "emberprof.h"
@@ -50,7 +50,16 @@ typedef struct cli_option {
 	const char *help;
 } cli_option;
 
-enum { CLI_TOP, CLI_QUIET, CLI_FLAME, CLI_NO_FOLLOW, CLI_NO_KERNEL, CLI_HELP };
+enum {
+	CLI_TOP,
+	CLI_QUIET,
+	CLI_FLAME,
+	CLI_NO_FOLLOW,
+	CLI_NO_KERNEL,
+	CLI_NO_SYMBOLIZE,
+	CLI_DEBUGINFOD,
+	CLI_HELP
+};
 static const cli_option cli_options[] = {
 	[CLI_TOP] = {"top", 'n', 1, "N", "rows in the summary table (20)"},
 	[CLI_QUIET] = {"quiet", 'q', 0, NULL, "no summary table"},
@@ -61,12 +70,23 @@ static const cli_option cli_options[] = {
 			   "what it execs in place) [EMBERPROF_FOLLOW_CHILDREN=0]"},
 	/* sets EMBERPROF_KERNEL=0 */
 	[CLI_NO_KERNEL] = {"no-kernel", 0, 0, NULL, "no kernel frames [EMBERPROF_KERNEL=0]"},
+	/* sets EMBERPROF_SYMBOLIZE=0 */
+	[CLI_NO_SYMBOLIZE] = {"no-symbolize", 0, 0, NULL, "profiles keep addresses, mappings and "
+			      "build ids only: no symbol table or debug info read in the program; "
+			      "`emberprof symbolize` names them later [EMBERPROF_SYMBOLIZE=0]"},
+	/* sets DEBUGINFOD_URLS for emberprof's own pass (docs/design/debuginfod.md) */
+	[CLI_DEBUGINFOD] = {"debuginfod", 0, 1, "URLS", "when the program has exited, name the "
+			    "frames its files lack from debug files fetched by build id from these "
+			    "servers, for at most EMBERPROF_DEBUGINFOD_TIMEOUT seconds (30) "
+			    "[DEBUGINFOD_URLS]"},
 	[CLI_HELP] = {"help", 'h', 0, NULL, "this help"},
 };
 #define NCLI (sizeof(cli_options) / sizeof(cli_options[0]))
 #define CLI_ID(i) ((int)ember__noptions + (i))
 
-typedef struct run_opts {
+typedef struct ember__cli_opts {
+	const char *name;          /* the command, in messages: "run", "attach" */
+	void (*usage)(FILE *out);  /* its help */
 	const char **value; /* per row of the table: as given; NULL if not given */
 	char *tags;         /* --tag values joined with ',' */
 	char *headers;      /* --header values joined with '\n' */
@@ -225,11 +245,11 @@ static int add_tag(run_opts *o, const char *tag)
 {
 	const char *eq = strchr(tag, '=');
 	if (!eq || eq == tag) {
-		ember__cli_error("run: --tag \"%s\" is invalid: expected KEY=VALUE", tag);
+		ember__cli_error("%s: --tag \"%s\" is invalid: expected KEY=VALUE", o->name, tag);
 		return -1;
 	}
 	if (strchr(tag, ',')) {
-		ember__cli_error("run: --tag \"%s\" is invalid: a tag may not contain ','", tag);
+		ember__cli_error("%s: --tag \"%s\" is invalid: a tag may not contain ','", o->name, tag);
 		return -1;
 	}
 	size_t old = o->tags ? strlen(o->tags) : 0, n = strlen(tag);
@@ -251,7 +271,7 @@ static int add_header(run_opts *o, const char *h)
 	const char *colon = strchr(h, ':');
 	if (!colon || colon == h || strpbrk(h, "\r\n")) {
 		char shown[160];
-		ember__cli_error("run: --header \"%s\" is invalid: expected 'NAME: VALUE' on one line",
+		ember__cli_error("%s: --header \"%s\" is invalid: expected 'NAME: VALUE' on one line", o->name,
 				 ember__redact_header(h, shown, sizeof(shown)));
 		return -1;
 	}
@@ -281,8 +301,8 @@ static int apply_cli_option(run_opts *o, int which, const char *value)
 	switch (which) {
 	case CLI_TOP:
 		if (ember__cli_parse_count(value, 1, 1000000, &o->top) < 0) {
-			ember__cli_error("run: --top \"%s\" is invalid: expected a number of rows, "
-					 "1..1000000",
+			ember__cli_error("%s: --top \"%s\" is invalid: expected a number of rows, "
+					 "1..1000000", o->name,
 					 value);
 			return -1;
 		}
@@ -297,8 +317,17 @@ static int apply_cli_option(run_opts *o, int which, const char *value)
 	case CLI_NO_KERNEL:
 		o->value[row(which == CLI_NO_FOLLOW ? "EMBERPROF_FOLLOW_CHILDREN" : "EMBERPROF_KERNEL")] = "0";
 		return 0;
+	case CLI_NO_SYMBOLIZE:
+		o->value[row("EMBERPROF_SYMBOLIZE")] = "0";
+		return 0;
+	case CLI_DEBUGINFOD:
+		if (setenv("DEBUGINFOD_URLS", value, 1) != 0) {
+			ember__cli_error("out of memory");
+			return -1;
+		}
+		return 0;
 	default: /* CLI_HELP */
-		ember__cli_run_usage(stdout);
+		o->usage(stdout);
 		return 1;
 	}
 }
@@ -316,12 +345,12 @@ static int apply_option(run_opts *o, int id, const char *value)
 	if (sets(id, "EMBERPROF_SERVER_BASIC_AUTH_USER")) {
 		const char *colon = strchr(value, ':');
 		if (!colon || colon == value || !colon[1]) {
-			ember__cli_error("run: --basic-auth is invalid: expected USER:PASSWORD");
+			ember__cli_error("%s: --basic-auth is invalid: expected USER:PASSWORD", o->name);
 			return -1;
 		}
 	}
 	if ((sets(id, "EMBERPROF_OUTPUT_DIR") || sets(id, "EMBERPROF_APP_NAME")) && !*value) {
-		ember__cli_error("run: --%s needs a non-empty value", r->opt);
+		ember__cli_error("%s: --%s needs a non-empty value", o->name, r->opt);
 		return -1;
 	}
 	/* a flag turns its boolean on; --wall, --alloc alone: "on" */
@@ -330,10 +359,11 @@ static int apply_option(run_opts *o, int id, const char *value)
 }
 
 /*
- * Parses argv (argv[0] is "run"). Returns -1 to go on (o filled, o->cmd
- * set), else the exit code to return right away.
+ * Parses the options of argv (argv[0] is the command). Returns -1 to go
+ * on (o filled, o->cmd the first argument that is not an option, or argc),
+ * else the exit code to return right away.
  */
-static int parse_args(int argc, char **argv, run_opts *o)
+static int parse_options(int argc, char **argv, run_opts *o)
 {
 	int i = 1;
 	for (; i < argc; i++) {
@@ -347,8 +377,8 @@ static int parse_args(int argc, char **argv, run_opts *o)
 		const char *value;
 		int id = find_option(arg, &value);
 		if (id < 0) {
-			ember__cli_error("run: unknown option '%s'", arg);
-			ember__cli_run_usage(stderr);
+			ember__cli_error("%s: unknown option '%s'", o->name, arg);
+			o->usage(stderr);
 			return EMBER_EXIT_USAGE;
 		}
 		int has_value = option_has_value(id);
@@ -359,24 +389,33 @@ static int parse_args(int argc, char **argv, run_opts *o)
 			value = argv[++i]; /* --wall 20ms */
 		if (has_value == 1 && !value) {
 			if (i + 1 >= argc || !strcmp(argv[i + 1], "--")) {
-				ember__cli_error("run: option --%s needs a value", option_name(id));
+				ember__cli_error("%s: option --%s needs a value", o->name, option_name(id));
 				return EMBER_EXIT_USAGE;
 			}
 			value = argv[++i];
 		} else if (!has_value && value) {
-			ember__cli_error("run: option --%s takes no value", option_name(id));
+			ember__cli_error("%s: option --%s takes no value", o->name, option_name(id));
 			return EMBER_EXIT_USAGE;
 		}
 		int rc = apply_option(o, id, value);
 		if (rc)
 			return rc > 0 ? 0 : EMBER_EXIT_USAGE;
 	}
-	if (i >= argc) {
-		ember__cli_error("run: no command given");
-		ember__cli_run_usage(stderr);
+	o->cmd = i;
+	return -1;
+}
+
+/* run's: the options, then CMD. */
+static int parse_args(int argc, char **argv, run_opts *o)
+{
+	int rc = parse_options(argc, argv, o);
+	if (rc >= 0)
+		return rc;
+	if (o->cmd >= argc) {
+		ember__cli_error("%s: no command given", o->name);
+		o->usage(stderr);
 		return EMBER_EXIT_USAGE;
 	}
-	o->cmd = i;
 	return -1;
 }
 
@@ -482,11 +521,11 @@ static void report_invalid(const run_opts *o, const char *msg)
 		if (v && (strstr(msg, needle) ||
 			  (sets(id, "EMBERPROF_SERVER_BASIC_AUTH_USER") &&
 			   strstr(msg, "EMBERPROF_SERVER_BASIC_AUTH_PASSWORD=")))) {
-			ember__cli_error("run: invalid --%s: %s", ember__options[id].opt, msg);
+			ember__cli_error("%s: invalid --%s: %s", o->name, ember__options[id].opt, msg);
 			return;
 		}
 	}
-	ember__cli_error("run: %s", msg);
+	ember__cli_error("%s: %s", o->name, msg);
 }
 
 /*
@@ -500,7 +539,7 @@ static int validate_environment(const run_opts *o, int *alloc_hook)
 	const char *autostart;
 	ember__opt_value flag;
 	if (ember__opt_read(ember__opt_find(EMBER_ENV_AUTOSTART), &autostart, &flag) < 0) {
-		ember__cli_error("run: %s", ember_last_error());
+		ember__cli_error("%s: %s", o->name, ember_last_error());
 		return EMBER_EXIT_USAGE;
 	}
 	if (ember_builder_new(&b, "emberprof") < 0) {
@@ -548,6 +587,32 @@ static int export_ld_preload(const char *lib)
 	int rc = set_var("LD_PRELOAD", v);
 	free(v);
 	return rc;
+}
+
+/*
+ * Where the profiles go: *dir, malloc'd, the given directory or a fresh
+ * default one named after cmd (EMBERPROF_OUTPUT_DIR set to it); NULL when
+ * profiles go to a Pyroscope server and no directory was asked for. 0, or
+ * the exit code (the error printed).
+ */
+static int output_dir(const char *cmd, char **dir)
+{
+	*dir = NULL;
+	const char *given = getenv(EMBER_ENV_OUTPUT_DIR);
+	if (!(given && *given) && server_configured())
+		return 0;
+	if (given && *given) {
+		if (!(*dir = strdup(given))) {
+			ember__cli_error("out of memory");
+			return EMBER_EXIT_INTERNAL;
+		}
+		return 0;
+	}
+	if (ember__cli_make_default_outdir(cmd, dir) < 0) {
+		ember__cli_error("%s", ember_last_error());
+		return EMBER_EXIT_USAGE;
+	}
+	return set_var(EMBER_ENV_OUTPUT_DIR, *dir) < 0 ? EMBER_EXIT_INTERNAL : 0;
 }
 
 /* Whether the run profiles the whole tree (EMBERPROF_FOLLOW_CHILDREN). */
@@ -664,6 +729,12 @@ static int run_and_summarize(const run_opts *o, run_engine *e, const char *path,
 		ember__cli_names_free(&jfr_before);
 		return status;
 	}
+	/* debuginfod, here in our own process once the program has exited
+	 * (docs/design/debuginfod.md); not for files written addresses-only */
+	const char *symbolize = getenv("EMBERPROF_SYMBOLIZE");
+	if (!(symbolize && !strcmp(symbolize, "0")))
+		(void)ember__cli_symbolize_new_files(dir, &before, getenv("EMBERPROF_LINES"),
+						     o->quiet);
 	if (killed_by)
 		ember__cli_error("%s was killed by signal %d (%s)", cmd_argv[0], killed_by,
 				 strsignal(killed_by));
@@ -688,6 +759,8 @@ int ember__cli_run(int argc, char **argv)
 	run_opts o;
 	memset(&o, 0, sizeof(o));
 	o.top = DEFAULT_TOP;
+	o.name = "run";
+	o.usage = ember__cli_run_usage;
 	char *path = NULL, *dir = NULL;
 	run_engine e = { 0 };
 
@@ -743,8 +816,9 @@ int ember__cli_run(int argc, char **argv)
 	/* 3. The output directory (a fresh default one if none was given),
 	 * unless profiles go to a Pyroscope server and no directory was asked
 	 * for: then the agent is started without a local reporter. */
-	const char *given = getenv(EMBER_ENV_OUTPUT_DIR);
-	if (!(given && *given) && server_configured()) {
+	if ((code = output_dir(cmd, &dir)) != 0)
+		goto out;
+	if (!dir) {
 		code = EMBER_EXIT_INTERNAL;
 		if (set_var(EMBER_ENV_AUTOSTART, "1") < 0 || (code = start_engine(&e, tree)) != 0)
 			goto out;
@@ -753,22 +827,6 @@ int ember__cli_run(int argc, char **argv)
 			ember__cli_error("%s was killed by signal %d (%s)", argv[o.cmd], killed_by,
 					 strsignal(killed_by));
 		goto out;
-	}
-	if (given && *given) {
-		code = EMBER_EXIT_INTERNAL;
-		if (!(dir = strdup(given))) {
-			ember__cli_error("out of memory");
-			goto out;
-		}
-	} else {
-		if (ember__cli_make_default_outdir(cmd, &dir) < 0) {
-			ember__cli_error("%s", ember_last_error());
-			code = EMBER_EXIT_USAGE;
-			goto out;
-		}
-		code = EMBER_EXIT_INTERNAL;
-		if (set_var(EMBER_ENV_OUTPUT_DIR, dir) < 0)
-			goto out;
 	}
 	if ((code = start_engine(&e, tree)) != 0)
 		goto out;
@@ -783,4 +841,65 @@ out:
 	free(o.headers);
 	free(o.value);
 	return code;
+}
+
+/* ---- the options other commands share (`emberprof attach`) ---- */
+
+int ember__cli_opts_parse(const char *name, void (*usage)(FILE *), int argc, char **argv,
+			  ember__cli_opts **out, int *first)
+{
+	*out = NULL;
+	run_opts *o = calloc(1, sizeof(*o));
+	if (!o || !(o->value = calloc(ember__noptions, sizeof(*o->value)))) {
+		free(o);
+		ember__cli_error("out of memory");
+		return EMBER_EXIT_INTERNAL;
+	}
+	o->top = DEFAULT_TOP;
+	o->name = name;
+	o->usage = usage;
+	int rc = parse_options(argc, argv, o);
+	if (rc >= 0) {
+		ember__cli_opts_free(o);
+		return rc;
+	}
+	*first = o->cmd;
+	*out = o;
+	return -1;
+}
+
+int ember__cli_opts_setup(ember__cli_opts *o, const char *app, char **dir, int *alloc_hook)
+{
+	*dir = NULL;
+	if (export_options(o, app) < 0)
+		return EMBER_EXIT_USAGE;
+	int code = validate_environment(o, alloc_hook);
+	if (code)
+		return code;
+	warn_unknown_variables();
+	unsetenv(EMBER_ENV_PROFILE_PID);
+	return output_dir(app, dir);
+}
+
+void ember__cli_opts_summary(const ember__cli_opts *o, ember__cli_summary *s)
+{
+	s->top = o->top;
+	s->quiet = o->quiet;
+	s->flame = o->flame;
+	s->follow = following();
+}
+
+int ember__cli_opts_verbose(void)
+{
+	return log_verbose();
+}
+
+void ember__cli_opts_free(ember__cli_opts *o)
+{
+	if (!o)
+		return;
+	free(o->tags);
+	free(o->headers);
+	free(o->value);
+	free(o);
 }

@@ -13,7 +13,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "agent/agent_internal.h"
+#include "agent/agent.h"
 #include "cli.h"
 #include "emberprof.h"
 #include "tree/perf_tree.h"
@@ -305,6 +305,17 @@ void ember__cli_tree_watch(ember__cli_tree *ct, ember__cli_watch *out)
 const char *ember__cli_tree_attach_error(const ember__cli_tree *ct)
 {
 	return ct && ct->attach_error[0] ? ct->attach_error : NULL;
+}
+
+ember__tree *ember__cli_tree_engine(ember__cli_tree *ct)
+{
+	return ct->t;
+}
+
+void ember__cli_tree_stop(ember__cli_tree *ct)
+{
+	(void)ember__tree_finish(ct->t);
+	print_stats(ct);
 }
 
 void ember__cli_tree_free(ember__cli_tree *ct)

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "encode/otlp.h"
 #include "engine/engine_perf.h"
 #include "cli.h"
 #include "emberprof.h"
@@ -157,6 +158,8 @@ int ember__cli_version(int argc, char **argv)
 	else
 		printf("preloads: not found: %s\n", ember_last_error());
 	free(lib);
+	printf("OTLP profiles: opentelemetry-proto %s, profiles %s\n", EMBER_OTLP_PROTO_TAG,
+	       EMBER_OTLP_PROFILES_VERSION);
 	printf("optional parts on this machine:\n");
 	fflush(stdout);
 	static const char *const curl[] = {"libcurl.so.4", "libcurl-gnutls.so.4"};

@@ -13,7 +13,7 @@
 #   <libdir>/pkgconfig/emberprof.pc, emberprof-uv.pc, emberprof-event.pc
 #   <libdir>/cmake/emberprof/emberprof{Config,ConfigVersion,Targets*}.cmake
 #   share/man/man1/emberprof.1, share/man/man3/emberprof.3 (+ emberprof.h.3)
-#   share/doc/emberprof/ README.md, docs/*.md, examples/ (demo.c, s3_example.c)
+#   share/doc/emberprof/ README.md, docs/*.md, docs/design/, examples/ (demo.c, s3_example.c)
 #
 # There is no public static library: the only archive the build makes
 # (emberprof_internal) exposes every internal symbol for the tests and the
@@ -84,6 +84,9 @@ install(FILES ${CMAKE_SOURCE_DIR}/docs/man/emberprof.3 ${CMAKE_SOURCE_DIR}/docs/
   DESTINATION ${CMAKE_INSTALL_MANDIR}/man3 COMPONENT Development)
 install(FILES ${CMAKE_SOURCE_DIR}/README.md ${CMAKE_SOURCE_DIR}/docs/CONFIG.md
   ${CMAKE_SOURCE_DIR}/docs/ARCHITECTURE.md
+  DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT Runtime)
+# ARCHITECTURE.md's topic pages, which it links as design/*.md
+install(DIRECTORY ${CMAKE_SOURCE_DIR}/docs/design
   DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT Runtime)
 install(FILES ${CMAKE_SOURCE_DIR}/demo/demo.c ${CMAKE_SOURCE_DIR}/examples/s3_example.c
   DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples COMPONENT Development)

@@ -825,7 +825,7 @@ typedef struct ember_s3_options {
  */
 EMBER_API int ember_reporter_s3(ember_reporter *out, const ember_s3_options *opts);
 
-/* ---- long polls (pollcatch; docs/ARCHITECTURE.md "Long polls") ---- */
+/* ---- long polls (pollcatch; docs/design/pollcatch.md) ---- */
 
 /**
  * Marks the start of one callback, task poll or turn of an event loop on

@@ -6,12 +6,15 @@ set -euo pipefail
 PKGS=(
   build-essential cmake pkg-config     # toolchain
   libelf-dev libdw-dev                  # elfutils: symbols, debuginfo, lines
+  libdebuginfod1                        # elfutils' debuginfod client: the CLI fetches debug files by build id (dlopen'ed)
+  debuginfod                            # tests only: the real server tests/symbolize/test_debuginfod.sh fetches from
   zlib1g-dev                            # gzip for pprof
   libcurl4-openssl-dev                  # HTTP(S) uploads (Pyroscope reporter)
   python3                               # the tests' fake Pyroscope server (stdlib only)
   libiberty-dev                         # C++/Rust demangler
   binutils                              # readelf, used by tests
   golang-go                             # `go tool pprof` checks every pprof we write
+  protobuf-compiler python3-protobuf    # tests only: the OTLP test receiver decodes with modules protoc generates from the pinned opentelemetry-proto
   google-perftools libgoogle-perftools-dev  # gperftools: the benchmark's peer
   clang libclang-rt-14-dev              # libFuzzer targets
   lld                                   # tests only: tests/plt links x86-64 and aarch64 programs with lld, whose .plt has no CFI

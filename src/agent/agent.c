@@ -45,9 +45,9 @@ int ember__config_bind_reporters(ember__config *cfg)
 					  : cfg->hz,
 		.interval_ms = cfg->interval_ms,
 		.thread_labels = cfg->thread_labels,
-		.log_fn = cfg->log_fn,
-		.log_userdata = cfg->log_ud,
-		.log_level = (ember_log_level)cfg->log_level,
+		.log_fn = cfg->log.fn,
+		.log_userdata = cfg->log.ud,
+		.log_level = (ember_log_level)cfg->log.level,
 		.wall_ms = cfg->backend == EMBER_BACKEND_ASYNC_PROFILER ? 0 : cfg->wall_ms,
 		.alloc = cfg->alloc_mean != 0,
 		.max_depth = cfg->max_depth,
@@ -95,7 +95,7 @@ EMBER_API int ember_builder_build(ember_agent **out, ember_builder *b)
 	c->cfg = b->cfg; /* the agent takes over everything the builder owned */
 	free(b);
 	int brc = c->cfg.backend == EMBER_BACKEND_ASYNC_PROFILER
-			  ? ember__asprof_check_reporters(&c->cfg)
+			  ? ember__asprof_check_reporters(c->cfg.reporters, c->cfg.nreporters)
 			  : 0;
 	/* Allocation profiling is our sampler's (src/heap/); async-profiler
 	 * has its own, configured through its options. */
@@ -157,11 +157,12 @@ EMBER_API void ember_agent_shutdown(ember_agent *a)
  */
 static void start_alloc_profiling(ember__core *c)
 {
-	if (ember__alloc_backend_setup(&c->heap, &c->cfg, &c->jemalloc_source) != 0) {
+	ember__heap_cfg hcfg = ember__config_heap(&c->cfg);
+	if (ember__alloc_backend_setup(&c->heap, &hcfg, &c->jemalloc_source) != 0) {
 		ember__log(&c->cfg, EMBER_LOG_ERROR, "allocation profiling off: %s", ember_last_error());
 		return;
 	}
-	if (ember__heapprof_start(&c->heap, &c->cfg, c->want_jfr) != 0) {
+	if (ember__heapprof_start(&c->heap, &hcfg, c->want_jfr) != 0) {
 		ember__log(&c->cfg, EMBER_LOG_ERROR, "allocation profiling off: %s", ember_last_error());
 		ember__heapprof_stop(c->heap);
 	}
@@ -198,10 +199,6 @@ static void log_blocked_threads(ember__core *c, int at_stop)
 static void *agent_main(void *arg)
 {
 	ember__core *c = arg;
-	sigset_t all;
-	sigfillset(&all);
-	ember__sigmask_kernel(SIG_BLOCK, &all, NULL);
-	pthread_setname_np(pthread_self(), "emberprof");
 	/* On jemalloc with profiling, the agent's own allocations stay out of
 	 * the program's heap profile. */
 	if (c->cfg.alloc_mean)
@@ -216,7 +213,7 @@ static void *agent_main(void *arg)
 		int urc = 0;
 		if (c->utab)
 			ember__unwind_tables_attach(c->utab, &c->sig.unwind_snap);
-		else if ((urc = ember__unwind_tables_new(&c->utab, &c->sig.unwind_snap, &c->cfg)) == 0)
+		else if ((urc = ember__unwind_tables_new(&c->utab, &c->sig.unwind_snap, &c->cfg.log)) == 0)
 			use_table_cache(c);
 		/* Not with wall-clock profiling: a thread asleep since start
 		 * would have its one sleeping stack, taken before any table,
@@ -487,11 +484,7 @@ EMBER_API int ember_agent_start(ember_running **out, ember_agent *a)
 	c->last_scan = now_ns(CLOCK_MONOTONIC);
 	c->drain_ns = DRAIN_NS;
 
-	pthread_attr_t attr;
-	pthread_attr_init(&attr);
-	pthread_attr_setstacksize(&attr, 1u << 20);
-	rc = ember__real_pthread_create(&c->thread, &attr, agent_main, c);
-	pthread_attr_destroy(&attr);
+	rc = ember__thread_start(&c->thread, 1u << 20, agent_main, c, "emberprof");
 	if (rc != 0) {
 		ember__sigpath_uninstall(c->cfg.signo, &c->old_action);
 		ember__sampbuf_destroy(&c->sig.buf);
@@ -553,7 +546,7 @@ static void log_lost_lines(const ember__core *c)
 {
 	int e = 0;
 	uint64_t failed = ember__logfd_failed(&e), lost = ember__logfd_lost();
-	if (c->cfg.log_fn || (!failed && !lost))
+	if (c->cfg.log.fn || (!failed && !lost))
 		return;
 	ember__log(&c->cfg, EMBER_LOG_WARN,
 		   "%" PRIu64 " log lines could not be written to standard error: %" PRIu64
@@ -614,7 +607,8 @@ static int asprof_deliver(void *ctx, const ember_report *rep)
 /* Starts async-profiler instead of our sampler: no handler, no timers. */
 static int asprof_agent_start(ember_running **out, ember__core *c)
 {
-	int rc = ember__asprof_run_start(&c->asprof, &c->cfg, c->seq, asprof_deliver, c);
+	ember__asprof_run_cfg rcfg = {&c->cfg.asprof, c->cfg.app_name, c->cfg.interval_ms, &c->cfg.log};
+	int rc = ember__asprof_run_start(&c->asprof, &rcfg, c->seq, asprof_deliver, c);
 	if (rc)
 		return rc;
 	c->state = STATE_RUNNING;

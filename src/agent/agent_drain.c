@@ -167,7 +167,7 @@ void ember__core_ensure_symbolizer(ember__core *c)
 {
 	if (c->sym)
 		return;
-	if (ember__symbolizer_new(&c->sym) != 0) {
+	if (ember__symbolizer_new_opts(&c->sym, ember__config_symbolizer_flags(&c->cfg)) != 0) {
 		/* tried again at the next drain; said once */
 		ember__log(&c->cfg, c->sym_failures++ ? EMBER_LOG_DEBUG : EMBER_LOG_WARN,
 			   "no symbolizer, profiles will hold addresses only: %s", ember_last_error());

@@ -5,6 +5,7 @@
  * reporter; an empty final window reports nothing.
  */
 #include "agent/core.h"
+#include "report/otlp.h"
 
 /* The formats a reporter takes (0 means pprof). */
 static unsigned reporter_formats(const ember_reporter *r)
@@ -63,11 +64,9 @@ static int deliver_profile(ember__core *c, int rc, ember__profile *p, const char
 		want_pprof |= (reporter_formats(&c->cfg.reporters[i]) & EMBER_FORMAT_PPROF) != 0;
 	if (rc == 0 && want_pprof)
 		rc = ember__pprof_encode(p, &pb, &pblen);
-	if (keep && p && rc == 0)
-		*keep = p;
-	else
-		ember__profile_free(p);
 	if (rc) {
+		ember__profile_free(p);
+		p = NULL;
 		ember__log(&c->cfg, EMBER_LOG_ERROR, "window %" PRIu32 " (%s) could not be encoded, %" PRIu64
 			   " samples lost: %s", c->seq, type, samples, ember_last_error());
 		atomic_fetch_add(&c->report_failures, 1);
@@ -86,9 +85,16 @@ static int deliver_profile(ember__core *c, int rc, ember__profile *p, const char
 		.format = EMBER_FORMAT_PPROF,
 		.interval_ms = c->cfg.interval_ms,
 	};
-	if (want_pprof)
+	if (want_pprof) {
+		ember__otlp_window_profile(p); /* the model, for the OTLP reporter */
 		rc = ember__core_call_reporters(c, &rep);
+		ember__otlp_window_profile(NULL);
+	}
 	free(pb);
+	if (keep && p)
+		*keep = p;
+	else
+		ember__profile_free(p);
 	return rc;
 }
 
@@ -101,7 +107,8 @@ static int report_profile(ember__core *c, const ember__agg *a, int kind, int64_t
 			  ember__profile **keep)
 {
 	ember__profile *p = NULL;
-	int rc = ember__window_profile(a, c->sym, &c->cfg, kind, c->win_start, end, &p);
+	ember__window_cfg wcfg = ember__config_window(&c->cfg);
+	int rc = ember__window_profile(a, c->sym, &wcfg, kind, c->win_start, end, &p);
 	return deliver_profile(c, rc, p, kind == EMBER__PROFILE_WALL ? "wall" : "cpu", a->samples,
 			       end, final, keep);
 }
@@ -117,7 +124,8 @@ static int report_memory(ember__core *c, int64_t end, int final, int *any, ember
 		return 0;
 	ember__profile *p = NULL;
 	uint64_t n = 0;
-	int rc = ember__heapprof_window(c->heap, c->sym, &c->cfg, c->win_start, end, final, &p, &n);
+	ember__heap_cfg hcfg = ember__config_heap(&c->cfg);
+	int rc = ember__heapprof_window(c->heap, c->sym, &hcfg, c->win_start, end, final, &p, &n);
 	if (rc == 0 && p && final && !c->run_reported && p->nsamples == 0) {
 		/* the final window of a run that had nothing at all */
 		ember__profile_free(p);
@@ -295,6 +303,7 @@ int ember__core_close_window(ember__core *c, int64_t end, int final)
 	int mrc = report_memory(c, end, final, &any, c->want_jfr ? &jfr[EMBER_JFR_MALLOC] : NULL);
 	if (!rc)
 		rc = mrc;
+	ember__otlp_window_done(); /* the OTLP reporters send the window's one request */
 	if (any && c->want_jfr) {
 		int jrc = report_jfr(c, jfr, end, final);
 		if (!rc)

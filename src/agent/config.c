@@ -8,12 +8,14 @@
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "agent/agent_internal.h"
 #include "agent/options.h"
 #include "asprof/asprof_config.h"
+#include "report/otlp.h"
 #include "report/pyroscope.h"
 #include "report/s3.h"
 #include "symbols/symbolizer.h"
@@ -29,7 +31,7 @@ void ember__config_defaults(ember__config *c)
 	c->unwind = EMBER_UNWIND_AUTO;
 	c->engine = EMBER_ENGINE_AUTO;
 	c->signo = SIGPROF;
-	c->log_level = EMBER_LOG_WARN;
+	c->log.level = EMBER_LOG_WARN;
 	c->poll_threshold_ms = 10;
 }
 
@@ -240,10 +242,28 @@ EMBER_API int ember_builder_set_log(ember_builder *b, ember_log_fn fn, void *use
 {
 	if (level < EMBER_LOG_OFF || level > EMBER_LOG_DEBUG)
 		return ember__error(EMBER_ERR_INVALID, "unknown log level %d", (int)level);
-	b->cfg.log_fn = fn;
-	b->cfg.log_ud = userdata;
-	b->cfg.log_level = level;
+	b->cfg.log.fn = fn;
+	b->cfg.log.ud = userdata;
+	b->cfg.log.level = level;
 	return 0;
+}
+
+EMBER_API int ember_builder_set_backend(ember_builder *b, ember_backend backend)
+{
+	if (!b)
+		return ember__error(EMBER_ERR_INVALID, "builder is NULL");
+	if (backend != EMBER_BACKEND_BUILTIN && backend != EMBER_BACKEND_ASYNC_PROFILER)
+		return ember__error(EMBER_ERR_INVALID, "unknown backend %d", (int)backend);
+	b->cfg.backend = backend;
+	return 0;
+}
+
+EMBER_API int ember_builder_set_asprof_options(ember_builder *b, const ember_asprof_options *in)
+{
+	if (!b || !in)
+		return ember__error(EMBER_ERR_INVALID, "ember_builder_set_asprof_options: %s is NULL",
+				    b ? "options" : "builder");
+	return ember__asprof_options_to_config(in, &b->cfg.asprof);
 }
 
 EMBER_API int ember_builder_follow_forks(ember_builder *b, ember_fork_fn fn, void *userdata)
@@ -305,12 +325,15 @@ EMBER_API int ember_builder_apply_env(ember_builder *b)
 	ember__opt_ctx c = {.b = b, .target = &b->cfg};
 	int rc = ember__options_apply(&c, EMBER__OPT_BUILDER);
 	if (rc == 0)
-		rc = ember__asprof_apply_env(b);
+		rc = ember__asprof_apply_env(&b->cfg.asprof, &b->cfg.backend);
 	if (rc)
 		return rc;
 	c.formats = b->cfg.backend == EMBER_BACKEND_ASYNC_PROFILER ? EMBER_FORMAT_JFR
 								     : EMBER_FORMAT_PPROF;
 	if ((rc = ember__options_apply(&c, EMBER__OPT_OUTPUT)) || (rc = ember__s3_apply_env(b)))
+		return rc;
+	/* the OTLP reporter's OTEL_* variables (src/report/otlp_env.c) */
+	if ((rc = ember__otlp_apply_env(b)))
 		return rc;
 	return ember__pyroscope_apply_env(b);
 }
@@ -320,4 +343,17 @@ int ember__config_lines_policy(const ember__config *cfg)
 	return cfg->lines == EMBER_LINES_ALL	? EMBER__LINES_ALL
 	       : cfg->lines == EMBER_LINES_NONE ? EMBER__LINES_NONE
 						: EMBER__LINES_APP;
+}
+
+unsigned ember__config_symbolizer_flags(const ember__config *cfg)
+{
+	return cfg->no_symbolize ? EMBER__SYM_ADDRESSES_ONLY : 0u;
+}
+
+void ember__log(const ember__config *c, ember_log_level level, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	ember__vlogf(c ? &c->log : NULL, level, fmt, ap);
+	va_end(ap);
 }

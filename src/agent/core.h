@@ -20,13 +20,14 @@
 #include <unistd.h>
 
 #include "agent/agent_internal.h"
-#include "agent/aggregate.h"
+#include "profile/aggregate.h"
 #include "engine/engine_wall.h"
 #include "engine/wall_replay.h"
+#include "engine/thread_start.h"
 #include "engine/threads.h"
-#include "agent/table_cache.h"
-#include "agent/unwind_tables.h"
-#include "agent/window.h"
+#include "cfi/table_cache.h"
+#include "cfi/unwind_tables.h"
+#include "profile/window.h"
 #include "asprof/asprof_run.h"
 #include "encode/jfr.h"
 #include "encode/pprof.h"
@@ -125,6 +126,14 @@ typedef struct ember__core {
 	_Atomic uint64_t asprof_errors;
 	int jemalloc_source; /* the jemalloc backend was added to heap */
 } ember__core;
+
+/* The allocation profiler's settings (heap/heapprof.h), borrowed from
+ * the agent's configuration. */
+static inline ember__heap_cfg ember__config_heap(const ember__config *c)
+{
+	return (ember__heap_cfg){c->alloc_mean, c->max_depth, c->alloc_backend,
+				 ember__config_window(c), &c->log};
+}
 
 static inline int64_t now_ns(clockid_t clk)
 {

@@ -106,6 +106,15 @@ static int a_signal(ember__opt_ctx *c, const ember__option *o, const char *v, em
 	return 0;
 }
 
+static int a_symbolize(ember__opt_ctx *c, const ember__option *o, const char *v,
+		       ember__opt_value x)
+{
+	(void)o;
+	(void)v;
+	c->b->cfg.no_symbolize = !x.i;
+	return 0;
+}
+
 /* k=v[,k=v...] tags. */
 static int a_tags(ember__opt_ctx *c, const ember__option *o, const char *list, ember__opt_value x)
 {
@@ -273,12 +282,18 @@ const ember__option ember__options[] = {
 	 .expect = "expected app, all or none", .store = EMBER__STORE_INT, IN_CFG(lines),
 	 .values = "app|all|none", .deflt = "app", .opt = "lines", .opt_arg = 1,
 	 .help = "file/line for the program's own code, every module, or none"},
+	/* 0: profiles keep addresses, mappings and build ids only (no symbol
+	 * table or DWARF read in the host); `emberprof symbolize` names them */
+	{.name = "EMBERPROF_SYMBOLIZE", .kind = EMBER__OPT_BOOL, .expect = BOOL_EXPECT,
+	 .apply = a_symbolize, .values = "0|1", .deflt = "1", .opt = "symbolize",
+	 .help = "name the frames in the program (the default); --no-symbolize: addresses, "
+		 "mappings and build ids only, named later by `emberprof symbolize`"},
 	{.name = "EMBERPROF_THREAD_LABELS", .kind = EMBER__OPT_BOOL, .expect = BOOL_EXPECT,
 	 .store = EMBER__STORE_INT, IN_CFG(thread_labels), .values = "0|1",
 	 .opt = "thread-labels", .help = "label samples with thread id and name"},
 	{.name = "EMBERPROF_LOG_LEVEL", .kind = EMBER__OPT_CUSTOM, .parse = p_log_level,
 	 .expect = "expected off, error, warn, info or debug", .store = EMBER__STORE_INT,
-	 IN_CFG(log_level), .values = "LEVEL", .deflt = "warn", .opt = "log-level", .opt_arg = 1,
+	 IN_CFG(log.level), .values = "LEVEL", .deflt = "warn", .opt = "log-level", .opt_arg = 1,
 	 .help = "off, error, warn, info or debug"},
 	{.name = "EMBERPROF_TAGS", .flags = EMPTY, .expect = "expected key=value[,key=value...]",
 	 .apply = a_tags, .values = "KEY=VALUE", .opt = "tag", .opt_short = 't', .opt_arg = 1,
@@ -338,6 +353,18 @@ const ember__option ember__options[] = {
 	 .flags = EMPTY | EMBER__OPTF_BY_CODE, .choices = s3_hosts,
 	 .expect = "expected detect, onprem or none", .values = "detect|onprem|none",
 	 .deflt = "detect"},
+
+	/* ---- the OTLP reporter's (src/report/otlp_env.c, with the OTEL_* variables) ---- */
+	{.name = "EMBERPROF_OTLP_URL", .reader = EMBER__OPT_ELSEWHERE,
+	 .where = "src/report/otlp_env.c, the OTLP reporter", .values = "URL", .opt = "otlp",
+	 .opt_arg = 1,
+	 .help = "also send each window to this OpenTelemetry collector over OTLP/HTTP "
+		 "(/v1development/profiles appended), e.g. http://localhost:4318; headers, "
+		 "compression, timeout from OTEL_EXPORTER_OTLP_*"},
+	{.name = "EMBERPROF_OTLP", .reader = EMBER__OPT_ELSEWHERE,
+	 .where = "src/report/otlp_env.c, the OTLP reporter", .values = "on|off", .deflt = "off"},
+	{.name = "EMBERPROF_OTLP_SPOOL_DIR", .reader = EMBER__OPT_ELSEWHERE,
+	 .where = "src/report/otlp_env.c, the OTLP reporter", .values = "DIR"},
 
 	/* ---- Pyroscope's agents' names for the builder's settings (env_pyroscope.c),
 	 * read only with a server URL, each where emberprof's own is unset ---- */
@@ -458,6 +485,8 @@ const ember__option ember__options[] = {
 	 .flags = EMBER__OPTF_INTERNAL, .values = "PID", .where = "src/preload/preload.c"},
 	{.name = "EMBERPROF_WALL_SIGNAL_IDLE", .reader = EMBER__OPT_ELSEWHERE,
 	 .flags = EMBER__OPTF_TEST, .values = "0|1", .where = "src/engine/engine_wall.c"},
+	{.name = "EMBERPROF_DEBUGINFOD_TIMEOUT", .reader = EMBER__OPT_ELSEWHERE, .values = "SECONDS",
+	 .deflt = "30", .where = "tools/symbolize/, emberprof's own debuginfod pass"},
 	{.name = "EMBERPROF_LIB", .reader = EMBER__OPT_ELSEWHERE, .values = "PATH",
 	 .where = "cli/program.c"},
 };

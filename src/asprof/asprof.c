@@ -23,11 +23,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/agent_internal.h"
 #include "asprof/asprof_hooks.h"
 #include "emberprof.h"
 #include "util/error.h"
 #include "util/forkguard.h"
+#include "util/parse.h"
 
 /* upstream: typedef struct { volatile uint64_t sample_counter; } asprof_thread_local_data; */
 typedef struct asprof_tld {

@@ -1,6 +1,7 @@
 /*
  * asprof_config.c - choosing the profiling backend and configuring the
- * async-profiler one: the builder setters and the environment variables
+ * async-profiler one: the checks behind the builder setters (in
+ * agent/config.c) and the environment variables
  * EMBERPROF_BACKEND, EMBERPROF_ASPROF_LIB, EMBERPROF_ASPROF_CPU_INTERVAL,
  * EMBERPROF_ASPROF_WALL_INTERVAL, EMBERPROF_ASPROF_NATIVEMEM and
  * EMBERPROF_ASPROF_ROTATE
@@ -13,21 +14,9 @@
 #include <string.h>
 #include <strings.h>
 
-#include "agent/agent_internal.h"
-#include "asprof/asprof.h"
 #include "asprof/asprof_config.h"
-#include "util/error.h"
 #include "util/envsnap.h"
-
-EMBER_API int ember_builder_set_backend(ember_builder *b, ember_backend backend)
-{
-	if (!b)
-		return ember__error(EMBER_ERR_INVALID, "builder is NULL");
-	if (backend != EMBER_BACKEND_BUILTIN && backend != EMBER_BACKEND_ASYNC_PROFILER)
-		return ember__error(EMBER_ERR_INVALID, "unknown backend %d", (int)backend);
-	b->cfg.backend = backend;
-	return 0;
-}
+#include "util/error.h"
 
 static int check_cpu(uint64_t ns)
 {
@@ -45,11 +34,8 @@ static int check_wall(unsigned ms)
 	return 0;
 }
 
-EMBER_API int ember_builder_set_asprof_options(ember_builder *b, const ember_asprof_options *in)
+int ember__asprof_options_to_config(const ember_asprof_options *in, ember__asprof_config *out)
 {
-	if (!b || !in)
-		return ember__error(EMBER_ERR_INVALID, "ember_builder_set_asprof_options: %s is NULL",
-				    b ? "options" : "builder");
 	ember_asprof_options o;
 	memset(&o, 0, sizeof(o));
 	if (in->sz < offsetof(ember_asprof_options, cpu_interval_ns))
@@ -86,7 +72,7 @@ EMBER_API int ember_builder_set_asprof_options(ember_builder *b, const ember_asp
 			return rc;
 		snprintf(c.library, sizeof(c.library), "%s", o.library);
 	}
-	b->cfg.asprof = c;
+	*out = c;
 	return 0;
 }
 
@@ -96,11 +82,11 @@ static int bad_env(const char *name, const char *value, const char *expect)
 			    value, expect);
 }
 
-int ember__asprof_apply_env(ember_builder *b)
+int ember__asprof_apply_env(ember__asprof_config *out, int *out_backend)
 {
 	const char *v;
-	ember__asprof_config c = b->cfg.asprof;
-	int backend = b->cfg.backend;
+	ember__asprof_config c = *out;
+	int backend = *out_backend;
 	if ((v = ember__getenv("EMBERPROF_BACKEND"))) {
 		if (!strcmp(v, "builtin") || !strcmp(v, "emberprof"))
 			backend = EMBER_BACKEND_BUILTIN;
@@ -148,7 +134,7 @@ int ember__asprof_apply_env(ember_builder *b)
 		else
 			return bad_env("EMBERPROF_ASPROF_ROTATE", v, "expected dump (the default) or stop");
 	}
-	b->cfg.asprof = c;
-	b->cfg.backend = backend;
+	*out = c;
+	*out_backend = backend;
 	return 0;
 }

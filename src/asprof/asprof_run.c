@@ -25,9 +25,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "engine/threads.h"
 #include "asprof/asprof.h"
-#include "sample/sigvirt.h"
+#include "engine/thread_start.h"
 #include "util/error.h"
 #include "util/envsnap.h"
 
@@ -39,7 +38,7 @@
 #define RESTART_NS (3600ll * 1000000000)
 
 struct ember__asprof_run {
-	const ember__config *cfg;
+	ember__asprof_run_cfg cfg;
 	const ember__asprof_api *api;
 	ember__asprof_deliver_fn deliver;
 	void *ctx;
@@ -71,14 +70,14 @@ static int64_t now_ns(clockid_t clk)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-int ember__asprof_check_reporters(const ember__config *cfg)
+int ember__asprof_check_reporters(const ember_reporter *reporters, size_t n)
 {
-	for (size_t i = 0; i < cfg->nreporters; i++)
-		if (!(cfg->reporters[i].formats & EMBER_FORMAT_JFR))
+	for (size_t i = 0; i < n; i++)
+		if (!(reporters[i].formats & EMBER_FORMAT_JFR))
 			return ember__error(EMBER_ERR_INVALID, "reporter %s does not take JFR, the only "
 					    "format the async-profiler backend produces (for local "
 					    "files use ember_reporter_local_ex with EMBER_FORMAT_JFR)",
-					    cfg->reporters[i].name);
+					    reporters[i].name);
 	return 0;
 }
 
@@ -160,7 +159,7 @@ static int exec_cmd(ember__asprof_run *r, const char *cmd)
 	int rc = ember__asprof_exec(r->api, cmd);
 	const char *out = ember__asprof_last_output();
 	if (*out)
-		ember__log(r->cfg, EMBER_LOG_DEBUG, "async-profiler (%.*s): %.*s", (int)strcspn(cmd, ","),
+		ember__logf(r->cfg.log, EMBER_LOG_DEBUG, "async-profiler (%.*s): %.*s", (int)strcspn(cmd, ","),
 			   cmd, (int)strcspn(out, "\n"), out);
 	return rc;
 }
@@ -169,7 +168,7 @@ static int exec_cmd(ember__asprof_run *r, const char *cmd)
 static int start_recording(ember__asprof_run *r)
 {
 	char cmd[256];
-	int rc = ember__asprof_start_command(cmd, sizeof(cmd), &r->cfg->asprof, r->fd[r->active]);
+	int rc = ember__asprof_start_command(cmd, sizeof(cmd), r->cfg.asprof, r->fd[r->active]);
 	int64_t t = now_ns(CLOCK_REALTIME);
 	if (rc == 0)
 		rc = exec_cmd(r, cmd);
@@ -178,7 +177,7 @@ static int start_recording(ember__asprof_run *r)
 		r->off = 0;
 		r->started = now_ns(CLOCK_MONOTONIC);
 		r->win_start = t;
-		ember__log(r->cfg, EMBER_LOG_DEBUG, "async-profiler: %s", cmd);
+		ember__logf(r->cfg.log, EMBER_LOG_DEBUG, "async-profiler: %s", cmd);
 	}
 	return rc;
 }
@@ -225,14 +224,14 @@ static int report_file(ember__asprof_run *r, int idx, uint64_t from, int whole, 
 				  len ? "something else" : "nothing");
 	if (rc) {
 		count_error(r);
-		ember__log(r->cfg, EMBER_LOG_ERROR, "window %" PRIu32 " lost: %s", r->seq,
+		ember__logf(r->cfg.log, EMBER_LOG_ERROR, "window %" PRIu32 " lost: %s", r->seq,
 			   ember_last_error());
 		free(jfr);
 		return rc;
 	}
 	*used = len;
 	ember_report rep = {
-		.app_name = r->cfg->app_name,
+		.app_name = r->cfg.app_name,
 		.profile_type = "jfr",
 		.start_ns = start,
 		.end_ns = end,
@@ -242,7 +241,7 @@ static int report_file(ember__asprof_run *r, int idx, uint64_t from, int whole, 
 		.format = EMBER_FORMAT_JFR,
 		.jfr = jfr,
 		.jfr_len = len,
-		.interval_ms = r->cfg->interval_ms,
+		.interval_ms = r->cfg.interval_ms,
 	};
 	rc = r->deliver(r->ctx, &rep);
 	free(jfr);
@@ -261,7 +260,7 @@ static int rotate_dump(ember__asprof_run *r, int64_t start, int64_t end, int *rc
 {
 	if (exec_cmd(r, "dump,jfr") != 0) {
 		count_error(r);
-		ember__log(r->cfg, EMBER_LOG_WARN, "async-profiler refused to dump (%s); rotating "
+		ember__logf(r->cfg.log, EMBER_LOG_WARN, "async-profiler refused to dump (%s); rotating "
 			   "with stop/start from now on", ember_last_error());
 		r->dump = 0;
 		return 0;
@@ -271,7 +270,7 @@ static int rotate_dump(ember__asprof_run *r, int64_t start, int64_t end, int *rc
 	if (used &&
 	    fallocate(r->fd[r->active], FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)r->off,
 		      (off_t)used) != 0 && errno != EOPNOTSUPP)
-		ember__log(r->cfg, EMBER_LOG_DEBUG, "cannot free the recording's read part: %s",
+		ember__logf(r->cfg.log, EMBER_LOG_DEBUG, "cannot free the recording's read part: %s",
 			   strerror(errno));
 	r->off += used;
 	r->win_start = end;
@@ -300,7 +299,7 @@ static int rotate(ember__asprof_run *r, int final)
 			stopped = 1;
 		} else {
 			count_error(r);
-			ember__log(r->cfg, EMBER_LOG_ERROR, "window %" PRIu32 " lost: %s", r->seq,
+			ember__logf(r->cfg.log, EMBER_LOG_ERROR, "window %" PRIu32 " lost: %s", r->seq,
 				   ember_last_error());
 		}
 	} else {
@@ -312,12 +311,12 @@ static int rotate(ember__asprof_run *r, int final)
 	if (!final) {
 		int next = !r->active;
 		if (ftruncate(r->fd[next], 0) != 0)
-			ember__log(r->cfg, EMBER_LOG_WARN, "cannot truncate the next recording file: %s "
+			ember__logf(r->cfg.log, EMBER_LOG_WARN, "cannot truncate the next recording file: %s "
 				   "(async-profiler truncates it too)", strerror(errno));
 		r->active = next;
 		if (start_recording(r) != 0) {
 			count_error(r);
-			ember__log(r->cfg, EMBER_LOG_ERROR, "window %" PRIu32 " not profiled, retrying "
+			ember__logf(r->cfg.log, EMBER_LOG_ERROR, "window %" PRIu32 " not profiled, retrying "
 				   "at the next boundary: %s", r->seq + 1, ember_last_error());
 		}
 	}
@@ -330,12 +329,8 @@ static int rotate(ember__asprof_run *r, int final)
 static void *run_main(void *arg)
 {
 	ember__asprof_run *r = arg;
-	sigset_t all;
-	sigfillset(&all);
-	ember__sigmask_kernel(SIG_BLOCK, &all, NULL);
-	pthread_setname_np(pthread_self(), "emberprof");
 
-	int rc = ember__asprof_load(r->cfg->asprof.library, &r->api);
+	int rc = ember__asprof_load(r->cfg.asprof->library, &r->api);
 	if (rc == 0) {
 		ember__asprof_init_once(r->api);
 		for (int i = 0; rc == 0 && i < 2; i++) {
@@ -356,10 +351,10 @@ static void *run_main(void *arg)
 	pthread_mutex_unlock(&r->mu);
 	if (rc)
 		return NULL;
-	ember__log(r->cfg, EMBER_LOG_INFO, "async-profiler backend (%s): windows of %u ms",
-		   ember__asprof_api_path(r->api), r->cfg->interval_ms);
+	ember__logf(r->cfg.log, EMBER_LOG_INFO, "async-profiler backend (%s): windows of %u ms",
+		   ember__asprof_api_path(r->api), r->cfg.interval_ms);
 
-	int64_t interval = (int64_t)r->cfg->interval_ms * 1000000;
+	int64_t interval = (int64_t)r->cfg.interval_ms * 1000000;
 	int64_t win_end = (now_ns(CLOCK_REALTIME) / interval + 1) * interval; /* wall-clock aligned */
 	pthread_mutex_lock(&r->mu);
 	while (!r->stop_req) {
@@ -386,20 +381,20 @@ static void *run_main(void *arg)
 	return NULL;
 }
 
-int ember__asprof_run_start(ember__asprof_run **out, const ember__config *cfg, uint32_t first_seq,
-			    ember__asprof_deliver_fn deliver, void *ctx)
+int ember__asprof_run_start(ember__asprof_run **out, const ember__asprof_run_cfg *cfg,
+			    uint32_t first_seq, ember__asprof_deliver_fn deliver, void *ctx)
 {
 	*out = NULL;
 	ember__asprof_run *r = calloc(1, sizeof(*r));
 	if (!r)
 		return ember__error_oom("async-profiler backend");
-	r->cfg = cfg;
+	r->cfg = *cfg;
 	r->deliver = deliver;
 	r->ctx = ctx;
 	r->fd[0] = r->fd[1] = -1;
 	r->seq = first_seq;
 	r->start_rc = 1;
-	r->dump = !cfg->asprof.stop_start;
+	r->dump = !cfg->asprof->stop_start;
 	/* The environment is read here, on the caller's thread, not later on
 	 * ours, where it could race with the application's setenv(). */
 	const char *tmp = ember__secure_getenv("TMPDIR");
@@ -412,11 +407,7 @@ int ember__asprof_run_start(ember__asprof_run **out, const ember__config *cfg, u
 	pthread_cond_init(&r->cv, &ca);
 	pthread_condattr_destroy(&ca);
 
-	pthread_attr_t attr;
-	pthread_attr_init(&attr);
-	pthread_attr_setstacksize(&attr, 1u << 20);
-	int rc = ember__real_pthread_create(&r->thread, &attr, run_main, r);
-	pthread_attr_destroy(&attr);
+	int rc = ember__thread_start(&r->thread, 1u << 20, run_main, r, "emberprof");
 	if (rc != 0) {
 		rc = ember__error_errno(EMBER_ERR_SYS, rc, "cannot start the agent thread");
 		goto fail;

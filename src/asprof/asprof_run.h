@@ -15,9 +15,12 @@
 #ifndef EMBER_ASPROF_RUN_H
 #define EMBER_ASPROF_RUN_H
 
+#include <stddef.h>
 #include <stdint.h>
 
-#include "agent/agent_internal.h"
+#include "asprof/asprof.h"
+#include "emberprof.h"
+#include "util/log.h"
 
 /*
  * Hands one report to the reporters (called on the run's thread). Returns
@@ -27,16 +30,25 @@ typedef int (*ember__asprof_deliver_fn)(void *ctx, const ember_report *rep);
 
 typedef struct ember__asprof_run ember__asprof_run;
 
+/* What a run takes from the agent's settings (copied at start; what the
+ * pointers point to is borrowed for the run's life). */
+typedef struct ember__asprof_run_cfg {
+	const ember__asprof_config *asprof; /* the backend's settings */
+	const char *app_name;               /* for the reports */
+	unsigned interval_ms;               /* window length */
+	const ember__logger *log;           /* may be NULL: nothing logged */
+} ember__asprof_run_cfg;
+
 /*
  * Starts a run: creates the thread, which loads the library (cfg->asprof),
  * calls asprof_init once, makes the two files and sends the first `start`;
  * returns once that is done. Windows get seq numbers from `first_seq` on.
- * `cfg` is borrowed for the run's life. On failure nothing is left behind
+ * `cfg` is copied; what it points to is borrowed for the run's life. On failure nothing is left behind
  * and the message names the problem (EMBER_ERR_UNSUPPORTED: library or
  * symbol missing; EMBER_ERR_SYS: async-profiler refused to start).
  */
-int ember__asprof_run_start(ember__asprof_run **out, const ember__config *cfg, uint32_t first_seq,
-			    ember__asprof_deliver_fn deliver, void *ctx);
+int ember__asprof_run_start(ember__asprof_run **out, const ember__asprof_run_cfg *cfg,
+			    uint32_t first_seq, ember__asprof_deliver_fn deliver, void *ctx);
 
 /*
  * Stops the run: its thread sends the final `stop`, reports the last
@@ -54,6 +66,6 @@ uint64_t ember__asprof_run_errors(const ember__asprof_run *r);
  * Refuses (EMBER_ERR_INVALID, naming it) a configuration whose reporter
  * does not take EMBER_FORMAT_JFR: async-profiler's output is JFR only.
  */
-int ember__asprof_check_reporters(const ember__config *cfg);
+int ember__asprof_check_reporters(const ember_reporter *reporters, size_t n);
 
 #endif

@@ -65,7 +65,7 @@ typedef struct ember__cfi_table {
 	size_t block_len;
 	size_t bytes;    /* memory held by the table: struct, rows and index or block */
 	ember__cfi_stats stats;
-	/* a table loaded from the unwind-table cache (src/agent/table_cache.h):
+	/* a table loaded from the unwind-table cache (src/cfi/table_cache.h):
 	 * rows and index, or the packed arrays, point into this read-only file
 	 * mapping, unmapped by ember__cfi_table_free; NULL for a table on the
 	 * heap */

@@ -385,7 +385,7 @@ int ember__pprof_encode_raw(const ember__profile *p, uint8_t **out, size_t *out_
 }
 
 /* Compresses in[0..len) into a malloc'd gzip stream. */
-static int gzip_buffer(const uint8_t *in, size_t len, uint8_t **out, size_t *out_len)
+int ember__gzip(const uint8_t *in, size_t len, uint8_t **out, size_t *out_len)
 {
 	int lrc = ember__lazydep_load(&ember__zlib);
 	if (lrc < 0)
@@ -440,7 +440,7 @@ int ember__pprof_encode(const ember__profile *p, uint8_t **out, size_t *out_len)
 	int err = ember__pprof_encode_raw(p, &raw, &raw_len);
 	if (err)
 		return err;
-	err = gzip_buffer(raw, raw_len, out, out_len);
+	err = ember__gzip(raw, raw_len, out, out_len);
 	free(raw);
 	return err;
 }

@@ -48,6 +48,10 @@
  */
 int ember__pprof_encode(const ember__profile *p, uint8_t **out, size_t *out_len);
 
+/* Compresses in[0..len) (borrowed) into a malloc'd gzip stream *out (the
+ * caller's). 0, EMBER_ERR_NOMEM, EMBER_ERR_FORMAT if zlib fails. */
+int ember__gzip(const uint8_t *in, size_t len, uint8_t **out, size_t *out_len);
+
 /* The same without gzip: *out is raw profile.proto, caller frees. */
 int ember__pprof_encode_raw(const ember__profile *p, uint8_t **out, size_t *out_len);
 

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "engine/thread_start.h"
 #include "engine/threads.h"
 #include "engine/wall_remote.h"
 #include "emberprof.h"
@@ -197,10 +198,6 @@ static size_t tick(ember__wall *w, int64_t now, int final, size_t *nthreads)
 static void *wall_main(void *arg)
 {
 	ember__wall *w = arg;
-	sigset_t all;
-	sigfillset(&all);
-	ember__sigmask_kernel(SIG_BLOCK, &all, NULL);
-	pthread_setname_np(pthread_self(), "emberprof-wall");
 	ember__threads_exclude(w->threads, (int32_t)gettid());
 
 	int64_t next = mono_ns() + w->interval_ns;
@@ -254,11 +251,7 @@ int ember__wall_start(ember__wall *w, struct ember__threads *t, int signo, unsig
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&w->cv, &ca);
 	pthread_condattr_destroy(&ca);
-	pthread_attr_t attr;
-	pthread_attr_init(&attr);
-	pthread_attr_setstacksize(&attr, 256u << 10);
-	int rc = ember__real_pthread_create(&w->thread, &attr, wall_main, w);
-	pthread_attr_destroy(&attr);
+	int rc = ember__thread_start(&w->thread, 256u << 10, wall_main, w, "emberprof-wall");
 	if (rc != 0) {
 		pthread_mutex_destroy(&w->mu);
 		pthread_cond_destroy(&w->cv);

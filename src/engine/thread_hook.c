@@ -83,6 +83,7 @@ struct trampoline {
 	void *arg;
 	int internal; /* an emberprof thread: its allocations are never profiled */
 	int sig_blocked; /* the creator virtually blocks the sampling signal (sigvirt.h) */
+	const char *name; /* emberprof's own threads: their name (static), else NULL */
 };
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -119,11 +120,13 @@ static void *internal_thread_start(void *p)
 	struct trampoline tr = *(struct trampoline *)p;
 	free(p);
 	ember__heap_set_internal(1);
+	if (tr.name)
+		pthread_setname_np(pthread_self(), tr.name);
 	return tr.fn(tr.arg);
 }
 
 int ember__real_pthread_create(pthread_t *th, const pthread_attr_t *attr,
-			       void *(*fn)(void *), void *arg)
+			       void *(*fn)(void *), void *arg, const char *name)
 {
 	pthread_create_fn f = resolve_real();
 	if (!f)
@@ -131,7 +134,7 @@ int ember__real_pthread_create(pthread_t *th, const pthread_attr_t *attr,
 	struct trampoline *tr = malloc(sizeof(*tr));
 	if (!tr) /* ENOMEM, not pthread_create's EAGAIN: the message then says why */
 		return ENOMEM;
-	*tr = (struct trampoline){fn, arg, 1, 0};
+	*tr = (struct trampoline){fn, arg, 1, 0, name};
 	int rc = f(th, attr, internal_thread_start, tr);
 	if (rc != 0)
 		free(tr);
@@ -164,6 +167,7 @@ int ember__hooked_pthread_create(pthread_t *th, const pthread_attr_t *attr,
 	/* A thread an emberprof thread creates (libcurl's resolver) is ours too. */
 	tr->internal = ember__heap_internal();
 	tr->sig_blocked = ember__sigvirt_blocked();
+	tr->name = NULL;
 	int rc = real(th, attr, ember_thread_start, tr);
 	if (rc != 0)
 		free(tr);

@@ -111,7 +111,7 @@ typedef struct ember__threads {
 	 * each leaves (exit hook) or sampling stops: the CPU they used since
 	 * armed, and what their samples weigh. The difference is CPU in no
 	 * sample: expirations the kernel had not checked yet when a thread
-	 * left, many under heavy CPU contention (docs/ARCHITECTURE.md, Limits). */
+	 * left, many under heavy CPU contention (docs/design/limits.md). */
 	_Atomic uint64_t tail_cpu_ns, tail_weight_ns;
 	/* For the agent's log (ember__threads_take_blocked): threads found
 	 * blocking, and blocking threads gone with CPU time unsampled. */
@@ -252,8 +252,10 @@ int ember__hooked_pthread_create(pthread_t *th, const pthread_attr_t *attr,
 void *ember__pthread_create_entry(void);
 
 /* The real pthread_create (resolved once by thread_hook.c), for the
- * agent's own threads; ENOMEM if the trampoline cannot be allocated. */
+ * agent's own threads (engine/thread_start.h): the new thread names
+ * itself `name` (static; NULL: not named) before fn runs. ENOMEM if the
+ * trampoline cannot be allocated. */
 int ember__real_pthread_create(pthread_t *th, const pthread_attr_t *attr,
-			       void *(*fn)(void *), void *arg);
+			       void *(*fn)(void *), void *arg, const char *name);
 
 #endif

@@ -64,7 +64,7 @@ int ember__heapprof_add_source(ember__heapprof **hp, const ember__heap_source *s
 	return 0;
 }
 
-int ember__heapprof_start(ember__heapprof **hpp, const ember__config *cfg, int want_events)
+int ember__heapprof_start(ember__heapprof **hpp, const ember__heap_cfg *cfg, int want_events)
 {
 	int rc = ensure(hpp);
 	if (rc)
@@ -78,12 +78,12 @@ int ember__heapprof_start(ember__heapprof **hpp, const ember__config *cfg, int w
 	for (size_t i = 0; i < hp->nsrc; i++) {
 		hp->src_on[i] = 1;
 		if (hp->src[i].start && hp->src[i].start(hp->src[i].ud, hp->mean) < 0) {
-			ember__log(cfg, EMBER_LOG_WARN, "heap source %s not used: %s", hp->src[i].name,
+			ember__logf(cfg->log, EMBER_LOG_WARN, "heap source %s not used: %s", hp->src[i].name,
 				   ember_last_error());
 			hp->src_on[i] = 0;
 		}
 		if (hp->src_on[i] && (hp->src[i].flags & EMBER_HEAP_SOURCE_EXCLUSIVE)) {
-			ember__log(cfg, EMBER_LOG_INFO, "allocation profiling through %s, not the malloc hook",
+			ember__logf(cfg->log, EMBER_LOG_INFO, "allocation profiling through %s, not the malloc hook",
 				   hp->src[i].name);
 			exclusive = 1;
 		}
@@ -114,18 +114,18 @@ int ember__heapprof_start(ember__heapprof **hpp, const ember__config *cfg, int w
 	ember__tsclock_start(&hp->clock);
 	void *entry = ember__heap_malloc_entry();
 	if (!entry)
-		ember__log(cfg, EMBER_LOG_WARN, "allocation profiling: this library does not interpose "
+		ember__logf(cfg->log, EMBER_LOG_WARN, "allocation profiling: this library does not interpose "
 			   "malloc (libemberprof_noalloc.so, or a sanitizer build); memory profiles "
 			   "will hold only other sources");
 	else if (dlsym(RTLD_DEFAULT, "malloc") != entry)
-		ember__log(cfg, EMBER_LOG_WARN, "allocation profiling: malloc is not emberprof's here "
+		ember__logf(cfg->log, EMBER_LOG_WARN, "allocation profiling: malloc is not emberprof's here "
 			   "(another allocator comes first, or emberprof was dlopen'ed); memory "
 			   "profiles will hold only what reaches emberprof's malloc");
 	else {
 		Dl_info info;
 		void *real = ember__heap_real_malloc();
 		const char *lib = real && dladdr(real, &info) && info.dli_fname ? info.dli_fname : "?";
-		ember__log(cfg, EMBER_LOG_INFO, "allocation profiling: one sample per %llu bytes on "
+		ember__logf(cfg->log, EMBER_LOG_INFO, "allocation profiling: one sample per %llu bytes on "
 			   "average, allocations served by %s", (unsigned long long)hp->mean, lib);
 	}
 	return 0;
@@ -269,7 +269,7 @@ static void add_live(void *ud, uintptr_t p, const ember__live_val *v)
 		c->failed = 1;
 }
 
-int ember__heapprof_window(ember__heapprof *hp, ember__symbolizer *sym, const ember__config *cfg,
+int ember__heapprof_window(ember__heapprof *hp, ember__symbolizer *sym, const ember__heap_cfg *cfg,
 			   int64_t start_ns, int64_t end_ns, int final, ember__profile **out,
 			   uint64_t *nsamples)
 {
@@ -290,14 +290,14 @@ int ember__heapprof_window(ember__heapprof *hp, ember__symbolizer *sym, const em
 			continue;
 		ember__error_clear();
 		if (hp->src[i].collect(hp->src[i].ud, start_ns, end_ns, &hp->cur) != 0) {
-			ember__log(cfg, EMBER_LOG_WARN, "heap source %s: %s", hp->src[i].name,
+			ember__logf(cfg->log, EMBER_LOG_WARN, "heap source %s: %s", hp->src[i].name,
 				   ember_last_error());
 			rc = rc ? rc : EMBER_ERR_REPORTER;
 		}
 	}
 	*nsamples = allocs;
 	if (hp->cur.n || final)
-		rc = ember__memagg_profile(&hp->cur, sym, cfg, hp->mean, start_ns, end_ns, out) ?: rc;
+		rc = ember__memagg_profile(&hp->cur, sym, &cfg->window, hp->mean, start_ns, end_ns, out) ?: rc;
 	/* Each event names its stack's sample in that profile (JFR). */
 	for (size_t i = 0; i < hp->nev_cur; i++) {
 		const ember__memagg_stack *s = *out ? ember__memagg_find(&hp->cur, hp->ev_cur[i].stack) : NULL;

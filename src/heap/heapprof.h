@@ -19,12 +19,26 @@
 
 #include <stdint.h>
 
-#include "agent/agent_internal.h"
 #include "heap/memagg.h"
 #include "profile/profile.h"
+#include "profile/window.h"
 #include "symbols/symbolizer.h"
+#include "util/log.h"
 
 typedef struct ember__heapprof ember__heapprof;
+
+/*
+ * What allocation profiling takes from the agent's settings (filled from
+ * its ember__config: ember__config_heap, agent/core.h). Borrowed for
+ * each call that takes it; nothing keeps it.
+ */
+typedef struct ember__heap_cfg {
+	uint64_t alloc_mean;       /* mean bytes between samples */
+	unsigned max_depth;        /* frames kept per stack */
+	int alloc_backend;         /* ember_alloc_backend */
+	ember__window_cfg window;  /* the memory profile's static tags */
+	const ember__logger *log;  /* may be NULL: nothing logged */
+} ember__heap_cfg;
 
 /*
  * A source of heap profile data other than the malloc hook (the jemalloc
@@ -84,7 +98,7 @@ typedef struct ember__heap_stats {
  * window. Logs a warning when malloc is not interposed in this process.
  * 0 or ember_err.
  */
-int ember__heapprof_start(ember__heapprof **hp, const ember__config *cfg, int want_events);
+int ember__heapprof_start(ember__heapprof **hp, const ember__heap_cfg *cfg, int want_events);
 
 /* Adds a source (copied). The heapprof owns it from then on. */
 int ember__heapprof_add_source(ember__heapprof **hp, const ember__heap_source *src);
@@ -121,7 +135,7 @@ int64_t ember__heapprof_next_drain(const ember__heapprof *hp, int64_t cur_ns, ui
  * events in it. The window's allocation events stay readable through
  * ember__heapprof_events until the next call. 0 or ember_err.
  */
-int ember__heapprof_window(ember__heapprof *hp, ember__symbolizer *sym, const ember__config *cfg,
+int ember__heapprof_window(ember__heapprof *hp, ember__symbolizer *sym, const ember__heap_cfg *cfg,
 			   int64_t start_ns, int64_t end_ns, int final, ember__profile **out,
 			   uint64_t *nsamples);
 

@@ -392,7 +392,7 @@ static int dump_mappings(ember__profile *p, const ember__jeheap *d)
 }
 
 int ember__heap_window_profile(const ember__heap_window *w, ember__symbolizer *sym,
-			       const ember__config *cfg, int64_t start_ns, int64_t end_ns,
+			       const ember__window_cfg *cfg, int64_t start_ns, int64_t end_ns,
 			       ember__profile **out)
 {
 	*out = NULL;
@@ -447,7 +447,7 @@ static void source_destroy(void *ud)
 
 static const char *const backend_names[] = {"auto", "emberprof", "jemalloc"};
 
-int ember__alloc_backend_setup(ember__heapprof **hp, const ember__config *cfg, int *added)
+int ember__alloc_backend_setup(ember__heapprof **hp, const ember__heap_cfg *cfg, int *added)
 {
 	if (cfg->alloc_backend == EMBER_ALLOC_BACKEND_EMBERPROF || *added)
 		return 0;
@@ -456,7 +456,7 @@ int ember__alloc_backend_setup(ember__heapprof **hp, const ember__config *cfg, i
 	if (rc) {
 		if (cfg->alloc_backend == EMBER_ALLOC_BACKEND_JEMALLOC)
 			return rc;
-		ember__log(cfg, EMBER_LOG_DEBUG, "allocation profiling backend auto: emberprof's (%s)",
+		ember__logf(cfg->log, EMBER_LOG_DEBUG, "allocation profiling backend auto: emberprof's (%s)",
 			   ember_last_error());
 		return 0;
 	}
@@ -473,13 +473,13 @@ int ember__alloc_backend_setup(ember__heapprof **hp, const ember__config *cfg, i
 		return rc;
 	}
 	*added = 1;
-	ember__log(cfg, EMBER_LOG_INFO,
+	ember__logf(cfg->log, EMBER_LOG_INFO,
 		   "allocation profiling backend %s: jemalloc's profiler, one sample per %llu bytes "
 		   "on average (lg_prof_sample; EMBERPROF_ALLOC's mean is not used), alloc_* %s",
 		   backend_names[cfg->alloc_backend], (unsigned long long)j->period,
 		   j->accum ? "measured" : "not measured (start with MALLOC_CONF=...,prof_accum:true)");
 	if (!ember__jemalloc_active(j))
-		ember__log(cfg, EMBER_LOG_WARN, "jemalloc's prof.active is off: it samples nothing "
+		ember__logf(cfg->log, EMBER_LOG_WARN, "jemalloc's prof.active is off: it samples nothing "
 			   "until the program turns it on");
 	return 0;
 }

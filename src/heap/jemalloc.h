@@ -27,11 +27,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "agent/agent_internal.h"
 #include "heap/jeheap.h"
 #include "heap/memagg.h"
 #include "profile/profile.h"
 #include "symbols/symbolizer.h"
+
+struct ember__heap_cfg; /* heap/heapprof.h */
 
 /*
  * One stack of a collected window. pcs follow the agent's sample
@@ -119,7 +120,7 @@ int ember__heap_window_add(const ember__heap_window *w, ember__memagg *m);
  * the caller's. 0 or ember_err.
  */
 int ember__heap_window_profile(const ember__heap_window *w, ember__symbolizer *sym,
-			       const ember__config *cfg, int64_t start_ns, int64_t end_ns,
+			       const ember__window_cfg *cfg, int64_t start_ns, int64_t end_ns,
 			       ember__profile **out);
 
 struct ember__heapprof;
@@ -135,6 +136,7 @@ struct ember__heapprof;
  * backend jemalloc the reason it cannot be used (EMBER_ERR_UNSUPPORTED
  * and a message), or EMBER_ERR_NOMEM.
  */
-int ember__alloc_backend_setup(struct ember__heapprof **hp, const ember__config *cfg, int *added);
+int ember__alloc_backend_setup(struct ember__heapprof **hp, const struct ember__heap_cfg *cfg,
+			       int *added);
 
 #endif

@@ -7,8 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/window.h"
+#include "emberprof.h"
 #include "heap/sampler.h"
+#include "profile/window.h"
 #include "util/error.h"
 
 /* A value rounded half away from zero, as llround (no libm: sampler.h). */
@@ -83,7 +84,7 @@ const ember__memagg_stack *ember__memagg_find(const ember__memagg *m, uint64_t h
 	return pos && *pos ? m->stacks[*pos - 1] : NULL;
 }
 
-int ember__memagg_profile(ember__memagg *m, ember__symbolizer *sym, const ember__config *cfg,
+int ember__memagg_profile(ember__memagg *m, ember__symbolizer *sym, const ember__window_cfg *cfg,
 			  uint64_t mean, int64_t start_ns, int64_t end_ns, ember__profile **out)
 {
 	*out = NULL;

@@ -15,8 +15,8 @@
 
 #include <stdint.h>
 
-#include "agent/agent_internal.h"
 #include "profile/profile.h"
+#include "profile/window.h"
 #include "symbols/symbolizer.h"
 #include "util/arena.h"
 #include "util/hashmap.h"
@@ -71,7 +71,7 @@ const ember__memagg_stack *ember__memagg_find(const ember__memagg *m, uint64_t h
  * stack's `sample` says which sample it became. On success *out is the
  * caller's. 0 or ember_err.
  */
-int ember__memagg_profile(ember__memagg *m, ember__symbolizer *sym, const ember__config *cfg,
+int ember__memagg_profile(ember__memagg *m, ember__symbolizer *sym, const ember__window_cfg *cfg,
 			  uint64_t mean, int64_t start_ns, int64_t end_ns, ember__profile **out);
 
 #endif

@@ -3,7 +3,7 @@
  * fork children (ember_builder_follow_forks): that needs the shared
  * library's atfork handlers and lazy start (src/preload/fork_child.c).
  */
-#include "agent/agent_internal.h"
+#include "agent/agent.h"
 #include "util/error.h"
 
 int ember__follow_forks_available(void)

@@ -33,7 +33,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "agent/agent_internal.h"
+#include "agent/agent.h"
 #include "util/logfd.h"
 
 /* The longest _exit waits: the default 5 s network flush plus encoding. */

@@ -32,6 +32,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdint.h>
@@ -40,7 +41,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "agent/agent_internal.h"
+#include "agent/agent.h"
 #include "engine/sigsetup.h"
 #include "emberprof.h"
 #include "preload/preload_env.h"
@@ -356,4 +357,48 @@ __attribute__((constructor)) static void preload_init(void)
 		ember__fork_follow_enable(preload_start);
 out:
 	errno = saved_errno;
+}
+
+/*
+ * `emberprof attach --wall/--alloc` loads this library into a running
+ * process (dlopen, called from outside: tools/attach/inject.h) and then
+ * calls these, on a thread it borrowed, through dlsym. The process was
+ * started without our variables and its environment cannot be changed
+ * from outside: the settings come as "KEY=VALUE" lines instead
+ * (ember__env_snapshot_set). Exported by name in the version scripts
+ * (src/emberprof.map), not part of the public API.
+ *
+ * ember__attach_start: 0 once the agent runs; -1 (said on stderr) if it
+ * cannot start, or if an agent runs already.
+ * ember__attach_stop: stops the agent, which reports its final window
+ * and leaves nothing behind (its threads joined, its signal handler and
+ * timers removed, its descriptors closed); the library stays loaded
+ * (unloading it under the program's feet is not safe: an atexit entry
+ * and the program's references may point into it). 0, or -1 when no
+ * agent ran.
+ */
+__attribute__((visibility("default"))) int ember__attach_start(const char *settings);
+__attribute__((visibility("default"))) int ember__attach_stop(void);
+
+int ember__attach_start(const char *settings)
+{
+	int saved_errno = errno;
+	int rc = -1;
+	if (preload_running)
+		preload_complain("an agent runs already in this process, not starting another", NULL);
+	else if (!settings || ember__env_snapshot_set(settings) != 0)
+		preload_complain("cannot read the attach settings, not profiling", NULL);
+	else
+		rc = preload_start();
+	errno = saved_errno;
+	return rc;
+}
+
+int ember__attach_stop(void)
+{
+	int saved_errno = errno;
+	int rc = preload_running ? 0 : -1;
+	preload_stop();
+	errno = saved_errno;
+	return rc;
 }

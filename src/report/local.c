@@ -117,94 +117,6 @@ int ember__local_filename_ext(char *buf, size_t n, const char *app, int64_t star
 	return 0;
 }
 
-/* ---- the directory ---- */
-
-/* mkdir that treats "already exists" as success. */
-static int mkdir_one(const char *path)
-{
-	if (mkdir(path, 0700) == 0 || errno == EEXIST)
-		return 0;
-	return ember__error_errno(EMBER_ERR_IO, errno, "cannot create directory '%s'", path);
-}
-
-/* Creates every missing component of `path` (already without trailing '/'). */
-static int mkdir_parents(char *path)
-{
-	for (char *p = path + 1; *p; p++) {
-		if (*p != '/' || p[-1] == '/')
-			continue;
-		*p = '\0';
-		int rc = mkdir_one(path);
-		*p = '/';
-		if (rc < 0)
-			return rc;
-	}
-	return mkdir_one(path);
-}
-
-/* Copies `dir` with trailing slashes removed ("/" stays "/"). NULL on OOM. */
-static char *normalized_dir(const char *dir)
-{
-	size_t n = strlen(dir);
-	while (n > 1 && dir[n - 1] == '/')
-		n--;
-	char *s = malloc(n + 1);
-	if (s) {
-		memcpy(s, dir, n);
-		s[n] = '\0';
-	}
-	return s;
-}
-
-static int open_dir_normalized(char *path)
-{
-	struct stat st;
-
-	int rc = mkdir_parents(path);
-	if (rc < 0)
-		return rc;
-	if (lstat(path, &st) < 0)
-		return ember__error_errno(EMBER_ERR_IO, errno, "cannot examine output directory '%s'",
-					  path);
-	if (S_ISLNK(st.st_mode))
-		return ember__error(EMBER_ERR_INVALID,
-				    "output directory '%s' is a symbolic link; refusing to follow it",
-				    path);
-	if (!S_ISDIR(st.st_mode))
-		return ember__error(EMBER_ERR_INVALID, "output directory '%s' is not a directory",
-				    path);
-	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0) {
-		if (errno == ELOOP)
-			return ember__error(EMBER_ERR_INVALID,
-					    "output directory '%s' is a symbolic link; refusing to follow it",
-					    path);
-		return ember__error_errno(EMBER_ERR_IO, errno, "cannot open output directory '%s'",
-					  path);
-	}
-	if (faccessat(fd, ".", W_OK | X_OK, 0) < 0) {
-		int e = errno;
-		close(fd);
-		return ember__error_errno(EMBER_ERR_IO, e, "output directory '%s' is not writable",
-					  path);
-	}
-	return fd;
-}
-
-int ember__local_open_dir(const char *dir)
-{
-	if (!dir || !*dir)
-		return ember__error(EMBER_ERR_INVALID, "output directory path is empty");
-	if (strlen(dir) >= PATH_MAX)
-		return ember__error(EMBER_ERR_INVALID, "output directory path is too long");
-	char *path = normalized_dir(dir);
-	if (!path)
-		return ember__error_oom("output directory path");
-	int rc = open_dir_normalized(path);
-	free(path);
-	return rc;
-}
-
 /* ---- writing one file ---- */
 
 /* Creates a fresh hidden temporary file; its name goes into tmp. */
@@ -414,12 +326,12 @@ EMBER_API int ember_reporter_local_ex(ember_reporter *out, const char *dir, unsi
 	local_state *st = calloc(1, sizeof(*st));
 	if (!st)
 		return ember__error_oom("local reporter");
-	st->dir = normalized_dir(dir);
+	st->dir = ember__path_trim_slashes(dir);
 	if (!st->dir) {
 		free(st);
 		return ember__error_oom("local reporter directory");
 	}
-	int fd = open_dir_normalized(st->dir);
+	int fd = ember__local_open_dir(st->dir);
 	if (fd < 0) {
 		free(st->dir);
 		free(st);

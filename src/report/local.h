@@ -18,6 +18,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "util/fileio.h"
+
 /* The suffix every finished profile file ends with. */
 #define EMBER_LOCAL_SUFFIX ".pb.gz"
 /* The suffix of a JFR recording (ember_reporter_local_ex with EMBER_FORMAT_JFR). */
@@ -42,14 +44,7 @@ int ember__local_filename(char *buf, size_t n, const char *app, int64_t start_ns
 int ember__local_filename_ext(char *buf, size_t n, const char *app, int64_t start_ns, pid_t pid,
 			      uint32_t seq, const char *type, const char *suffix);
 
-/*
- * Creates `dir` and its missing parents (mode 0700) and opens it with
- * O_DIRECTORY|O_NOFOLLOW|O_CLOEXEC. Refuses a `dir` whose last component
- * is a symlink, a path that is not a directory, and a directory the caller
- * cannot write to; every failure is a negative ember_err with a message
- * naming the path (and errno where there is one). On success returns the
- * descriptor, which the caller closes.
- */
-int ember__local_open_dir(const char *dir);
+/* ember__local_open_dir, the directory rule this reporter shares with the
+ * upload spool, is in util/fileio.h. */
 
 #endif

@@ -57,7 +57,7 @@ enum {
 typedef struct ember__sigstate {
 	ember__sampbuf buf;
 	_Atomic(ember__threadtab *) tab;
-	/* DWARF unwind tables (src/agent/unwind_tables.c); NULL: frame pointers.
+	/* DWARF unwind tables (src/cfi/unwind_tables.c); NULL: frame pointers.
 	 * Loaded sequentially consistent after the in-flight count is raised,
 	 * so the agent can tell when no handler still holds an old snapshot. */
 	_Atomic(const ember__unwind_snapshot *) unwind_snap;

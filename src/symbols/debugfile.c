@@ -63,6 +63,50 @@ static int try_debug_file(Dwfl_Module *mod, const struct stat *main_st, const ch
 	return fd;
 }
 
+static ember__debugfile_hooks hooks;
+static int hooks_set;
+
+void ember__debugfile_set_hooks(const ember__debugfile_hooks *h)
+{
+	hooks_set = h != NULL;
+	hooks = h ? *h : (ember__debugfile_hooks){0};
+}
+
+const ember__debugfile_hooks *ember__debugfile_get_hooks(void)
+{
+	return hooks_set ? &hooks : NULL;
+}
+
+/* The debug file the tools' hook names for mod, if it matches: an open
+ * descriptor (and *found, malloc'd), or -1. */
+static int try_hook(Dwfl_Module *mod, const char *modname, const char *file_name,
+		    char **found)
+{
+	if (!hooks_set || !hooks.find_debug)
+		return -1;
+	const unsigned char *bits;
+	GElf_Addr vaddr;
+	int n = dwfl_module_build_id(mod, &bits, &vaddr);
+	char hex[2 * 64 + 1] = "";
+	for (int i = 0; i < n && i < 64; i++)
+		snprintf(hex + 2 * i, 3, "%02x", bits[i]);
+	char *path = hooks.find_debug(hooks.arg, file_name ? file_name : modname, hex);
+	if (!path)
+		return -1;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0 && n > 0 && debug_file_matches(mod, fd, 0)) {
+		*found = path;
+		return fd;
+	}
+	if (fd >= 0)
+		close(fd);
+	free(path);
+	return -1;
+}
+
+static int find_by_link(Dwfl_Module *mod, const char *file_name, const char *debuglink_file,
+			GElf_Word debuglink_crc, char **debuginfo_file_name);
+
 /*
  * The build-id tree goes through dwfl_build_id_find_debuginfo; the
  * .gnu_debuglink places (next to the file, in its .debug subdirectory,
@@ -76,9 +120,20 @@ int ember__debugfile_find(Dwfl_Module *mod, void **userdata, const char *modname
 	int fd = dwfl_build_id_find_debuginfo(mod, userdata, modname, base, file_name,
 					      debuglink_file, debuglink_crc,
 					      debuginfo_file_name);
-	if (fd >= 0 || !debuglink_file || !file_name || file_name[0] != '/')
-		return fd;
+	if (fd < 0)
+		fd = find_by_link(mod, file_name, debuglink_file, debuglink_crc,
+				  debuginfo_file_name);
+	if (fd < 0)
+		fd = try_hook(mod, modname, file_name, debuginfo_file_name);
+	return fd;
+}
 
+static int find_by_link(Dwfl_Module *mod, const char *file_name, const char *debuglink_file,
+			GElf_Word debuglink_crc, char **debuginfo_file_name)
+{
+	int fd;
+	if (!debuglink_file || !file_name || file_name[0] != '/')
+		return -1;
 	struct stat main_st;
 	if (stat(file_name, &main_st) != 0)
 		return -1;

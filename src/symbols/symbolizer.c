@@ -216,7 +216,9 @@ static int module_load(ember__symbolizer *s, sym_module *m)
 			snprintf(hex + 2 * i, 3, "%02x", bits[i]);
 		m->info.build_id = hex;
 	}
-	m->info.has_symbols = dwfl_module_getsymtab(m->dm) > 0;
+	/* addresses only: no symbol table read (nor debug file searched) */
+	if (!(s->flags & EMBER__SYM_ADDRESSES_ONLY))
+		m->info.has_symbols = dwfl_module_getsymtab(m->dm) > 0;
 	return 0;
 }
 
@@ -430,7 +432,7 @@ static int rebuild_jits(ember__symbolizer *s, const ember__procmaps *maps)
 static int jit_lookup(ember__symbolizer *s, uint64_t addr, ember__symbol_info *out)
 {
 	ptrdiff_t j = find_jit(s, addr);
-	if (j < 0)
+	if (j < 0 || (s->flags & EMBER__SYM_OFFLINE)) /* no process, no perf map */
 		return 0;
 	int err = ember__perfmap_file_update(&s->pmf, EMBER_PERFMAP_RECHECK_NS);
 	const char *name = s->pmf.found ? ember__perfmap_find(&s->pmf.map, addr) : NULL;
@@ -567,6 +569,7 @@ int ember__symbolizer_prefetch(ember__symbolizer *s, uint64_t *addrs, size_t n)
 			continue;
 		const sym_module *m = s->mods[idx];
 		if (m->dm && !m->elf_failed && !m->ix.syms_built &&
+		    !(s->flags & EMBER__SYM_ADDRESSES_ONLY) &&
 		    m->ix.scans < EMBER_SYMINDEX_MAX_SCANS)
 			addrs[k++] = addrs[i];
 	}
@@ -644,6 +647,22 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_A
 		*elfp = img ? elf_memory((char *)img, size) : NULL;
 		if (*elfp)
 			return -1; /* no file descriptor: the image is in memory */
+	}
+	/* the tools' choice of file (debugfile.h), for a file path */
+	const ember__debugfile_hooks *h = ember__debugfile_get_hooks();
+	char *use = h && h->find_elf && name[0] == '/' ? h->find_elf(h->arg, name) : NULL;
+	if (use) {
+		int fd = use[0] ? open(use, O_RDONLY | O_CLOEXEC) : -1;
+		Elf *elf = fd >= 0 ? elf_begin(fd, ELF_C_READ_MMAP, NULL) : NULL;
+		if (!elf) {
+			if (fd >= 0)
+				close(fd);
+			free(use);
+			return -1; /* no file for this module: no names */
+		}
+		*file_name = use;
+		*elfp = elf;
+		return fd;
 	}
 	return dwfl_linux_proc_find_elf(mod, userdata, name, base, file_name, elfp);
 }
@@ -1037,21 +1056,40 @@ uint64_t ember__symbolizer_elf_failures(const ember__symbolizer *s, const char *
 	return s ? s->elf_failures : 0;
 }
 
-static int symbolizer_new(ember__symbolizer **out, pid_t pid, const ember__procmaps *maps);
+static int symbolizer_new(ember__symbolizer **out, pid_t pid, const ember__procmaps *maps,
+			  unsigned flags);
 
 int ember__symbolizer_new(ember__symbolizer **out)
 {
+	return ember__symbolizer_new_opts(out, 0);
+}
+
+int ember__symbolizer_new_opts(ember__symbolizer **out, unsigned flags)
+{
 	if (!out)
 		return ember__error(EMBER_ERR_INVALID, "symbolizer_new: NULL out");
-	return symbolizer_new(out, getpid(), NULL);
+	return symbolizer_new(out, getpid(), NULL, flags & EMBER__SYM_ADDRESSES_ONLY);
 }
 
 int ember__symbolizer_new_remote(ember__symbolizer **out, pid_t pid,
 				 const ember__procmaps *maps)
 {
+	return ember__symbolizer_new_remote_opts(out, pid, maps, 0);
+}
+
+int ember__symbolizer_new_remote_opts(ember__symbolizer **out, pid_t pid,
+				      const ember__procmaps *maps, unsigned flags)
+{
 	if (!out || !maps || pid <= 0)
 		return ember__error(EMBER_ERR_INVALID, "symbolizer_new_remote: no process or layout");
-	return symbolizer_new(out, pid, maps);
+	return symbolizer_new(out, pid, maps, flags & EMBER__SYM_ADDRESSES_ONLY);
+}
+
+int ember__symbolizer_new_offline(ember__symbolizer **out, const ember__procmaps *layout)
+{
+	if (!out || !layout)
+		return ember__error(EMBER_ERR_INVALID, "symbolizer_new_offline: no layout");
+	return symbolizer_new(out, 0, layout, EMBER__SYM_OFFLINE);
 }
 
 int ember__symbolizer_set_maps(ember__symbolizer *s, const ember__procmaps *maps)
@@ -1082,7 +1120,8 @@ const char *ember__symbolizer_main(const ember__symbolizer *s)
 	return s ? s->main_path : NULL;
 }
 
-static int symbolizer_new(ember__symbolizer **out, pid_t pid, const ember__procmaps *maps)
+static int symbolizer_new(ember__symbolizer **out, pid_t pid, const ember__procmaps *maps,
+			  unsigned flags)
 {
 	*out = NULL;
 	int lrc = ember__lazydep_load(&ember__elfutils);
@@ -1093,6 +1132,7 @@ static int symbolizer_new(ember__symbolizer **out, pid_t pid, const ember__procm
 		return ember__error_oom("symbolizer");
 	s->pid = pid;
 	s->remote = maps != NULL;
+	s->flags = flags;
 	s->pmf.target = maps ? pid : 0;
 	s->next_id = 1;
 	if (maps && ember__procmaps_copy(&s->layout, maps) != 0) {

@@ -27,7 +27,9 @@
  *
  * Debug files are looked for on the local disk only, never through
  * debuginfod: no network traffic and no extra libraries are brought into
- * the profiled process (see ember__debugfile_find() in debugfile.c).
+ * the profiled process (see ember__debugfile_find() in debugfile.c). The
+ * emberprof CLI adds other sources (debuginfod, --debug-dir) through the
+ * hooks of debugfile.h, in its own process.
  */
 #ifndef EMBER_SYMBOLIZER_H
 #define EMBER_SYMBOLIZER_H
@@ -86,6 +88,34 @@ int ember__symbolizer_new(ember__symbolizer **out);
  */
 int ember__symbolizer_new_remote(ember__symbolizer **out, pid_t pid,
 				 const ember__procmaps *maps);
+
+/*
+ * Options of a symbolizer, fixed when it is made:
+ * EMBER__SYM_ADDRESSES_ONLY: modules (path, range, build id) and no names:
+ *   lookups give the module and no frame, no symbol table, debug file or
+ *   DWARF is ever read. The agent's EMBERPROF_SYMBOLIZE=0: the smallest
+ *   footprint in the host; `emberprof symbolize` names the frames later.
+ * EMBER__SYM_OFFLINE (ember__symbolizer_new_offline only): no process
+ *   behind the layout (no vDSO, no perf map).
+ */
+#define EMBER__SYM_ADDRESSES_ONLY 0x1u
+#define EMBER__SYM_OFFLINE 0x2u
+
+/* ember__symbolizer_new / _new_remote with options (EMBER__SYM_*). */
+int ember__symbolizer_new_opts(ember__symbolizer **out, unsigned flags);
+int ember__symbolizer_new_remote_opts(ember__symbolizer **out, pid_t pid,
+				      const ember__procmaps *maps, unsigned flags);
+
+/*
+ * A symbolizer for the addresses of a profile, with no process: `layout`
+ * (borrowed for the call) lists one mapping per image, each starting where
+ * the image's file offset 0 was loaded (its first PT_LOAD's page), with a
+ * nonzero inode, as ember__symbolizer_new_remote takes them. Files are
+ * opened by path unless the tools' find_elf hook (debugfile.h) names
+ * another. Used by `emberprof symbolize` (tools/symbolize/). Returns as
+ * ember__symbolizer_new.
+ */
+int ember__symbolizer_new_offline(ember__symbolizer **out, const ember__procmaps *layout);
 
 /* A remote symbolizer's new layout (borrowed for the call): refreshes
  * as ember__symbolizer_refresh does. 0 or ember_err. */

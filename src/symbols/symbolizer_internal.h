@@ -77,6 +77,7 @@ struct ember__symbolizer {
 	 * /proc/self/maps at each refresh */
 	ember__procmaps layout;
 	int remote;
+	unsigned flags; /* EMBER__SYM_* */
 	char *main_path; /* remote: the main executable, or NULL */
 	ember__perfmap_file pmf;
 	/* Modules whose ELF file could not be read (their frames stay

@@ -188,7 +188,7 @@ int ember__symbolizer_resolve(ember__symbolizer *s, sym_module *m, uint64_t addr
 	ember__raw_frame raw[EMBER_MAX_INLINE];
 	int n = 0;
 	*e = (cache_entry){.addr = addr, .mod = m};
-	if (!m->dm)
+	if (!m->dm || (s->flags & EMBER__SYM_ADDRESSES_ONLY))
 		return 0;
 
 	const char *symname = NULL;

@@ -242,7 +242,7 @@ typedef struct ember__unwind_module {
 	uint32_t nrows, nindex;
 	uint32_t index_shift;
 	/* 1: the agent builds this module's table lazily and has not yet
-	 * (src/agent/unwind_tables.h); no rows: the walk uses the
+	 * (src/cfi/unwind_tables.h); no rows: the walk uses the
 	 * frame-pointer rule for its frames and flags EMBER_UNWIND_PENDING */
 	uint32_t pending;
 } ember__unwind_module;

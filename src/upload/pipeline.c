@@ -28,11 +28,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "engine/threads.h"
-#include "sample/sigvirt.h"
+#include "engine/thread_start.h"
 #include "upload/spool.h"
 #include "util/error.h"
-#include "util/logfd.h"
+#include "util/log.h"
 
 #define DEFAULT_BACKOFF_BASE_MS 500
 #define DEFAULT_BACKOFF_MAX_MS 30000
@@ -76,15 +75,8 @@ void ember__upload_logf(const ember__upload_log *l, ember_log_level level, const
 	va_start(ap, fmt);
 	vsnprintf(msg + n, sizeof(msg) - (size_t)n, fmt, ap);
 	va_end(ap);
-	if (l->fn) {
-		l->fn(l->ud, level, msg);
-		return;
-	}
-	static const char *const names[] = {"off", "error", "warning", "info", "debug"};
-	char line[1100];
-	int k = snprintf(line, sizeof(line), "emberprof: %s: %s\n", names[level], msg);
-	if (k > 0)
-		ember__logfd_write(line, (size_t)k < sizeof(line) ? (size_t)k : sizeof(line) - 1);
+	ember__logger to = {l->fn, l->ud, l->level}; /* the callback, or stderr */
+	ember__logf(&to, level, "%s", msg);
 }
 
 static int64_t mono_ns(void)
@@ -421,7 +413,6 @@ static void finish_attempt(ember__pipeline *p, const ember__send_result *r)
 static void *uploader_main(void *arg)
 {
 	ember__pipeline *p = arg;
-	pthread_setname_np(pthread_self(), "emberprof-up");
 	pthread_mutex_lock(&p->mu);
 	while (!p->stopping) {
 		if (!p->cur && !pick_next(p)) {
@@ -481,16 +472,8 @@ int ember__pipeline_start(ember__pipeline *p, const ember__upload_log *log)
 				   ember__spool_dir(p->spool));
 	/* The thread blocks every signal, so sampling signals land on the
 	 * application's threads; it is created past the pthread_create hook
-	 * so that it is not profiled itself. */
-	sigset_t all, old;
-	sigfillset(&all);
-	ember__sigmask_kernel(SIG_BLOCK, &all, &old);
-	pthread_attr_t attr;
-	pthread_attr_init(&attr);
-	pthread_attr_setstacksize(&attr, 1u << 20);
-	int rc = ember__real_pthread_create(&p->thread, &attr, uploader_main, p);
-	pthread_attr_destroy(&attr);
-	ember__sigmask_kernel(SIG_SETMASK, &old, NULL);
+	 * so that it is not profiled itself (engine/thread_start.h). */
+	int rc = ember__thread_start(&p->thread, 1u << 20, uploader_main, p, "emberprof-up");
 	if (rc == 0)
 		p->started = 1;
 	pthread_mutex_unlock(&p->mu);

@@ -24,7 +24,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "report/local.h"
 #include "util/dep_zlib.h"
 #include "util/error.h"
 #include "util/fileio.h"

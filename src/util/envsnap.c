@@ -37,6 +37,45 @@ EMBER_HOT_TEXT void ember__env_snapshot_take(void)
 	g_snap = v;
 }
 
+int ember__env_snapshot_set(const char *settings)
+{
+	size_t n = 0, bytes = strlen(settings) + 1;
+	for (const char *p = settings; *p; p++)
+		n += *p == '\n';
+	n++; /* a last line without its newline */
+	for (char **e = environ; e && *e; e++, n++)
+		bytes += strlen(*e) + 1;
+	char **v = malloc((n + 1) * sizeof(*v) + bytes);
+	if (!v)
+		return -1;
+	char *s = (char *)(v + n + 1);
+	size_t k = 0;
+	memcpy(s, settings, strlen(settings) + 1);
+	for (char *line = s; *line;) {
+		char *nl = strchr(line, '\n');
+		if (nl)
+			*nl = 0;
+		if (strchr(line, '='))
+			v[k++] = line;
+		if (!nl)
+			break;
+		line = nl + 1;
+	}
+	s += strlen(settings) + 1;
+	for (char **e = environ; e && *e; e++) {
+		if (!strncmp(*e, "EMBERPROF_", 10))
+			continue;
+		size_t len = strlen(*e) + 1;
+		memcpy(s, *e, len);
+		v[k++] = s;
+		s += len;
+	}
+	v[k] = NULL;
+	g_snap = v; /* an earlier copy is never freed (a fork child may read it) */
+	atomic_store(&g_use, 1);
+	return 0;
+}
+
 EMBER_HOT_TEXT void ember__env_snapshot_use(void)
 {
 	if (g_snap)

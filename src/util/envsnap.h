@@ -22,6 +22,16 @@ void ember__env_snapshot_take(void);
  * handler. */
 void ember__env_snapshot_use(void);
 
+/*
+ * `emberprof attach`: the copy becomes `settings` ("KEY=VALUE" lines, as
+ * emberprof gives them; copied) followed by the process's own variables
+ * except EMBERPROF_* ones, and is used from now on. A process that was
+ * started without our variables cannot have its environment changed from
+ * outside: the attach passes them here instead. 0, or -1 out of memory
+ * (nothing changed). Not async-signal-safe.
+ */
+int ember__env_snapshot_set(const char *settings);
+
 /* getenv(), or the copy's value after ember__env_snapshot_use(). The
  * string is owned by the environment (or the copy); do not free it. */
 const char *ember__getenv(const char *name);

@@ -27,4 +27,19 @@ int ember__read_file(const char *path, size_t max, uint8_t **out, size_t *len);
  */
 long ember__read_task_file(int32_t tid, const char *name, char *buf, size_t len);
 
+/*
+ * Creates `dir` and its missing parents (mode 0700) and opens it with
+ * O_DIRECTORY|O_NOFOLLOW|O_CLOEXEC. Refuses a `dir` whose last component
+ * is a symlink, a path that is not a directory, and a directory the caller
+ * cannot write to; every failure is a negative ember_err with a message
+ * naming the path (and errno where there is one). On success returns the
+ * descriptor, which the caller closes. The output directory of the local
+ * reporter (hence its name) and of the upload spool.
+ */
+int ember__local_open_dir(const char *dir);
+
+/* A malloc'd copy of `dir` with trailing slashes removed ("/" stays "/"),
+ * the caller's; NULL on OOM. */
+char *ember__path_trim_slashes(const char *dir);
+
 #endif

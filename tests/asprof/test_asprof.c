@@ -14,7 +14,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
-#include "agent/agent_internal.h"
+#include "agent/agent.h"
 #include "asprof/asprof.h"
 #include "asprof/asprof_hooks.h"
 #include "asprof_test.h"

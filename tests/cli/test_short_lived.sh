@@ -34,8 +34,7 @@ others=$(ls out 2>/dev/null | grep -v -e "-$sh_pid-[0-9]*\." -e "-$bash_pid-[0-9
 n_bash=$(ls out 2>/dev/null | grep -c -e "-$bash_pid-[0-9]*\.")
 # KNOWN LIMIT of the sanitizer build: libasan comes first in LD_PRELOAD, so
 # the libc wrappers are not in effect, the signal cannot be claimed before
-# main, and every image starts its agent at once (docs/ARCHITECTURE.md,
-# Exec'd images): /bin/true and seq start agents, seq may write a profile.
+# main, and every image starts its agent at once (docs/design/fork-and-exec.md): /bin/true and seq start agents, seq may write a profile.
 sanitized=0
 if [ -n "${EMBER_TEST_SANITIZE:-}" ] && [ "$EMBER_TEST_SANITIZE" != OFF ]; then
 	sanitized=1

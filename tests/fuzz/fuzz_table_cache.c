@@ -1,6 +1,6 @@
 /*
  * fuzz_table_cache.c - libFuzzer target for the unwind-table cache's file
- * check (src/agent/table_cache.c: ember__table_cache_validate), and for
+ * check (src/cfi/table_cache.c: ember__table_cache_validate), and for
  * the DWARF unwinder walking whatever table a file that passes it holds
  * (src/unwind/unwind_dwarf.c): a file passes on its header, sizes and
  * index alone, its rows are never checked one by one, so the handler must
@@ -27,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/table_cache.h"
+#include "cfi/table_cache.h"
 #include "cfi/cfi_pack.h"
 #include "emberprof.h"
 #include "unwind/arch.h"

@@ -33,7 +33,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 
-#include "agent/unwind_tables.h"
+#include "cfi/unwind_tables.h"
 
 static atomic_int g_stop;
 static volatile double g_sink;

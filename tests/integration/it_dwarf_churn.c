@@ -19,7 +19,7 @@
 #include <dlfcn.h>
 #include <stdatomic.h>
 
-#include "agent/unwind_tables.h"
+#include "cfi/unwind_tables.h"
 
 typedef double (*work_fn)(int n, int reps);
 
@@ -55,7 +55,7 @@ static void *churn(void *arg)
 		 * 50 ms drain sees it mapped even when a loaded machine (a
 		 * sanitizer build in CI) delays the agent thread: code unloaded
 		 * before the agent learns its module is not symbolized (a known
-		 * limit, docs/ARCHITECTURE.md), and then no sample could be told
+		 * limit, docs/design/limits.md), and then no sample could be told
 		 * to be in the library. */
 		struct timespec t0, t1;
 		clock_gettime(CLOCK_MONOTONIC, &t0);

@@ -30,7 +30,7 @@
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 
-#include "agent/unwind_tables.h"
+#include "cfi/unwind_tables.h"
 #include "unwind/unwind.h"
 
 #define MAXD 128
@@ -441,7 +441,7 @@ int main(void)
 	       with_signal, deep_frames, secs, atomic_load(&g_in_usr1));
 	IT_CHECK(n >= 200, "too few samples (%d)", n);
 	IT_CHECK(with_signal >= 5, "too few unwinds through a signal frame (%d)", with_signal);
-	/* Known limit (docs/ARCHITECTURE.md): CI met one sample in 1484 inside
+	/* Known limit (docs/design/limits.md): CI met one sample in 1484 inside
 	 * ld.so where our unwind stopped, marked truncated, after 4 frames
 	 * (ld-linux-x86-64.so.2+0x1230a, not yet examined; probably the
 	 * lazy-binding trampoline _dl_runtime_resolve, whose CFA is kept in
@@ -452,7 +452,7 @@ int main(void)
 		 n);
 #if defined(__aarch64__)
 	/* aarch64 (under qemu-user): PLT stubs, which have no CFI, have fill
-	 * rows since issue 17 (docs/ARCHITECTURE.md, aarch64); they were
+	 * rows (docs/design/aarch64.md); without them they were
 	 * 1.2 % of the unwinds (up to 16 % in a run on a loaded machine), all
 	 * cut short in .plt. What is left: a sample inside qemu-user's own
 	 * sigreturn trampoline (no module, no CFI), 4 in 173,088 unwinds over

@@ -9,7 +9,7 @@
  * split at 1.25 points (with 600, a run under load once measured 69.9 %).
  */
 #include "it_common.h"
-#include "agent/unwind_tables.h"
+#include "cfi/unwind_tables.h"
 
 #include <math.h>
 

@@ -481,7 +481,7 @@ int main(int argc, char **argv)
 			 names[k], died[k] - born[k]);
 		/* late: threads created before the agent started have no exit
 		 * hook, so the time after their last tick (< one interval) is
-		 * not recorded (a known limitation, docs/ARCHITECTURE.md) */
+		 * not recorded (a known limitation, docs/design/limits.md) */
 		double slack = late_mode ? WALL_MS / 1e3 : 0;
 		IT_CHECK(total[k] >= 0.98 * life - slack && total[k] <= 1.02 * life_hi,
 			 "%s: wall total %.3f s is not its lifetime %.3f..%.3f s within 2%%", names[k],

@@ -8,27 +8,12 @@
 not_in_asan "nginx"
 need nginx curl
 
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')
+. "$(dirname "$0")/nginx_conf.sh"
 W=$T/ng
-mkdir -p "$W/html" "$W/logs" "$W/tmp" "$W/prof"
-# the workers run as nobody: they must reach html/ and write their profiles
-chmod a+x "$T" "$W" "$W/html"
+nginx_conf "$W"
+# the workers run as nobody: they must write their profiles
+mkdir -p "$W/prof"
 chmod 777 "$W/prof"
-seq 20000 >"$W/html/index.html"
-cat >"$W/nginx.conf" <<CEOF
-daemon off;
-master_process on;
-worker_processes 2;
-pid $W/nginx.pid;
-error_log $W/logs/error.log;
-events { worker_connections 64; }
-http {
-	access_log off;
-	client_body_temp_path $W/tmp; proxy_temp_path $W/tmp; fastcgi_temp_path $W/tmp;
-	uwsgi_temp_path $W/tmp; scgi_temp_path $W/tmp;
-	server { listen 127.0.0.1:$port reuseport; root $W/html; keepalive_requests 100000; }
-}
-CEOF
 (cd "$W" && exec "$EMBERPROF" run -q -o "$W/prof" -- nginx -e stderr -p . -c nginx.conf) >"$W/run.out" 2>"$W/run.err" &
 run=$!
 i=0

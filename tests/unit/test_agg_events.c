@@ -5,8 +5,8 @@
  * an event's stack is exactly its sample's; the log stops at its cap and
  * counts what it dropped; releasing frees it (ASan checks the leaks).
  */
-#include "agent/aggregate.h"
-#include "agent/window.h"
+#include "profile/aggregate.h"
+#include "profile/window.h"
 #include "check.h"
 #include "encode/jfr.h"
 
@@ -27,9 +27,7 @@ static void test_events_name_their_profile_sample(void)
 	}
 	CHECK_EQ_INT(a.n, 3);
 	CHECK_EQ_INT(a.nevents, 6);
-	ember__config cfg;
-	memset(&cfg, 0, sizeof(cfg));
-	cfg.hz = 100;
+	ember__window_cfg cfg = {.hz = 100};
 	ember__profile *p = NULL;
 	CHECK_EQ_INT(ember__window_profile(&a, NULL, &cfg, EMBER__PROFILE_CPU, 0, 1, &p), 0);
 	for (size_t i = 0; p && i < a.nevents; i++) {

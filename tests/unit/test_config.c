@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "agent/agent_internal.h"
+#include "agent/agent.h"
 #include "check.h"
 
 static void test_defaults_and_setters(void)

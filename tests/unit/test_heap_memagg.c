@@ -36,8 +36,7 @@ static int64_t value_of(const ember__profile *p, uint64_t leaf_addr, int k)
 
 static void test_memagg_profile(void)
 {
-	ember__config cfg;
-	ember__config_defaults(&cfg);
+	ember__window_cfg cfg = {.hz = 100};
 	ember__memagg m;
 	ember__memagg_init(&m);
 	uint64_t a[] = {0x1000, 0x2000, 0x3000}, b[] = {0x1100, 0x2000, 0x3000}, z[] = {0x1200};
@@ -72,13 +71,10 @@ static void test_memagg_profile(void)
 	ember__memagg_release(&m);
 }
 
-static ember__config heap_cfg(void)
+/* The agent's defaults, a mean of 64 KiB, no log. */
+static ember__heap_cfg heap_cfg(void)
 {
-	ember__config cfg;
-	ember__config_defaults(&cfg);
-	cfg.alloc_mean = 65536;
-	cfg.log_level = EMBER_LOG_OFF;
-	return cfg;
+	return (ember__heap_cfg){.alloc_mean = 65536, .max_depth = 128, .window = {.hz = 100}};
 }
 
 /* A source standing in for the jemalloc backend. */
@@ -117,7 +113,7 @@ static void fake_destroy(void *ud)
 
 static void test_source_windows(void)
 {
-	ember__config cfg = heap_cfg();
+	ember__heap_cfg cfg = heap_cfg();
 	fake_src f = {0};
 	ember__heap_source src = {"fake", &f, 0, fake_start, fake_collect, fake_stop, fake_destroy};
 	ember__heapprof *hp = NULL;
@@ -157,7 +153,7 @@ static void test_source_windows(void)
 
 static void test_empty_window_not_reported(void)
 {
-	ember__config cfg = heap_cfg();
+	ember__heap_cfg cfg = heap_cfg();
 	ember__heapprof *hp = NULL;
 	CHECK(ember__heapprof_start(&hp, &cfg, 0) == 0);
 	ember__profile *p = NULL;
@@ -173,7 +169,7 @@ static void test_empty_window_not_reported(void)
 /* An exclusive source (jemalloc's own sampling) keeps the hook off. */
 static void test_exclusive_source(void)
 {
-	ember__config cfg = heap_cfg();
+	ember__heap_cfg cfg = heap_cfg();
 	fake_src f = {0};
 	ember__heap_source src = {"fake", &f, EMBER_HEAP_SOURCE_EXCLUSIVE, fake_start, fake_collect,
 				  fake_stop, fake_destroy};

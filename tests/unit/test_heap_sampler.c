@@ -17,7 +17,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "agent/agent_internal.h"
+#include "agent/agent.h"
 #include "heap/heapprof.h"
 #include "check.h"
 #include "heap/sampler.h"

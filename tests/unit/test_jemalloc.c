@@ -44,7 +44,7 @@
 #include "symbols/symbolizer.h"
 
 static char tmpdir[256];
-static const ember__config nocfg; /* no static tags */
+static const ember__window_cfg nocfg; /* no static tags */
 static const char *self_path;
 
 #define JEMALLOC_SO "libjemalloc.so.2"

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "agent/agent_internal.h"
+#include "agent/agent.h"
 #include "check.h"
 #include "encode/protobuf.h"
 #include "report/pyroscope.h"

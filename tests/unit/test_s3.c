@@ -11,7 +11,7 @@
 #include <unistd.h>
 #include <zip.h>
 
-#include "agent/agent_internal.h"
+#include "agent/agent.h"
 #include "aws/credentials.h"
 #include "aws/hostmeta.h"
 #include "check.h"

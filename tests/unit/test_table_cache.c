@@ -16,8 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent/table_cache.h"
-#include "agent/unwind_tables.h"
+#include "cfi/table_cache.h"
+#include "cfi/unwind_tables.h"
 #include "check.h"
 #include "unwind/arch.h"
 #include "util/dep_elfutils.h"

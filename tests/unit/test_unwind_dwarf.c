@@ -24,7 +24,7 @@
 #include <string.h>
 #include <ucontext.h>
 
-#include "agent/unwind_tables.h"
+#include "cfi/unwind_tables.h"
 #include "cfi/cfi_pack.h"
 #include "check.h"
 #include "ifunc.h"

@@ -8,8 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/aggregate.h"
-#include "agent/window.h"
+#include "profile/aggregate.h"
+#include "profile/window.h"
 #include "check.h"
 
 __attribute__((noinline)) int leaf_fn(int x);
@@ -53,9 +53,7 @@ static void test_main_mapping_and_bogus_frames(void)
 {
 	ember__symbolizer *sym;
 	CHECK_EQ_INT(ember__symbolizer_new(&sym), 0);
-	ember__config cfg;
-	ember__config_defaults(&cfg);
-	cfg.hz = 100;
+	ember__window_cfg cfg = {.hz = 100};
 	ember__agg a;
 	ember__agg_init(&a);
 	int on_stack = 0;
@@ -93,9 +91,7 @@ static void test_profile(void)
 {
 	ember__symbolizer *sym;
 	CHECK_EQ_INT(ember__symbolizer_new(&sym), 0);
-	ember__config cfg;
-	ember__config_defaults(&cfg);
-	cfg.hz = 250;
+	ember__window_cfg cfg = {.hz = 250};
 	cfg.thread_labels = 1;
 	ember__tag tags[] = {{"env", "test"}};
 	cfg.tags = tags;
@@ -175,8 +171,7 @@ static const char *label(const ember__sample *s, const char *key)
 
 static void test_dynamic_labels(void)
 {
-	ember__config cfg;
-	ember__config_defaults(&cfg);
+	ember__window_cfg cfg = {.hz = 100}; /* the agent's default rate */
 	ember__tag tags[] = {{"env", "test"}, {"endpoint", "static"}};
 	cfg.tags = tags;
 	cfg.ntags = 2;

@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -63,6 +64,12 @@ struct ember__ptree {
 	size_t dead_counts; /* entries of exited threads (0) */
 	ember__u64map holds; /* pid -> 1 + fd of its dummy event (0: released) */
 	size_t nholds;       /* open dummy events */
+	/* ember__ptree_open_task: the options, and the events of the threads
+	 * added after the first (their output in fd[]'s rings) */
+	ember__ptree_opts opts;
+	int threads_only;
+	int *xfd;
+	size_t nxfd, capxfd;
 };
 
 /* Most dummy events held open at once (one descriptor each). */
@@ -150,6 +157,9 @@ void ember__ptree_free(ember__ptree *t)
 		if (t->fd && t->fd[i] >= 0)
 			close(t->fd[i]);
 	}
+	for (size_t i = 0; i < t->nxfd; i++)
+		close(t->xfd[i]);
+	free(t->xfd);
 	for (size_t i = 0; i < t->nq; i++)
 		free(t->q[i].rec);
 	free(t->q);
@@ -279,7 +289,9 @@ int ember__ptree_open(ember__ptree **out, pid_t pid, const ember__ptree_opts *op
 	t->st.kernel_frames = t->kchain;
 	/* the command's process forks first: a context of its own before
 	 * it runs (a failure only costs the fork-heavy parent samples) */
-	(void)ember__ptree_hold(t, pid);
+	if (pid != getpid()) /* (not the ring holders of ember__ptree_open_rings) */
+		(void)ember__ptree_hold(t, pid);
+	t->opts = o;
 	*out = t;
 	return 0;
 }
@@ -352,6 +364,55 @@ void ember__ptree_release(ember__ptree *t, pid_t pid)
 	/* the map keeps the pid (0) until it is rebuilt, when mostly released */
 	if (t->holds.n > 4096 && t->nholds * 2 < t->holds.n)
 		(void)drop_zeros(&t->holds);
+}
+
+int ember__ptree_open_rings(ember__ptree **out, const ember__ptree_opts *opts, int threads_only)
+{
+	/* disabled until an exec this process never does: ring holders */
+	int rc = ember__ptree_open(out, getpid(), opts);
+	if (rc == 0)
+		(*out)->threads_only = threads_only;
+	return rc;
+}
+
+int ember__ptree_add_task(ember__ptree *t, pid_t tid)
+{
+	size_t first = t->nxfd;
+	for (int i = 0; i < t->ncpu; i++) {
+		if (t->fd[i] < 0)
+			continue;
+		if (t->nxfd == t->capxfd) {
+			size_t cap = t->capxfd ? 2 * t->capxfd : 64;
+			int *n = realloc(t->xfd, cap * sizeof(*n));
+			if (!n)
+				return ember__error_oom("perf tree");
+			t->xfd = n;
+			t->capxfd = cap;
+		}
+		struct perf_event_attr a;
+		attr_init(&a, &t->opts, t->data_len, t->st.exclude_kernel, t->sample_read);
+		a.enable_on_exec = 0;
+		a.disabled = 0;
+		a.inherit_thread = t->threads_only ? 1u : 0u;
+		int fd = (int)syscall(SYS_perf_event_open, &a, tid, i, -1, PERF_FLAG_FD_CLOEXEC);
+		int e = errno;
+		if (fd >= 0 && ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, t->fd[i]) != 0) {
+			e = errno;
+			close(fd);
+			fd = -1;
+		}
+		if (fd < 0) {
+			while (t->nxfd > first)
+				close(t->xfd[--t->nxfd]);
+			if (e == ESRCH)
+				return -ESRCH;
+			return ember__error_errno(EMBER_ERR_UNSUPPORTED, e,
+						  "perf tree: perf_event_open on thread %d, CPU %d",
+						  (int)tid, i);
+		}
+		t->xfd[t->nxfd++] = fd;
+	}
+	return 0;
 }
 
 int ember__ptree_after_fork(ember__ptree *t)
@@ -667,6 +728,12 @@ static void read_counts(ember__ptree *t)
 			continue;
 		if (read(t->fd[i], &v, sizeof(v)) != (ssize_t)sizeof(v))
 			return; /* counted_ns stays as it was */
+		sum += v;
+	}
+	for (size_t i = 0; i < t->nxfd; i++) {
+		uint64_t v;
+		if (read(t->xfd[i], &v, sizeof(v)) != (ssize_t)sizeof(v))
+			return;
 		sum += v;
 	}
 	t->st.counted_ns = sum;

@@ -181,6 +181,25 @@ int ember__ptree_hold(ember__ptree *t, pid_t pid);
 /* Closes the dummy event of an exited process (no-op if none). */
 void ember__ptree_release(ember__ptree *t, pid_t pid);
 
+/*
+ * Sampling processes that already run (`emberprof attach`): the rings of
+ * ember__ptree_open, held by disabled events on this process (which never
+ * sample it), and no thread sampled yet: each running thread is added
+ * with ember__ptree_add_task; the threads and, unless threads_only, the
+ * child processes it starts from then on inherit its events. Same
+ * returns as ember__ptree_open.
+ */
+int ember__ptree_open_rings(ember__ptree **out, const ember__ptree_opts *opts, int threads_only);
+
+/*
+ * One more running thread (of any process) sampled into the rings of t
+ * from now on: one event per CPU, its output in that CPU's ring
+ * (PERF_EVENT_IOC_SET_OUTPUT). 0, -ESRCH when the thread has exited
+ * meanwhile (nothing to sample), or EMBER_ERR_UNSUPPORTED (the kernel's
+ * reason: ember_last_error) / EMBER_ERR_NOMEM.
+ */
+int ember__ptree_add_task(ember__ptree *t, pid_t tid);
+
 /* Closes the events and frees everything. NULL is ok. */
 void ember__ptree_free(ember__ptree *t);
 

@@ -4,6 +4,7 @@
  */
 #include "tree/tree_engine.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -11,10 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
-#include "agent/aggregate.h"
-#include "agent/window.h"
+#include "profile/aggregate.h"
+#include "profile/window.h"
 #include "encode/pprof.h"
+#include "report/otlp.h"
 #include "symbols/symbolizer.h"
 #include "tree/perf_tree.h"
 #include "tree/tree_kernel.h"
@@ -68,6 +71,8 @@ struct ember__tree {
 	int err;               /* the first reporter error of this step */
 	int32_t top;           /* the attached process */
 	int kernel;            /* kernel frames asked for (ember__tree_set_kernel) */
+	int top_counted;       /* the events' total is the top's tree's (ember__tree_attach:
+				  the top's own count follows from it; not with attach_task) */
 	ember__tkern *kern;    /* their names, when samples carry them */
 	int only_top;          /* --no-follow-children: the others' records are ignored */
 	ember__tree_stats st;
@@ -98,27 +103,55 @@ int ember__tree_new(ember__tree **out, ember__config *cfg)
 	 * the library's do (src/agent/agent.c): the first one is shorter */
 	t->win_end = (t->win_start / t->interval_ns + 1) * t->interval_ns;
 	t->shared = (ember__tshared)EMBER_TSHARED_INIT;
+	t->kernel = 1;
 	*out = t;
 	return 0;
+}
+
+/* The kernel frames' names, when the samples carry kernel frames. */
+static void kern_init(ember__tree *t)
+{
+	ember__ptree_stats ps;
+	ember__ptree_get_stats(t->pt, &ps);
+	if (ps.kernel_frames && ember__tkern_new(&t->kern) != 0)
+		t->kern = NULL; /* out of memory: user frames only */
 }
 
 int ember__tree_attach(ember__tree *t, pid_t pid)
 {
 	ember__ptree_opts o = {t->cfg->hz, 0, 0, 0, t->kernel};
 	t->top = (int32_t)pid;
+	t->top_counted = 1;
 	int rc = ember__ptree_open(&t->pt, pid, &o);
-	if (rc == 0 && t->kernel) {
-		ember__ptree_stats ps;
-		ember__ptree_get_stats(t->pt, &ps);
-		if (ps.kernel_frames && ember__tkern_new(&t->kern) != 0)
-			t->kern = NULL; /* out of memory: user frames only */
-	}
+	if (rc == 0 && t->kernel)
+		kern_init(t);
 	return rc;
 }
 
 void ember__tree_set_kernel(ember__tree *t, int kernel)
 {
 	t->kernel = kernel;
+}
+
+int ember__tree_attach_task(ember__tree *t, pid_t tid, int threads_only)
+{
+	ember__ptree_opts o = {t->cfg->hz, 0, 0, 0, t->kernel};
+	t->top = (int32_t)tid;
+	int rc = ember__ptree_open_rings(&t->pt, &o, threads_only);
+	if (rc == 0 && (rc = ember__ptree_add_task(t->pt, tid)) != 0) {
+		ember__ptree_free(t->pt);
+		t->pt = NULL;
+	}
+	if (rc == 0 && t->kernel)
+		kern_init(t);
+	return rc;
+}
+
+int ember__tree_add_task(ember__tree *t, pid_t tid)
+{
+	if (!t->pt)
+		return ember__error(EMBER_ERR_INVALID, "tree engine: not attached");
+	return ember__ptree_add_task(t->pt, tid);
 }
 
 void ember__tree_set_follow(ember__tree *t, int follow)
@@ -189,7 +222,8 @@ static void symbolizer_for(ember__tree *t, tproc *p)
 	int rc = ember__tspace_procmaps(&p->space, t->mods, &maps);
 	if (rc == 0)
 		rc = p->sym ? ember__symbolizer_set_maps(p->sym, &maps)
-			    : ember__symbolizer_new_remote(&p->sym, p->pid, &maps);
+			    : ember__symbolizer_new_remote_opts(&p->sym, p->pid, &maps,
+							       ember__config_symbolizer_flags(t->cfg));
 	if (rc == 0)
 		rc = ember__symbolizer_set_main(p->sym, p->exe);
 	if (rc == 0) /* --lines, as the library's agent sets it */
@@ -233,8 +267,10 @@ static void report_profile(ember__tree *t, ember__profile *prof, int32_t pid, ui
 		.interval_ms = t->cfg->interval_ms,
 		.pid = pid,
 	};
+	ember__otlp_window_profile(prof); /* the model, for the OTLP reporter */
 	if (ember__config_call_reporters(t->cfg, &rep, &t->st.report_failures) != 0 && !t->err)
 		t->err = EMBER_ERR_REPORTER;
+	ember__otlp_window_done();
 	t->st.profiles++;
 	free(pb);
 }
@@ -292,7 +328,8 @@ static void report_window(ember__tree *t, tproc *p, int64_t end, int final)
 	if (spread)
 		spread_weight(&p->agg, spread);
 	ember__profile *prof = NULL;
-	int rc = ember__window_profile(&p->agg, p->agg.samples ? p->sym : NULL, t->cfg,
+	ember__window_cfg wcfg = ember__config_window(t->cfg);
+	int rc = ember__window_profile(&p->agg, p->agg.samples ? p->sym : NULL, &wcfg,
 				       EMBER__PROFILE_CPU, p->win_start, end, &prof);
 	if (rc == 0 && t->kern)
 		rc = ember__tkern_apply(t->kern, prof);
@@ -526,6 +563,86 @@ static void on_record(void *arg, const ember__ptree_rec *r)
 	}
 }
 
+/* Reads /proc/<pid>/<what> into buf (NUL-terminated, the last newline
+ * dropped). 0, or -errno. */
+static int read_proc(pid_t pid, const char *what, char *buf, size_t n)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, what);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	size_t got = fread(buf, 1, n - 1, f);
+	fclose(f);
+	buf[got] = 0;
+	if (got && buf[got - 1] == '\n')
+		buf[got - 1] = 0;
+	return 0;
+}
+
+/* One line of /proc/PID/maps, executable and named: what an MMAP2 record
+ * would have said. */
+static void adopt_mapping(ember__tree *t, tproc *p, const char *line)
+{
+	unsigned long long start, end, off, ino;
+	unsigned maj, min;
+	char perms[8];
+	int pos = 0;
+	if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &off, &maj, &min,
+		   &ino, &pos) < 7 || !pos || perms[2] != 'x')
+		return;
+	const char *path = line + pos;
+	if (path[0] != '/' && strcmp(path, "[vdso]") != 0)
+		return;
+	ember__tmod *m = ember__tmods_get(t->mods, path, maj, min, ino);
+	if (m)
+		(void)ember__tspace_map(&p->space, start, end - start, off, m);
+}
+
+int ember__tree_adopt(ember__tree *t, pid_t pid)
+{
+	char buf[4096];
+	if (read_proc(pid, "comm", buf, sizeof(buf)) < 0)
+		return -ESRCH;
+	tproc *p = proc_get(t, (int32_t)pid, 1);
+	if (!p)
+		return ember__error_oom("tree engine");
+	memcpy(p->comm, buf, sizeof(p->comm) - 1);
+	p->comm[sizeof(p->comm) - 1] = 0;
+	set_thread_name(t, (int32_t)pid, p->comm);
+	char path[64];
+	ssize_t n = (snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid),
+		     readlink(path, buf, sizeof(buf) - 1));
+	if (n > 0) {
+		buf[n] = 0;
+		free(p->exe);
+		p->exe = strdup(buf);
+	}
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (f) {
+		while (fgets(buf, sizeof(buf), f)) {
+			buf[strcspn(buf, "\n")] = 0;
+			adopt_mapping(t, p, buf);
+		}
+		fclose(f);
+	}
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	DIR *d = opendir(path);
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		char what[64];
+		if (de->d_name[0] < '1' || de->d_name[0] > '9' || strlen(de->d_name) > 12)
+			continue;
+		snprintf(what, sizeof(what), "task/%.12s/comm", de->d_name);
+		if (read_proc(pid, what, buf, sizeof(buf)) == 0)
+			set_thread_name(t, (int32_t)atoi(de->d_name), buf);
+	}
+	if (d)
+		closedir(d);
+	return 0;
+}
+
 /* Reports p's last window and forgets p. */
 static void reap_one(ember__tree *t, tproc *p)
 {
@@ -614,7 +731,7 @@ static int drain(ember__tree *t, int final, int all)
 		 * less what every exited thread's READ record took */
 		ember__ptree_stats ps;
 		ember__ptree_get_stats(t->pt, &ps);
-		tproc *top = proc_get(t, t->top, 0);
+		tproc *top = t->top_counted ? proc_get(t, t->top, 0) : NULL;
 		if (top && ps.counted_ns > ps.read_ns)
 			top->counted_ns += ps.counted_ns - ps.read_ns;
 		if (ps.counted_ns && t->waited_ns > ps.counted_ns)

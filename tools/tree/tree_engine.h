@@ -35,7 +35,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "agent/agent_internal.h"
+#include "agent/agent.h"
 
 typedef struct ember__tree ember__tree;
 
@@ -83,10 +83,32 @@ int ember__tree_new(ember__tree **out, ember__config *cfg);
  */
 int ember__tree_attach(ember__tree *t, pid_t pid);
 
-/* 1 (before ember__tree_attach): samples in the kernel carry its frames,
- * where the kernel permits kernel samples (tree_kernel.h); 0 (the
- * default; EMBERPROF_KERNEL=0 in `emberprof run`): the user frames only. */
+/* 1 (the default; before ember__tree_attach or _attach_task): samples in
+ * the kernel carry its frames, where the kernel permits kernel samples
+ * (tree_kernel.h); 0 (EMBERPROF_KERNEL=0 in `emberprof run`): the user
+ * frames only. */
 void ember__tree_set_kernel(ember__tree *t, int kernel);
+
+/*
+ * `emberprof attach`: sampling starts at once on running thread `tid`;
+ * threads_only: the threads it starts inherit its events, its children
+ * do not (--no-follow-children). 0, or EMBER_ERR_UNSUPPORTED with the
+ * kernel's reason.
+ */
+int ember__tree_attach_task(ember__tree *t, pid_t tid, int threads_only);
+
+/* Another running thread, of any process, sampled from now on (after
+ * ember__tree_attach_task). 0, -ESRCH if it has exited, or ember_err. */
+int ember__tree_add_task(ember__tree *t, pid_t tid);
+
+/*
+ * A process that ran before sampling began: its name, program, threads'
+ * names and executable mappings as its records would have told them, read
+ * from /proc/PID (call once its threads' events are open, so that a
+ * mapping made meanwhile comes in a record, after this). 0, -ESRCH if it
+ * has exited, or EMBER_ERR_NOMEM.
+ */
+int ember__tree_adopt(ember__tree *t, pid_t pid);
 
 /* 0: only the attached process is profiled (what it execs into included),
  * not its descendants (--no-follow-children); 1 (the default): the tree. */

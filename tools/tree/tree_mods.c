@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent/unwind_tables.h"
+#include "cfi/unwind_tables.h"
 #include "cfi/cfi_elf.h"
 #include "emberprof.h"
 #include "unwind/arch.h"

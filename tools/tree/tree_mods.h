@@ -82,7 +82,7 @@ int ember__tmod_bias(ember__tmods *r, ember__tmod *m, uint64_t start, uint64_t p
 
 /*
  * The budget of builds, as the library's lazy tables have it
- * (src/agent/unwind_tables.h: EMBER_UNWIND_SMALL_BUILD_NS,
+ * (src/cfi/unwind_tables.h: EMBER_UNWIND_SMALL_BUILD_NS,
  * EMBER_UNWIND_BUILD_BUDGET_PCT): once set, a table expected to take more
  * than the small build's time (from its FDE count and the speed of the
  * builds so far) is built only while all builds stay within that share of

@@ -30,7 +30,7 @@
 #include "emberprof.h"
 #include "unwind/unwind.h"
 
-typedef struct ember__config ember__config;
+typedef struct ember__logger ember__logger;
 typedef struct ember__unwind_tables ember__unwind_tables;
 
 typedef struct ember__unwind_tables_stats {
@@ -80,11 +80,11 @@ typedef struct ember__unwind_tables_stats {
 
 /*
  * Creates an empty registry that publishes into *slot (left NULL until
- * the first refresh). `cfg` (may be NULL) is used for logging only and
+ * the first refresh). `log` (may be NULL) is used for logging only and
  * must outlive the registry. 0 or EMBER_ERR_NOMEM.
  */
 int ember__unwind_tables_new(ember__unwind_tables **out,
-			     _Atomic(const ember__unwind_snapshot *) *slot, const ember__config *cfg);
+			     _Atomic(const ember__unwind_snapshot *) *slot, const ember__logger *log);
 
 /*
  * Re-reads the module list, builds and retires tables, publishes a new

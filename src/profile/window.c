@@ -22,7 +22,7 @@
  * The leaf, the interrupted PC, was code when the sample was taken and is
  * always kept (its library may have been unloaded since).
  */
-#include "agent/window.h"
+#include "profile/window.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -31,6 +31,7 @@
 #include <sys/auxv.h>
 #include <unistd.h>
 
+#include "emberprof.h"
 #include "sample/labels.h"
 #include "symbols/procmaps.h"
 #include "util/error.h"
@@ -247,7 +248,7 @@ static int has_key(const ember__label *l, uint32_t n, const char *key)
 	return 0;
 }
 
-static int add_labels(builder *b, const ember__config *cfg, const ember__agg *a,
+static int add_labels(builder *b, const ember__window_cfg *cfg, const ember__agg *a,
 		      const ember__agg_stack *s, ember__sample *out)
 {
 	/* + 1: wall-clock samples carry thread_state among their labels */
@@ -328,7 +329,7 @@ static frame_addrs frames_need(const ember__symbolizer *sym, size_t n)
 	return f;
 }
 
-int ember__window_profile(const ember__agg *a, ember__symbolizer *sym, const ember__config *cfg,
+int ember__window_profile(const ember__agg *a, ember__symbolizer *sym, const ember__window_cfg *cfg,
 			  int kind, int64_t start_ns, int64_t end_ns, ember__profile **out)
 {
 	*out = NULL;
@@ -397,7 +398,7 @@ int ember__window_profile(const ember__agg *a, ember__symbolizer *sym, const emb
 	return 0;
 }
 
-int ember__window_rows(ember__profile *p, ember__symbolizer *sym, const ember__config *cfg,
+int ember__window_rows(ember__profile *p, ember__symbolizer *sym, const ember__window_cfg *cfg,
 		       const ember__window_row *rows, size_t n)
 {
 	builder b = {.sym = sym, .p = p};

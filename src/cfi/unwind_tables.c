@@ -2,7 +2,7 @@
  * unwind_tables.c - the registry of DWARF unwind tables and the snapshot
  * the handler reads (unwind_tables.h).
  */
-#include "agent/unwind_tables.h"
+#include "cfi/unwind_tables.h"
 
 #include <inttypes.h>
 #include <link.h>
@@ -11,13 +11,14 @@
 #include <string.h>
 #include <time.h>
 
-#include "agent/agent_internal.h"
-#include "agent/table_cache.h"
 #include "cfi/cfi_elf.h"
 #include "cfi/cfi_pack.h"
+#include "cfi/table_cache.h"
+#include "sample/handler.h"
 #include "symbols/procmaps.h"
 #include "util/dlgen.h"
 #include "util/error.h"
+#include "util/log.h"
 
 typedef struct mod_table {
 	uint32_t dev_major, dev_minor;
@@ -47,7 +48,7 @@ typedef struct retired {
 
 struct ember__unwind_tables {
 	_Atomic(const ember__unwind_snapshot *) *slot;
-	const ember__config *cfg;
+	const ember__logger *log;
 	mod_table *mods;
 	size_t nmods, capmods;
 	ember__unwind_snapshot *cur;
@@ -74,13 +75,13 @@ static int64_t cpu_ns(void)
 }
 
 int ember__unwind_tables_new(ember__unwind_tables **out,
-			     _Atomic(const ember__unwind_snapshot *) *slot, const ember__config *cfg)
+			     _Atomic(const ember__unwind_snapshot *) *slot, const ember__logger *log)
 {
 	ember__unwind_tables *t = calloc(1, sizeof(*t));
 	if (!t)
 		return ember__error_oom("unwind table registry");
 	t->slot = slot;
-	t->cfg = cfg;
+	t->log = log;
 	*out = t;
 	return 0;
 }
@@ -156,7 +157,7 @@ static int cache_load(ember__unwind_tables *t, mod_table *x, const ember__build_
 	t->st.build_ns += took;
 	t->st.cache_loaded++;
 	x->bias = bias;
-	ember__log(t->cfg, EMBER_LOG_DEBUG,
+	ember__logf(t->log, EMBER_LOG_DEBUG,
 	      "unwind table for %s%s: %u rows, %zu bytes loaded from the cache in %.2f ms of CPU",
 	      x->path, t->lazy ? " (a sample landed in it)" : "", x->table->nrows, x->table->bytes,
 	      (double)took / 1e6);
@@ -171,7 +172,7 @@ static void cache_store(ember__unwind_tables *t, const mod_table *x, const ember
 	int64_t t0 = cpu_ns();
 	if (ember__table_cache_store(t->cache, id, x->table) == 0) {
 		t->st.cache_stored++;
-		ember__log(t->cfg, EMBER_LOG_DEBUG, "unwind table for %s stored in the cache in %.2f ms",
+		ember__logf(t->log, EMBER_LOG_DEBUG, "unwind table for %s stored in the cache in %.2f ms",
 		      x->path, (double)(cpu_ns() - t0) / 1e6);
 	} else {
 		t->st.cache_failed++;
@@ -196,7 +197,7 @@ int ember__unwind_tables_use_cache(ember__unwind_tables *t, const char *dir)
 {
 	ember__table_cache_free(t->cache);
 	t->cache = NULL;
-	return dir ? ember__table_cache_open(&t->cache, dir, t->cfg) : 0;
+	return dir ? ember__table_cache_open(&t->cache, dir, t->log) : 0;
 }
 
 /* Builds x's table now (x->pending cleared); a failure is logged and
@@ -229,7 +230,7 @@ static void build_mod(ember__unwind_tables *t, mod_table *x)
 	t->st.build_ns += took;
 	if (rc) {
 		t->st.failed++;
-		ember__log(t->cfg, EMBER_LOG_DEBUG, "no unwind table for %s: %s", x->path, ember_last_error());
+		ember__logf(t->log, EMBER_LOG_DEBUG, "no unwind table for %s: %s", x->path, ember_last_error());
 		x->table = NULL;
 		if (keyed)
 			ember__table_cache_release(t->cache, &id);
@@ -239,7 +240,7 @@ static void build_mod(ember__unwind_tables *t, mod_table *x)
 	t->st.built++;
 	t->st.bad_fdes += x->table->stats.bad_fdes;
 	const ember__cfi_stats *s = &x->table->stats;
-	ember__log(t->cfg, EMBER_LOG_DEBUG,
+	ember__logf(t->log, EMBER_LOG_DEBUG,
 	      "unwind table for %s%s: %u rows, %zu bytes in %.1f ms of CPU from "
 	      "%s%s%s%s (%u FDEs, %u skipped, %u left to frame pointers; %u rows for PLT "
 	      "stubs without CFI; %s)",
@@ -289,7 +290,7 @@ static mod_table *add_mod(ember__unwind_tables *t, const ember__procmap *m, uint
 	if (!t->lazy)
 		build_mod(t, x);
 	else
-		ember__log(t->cfg, EMBER_LOG_DEBUG, "module %s mapped: its unwind table waits for a sample", path);
+		ember__logf(t->log, EMBER_LOG_DEBUG, "module %s mapped: its unwind table waits for a sample", path);
 	return x;
 }
 
@@ -447,11 +448,11 @@ int ember__unwind_tables_refresh(ember__unwind_tables *t)
 	if (rc)
 		return rc;
 	if (first && t->lazy)
-		ember__log(t->cfg, EMBER_LOG_INFO,
+		ember__logf(t->log, EMBER_LOG_INFO,
 		      "DWARF unwind tables: built lazily, on the agent thread, for the modules samples "
 		      "land in (%" PRIu64 " modules mapped)", t->st.pending);
 	else if (first)
-		ember__log(t->cfg, EMBER_LOG_INFO,
+		ember__logf(t->log, EMBER_LOG_INFO,
 		      "DWARF unwind tables: %" PRIu64 " modules, %" PRIu64 " rows, %.1f KiB, built in %.1f ms",
 		      t->st.modules, t->st.rows, (double)t->cur_bytes / 1024.0, (double)t->st.build_ns / 1e6);
 	free_retired(t);
@@ -584,7 +585,7 @@ int ember__unwind_tables_build_wanted(ember__unwind_tables *t, int64_t app_cpu_n
 			deferred++; /* not yet worth it: the program has not run long enough */
 			continue;
 		}
-		ember__log(t->cfg, EMBER_LOG_DEBUG, "building the unwind table of %s: about %.1f ms of CPU "
+		ember__logf(t->log, EMBER_LOG_DEBUG, "building the unwind table of %s: about %.1f ms of CPU "
 		      "(%" PRIu64 " FDEs), the program used %.1f ms", x->path, (double)est / 1e6,
 		      module_fdes(x), (double)app_cpu_ns / 1e6);
 		int64_t b0 = t->st.build_ns;

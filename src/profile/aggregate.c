@@ -1,7 +1,7 @@
 /*
  * aggregate.c - stack deduplication for one window (aggregate.h).
  */
-#include "agent/aggregate.h"
+#include "profile/aggregate.h"
 
 #include <stdlib.h>
 #include <string.h>

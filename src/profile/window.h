@@ -5,10 +5,29 @@
 #ifndef EMBER_WINDOW_H
 #define EMBER_WINDOW_H
 
-#include "agent/aggregate.h"
-#include "agent/agent_internal.h"
+#include <stddef.h>
+
+#include "profile/aggregate.h"
 #include "profile/profile.h"
 #include "symbols/symbolizer.h"
+
+/* A static tag (ember_builder_add_tag): a label on every sample. */
+typedef struct ember__tag {
+	char *key, *value;
+} ember__tag;
+
+/*
+ * What a window's profile takes from the agent's settings (the agent
+ * fills it from its ember__config: ember__config_window, agent/agent.h;
+ * the tree engine too). Borrowed for the call.
+ */
+typedef struct ember__window_cfg {
+	const ember__tag *tags; /* static tags, labels of every sample */
+	size_t ntags;
+	int thread_labels;      /* thread_id and thread_name labels */
+	unsigned hz;            /* CPU sampling rate: a CPU sample's period */
+	unsigned wall_ms;       /* wall-clock interval: a wall sample's period */
+} ember__window_cfg;
 
 /* Which profile a window's aggregate becomes. */
 enum { EMBER__PROFILE_CPU = 0, EMBER__PROFILE_WALL = 1 };
@@ -21,7 +40,7 @@ enum { EMBER__PROFILE_CPU = 0, EMBER__PROFILE_WALL = 1 };
  * a->stacks[i], always (the JFR event log relies on it). On success
  * *out is the caller's, freed with ember__profile_free(). 0 or ember_err.
  */
-int ember__window_profile(const ember__agg *a, ember__symbolizer *sym, const ember__config *cfg,
+int ember__window_profile(const ember__agg *a, ember__symbolizer *sym, const ember__window_cfg *cfg,
 			  int kind, int64_t start_ns, int64_t end_ns, ember__profile **out);
 
 /*
@@ -42,7 +61,7 @@ typedef struct ember__window_row {
  * that are not CPU or wall time (the memory profile, src/heap/). 0 or
  * ember_err; on failure p holds a part of the rows.
  */
-int ember__window_rows(ember__profile *p, ember__symbolizer *sym, const ember__config *cfg,
+int ember__window_rows(ember__profile *p, ember__symbolizer *sym, const ember__window_cfg *cfg,
 		       const ember__window_row *rows, size_t n);
 
 #endif

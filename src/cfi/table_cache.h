@@ -1,7 +1,7 @@
 /*
  * table_cache.h - a persistent cache of DWARF unwind tables on disk, shared
- * by every process that loads the same binary (docs/ARCHITECTURE.md,
- * *The unwind-table cache*).
+ * by every process that loads the same binary (docs/design/unwinding.md,
+ * the unwind-table cache).
  *
  * A module's table (src/cfi/, rows relative to its load bias, so the same
  * for every process whatever address it is loaded at) is stored in one
@@ -35,7 +35,7 @@
 
 #include "cfi/cfi.h"
 
-typedef struct ember__config ember__config;
+typedef struct ember__logger ember__logger;
 typedef struct ember__table_cache ember__table_cache;
 
 /* The file format's version: bump it with any change to the layout below
@@ -101,13 +101,13 @@ typedef struct ember__table_cache_stats {
 int ember__table_cache_dir_from_env(char *buf, size_t size);
 
 /*
- * Opens (creates, mode 0700, with its parents) the cache at `dir`. `cfg`
+ * Opens (creates, mode 0700, with its parents) the cache at `dir`. `log`
  * (may be NULL) is for logging only and must outlive the cache. Returns 0
  * and *out (the caller's: ember__table_cache_free), or EMBER_ERR_NOMEM.
  * A directory that cannot be created is not an error: loads find nothing
  * and the first store fails, logged.
  */
-int ember__table_cache_open(ember__table_cache **out, const char *dir, const ember__config *cfg);
+int ember__table_cache_open(ember__table_cache **out, const char *dir, const ember__logger *log);
 
 /* Frees the cache handle (the tables it loaded are the caller's). NULL ok. */
 void ember__table_cache_free(ember__table_cache *c);

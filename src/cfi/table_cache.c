@@ -1,7 +1,7 @@
 /*
  * table_cache.c - the persistent unwind-table cache (table_cache.h).
  */
-#include "agent/table_cache.h"
+#include "cfi/table_cache.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -16,14 +16,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent/agent_internal.h"
 #include "cfi/cfi_pack.h"
 #include "unwind/arch.h"
 #include "util/envsnap.h"
 #include "util/error.h"
+#include "util/log.h"
 
 struct ember__table_cache {
-	const ember__config *cfg;
+	const ember__logger *log;
 	char *dir;
 	int dir_ok;    /* the directory exists (or was created) */
 	int map_files; /* 1: the directory is on a local file system: map files, else copy */
@@ -319,17 +319,17 @@ int ember__table_cache_key(ember__table_cache *c, uint64_t addr, ember__build_id
 	return 0;
 }
 
-int ember__table_cache_open(ember__table_cache **out, const char *dir, const ember__config *cfg)
+int ember__table_cache_open(ember__table_cache **out, const char *dir, const ember__logger *log)
 {
 	ember__table_cache *c = calloc(1, sizeof(*c));
 	if (!c || !(c->dir = strdup(dir))) {
 		free(c);
 		return ember__error_oom("unwind table cache");
 	}
-	c->cfg = cfg;
+	c->log = log;
 	c->dir_ok = make_dirs(dir) == 0;
 	if (!c->dir_ok) {
-		ember__log(c->cfg, EMBER_LOG_INFO, "unwind table cache %s unusable (%s): tables are built in "
+		ember__logf(c->log, EMBER_LOG_INFO, "unwind table cache %s unusable (%s): tables are built in "
 		      "memory only", dir, strerror(errno));
 		c->store_failures_logged = 1;
 	}
@@ -338,7 +338,7 @@ int ember__table_cache_open(ember__table_cache **out, const char *dir, const emb
 	 * only, and no table is built beyond the budget for a store that
 	 * would fail (ember__table_cache_writable). */
 	if (c->dir_ok && access(dir, W_OK | X_OK) != 0) {
-		ember__log(c->cfg, EMBER_LOG_INFO, "unwind table cache %s is not writable (%s): tables are "
+		ember__logf(c->log, EMBER_LOG_INFO, "unwind table cache %s is not writable (%s): tables are "
 		      "read from it but not stored", dir, strerror(errno));
 		c->store_failures_logged = 1;
 		c->st.store_failed++;
@@ -603,7 +603,7 @@ int ember__table_cache_load(ember__table_cache *c, const ember__build_id *id,
 	close(fd);
 	if (!img) {
 		c->st.rejected++;
-		ember__log(c->cfg, EMBER_LOG_DEBUG, "unwind table cache: cannot read %s: %s", path,
+		ember__logf(c->log, EMBER_LOG_DEBUG, "unwind table cache: cannot read %s: %s", path,
 		      strerror(errno));
 		return 0;
 	}
@@ -620,7 +620,7 @@ int ember__table_cache_load(ember__table_cache *c, const ember__build_id *id,
 		return ember__error_oom("unwind table from the cache");
 	if (rc != 0) {
 		c->st.rejected++;
-		ember__log(c->cfg, EMBER_LOG_DEBUG, "unwind table cache: %s rejected (%s), rebuilding it", path,
+		ember__logf(c->log, EMBER_LOG_DEBUG, "unwind table cache: %s rejected (%s), rebuilding it", path,
 		      ember_last_error());
 		return 0;
 	}
@@ -653,7 +653,7 @@ static int store_failed(ember__table_cache *c, const char *what, const char *pat
 	/* The first failure says why at info (a read-only or full disk is the
 	 * user's business, not worth a warning in every process); the rest at
 	 * debug. */
-	ember__log(c->cfg, c->store_failures_logged ? EMBER_LOG_DEBUG : EMBER_LOG_INFO,
+	ember__logf(c->log, c->store_failures_logged ? EMBER_LOG_DEBUG : EMBER_LOG_INFO,
 	      "unwind table cache: cannot %s %s: %s (tables stay in memory; no more stores are "
 	      "tried in this process)", what, path, strerror(err));
 	c->store_failures_logged = 1;

@@ -1,0 +1,78 @@
+# SPDX-License-Identifier: Apache-2.0
+# lib_attach.sh - helpers of the `emberprof attach` tests (sourced after
+# tests/cli/lib.sh): a target started on a FIFO the test holds open (fd 3),
+# so that it runs until the test closes it.
+: "${EMBER_ATTACH_WORK:?EMBER_ATTACH_WORK must name the attach_work program}"
+FNCPU="$(dirname "$0")/fn_cpu.py"
+unset EMBERPROF_ENGINE # attach samples from outside whatever lib.sh chose for run
+
+# start_target MODE: starts attach_work MODE, its stdin the FIFO ctl
+# (held open on fd 3); sets TPID once it is ready.
+start_target() {
+	rm -f ctl state
+	mkfifo ctl || exit 1
+	"$EMBER_ATTACH_WORK" "$1" state <ctl >target.out 2>&1 &
+	TPID=$!
+	exec 3>ctl
+	wait_for state || { fail "the target did not start"; exit 1; }
+}
+
+# stop_target: closes its stdin; it exits 0 unless something went wrong
+stop_target() {
+	exec 3>&-
+	wait "$TPID"
+	check_exit "the target after detach" 0 $?
+}
+
+# state_of PID: its /proc/PID/stat state letter (empty when gone)
+state_of() {
+	sed 's/.*) \(.\).*/\1/' "/proc/$1/stat" 2>/dev/null
+}
+
+# fn_seconds FUNCTION FILE...: the CPU seconds of the stacks through FUNCTION
+fn_seconds() {
+	f=$1
+	shift
+	python3 "$FNCPU" cpu "$@" | awk -v f="$f" '$1 == f { s = $2 } END { print s + 0 }'
+}
+
+# skip (77) where the kernel refuses perf events for attach here
+attach_probe() {
+	sleep 60 &
+	"$EMBERPROF" attach -q --duration 100ms -o probe.out "$!" >/dev/null 2>probe.err
+	rc=$?
+	kill $! 2>/dev/null
+	wait $! 2>/dev/null
+	if [ $rc -ne 0 ]; then
+		echo "attach cannot sample here: $(cat probe.err)"
+		exit 77
+	fi
+	rm -rf probe.out probe.err
+}
+
+# wait_grep FILE TEXT: waits (up to ~30 s) for TEXT in FILE
+wait_grep() {
+	i=0
+	while ! grep -qF -- "$2" "$1" 2>/dev/null && [ $i -lt 300 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	grep -qF -- "$2" "$1" 2>/dev/null
+}
+
+# what the process holds that detach must give back: its threads, the
+# signals it catches, its descriptors (targets)
+holdings() {
+	ls "/proc/$1/task" | sort | tr '\n' ' '
+	echo
+	grep SigCgt "/proc/$1/status"
+	for f in /proc/"$1"/fd/*; do printf '%s -> %s\n' "${f##*/}" "$(readlink "$f")"; done
+}
+
+# skip (77) where ptrace is refused here
+ptrace_probe() {
+	if [ -r /proc/sys/kernel/yama/ptrace_scope ] && [ "$(cat /proc/sys/kernel/yama/ptrace_scope)" -ge 3 ]; then
+		echo "Yama's ptrace_scope is 3: no ptrace at all here"
+		exit 77
+	fi
+}

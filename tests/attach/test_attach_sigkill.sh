@@ -1,0 +1,64 @@
+# SPDX-License-Identifier: Apache-2.0
+# test_attach_sigkill.sh - `emberprof attach` killed with SIGKILL at each
+# step leaves its target running: no thread stopped (traced or not)
+# within a second, and the target's waiting calls complete normally
+# afterwards (no EINTR), its exit status 0. EMBER_TEST_ATTACH_PAUSE=N
+# makes emberprof wait at step N: 1 checked, 2 CPU events open; --wall:
+# 3 a thread chosen, 4 it is seized and interrupted, 5 the page mapped
+# (registers back), 6 the stub's registers set (not detached), 7
+# detached, the call under way, 8 the agent running. Past step 6 the
+# agent runs on in the process (emberprof is not there to stop it): the
+# process keeps running all the same.
+. "$(dirname "$0")/../cli/lib.sh"
+. "$(dirname "$0")/lib_attach.sh"
+attach_probe
+ptrace_probe
+
+# no thread of PID stopped: 0, after up to a second
+running_within_1s() {
+	i=0
+	while [ $i -lt 10 ]; do
+		stopped=0
+		for t in /proc/"$1"/task/*; do
+			case $(sed 's/.*) \(.\).*/\1/' "$t/stat" 2>/dev/null) in t | T) stopped=1 ;; esac
+		done
+		[ $stopped = 0 ] && return 0
+		sleep 0.1
+		i=$((i + 1))
+	done
+	return 1
+}
+
+for run in "cpu 1" "cpu 2" "wall 1" "wall 3" "wall 4" "wall 5" "wall 6" "wall 7" "wall 8"; do
+	set -- $run
+	mode=$1 n=$2
+	opt=
+	[ "$mode" = wall ] && opt=--wall
+	start_target blocked
+	rm -f ep.err
+	EMBER_TEST_ATTACH_PAUSE=$n "$EMBERPROF" attach $opt -o "out.$mode.$n" "$TPID" >/dev/null 2>ep.err &
+	EP=$!
+	if ! wait_grep ep.err "paused at step $n"; then
+		fail "$mode step $n: never reached:"
+		cat ep.err >&2
+		kill -KILL $EP 2>/dev/null
+	fi
+	if [ "$mode $n" = "wall 4" ] || [ "$mode $n" = "wall 5" ]; then
+		# the test proves something only if the borrowed thread is stopped now
+		if cat /proc/"$TPID"/task/*/stat | grep -q ') t '; then ok "wall, step $n: a thread is in a ptrace stop before the kill"
+		else fail "wall, step $n: no thread in a ptrace stop before the kill"; fi
+	fi
+	kill -KILL $EP
+	wait $EP 2>/dev/null
+	if running_within_1s "$TPID"; then
+		ok "$mode, killed at step $n: the target runs on (state $(state_of "$TPID"))"
+	else
+		fail "$mode, killed at step $n: a thread of the target is stopped"
+		cat /proc/"$TPID"/task/*/stat >&2
+	fi
+	echo release >&3
+	wait_grep state done || fail "$mode step $n: the target's calls did not complete"
+	check_grep "$mode step $n: no EINTR" state "done ok"
+	stop_target
+done
+done_tests
