@@ -271,6 +271,16 @@ void ember__cli_tree_watch(ember__cli_tree *ct, ember__cli_watch *out);
  * exec'd: the program never ran), or NULL if it did not fail or ct is
  * NULL. Owned by ct. */
 const char *ember__cli_tree_attach_error(const ember__cli_tree *ct);
+
+/* What the tree engine of this run did, as its log line says it (valid = 0
+ * before its end, or with the library): the summary's hint quotes it. */
+typedef struct ember__cli_tree_end {
+	int valid;
+	unsigned long long processes, profiled, profiles, samples, report_failures;
+	double sampled_s, unsampled_s; /* CPU in samples; counted, in no sample */
+	int user_only;                 /* perf_event_paranoid 2: user-mode samples */
+} ember__cli_tree_end;
+void ember__cli_tree_last(ember__cli_tree_end *out);
 /* Frees it; the reporters' destroy() flushes what they hold. */
 void ember__cli_tree_free(ember__cli_tree *ct);
 /* Its engine (owned by ct), for `emberprof attach`, which attaches it to

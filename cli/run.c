@@ -50,7 +50,16 @@ typedef struct cli_option {
 	const char *help;
 } cli_option;
 
-enum { CLI_TOP, CLI_QUIET, CLI_FLAME, CLI_NO_FOLLOW, CLI_NO_SYMBOLIZE, CLI_DEBUGINFOD, CLI_HELP };
+enum {
+	CLI_TOP,
+	CLI_QUIET,
+	CLI_FLAME,
+	CLI_NO_FOLLOW,
+	CLI_NO_KERNEL,
+	CLI_NO_SYMBOLIZE,
+	CLI_DEBUGINFOD,
+	CLI_HELP
+};
 static const cli_option cli_options[] = {
 	[CLI_TOP] = {"top", 'n', 1, "N", "rows in the summary table (20)"},
 	[CLI_QUIET] = {"quiet", 'q', 0, NULL, "no summary table"},
@@ -59,6 +68,8 @@ static const cli_option cli_options[] = {
 	/* sets EMBERPROF_FOLLOW_CHILDREN=0 */
 	[CLI_NO_FOLLOW] = {"no-follow-children", 0, 0, NULL, "only the process CMD starts as (and "
 			   "what it execs in place) [EMBERPROF_FOLLOW_CHILDREN=0]"},
+	/* sets EMBERPROF_KERNEL=0 */
+	[CLI_NO_KERNEL] = {"no-kernel", 0, 0, NULL, "no kernel frames [EMBERPROF_KERNEL=0]"},
 	/* sets EMBERPROF_SYMBOLIZE=0 */
 	[CLI_NO_SYMBOLIZE] = {"no-symbolize", 0, 0, NULL, "profiles keep addresses, mappings and "
 			      "build ids only: no symbol table or debug info read in the program; "
@@ -303,7 +314,8 @@ static int apply_cli_option(run_opts *o, int which, const char *value)
 		o->flame = 1;
 		return 0;
 	case CLI_NO_FOLLOW:
-		o->value[row("EMBERPROF_FOLLOW_CHILDREN")] = "0";
+	case CLI_NO_KERNEL:
+		o->value[row(which == CLI_NO_FOLLOW ? "EMBERPROF_FOLLOW_CHILDREN" : "EMBERPROF_KERNEL")] = "0";
 		return 0;
 	case CLI_NO_SYMBOLIZE:
 		o->value[row("EMBERPROF_SYMBOLIZE")] = "0";

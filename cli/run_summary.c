@@ -140,12 +140,33 @@ static void hint_no_profile(const char *cmd, int tree, int follow)
 	const char *rate = getenv("EMBERPROF_SAMPLE_RATE");
 	double hz = rate && atof(rate) > 0 ? atof(rate) : 100;
 	if (tree) {
-		/* sampled from outside: nothing to preload, no agent to start */
-		ember__cli_error("hint: %s used %.0f ms of CPU (its children it waited for "
-				 "included), and no thread of the tree used the %.0f ms a sample "
-				 "needs at %.0f Hz (at perf_event_paranoid 2, of user-mode time); "
-				 "sample more often (--rate) or profile a longer run",
-				 base, (e.cpu_s + e.children_cpu_s) * 1000, 1000 / hz, hz);
+		/* sampled from outside: what the engine counted, as its log
+		 * line (--log-level info) says it */
+		ember__cli_tree_end te;
+		ember__cli_tree_last(&te);
+		if (!te.valid)
+			return;
+		if (te.report_failures)
+			ember__cli_error("hint: the tree engine made %llu profile%s of %llu processes "
+					 "(%.3f s of CPU in samples, %.3f s more in no sample), and "
+					 "the reporters failed %llu time%s: the log says why",
+					 te.profiles, te.profiles == 1 ? "" : "s", te.processes,
+					 te.sampled_s, te.unsampled_s, te.report_failures,
+					 te.report_failures == 1 ? "" : "s");
+		else if (te.processes == 0)
+			ember__cli_error("hint: the tree engine saw no process of %s: its perf events "
+					 "start at the command's exec, and none was recorded",
+					 base);
+		else
+			ember__cli_error("hint: the tree engine saw %llu process%s and their perf "
+					 "events counted %.3f s of CPU (%.3f s in %llu samples)%s: "
+					 "nothing to profile",
+					 te.processes, te.processes == 1 ? "" : "es",
+					 te.sampled_s + te.unsampled_s, te.sampled_s, te.samples,
+					 te.user_only ? ", user mode only (perf_event_paranoid 2)"
+						      : "");
+		(void)hz;
+		(void)e;
 		return;
 	}
 	if (!follow && e.children_cpu_s > 0) {

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "agent/agent.h"
@@ -23,6 +24,7 @@ struct ember__cli_tree {
 	ember_builder *b;
 	ember__tree *t;
 	int verbose;
+	int kernel; /* kernel frames asked for */
 	/* why the engine could not start on the held child ("" if it did) */
 	char attach_error[EMBER_ERROR_MAX];
 };
@@ -50,10 +52,43 @@ static void tree_step(void *ud)
 	(void)ember__tree_step(ct->t, 50); /* failures are logged and counted */
 }
 
+static ember__cli_tree_end last_end;
+
+void ember__cli_tree_last(ember__cli_tree_end *out)
+{
+	*out = last_end;
+}
+
+static double rusage_s(int who)
+{
+	struct rusage ru;
+	if (getrusage(who, &ru) != 0)
+		return 0;
+	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+	       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
 static void print_stats(const ember__cli_tree *ct)
 {
 	ember__tree_stats st;
 	ember__tree_get_stats(ct->t, &st);
+	last_end = (ember__cli_tree_end){1, st.processes, st.processes_profiled, st.profiles,
+					 st.samples, st.report_failures, (double)st.sampled_ns / 1e9,
+					 (double)st.unsampled_ns / 1e9, st.user_only};
+	if (ct->verbose)
+		fprintf(stderr,
+			"emberprof: tree engine: the profiles hold %.3f s of CPU (%.3f s in no sample: "
+			"%.3f s spread over the stacks of its process, %.3f s as [unsampled]; "
+			"%.3f s that no event counted, as [uncounted]; %llu processes in %llu shared "
+			"profiles); the tree's processes emberprof waited for used %.3f s, "
+			"emberprof itself %.3f s\n",
+			(double)(st.sampled_ns + st.unsampled_reported_ns + st.uncounted_ns) / 1e9,
+			(double)st.unsampled_reported_ns / 1e9, (double)st.unsampled_spread_ns / 1e9,
+			(double)(st.unsampled_reported_ns - st.unsampled_spread_ns) / 1e9,
+			(double)st.uncounted_ns / 1e9,
+			(unsigned long long)st.processes_shared,
+			(unsigned long long)st.shared_profiles, rusage_s(RUSAGE_CHILDREN),
+			rusage_s(RUSAGE_SELF));
 	if (ct->verbose || st.report_failures || st.lost)
 		fprintf(stderr,
 			"emberprof: tree engine: %llu processes, %llu profiled, %llu profiles, %llu "
@@ -67,6 +102,12 @@ static void print_stats(const ember__cli_tree *ct)
 			(unsigned long long)st.lost, (unsigned long long)st.tables,
 			(double)st.table_build_ns / 1e6, (unsigned long long)st.tables_deferred,
 			(unsigned long long)st.report_failures);
+	if (ct->kernel && st.user_only && (st.samples || st.unsampled_ns))
+		fprintf(stderr, "emberprof: note: no kernel frames: perf events sample user mode "
+				"only here (perf_event_paranoid >= 2 without CAP_PERFMON)\n");
+	else if (ct->kernel && st.kernel_samples && !st.kernel_named)
+		fprintf(stderr, "emberprof: note: kernel frames are one [kernel] frame each: %s\n",
+			st.kernel_why);
 	if (st.user_only && !st.kernel_weighed && st.samples)
 		fprintf(stderr, "emberprof: note: perf events sample user mode only here "
 				"(perf_event_paranoid >= 2 without CAP_PERFMON) and this kernel "
@@ -139,6 +180,8 @@ static void tree_finish(void *ud)
 		print_stats(ct);
 		return;
 	}
+	/* the tree is over and reaped: what it used by rusage */
+	ember__tree_set_waited(ct->t, (uint64_t)(rusage_s(RUSAGE_CHILDREN) * 1e9));
 	(void)ember__tree_finish(ct->t);
 	print_stats(ct);
 }
@@ -241,6 +284,15 @@ int ember__cli_tree_new(ember__cli_tree **out, int verbose, int follow)
 		return rc;
 	}
 	ember__tree_set_follow(ct->t, follow);
+	/* EMBERPROF_KERNEL (--no-kernel: 0): the kernel's frames, where the
+	 * kernel lets perf events sample it (default 1) */
+	const char *k = getenv("EMBERPROF_KERNEL");
+	if (k && *k && strcmp(k, "0") && strcmp(k, "1")) {
+		ember__cli_tree_free(ct);
+		return ember__error(EMBER_ERR_INVALID, "EMBERPROF_KERNEL is '%s': expected 0 or 1", k);
+	}
+	ct->kernel = !(k && !strcmp(k, "0"));
+	ember__tree_set_kernel(ct->t, ct->kernel);
 	*out = ct;
 	return 0;
 }

@@ -14,8 +14,10 @@
  */
 #include "symbols/fdetab.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "emberprof.h"
 #include "util/error.h"
@@ -418,4 +420,75 @@ void ember__fdetab_reset(ember__fdetab *t)
 	free(t->start);
 	free(t->end);
 	*t = (ember__fdetab)EMBER_FDETAB_INIT;
+}
+
+/* ---- tables kept per file ---- */
+
+/* Built tables of the last few files, for the next symbolizer of the same
+ * file (the tree engine has one per process: 200 `cc1`s would each sort
+ * its ~40,000 FDEs again). A file is its device, inode, size and mtime. */
+#define FILE_CACHE 8
+typedef struct cached {
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime;
+	uint64_t used; /* 0: empty */
+	ember__fdetab tab;
+} cached;
+static cached file_cache[FILE_CACHE];
+static uint64_t file_clock;
+static pthread_mutex_t file_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int copy_tab(ember__fdetab *to, const ember__fdetab *from)
+{
+	*to = *from;
+	to->start = malloc((from->n ? from->n : 1) * sizeof(*to->start));
+	to->end = malloc((from->n ? from->n : 1) * sizeof(*to->end));
+	if (!to->start || !to->end) {
+		ember__fdetab_reset(to);
+		return -1;
+	}
+	memcpy(to->start, from->start, from->n * sizeof(*to->start));
+	memcpy(to->end, from->end, from->n * sizeof(*to->end));
+	return 0;
+}
+
+static int same_file(const cached *c, const struct stat *st)
+{
+	return c->used && c->dev == st->st_dev && c->ino == st->st_ino && c->size == st->st_size &&
+	       c->mtime.tv_sec == st->st_mtim.tv_sec && c->mtime.tv_nsec == st->st_mtim.tv_nsec;
+}
+
+int ember__fdetab_build_file(ember__fdetab *t, Elf *elf, const char *path)
+{
+	struct stat st;
+	if (!path || path[0] != '/' || stat(path, &st) != 0)
+		return ember__fdetab_build(t, elf);
+	pthread_mutex_lock(&file_lock);
+	for (int i = 0; i < FILE_CACHE; i++) {
+		if (!same_file(&file_cache[i], &st))
+			continue;
+		int rc = copy_tab(t, &file_cache[i].tab);
+		file_cache[i].used = ++file_clock;
+		pthread_mutex_unlock(&file_lock);
+		return rc == 0 ? 0 : ember__error_oom("FDE table");
+	}
+	pthread_mutex_unlock(&file_lock);
+	int rc = ember__fdetab_build(t, elf);
+	if (rc != 0 || t->n < 1024) /* small tables are cheap to build again */
+		return rc;
+	cached c = {st.st_dev, st.st_ino, st.st_size, st.st_mtim, 0, EMBER_FDETAB_INIT};
+	if (copy_tab(&c.tab, t) != 0)
+		return 0; /* not kept: the next one builds its own */
+	pthread_mutex_lock(&file_lock);
+	int lru = 0;
+	for (int i = 1; i < FILE_CACHE; i++)
+		if (file_cache[i].used < file_cache[lru].used)
+			lru = i;
+	ember__fdetab_reset(&file_cache[lru].tab);
+	c.used = ++file_clock;
+	file_cache[lru] = c;
+	pthread_mutex_unlock(&file_lock);
+	return 0;
 }

@@ -51,6 +51,16 @@ typedef struct ember__fdetab {
 int ember__fdetab_build(ember__fdetab *t, Elf *elf);
 
 /*
+ * ember__fdetab_build, or a copy of the table built last for the same file
+ * (`path`: device, inode, size and mtime; not a "[vdso]" or other pseudo
+ * path): the last 8 files whose tables have 1,024 FDEs or more are kept,
+ * process-wide (a mutex; never from a signal handler), so that the
+ * symbolizers of many processes of one program build its table once.
+ * *t is the caller's either way. 0 or what ember__fdetab_build returns.
+ */
+int ember__fdetab_build_file(ember__fdetab *t, Elf *elf, const char *path);
+
+/*
  * The function start for `vaddr`: 1 when an FDE covers it (*start: the
  * start of the innermost such FDE, the latest one starting at or below
  * vaddr), 2 when no FDE covers it but one ends below it (*start: the end

@@ -161,7 +161,7 @@ static int fde_function(ember__symbolizer *s, sym_module *m, uint64_t addr, char
 	Dwarf_Addr bias = 0;
 	Elf *elf = dwfl_module_getelf(m->dm, &bias);
 	if (!m->fdes.built) {
-		int err = ember__fdetab_build(&m->fdes, elf);
+		int err = ember__fdetab_build_file(&m->fdes, elf, m->info.path);
 		if (err)
 			return err;
 		s->fde.modules++;

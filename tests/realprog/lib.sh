@@ -5,7 +5,9 @@
 #   realprog NAME [-f] [-p] [-H 'HOT ...'] -- CMD ARGS...
 #
 # runs CMD once unprofiled, then under `emberprof run -q` in each mode
-# (default; --rate 1000 --wall; --alloc), and checks for each:
+# (default: a plain run, the engine emberprof picks, the tree engine where
+# perf events are permitted, unless EMBER_TEST_ENGINE names one; --rate
+# 1000 --wall; --alloc: both the preloaded library's), and checks for each:
 # - the exit status is the unprofiled one;
 # - stdout is byte-for-byte the unprofiled one (compared by cksum), or with
 #   -p the test's own check_output FILE MODE function passes (for output
@@ -18,6 +20,12 @@
 #   where the binary has symbols for it).
 # -e allows no profile at all (a program that may use too little CPU for a
 # sample; emberprof then says "no profiles were written to").
+# Each mode's coverage is printed: the CPU its profiles hold (cpu profiles
+# only, read by go tool pprof) over the unprofiled run's CPU time (user +
+# system, by wait4's rusage of the program and every child it waited
+# for); in the default mode (what a user gets from a plain `emberprof run`)
+# under 90 % fails. -c PERCENT lowers that floor for a program whose CPU
+# is not all its own to profile (none does yet).
 # -f passes --follow-children. Each run is in a fresh working directory
 # made by the test's own setup_dir DIR function, if it defines one.
 # Extra options for every profiled run: REALPROG_OPTS.
@@ -38,6 +46,7 @@ ON | on | 1 | TRUE | true)
 esac
 
 command -v go >/dev/null 2>&1 || { echo "go not installed: profiles cannot be checked"; exit 77; }
+RP_COVER=$(cd "$(dirname "$0")/../tree" && pwd)/tree_cover.py
 
 # free_port : a TCP port nothing listens on now, on 127.0.0.1.
 free_port() {
@@ -51,8 +60,10 @@ realprog() {
 	rp_prop=0
 	rp_empty=0
 	rp_hot=
+	rp_floor=90
 	while [ $# -gt 0 ]; do
 		case $1 in
+		-c) rp_floor=$2; shift ;;
 		-f) rp_follow=-f ;;
 		-p) rp_prop=1 ;;
 		-e) rp_empty=1 ;;
@@ -64,22 +75,28 @@ realprog() {
 
 	rp_dir=$T/$rp_name
 	mkdir -p "$rp_dir/plain"
-	(cd "$rp_dir/plain" && { command -v setup_dir >/dev/null 2>&1 && setup_dir "$rp_dir/plain"; } ; "$@" >"$rp_dir/plain.out" 2>"$rp_dir/plain.err")
+	(cd "$rp_dir/plain" && { command -v setup_dir >/dev/null 2>&1 && setup_dir "$rp_dir/plain"; } ; python3 "$RP_COVER" run "$rp_dir/plain.ru" -- "$@" >"$rp_dir/plain.out" 2>"$rp_dir/plain.err")
 	rp_plain=$?
 	if [ "$rp_prop" = 1 ]; then
 		check_output "$rp_dir/plain.out" plain || fail "$rp_name: the unprofiled run's output fails its own check"
 	fi
 
 	for rp_mode in default rate alloc; do
+		rp_env=
 		case $rp_mode in
-		default) rp_opts= ;;
+		default)
+			rp_opts=
+			# as a user runs it (cli/lib.sh asks for the library
+			# unless a test engine is named)
+			[ -z "${EMBER_TEST_ENGINE:-}" ] && rp_env="-u EMBERPROF_ENGINE"
+			;;
 		rate) rp_opts="--rate 1000 --wall" ;;
 		alloc) rp_opts="--alloc" ;;
 		esac
 		rp_w=$rp_dir/$rp_mode
 		mkdir -p "$rp_w"
 		(cd "$rp_w" && { command -v setup_dir >/dev/null 2>&1 && setup_dir "$rp_w"; } ;
-			"$EMBERPROF" run -q $rp_follow $rp_opts ${REALPROG_OPTS:-} -o "$rp_dir/prof-$rp_mode" -- "$@" \
+			env $rp_env python3 "$RP_COVER" run "$rp_dir/$rp_mode.ru" -- "$EMBERPROF" run -q $rp_follow $rp_opts ${REALPROG_OPTS:-} -o "$rp_dir/prof-$rp_mode" -- "$@" \
 				>"$rp_dir/$rp_mode.out" 2>"$rp_dir/$rp_mode.err")
 		rp_rc=$?
 		rp_what="$rp_name [$rp_mode${rp_follow:+ -f}]"
@@ -133,6 +150,18 @@ realprog() {
 			fail "$rp_what: no profile written"
 		elif [ "$rp_bad" -eq 0 ]; then
 			ok "$rp_what: $rp_n profiles, all read by go tool pprof"
+		fi
+		# coverage: the profiles' CPU over the unprofiled run's
+		rp_cpu=$(python3 "$RP_COVER" profiles "$rp_dir/prof-$rp_mode" 10 2>/dev/null | awk '{ print $1 }')
+		read -r rp_plain_cpu <"$rp_dir/plain.ru"
+		rp_cov=$(python3 -c "import sys; p, t = map(float, sys.argv[1:]); print('%.0f' % (100 * p / t) if t > 0 else 'n/a')" "${rp_cpu:-0}" "$rp_plain_cpu")
+		echo "coverage $rp_what: ${rp_cov} % (${rp_cpu:-0} s in the profiles, the unprofiled run used $rp_plain_cpu s)"
+		if [ "$rp_mode" = default ] && [ "$rp_empty" = 0 ]; then
+			if [ "$rp_cov" != n/a ] && [ "$rp_cov" -ge "$rp_floor" ]; then
+				ok "$rp_what: coverage $rp_cov % (>= $rp_floor %)"
+			else
+				fail "$rp_what: coverage $rp_cov % of the unprofiled run's CPU, under $rp_floor %"
+			fi
 		fi
 		for h in $rp_hot; do
 			if grep -q -- " $h[ @]" "$rp_dir/$rp_mode.raw"; then

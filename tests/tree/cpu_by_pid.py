@@ -3,8 +3,10 @@
 
 Each file is read by `go tool pprof -raw` (a reader nobody here wrote);
 the sum of its cpu/nanoseconds sample values goes to the pid in its name
-(APP-TIME-PID-SEQ[.kind].pb.gz, docs/CONFIG.md). Prints "PID SECONDS"
-lines, sorted by pid. Wall-clock and memory profiles are left out.
+(APP-TIME-PID-SEQ[.kind].pb.gz, docs/CONFIG.md), or, for a sample labelled
+with a pid (the tree engine's profiles, and the profile the short-lived
+processes of a window share), to that pid. Prints "PID SECONDS" lines,
+sorted by pid. Wall-clock and memory profiles are left out.
 """
 import os
 import re
@@ -31,13 +33,23 @@ for name in sorted(os.listdir(d)):
         col = types.index("cpu/nanoseconds")
     else:
         continue
-    ns = 0
+    pid = int(m.group(1))
+    last = None  # (pid, ns) of the sample whose labels may follow
     for line in lines[head + 1:]:
         if not line.startswith(" "):
             break
+        if re.match(r"^\s+[A-Za-z_][\w.]*:\[", line):
+            # a sample's labels: its pid, when labelled, takes its time
+            lm = re.search(r"\bpid:\[(\d+)\]", line)
+            if lm and last:
+                total[last[0]] -= last[1]
+                p = int(lm.group(1))
+                total[p] = total.get(p, 0) + last[1]
+                last = None
+            continue
         vals = line.split(":")[0].split()
-        ns += int(vals[col])
-    pid = int(m.group(1))
-    total[pid] = total.get(pid, 0) + ns
+        ns = int(vals[col])
+        total[pid] = total.get(pid, 0) + ns
+        last = (pid, ns)
 for pid in sorted(total):
     print(pid, "%.3f" % (total[pid] / 1e9))

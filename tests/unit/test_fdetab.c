@@ -186,6 +186,48 @@ static void test_real_files(void)
 	check_file("/lib/x86_64-linux-gnu/liblzma.so.5");
 }
 
+/* A file's table, built again for the next symbolizer of the same file
+ * (ember__fdetab_build_file): a copy of the one built first, the same
+ * as a table built afresh; a path that is no file builds one. */
+static void test_file_cache(void)
+{
+	/* libc: thousands of FDEs (the table is kept); else ourselves */
+	char self[4096] = "/lib/x86_64-linux-gnu/libc.so.6";
+	image im;
+	if (access(self, R_OK) != 0) {
+		ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+		CHECK(n > 0);
+		if (n <= 0)
+			return;
+		self[n] = '\0';
+	}
+	CHECK(load(self, &im) == 0);
+	Elf *elf = elf_memory((char *)im.bytes, im.size);
+	ember__fdetab fresh = EMBER_FDETAB_INIT, a = EMBER_FDETAB_INIT, b = EMBER_FDETAB_INIT,
+		      c = EMBER_FDETAB_INIT;
+	CHECK(ember__fdetab_build(&fresh, elf) == 0);
+	CHECK(ember__fdetab_build_file(&a, elf, self) == 0);
+	/* the second: no ELF at all, so only the kept copy can give it */
+	CHECK(ember__fdetab_build_file(&b, NULL, self) == 0);
+	CHECK(ember__fdetab_build_file(&c, NULL, "[vdso: 1]") == 0);
+	printf("%zu FDEs in %s\n", fresh.n, self);
+	if (fresh.n >= 1024) {
+		CHECK(b.n == fresh.n && b.base == fresh.base && b.start != a.start);
+		CHECK(b.n == fresh.n && !memcmp(b.start, fresh.start, b.n * sizeof(*b.start)) &&
+		      !memcmp(b.end, fresh.end, b.n * sizeof(*b.end)));
+	} else {
+		CHECK(b.n == 0); /* small tables are not kept */
+	}
+	CHECK(a.n == fresh.n);
+	CHECK(c.built && c.n == 0); /* not a file: built (from no ELF) */
+	ember__fdetab_reset(&fresh);
+	ember__fdetab_reset(&a);
+	ember__fdetab_reset(&b);
+	ember__fdetab_reset(&c);
+	elf_end(elf);
+	free(im.bytes);
+}
+
 static void test_no_elf(void)
 {
 	ember__fdetab t = EMBER_FDETAB_INIT;
@@ -204,6 +246,7 @@ int main(void)
 	}
 	elf_version(EV_CURRENT);
 	RUN(test_real_files);
+	RUN(test_file_cache);
 	RUN(test_no_elf);
 	return CHECK_DONE();
 }

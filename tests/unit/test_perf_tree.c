@@ -188,7 +188,7 @@ static int run_seen(const char *arg, int user_only, seen *s, ember__ptree_stats 
 	memset(s, 0, sizeof(*s));
 	ssize_t n = readlink("/proc/self/exe", s->self, sizeof(s->self) - 1);
 	CHECK(n > 0);
-	ember__ptree_opts o = {200, 8192, 0, user_only};
+	ember__ptree_opts o = {200, 8192, 0, user_only, 0};
 	*st = 0;
 	*drained = 0;
 	/* the child's pid: the first sample's or record's */

@@ -209,7 +209,7 @@ static void test_walk(void)
 	CHECK_EQ_INT(ember__tmods_new(&w.mods), 0);
 	CHECK_EQ_INT(ember__symbolizer_new(&w.sym), 0);
 	w.own_bias = main_bias();
-	ember__ptree_opts o = {250, 16384, 0, 0};
+	ember__ptree_opts o = {250, 16384, 0, 0, 0};
 	ember__ptree_stats ps;
 	int st = 0;
 	size_t records = 0;

@@ -55,12 +55,15 @@ struct ember__ptree {
 	uint64_t seq;
 	ember__ptree_stats st;
 	uint32_t stack_bytes;
+	int kchain; /* samples carry PERF_SAMPLE_CALLCHAIN */
 	/* In user mode only, samples also read their event's count (the
 	 * thread's CPU time on that CPU, kernel time included): (tid << 16 |
 	 * cpu) -> the count at its previous sample, 0 after its exit. */
 	int sample_read;
 	ember__u64map counts;
 	size_t dead_counts; /* entries of exited threads (0) */
+	ember__u64map holds; /* pid -> 1 + fd of its dummy event (0: released) */
+	size_t nholds;       /* open dummy events */
 	/* ember__ptree_open_task: the options, and the events of the threads
 	 * added after the first (their output in fd[]'s rings) */
 	ember__ptree_opts opts;
@@ -68,6 +71,9 @@ struct ember__ptree {
 	int *xfd;
 	size_t nxfd, capxfd;
 };
+
+/* Most dummy events held open at once (one descriptor each). */
+#define HOLDS_MAX 2048
 
 static uint64_t now_ns(void)
 {
@@ -79,6 +85,7 @@ static uint64_t now_ns(void)
 static void attr_init(struct perf_event_attr *a, const ember__ptree_opts *o, size_t data_len,
 		      int exclude_kernel, int sample_read)
 {
+	int kchain = o->kernel_frames && !exclude_kernel;
 	memset(a, 0, sizeof(*a));
 	a->size = sizeof(*a);
 	a->type = PERF_TYPE_SOFTWARE;
@@ -89,9 +96,18 @@ static void attr_init(struct perf_event_attr *a, const ember__ptree_opts *o, siz
 			 PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
 	if (sample_read)
 		a->sample_type |= PERF_SAMPLE_READ; /* read_format 0: the count alone */
+	if (kchain) {
+		/* the kernel's part only: the user stack is walked here */
+		a->sample_type |= PERF_SAMPLE_CALLCHAIN;
+		a->exclude_callchain_user = 1;
+		a->sample_max_stack = EMBER_PTREE_KMAX;
+	}
 	a->sample_regs_user = REGS_MASK;
 	a->sample_stack_user = o->stack_bytes;
 	a->inherit = 1;
+	/* each thread's count on each CPU as a READ record when it exits:
+	 * what a process used, whether or not a sample stands for it */
+	a->inherit_stat = 1;
 	a->exclude_kernel = (unsigned)exclude_kernel;
 	a->exclude_hv = 1;
 	a->mmap = 1; /* with mmap2: the MMAP2 form */
@@ -110,7 +126,7 @@ static void attr_init(struct perf_event_attr *a, const ember__ptree_opts *o, siz
 
 int ember__ptree_probe(void)
 {
-	ember__ptree_opts o = {0, 0, 0, 0};
+	ember__ptree_opts o = {0, 0, 0, 0, 0};
 	o.hz = 100;
 	o.stack_bytes = 16384;
 	/* kernel samples; else user-mode samples that read their count */
@@ -148,6 +164,10 @@ void ember__ptree_free(ember__ptree *t)
 		free(t->q[i].rec);
 	free(t->q);
 	ember__u64map_free(&t->counts);
+	for (size_t i = 0; i < t->holds.cap; i++)
+		if (t->holds.slots[i].used && t->holds.slots[i].value)
+			close((int)t->holds.slots[i].value - 1);
+	ember__u64map_free(&t->holds);
 	free(t->ring);
 	free(t->fd);
 	free(t);
@@ -158,7 +178,7 @@ int ember__ptree_open(ember__ptree **out, pid_t pid, const ember__ptree_opts *op
 	if (!out || pid <= 0)
 		return ember__error(EMBER_ERR_INVALID, "perf tree: no process given");
 	*out = NULL;
-	ember__ptree_opts o = opts ? *opts : (ember__ptree_opts){0, 0, 0, 0};
+	ember__ptree_opts o = opts ? *opts : (ember__ptree_opts){0, 0, 0, 0, 0};
 	if (!o.hz)
 		o.hz = 100;
 	if (!o.stack_bytes)
@@ -265,9 +285,85 @@ int ember__ptree_open(ember__ptree **out, pid_t pid, const ember__ptree_opts *op
 	t->st.exclude_kernel = exclude_kernel;
 	t->st.kernel_weighed = sample_read;
 	t->sample_read = sample_read;
+	t->kchain = o.kernel_frames && !exclude_kernel;
+	t->st.kernel_frames = t->kchain;
+	/* the command's process forks first: a context of its own before
+	 * it runs (a failure only costs the fork-heavy parent samples) */
+	if (pid != getpid()) /* (not the ring holders of ember__ptree_open_rings) */
+		(void)ember__ptree_hold(t, pid);
 	t->opts = o;
 	*out = t;
 	return 0;
+}
+
+/* Rebuilds m without its entries of value 0. 0, or -1 (out of memory: m
+ * kept as it is). */
+static int drop_zeros(ember__u64map *m)
+{
+	ember__u64map live = EMBER_U64MAP_INIT;
+	for (size_t i = 0; i < m->cap; i++) {
+		ember__u64map_slot *sl = &m->slots[i];
+		if (!sl->used || !sl->value)
+			continue;
+		uint64_t *v = ember__u64map_put(&live, sl->key, NULL);
+		if (!v) {
+			ember__u64map_free(&live);
+			return -1;
+		}
+		*v = sl->value;
+	}
+	ember__u64map_free(m);
+	*m = live;
+	return 0;
+}
+
+int ember__ptree_hold(ember__ptree *t, pid_t pid)
+{
+	uint64_t *v = ember__u64map_get(&t->holds, (uint64_t)pid);
+	if (v && *v)
+		return 0;
+	if (t->nholds >= HOLDS_MAX) {
+		t->st.hold_failures++;
+		return ember__error(EMBER_ERR_UNSUPPORTED, "perf tree: %d dummy events held already",
+				    HOLDS_MAX);
+	}
+	struct perf_event_attr a;
+	memset(&a, 0, sizeof(a));
+	a.size = sizeof(a);
+	a.type = PERF_TYPE_SOFTWARE;
+	a.config = PERF_COUNT_SW_DUMMY;
+	a.disabled = 1;
+	a.exclude_kernel = 1; /* permitted at any perf_event_paranoid below 3 */
+	a.exclude_hv = 1;
+	int fd = (int)syscall(SYS_perf_event_open, &a, pid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0) {
+		t->st.hold_failures += errno != ESRCH; /* gone already: nothing to hold */
+		return ember__error_errno(EMBER_ERR_UNSUPPORTED, errno,
+					  "perf tree: a dummy event on process %d", (int)pid);
+	}
+	v = ember__u64map_put(&t->holds, (uint64_t)pid, NULL);
+	if (!v) {
+		close(fd);
+		t->st.hold_failures++;
+		return ember__error_oom("perf tree");
+	}
+	*v = (uint64_t)fd + 1;
+	t->nholds++;
+	t->st.holds++;
+	return 0;
+}
+
+void ember__ptree_release(ember__ptree *t, pid_t pid)
+{
+	uint64_t *v = ember__u64map_get(&t->holds, (uint64_t)pid);
+	if (!v || !*v)
+		return;
+	close((int)*v - 1);
+	*v = 0;
+	t->nholds--;
+	/* the map keeps the pid (0) until it is rebuilt, when mostly released */
+	if (t->holds.n > 4096 && t->nholds * 2 < t->holds.n)
+		(void)drop_zeros(&t->holds);
 }
 
 int ember__ptree_open_rings(ember__ptree **out, const ember__ptree_opts *opts, int threads_only)
@@ -457,25 +553,12 @@ static void forget_counts(ember__ptree *t, int32_t tid)
 	}
 	if (t->dead_counts < 4096 || t->dead_counts * 2 < t->counts.n)
 		return;
-	ember__u64map live = EMBER_U64MAP_INIT;
-	for (size_t i = 0; i < t->counts.cap; i++) {
-		ember__u64map_slot *sl = &t->counts.slots[i];
-		if (!sl->used || !sl->value)
-			continue;
-		uint64_t *v = ember__u64map_put(&live, sl->key, NULL);
-		if (!v) {
-			ember__u64map_free(&live);
-			return; /* kept as it is */
-		}
-		*v = sl->value;
-	}
-	ember__u64map_free(&t->counts);
-	t->counts = live;
-	t->dead_counts = 0;
+	if (drop_zeros(&t->counts) == 0)
+		t->dead_counts = 0;
 }
 
-/* Decodes a sample record (IP, TID, TIME, PERIOD, [READ], REGS_USER,
- * STACK_USER) from the ring of `cpu`. */
+/* Decodes a sample record (IP, TID, TIME, PERIOD, [READ], [CALLCHAIN],
+ * REGS_USER, STACK_USER) from the ring of `cpu`. */
 static int decode_sample(ember__ptree *t, const uint8_t *rec, uint16_t size, int cpu,
 			 ember__ptree_rec *r)
 {
@@ -491,6 +574,22 @@ static int decode_sample(ember__ptree *t, const uint8_t *rec, uint16_t size, int
 		if (get_u64(&p, end, &count))
 			return -1;
 		weigh_by_count(t, r, cpu, count);
+	}
+	r->u.sample.nkips = 0;
+	if (t->kchain) {
+		/* nr, then the IPs: context markers (PERF_CONTEXT_KERNEL...)
+		 * among them are not frames */
+		uint64_t nr;
+		if (get_u64(&p, end, &nr) || nr > (uint64_t)(end - p) / 8)
+			return -1;
+		for (uint64_t i = 0; i < nr; i++) {
+			uint64_t kip = 0;
+			(void)get_u64(&p, end, &kip);
+			if (kip >= (uint64_t)PERF_CONTEXT_MAX)
+				continue;
+			if (r->u.sample.nkips < EMBER_PTREE_KMAX)
+				r->u.sample.kips[r->u.sample.nkips++] = kip;
+		}
 	}
 	uint64_t abi;
 	if (get_u64(&p, end, &abi))
@@ -597,6 +696,16 @@ static int decode(ember__ptree *t, const uint8_t *rec, int cpu, ember__ptree_rec
 		r->type = EMBER_PTREE_LOST;
 		memcpy(&r->u.lost.lost, body + 8, 8);
 		return 0;
+	case PERF_RECORD_READ:
+		/* pid, tid, the count (read_format 0) */
+		if (fixed < 16)
+			return -1;
+		memcpy(u32, body, 8);
+		r->type = EMBER_PTREE_READ;
+		r->pid = (int32_t)u32[0];
+		r->tid = (int32_t)u32[1];
+		memcpy(&r->u.read.value, body + 8, 8);
+		return 0;
 	case PERF_RECORD_THROTTLE:
 	case PERF_RECORD_UNTHROTTLE:
 		t->st.throttles += h->type == PERF_RECORD_THROTTLE;
@@ -653,6 +762,8 @@ size_t ember__ptree_drain(ember__ptree *t, int final, ember__ptree_cb cb, void *
 				t->st.sample_ns += r.u.sample.period;
 			} else if (r.type == EMBER_PTREE_LOST)
 				t->st.lost += r.u.lost.lost;
+			else if (r.type == EMBER_PTREE_READ)
+				t->st.read_ns += r.u.read.value;
 			else if (r.type == EMBER_PTREE_EXIT && t->sample_read)
 				forget_counts(t, r.tid);
 			cb(arg, &r);

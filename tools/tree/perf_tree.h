@@ -12,7 +12,9 @@
  * from and a copy of the top of the user stack (unwound later, in this
  * process, with our own tables: tools/tree/tree_space.h). The rings also
  * carry what names the samples: executable mappings (MMAP2), names and
- * execs (COMM), forks and exits (FORK, EXIT) and losses (LOST).
+ * execs (COMM), forks and exits (FORK, EXIT) and losses (LOST), and what
+ * each thread used, sampled or not: its count on each CPU when it exits
+ * (READ, inherit_stat).
  *
  * Records of different CPUs' rings are merged by time: a sample must meet
  * the mappings of its process as they were when it was taken. The rings
@@ -49,7 +51,14 @@ typedef struct ember__ptree_opts {
 	unsigned ring_pages;  /* data pages per CPU's ring, a power of two; 0: 128 */
 	int user_only;        /* 1: count user mode only even where the kernel
 				 would count kernel time too (tests) */
+	int kernel_frames;    /* 1: with kernel samples, each carries its kernel
+				 callchain (PERF_SAMPLE_CALLCHAIN, user part
+				 excluded: the user stack is walked here) */
 } ember__ptree_opts;
+
+/* Most kernel frames a sample carries (the kernel's own limit is
+ * perf_event_max_stack, 127 by default). */
+#define EMBER_PTREE_KMAX 64
 
 /* Record types handed to the callback. */
 enum {
@@ -58,7 +67,8 @@ enum {
 	EMBER_PTREE_COMM = 3, /* a thread's name; exec: the process exec'd */
 	EMBER_PTREE_FORK = 4, /* a process (pid != ppid) or thread (pid == ppid) was created */
 	EMBER_PTREE_EXIT = 5, /* a thread exited; the process when tid == pid */
-	EMBER_PTREE_LOST = 6  /* the kernel dropped records: a ring was full */
+	EMBER_PTREE_LOST = 6, /* the kernel dropped records: a ring was full */
+	EMBER_PTREE_READ = 7  /* an exited thread's count on one CPU (inherit_stat) */
 };
 
 /*
@@ -78,6 +88,9 @@ typedef struct ember__ptree_rec {
 						(a kernel thread, or none yet) */
 			const uint8_t *stack; /* the copy of [regs.sp, regs.sp + stack_len) */
 			uint64_t stack_len;
+			uint32_t nkips;       /* kernel frames, innermost first (0: none, a
+						 user-mode sample or no kernel_frames) */
+			uint64_t kips[EMBER_PTREE_KMAX];
 		} sample;
 		struct {
 			uint64_t start, len, pgoff;
@@ -96,6 +109,9 @@ typedef struct ember__ptree_rec {
 		struct {
 			uint64_t lost;
 		} lost;
+		struct {
+			uint64_t value; /* CPU nanoseconds the thread ran on that CPU */
+		} read;
 	} u;
 } ember__ptree_rec;
 
@@ -106,12 +122,16 @@ typedef struct ember__ptree_stats {
 	uint64_t malformed; /* records whose size contradicts their content: skipped */
 	uint64_t bytes;     /* bytes read from the rings */
 	uint64_t sample_ns; /* CPU time the samples decoded weigh (their periods) */
+	uint64_t read_ns;   /* CPU time of the exited threads, from their READ records */
+	uint64_t holds, hold_failures; /* processes given a context of their own (ember__ptree_hold) */
 	uint64_t counted_ns; /* CPU time the events counted, the whole tree's,
 				read at the final drain (0 before, or if the
 				kernel refused the read); sample_ns falls short
 				of it by what no sample stands for: each
 				thread's time after its last sample */
 	int exclude_kernel; /* 1: user mode only (perf_event_paranoid >= 2) */
+	int kernel_frames;  /* samples carry kernel callchains (kernel_frames asked,
+			       and kernel samples permitted) */
 	int kernel_weighed; /* with exclude_kernel: each sample's period is the
 			       CPU time its count says it stands for, the
 			       kernel's included (PERF_SAMPLE_READ, Linux 6.12+) */
@@ -144,6 +164,22 @@ int ember__ptree_probe(void);
  * the descriptors are inherited. 0 or EMBER_ERR_SYS.
  */
 int ember__ptree_after_fork(ember__ptree *t);
+
+/*
+ * Gives process `pid` of the tree a perf context of its own: one disabled,
+ * non-inherited dummy event on it (kept until ember__ptree_release, or the
+ * sampler is freed). The kernel otherwise treats a child's context as a
+ * clone of its parent's and swaps the two at a context switch between
+ * them instead of stopping the events: a parent that forks a short child
+ * every millisecond then restarts the child's fresh sampling period each
+ * time and never takes a sample (perf record -e cpu-clock shows the same).
+ * A non-inherited event in the parent's context makes its children's
+ * contexts no clones (and opening it unclones its own). Idempotent. 0 or
+ * EMBER_ERR_UNSUPPORTED (counted in hold_failures).
+ */
+int ember__ptree_hold(ember__ptree *t, pid_t pid);
+/* Closes the dummy event of an exited process (no-op if none). */
+void ember__ptree_release(ember__ptree *t, pid_t pid);
 
 /*
  * Sampling processes that already run (`emberprof attach`): the rings of

@@ -20,6 +20,8 @@
 #include "report/otlp.h"
 #include "symbols/symbolizer.h"
 #include "tree/perf_tree.h"
+#include "tree/tree_kernel.h"
+#include "tree/tree_profile.h"
 #include "tree/tree_space.h"
 #include "util/error.h"
 #include "util/hashmap.h"
@@ -31,6 +33,8 @@ typedef struct tproc {
 	char comm[COMM_LEN];
 	char *exe;         /* the file it exec'd: its first executable mapping after */
 	int want_exe;
+	char *exe_alias;   /* the symlink it ran exe by, or NULL (tree_profile.h) */
+	int alias_done;    /* exe_alias looked for since the exec */
 	ember__tspace space;
 	ember__agg agg;
 	int64_t win_start; /* ns since the epoch: this process's window */
@@ -40,6 +44,9 @@ typedef struct tproc {
 	int64_t fork_mono; /* its FORK record's time (CLOCK_MONOTONIC ns), 0: none seen */
 	int profiled;
 	ember__symbolizer *sym;
+	int64_t start_ns;     /* epoch ns: its fork, or when it was first seen */
+	uint64_t sampled_ns;  /* CPU time its samples weigh, over its life */
+	uint64_t counted_ns;  /* CPU time its exited threads used (READ records) */
 } tproc;
 
 struct ember__tree {
@@ -54,9 +61,20 @@ struct ember__tree {
 	size_t nexited, capexited;
 	int64_t mono_to_epoch; /* add to a record's CLOCK_MONOTONIC time */
 	int64_t win_start;     /* the current window (epoch ns) */
+	int64_t win_end;       /* its end: a whole multiple of the interval */
+	int64_t interval_ns;
+	ember__tshared shared; /* the window's short-lived processes */
+	uint64_t waited_ns;    /* the tree's CPU by rusage (ember__tree_set_waited) */
+	uint64_t uncounted_ns; /* of it, what no event counted: the command's
+				  process's last profile holds it */
+	uint32_t shared_seq;
 	uint64_t *pcs;
 	int err;               /* the first reporter error of this step */
 	int32_t top;           /* the attached process */
+	int kernel;            /* kernel frames asked for (ember__tree_set_kernel) */
+	int top_counted;       /* the events' total is the top's tree's (ember__tree_attach:
+				  the top's own count follows from it; not with attach_task) */
+	ember__tkern *kern;    /* their names, when samples carry them */
 	int only_top;          /* --no-follow-children: the others' records are ignored */
 	ember__tree_stats st;
 };
@@ -81,26 +99,52 @@ int ember__tree_new(ember__tree **out, ember__config *cfg)
 	}
 	t->mono_to_epoch = clock_ns(CLOCK_REALTIME) - clock_ns(CLOCK_MONOTONIC);
 	t->win_start = clock_ns(CLOCK_REALTIME);
+	t->interval_ns = (int64_t)(cfg->interval_ms ? cfg->interval_ms : 1) * 1000000;
+	/* windows end on whole multiples of the interval since the epoch, as
+	 * the library's do (src/agent/agent.c): the first one is shorter */
+	t->win_end = (t->win_start / t->interval_ns + 1) * t->interval_ns;
+	t->shared = (ember__tshared)EMBER_TSHARED_INIT;
+	t->kernel = 1;
 	*out = t;
 	return 0;
 }
 
+/* The kernel frames' names, when the samples carry kernel frames. */
+static void kern_init(ember__tree *t)
+{
+	ember__ptree_stats ps;
+	ember__ptree_get_stats(t->pt, &ps);
+	if (ps.kernel_frames && ember__tkern_new(&t->kern) != 0)
+		t->kern = NULL; /* out of memory: user frames only */
+}
+
 int ember__tree_attach(ember__tree *t, pid_t pid)
 {
-	ember__ptree_opts o = {t->cfg->hz, 0, 0, 0};
+	ember__ptree_opts o = {t->cfg->hz, 0, 0, 0, t->kernel};
 	t->top = (int32_t)pid;
-	return ember__ptree_open(&t->pt, pid, &o);
+	t->top_counted = 1;
+	int rc = ember__ptree_open(&t->pt, pid, &o);
+	if (rc == 0 && t->kernel)
+		kern_init(t);
+	return rc;
+}
+
+void ember__tree_set_kernel(ember__tree *t, int kernel)
+{
+	t->kernel = kernel;
 }
 
 int ember__tree_attach_task(ember__tree *t, pid_t tid, int threads_only)
 {
-	ember__ptree_opts o = {t->cfg->hz, 0, 0, 0};
+	ember__ptree_opts o = {t->cfg->hz, 0, 0, 0, t->kernel};
 	t->top = (int32_t)tid;
 	int rc = ember__ptree_open_rings(&t->pt, &o, threads_only);
 	if (rc == 0 && (rc = ember__ptree_add_task(t->pt, tid)) != 0) {
 		ember__ptree_free(t->pt);
 		t->pt = NULL;
 	}
+	if (rc == 0 && t->kernel)
+		kern_init(t);
 	return rc;
 }
 
@@ -131,6 +175,7 @@ static tproc *proc_get(ember__tree *t, int32_t pid, int create)
 	p->space = (ember__tspace)EMBER_TSPACE_INIT;
 	ember__agg_init(&p->agg);
 	p->win_start = t->win_start;
+	p->start_ns = t->win_start;
 	*v = (uint64_t)(uintptr_t)p;
 	t->st.processes++;
 	return p;
@@ -139,6 +184,7 @@ static tproc *proc_get(ember__tree *t, int32_t pid, int create)
 static void proc_free(tproc *p)
 {
 	free(p->exe);
+	free(p->exe_alias);
 	ember__tspace_release(&p->space);
 	ember__agg_release(&p->agg);
 	ember__symbolizer_free(p->sym);
@@ -170,14 +216,9 @@ static void set_thread_name(ember__tree *t, int32_t tid, const char *comm)
 	snprintf(t->tnames[*v - 1], COMM_LEN, "%s", comm);
 }
 
-/* Reports p's window [p->win_start, end) if it has samples, and starts
- * the next one at end. */
-static void report_window(ember__tree *t, tproc *p, int64_t end, int final)
+/* Names p's frames: its symbolizer, given its layout now. */
+static void symbolizer_for(ember__tree *t, tproc *p)
 {
-	if (p->agg.samples == 0) {
-		p->win_start = end;
-		return;
-	}
 	ember__procmaps maps = EMBER_PROCMAPS_INIT;
 	int rc = ember__tspace_procmaps(&p->space, t->mods, &maps);
 	if (rc == 0)
@@ -193,49 +234,150 @@ static void report_window(ember__tree *t, tproc *p, int64_t end, int final)
 		ember__log(t->cfg, EMBER_LOG_WARN,
 			   "process %d (%s): its frames stay unnamed: %s", (int)p->pid, p->comm,
 			   ember_last_error());
-	ember__profile *prof = NULL;
+}
+
+/* Encodes prof and hands it to the reporters as [start, end) of `pid`
+ * (0: the shared profile, named after this process). */
+static void report_profile(ember__tree *t, ember__profile *prof, int32_t pid, uint32_t seq,
+			   int64_t start, int64_t end, uint64_t samples, int final)
+{
 	uint8_t *pb = NULL;
 	size_t pblen = 0;
-	ember__window_cfg wcfg = ember__config_window(t->cfg);
-	rc = ember__window_profile(&p->agg, p->sym, &wcfg, EMBER__PROFILE_CPU, p->win_start, end,
-				   &prof);
-	if (rc == 0)
-		rc = ember__pprof_encode(prof, &pb, &pblen);
+	int rc = ember__pprof_encode(prof, &pb, &pblen);
 	if (rc) {
 		ember__log(t->cfg, EMBER_LOG_ERROR,
-			   "process %d (%s): window %" PRIu32 " could not be encoded, %" PRIu64
+			   "process %d: window %" PRIu32 " could not be encoded, %" PRIu64
+			   " samples lost: %s",
+			   (int)pid, seq, samples, ember_last_error());
+		t->st.report_failures++;
+		if (!t->err)
+			t->err = rc;
+		return;
+	}
+	ember_report rep = {
+		.app_name = t->cfg->app_name,
+		.profile_type = "cpu",
+		.start_ns = start,
+		.end_ns = end,
+		.samples = samples,
+		.pprof = pb,
+		.pprof_len = pblen,
+		.seq = seq,
+		.final = final,
+		.format = EMBER_FORMAT_PPROF,
+		.interval_ms = t->cfg->interval_ms,
+		.pid = pid,
+	};
+	ember__otlp_window_profile(prof); /* the model, for the OTLP reporter */
+	if (ember__config_call_reporters(t->cfg, &rep, &t->st.report_failures) != 0 && !t->err)
+		t->err = EMBER_ERR_REPORTER;
+	ember__otlp_window_done();
+	t->st.profiles++;
+	free(pb);
+}
+
+/* The window's shared profile, [t->win_start, end), to the reporters. */
+static void flush_shared(ember__tree *t, int64_t end, int final)
+{
+	uint64_t samples = t->shared.samples;
+	ember__profile *prof = ember__tshared_take(&t->shared);
+	if (!prof)
+		return;
+	prof->time_nanos = t->win_start;
+	prof->duration_nanos = end - t->win_start;
+	report_profile(t, prof, 0, t->shared_seq++, t->win_start, end, samples, final);
+	t->st.shared_profiles++;
+	ember__profile_free(prof);
+}
+
+/*
+ * The time a process used after its last sample (known at its end) goes
+ * to the stacks of its last window in proportion to their weights: where
+ * it was seen running is the best account of where it ran since (for the
+ * processes of a few periods, most of their time). Sample counts stay as
+ * taken.
+ */
+static void spread_weight(ember__agg *a, uint64_t ns)
+{
+	uint64_t given = 0, total = a->weight;
+	for (size_t i = 0; i < a->n; i++) {
+		ember__agg_stack *s = a->stacks[i];
+		uint64_t share = i + 1 == a->n ? ns - given
+					       : (uint64_t)((unsigned __int128)ns * s->weight / total);
+		s->weight += share;
+		given += share;
+	}
+	a->weight += ns;
+}
+
+/*
+ * Reports p's window [p->win_start, end) if it has samples, or (`final`:
+ * p's last) CPU time that no sample stands for, and starts the next one at
+ * end. A process younger than the interval joins the window's shared
+ * profile instead of a file of its own; the command's process never does.
+ */
+static void report_window(ember__tree *t, tproc *p, int64_t end, int final)
+{
+	uint64_t unsampled = final && p->counted_ns > p->sampled_ns ? p->counted_ns - p->sampled_ns : 0;
+	if (p->agg.samples == 0 && unsampled == 0) {
+		p->win_start = end;
+		return;
+	}
+	if (p->agg.samples)
+		symbolizer_for(t, p);
+	uint64_t spread = p->agg.weight ? unsampled : 0;
+	if (spread)
+		spread_weight(&p->agg, spread);
+	ember__profile *prof = NULL;
+	ember__window_cfg wcfg = ember__config_window(t->cfg);
+	int rc = ember__window_profile(&p->agg, p->agg.samples ? p->sym : NULL, &wcfg,
+				       EMBER__PROFILE_CPU, p->win_start, end, &prof);
+	if (rc == 0 && t->kern)
+		rc = ember__tkern_apply(t->kern, prof);
+	/* its executable named by the path it ran (a symlink), the file's
+	 * own path in the profile's comment */
+	if (rc == 0 && p->exe && !p->alias_done) {
+		p->exe_alias = ember__tprof_exe_alias(p->exe, p->comm, p->pid);
+		p->alias_done = 1;
+	}
+	if (rc == 0 && p->exe_alias)
+		rc = ember__tprof_alias_main(prof, p->exe, p->exe_alias);
+	const char *exe = p->exe_alias ? p->exe_alias : p->exe;
+	if (rc == 0 && unsampled && !spread)
+		rc = ember__tprof_unsampled(prof, exe, p->comm, unsampled, EMBER_TREE_UNSAMPLED);
+	if (rc == 0 && final && p->pid == t->top && t->uncounted_ns)
+		rc = ember__tprof_unsampled(prof, exe, p->comm, t->uncounted_ns, EMBER_TREE_UNCOUNTED);
+	if (rc == 0)
+		rc = ember__tprof_label(prof, p->pid, p->comm);
+	/* short-lived: younger than the interval, and less CPU than ten
+	 * samples stand for (a cc1 of 30 ms; not a worker of seconds) */
+	uint64_t small = 10ull * 1000000000ull / (t->cfg->hz ? t->cfg->hz : 100);
+	int shared = p->pid != t->top && end - p->start_ns < t->interval_ns &&
+		     p->sampled_ns + unsampled < small;
+	if (rc == 0 && shared)
+		rc = ember__tshared_add(&t->shared, prof);
+	if (rc) {
+		ember__log(t->cfg, EMBER_LOG_ERROR,
+			   "process %d (%s): window %" PRIu32 " could not be made, %" PRIu64
 			   " samples lost: %s",
 			   (int)p->pid, p->comm, p->seq, p->agg.samples, ember_last_error());
 		t->st.report_failures++;
 		if (!t->err)
 			t->err = rc;
-	} else {
-		ember_report rep = {
-			.app_name = t->cfg->app_name,
-			.profile_type = "cpu",
-			.start_ns = p->win_start,
-			.end_ns = end,
-			.samples = p->agg.samples,
-			.pprof = pb,
-			.pprof_len = pblen,
-			.seq = p->seq,
-			.final = final,
-			.format = EMBER_FORMAT_PPROF,
-			.interval_ms = t->cfg->interval_ms,
-			.pid = p->pid,
-		};
-		ember__otlp_window_profile(prof); /* the model, for the OTLP reporter */
-		if (ember__config_call_reporters(t->cfg, &rep, &t->st.report_failures) != 0 &&
-		    !t->err)
-			t->err = EMBER_ERR_REPORTER;
-		ember__otlp_window_done();
-		t->st.profiles++;
+	} else if (!shared) {
+		report_profile(t, prof, p->pid, p->seq, p->win_start, end, p->agg.samples, final);
+		p->seq++;
+	}
+	if (rc == 0) {
 		t->st.processes_profiled += !p->profiled;
+		t->st.processes_shared += shared && !p->profiled;
+		t->st.unsampled_reported_ns += unsampled;
+		t->st.unsampled_spread_ns += spread;
+		if (final && p->pid == t->top)
+			t->st.uncounted_ns = t->uncounted_ns;
 		p->profiled = 1;
 	}
-	free(pb);
 	ember__profile_free(prof);
-	p->seq++;
 	ember__agg_release(&p->agg);
 	ember__agg_init(&p->agg);
 	p->win_start = end;
@@ -255,7 +397,24 @@ static void on_sample(ember__tree *t, const ember__ptree_rec *r)
 				     (size_t)r->u.sample.stack_len, t->pcs, max, &flags);
 	t->st.truncated += (flags & EMBER_UNWIND_TRUNCATED) != 0;
 	t->st.sampled_ns += r->u.sample.period;
-	if (ember__agg_add(&p->agg, r->tid, t->pcs, (uint32_t)n, NULL, 0, r->u.sample.period) != 0)
+	p->sampled_ns += r->u.sample.period;
+	/* the kernel's frames: the chain's number as an internal label
+	 * (tree_kernel.h), its frames put in when the profile is built */
+	uint8_t lb[2 + sizeof(EMBER_TKERN_LABEL) + 12];
+	uint32_t lblen = 0;
+	uint32_t kid = t->kern && r->u.sample.nkips
+			       ? ember__tkern_intern(t->kern, r->u.sample.kips, r->u.sample.nkips)
+			       : 0;
+	if (kid) {
+		size_t kl = sizeof(EMBER_TKERN_LABEL) - 1;
+		lb[0] = (uint8_t)kl;
+		memcpy(lb + 1, EMBER_TKERN_LABEL, kl);
+		int vl = snprintf((char *)lb + 2 + kl, sizeof(lb) - 2 - kl, "%u", kid);
+		lb[1 + kl] = (uint8_t)vl;
+		lblen = (uint32_t)(2 + kl + (size_t)vl);
+		t->st.kernel_samples++;
+	}
+	if (ember__agg_add(&p->agg, r->tid, t->pcs, (uint32_t)n, lb, lblen, r->u.sample.period) != 0)
 		return;
 	int64_t when = (int64_t)r->time + t->mono_to_epoch;
 	if (p->exited && when > p->exit_ns)
@@ -266,12 +425,27 @@ static void on_sample(ember__tree *t, const ember__ptree_rec *r)
 	}
 }
 
+static void each_proc(ember__tree *t, int64_t end, int final);
+
+/* Closes the windows that end at or before `upto` (epoch ns). */
+static void close_windows(ember__tree *t, int64_t upto)
+{
+	while (t->win_end <= upto) {
+		each_proc(t, t->win_end, 0);
+		flush_shared(t, t->win_end, 0);
+		t->win_start = t->win_end;
+		t->win_end += t->interval_ns;
+	}
+}
+
 static void on_record(void *arg, const ember__ptree_rec *r)
 {
 	ember__tree *t = arg;
 	int64_t when = (int64_t)r->time + t->mono_to_epoch;
 	if (t->only_top && r->pid != t->top && r->type != EMBER_PTREE_LOST)
 		return;
+	/* a record of the next window: this one is over, for every process */
+	close_windows(t, when);
 	switch (r->type) {
 	case EMBER_PTREE_SAMPLE:
 		on_sample(t, r);
@@ -288,6 +462,10 @@ static void on_record(void *arg, const ember__ptree_rec *r)
 			free(p->exe);
 			p->exe = strdup(r->u.mmap.path);
 			p->want_exe = 0;
+			/* while it runs (argv[0] is one of the clues) */
+			free(p->exe_alias);
+			p->exe_alias = ember__tprof_exe_alias(p->exe, p->comm, p->pid);
+			p->alias_done = 1;
 		}
 		break;
 	}
@@ -306,6 +484,13 @@ static void on_record(void *arg, const ember__ptree_rec *r)
 		if (r->u.comm.exec) {
 			/* a new program: what ran before is named by the old layout */
 			report_window(t, p, when, 0);
+			/* its windows are numbered from 0 again, as a new
+			 * image's agent numbers them in the library: the
+			 * first starts at the exec, the others on the interval */
+			p->seq = 0;
+			free(p->exe_alias);
+			p->exe_alias = NULL;
+			p->alias_done = 0;
 			ember__tspace_clear(&p->space);
 			ember__symbolizer_free(p->sym);
 			p->sym = NULL;
@@ -332,6 +517,7 @@ static void on_record(void *arg, const ember__ptree_rec *r)
 			break;
 		p->win_start = when > t->win_start ? when : t->win_start;
 		p->fork_mono = (int64_t)r->time;
+		p->start_ns = when;
 		if (parent) {
 			(void)ember__tspace_copy(&p->space, &parent->space);
 			memcpy(p->comm, parent->comm, sizeof(p->comm));
@@ -339,12 +525,25 @@ static void on_record(void *arg, const ember__ptree_rec *r)
 			p->exe = parent->exe ? strdup(parent->exe) : NULL;
 		}
 		set_thread_name(t, r->tid, p->comm);
+		/* a parent that forks gets a perf context of its own, so that
+		 * its children's do not take its sampling period away
+		 * (perf_tree.h); the command's process has one already */
+		if (parent && !parent->exited)
+			(void)ember__ptree_hold(t->pt, r->u.task.ppid);
+		break;
+	}
+	case EMBER_PTREE_READ: {
+		tproc *p = proc_get(t, r->pid, 0);
+		if (p)
+			p->counted_ns += r->u.read.value;
 		break;
 	}
 	case EMBER_PTREE_EXIT: {
 		if (r->pid != r->tid)
 			break;
 		tproc *p = proc_get(t, r->pid, 0);
+		if (p && !p->exited)
+			ember__ptree_release(t->pt, r->pid);
 		if (!p || p->exited)
 			break;
 		p->exited = 1;
@@ -468,6 +667,9 @@ static void reap_one(ember__tree *t, tproc *p)
  * a process is kept a while after it (REAP_DELAY_NS).
  */
 #define REAP_DELAY_NS 200000000
+/* A window closes once the clock is this far past its end without a
+ * later record (the rings' watermark margin, and some). */
+#define WINDOW_MARGIN_NS 100000000
 static void reap(ember__tree *t, int64_t before)
 {
 	size_t w = 0;
@@ -475,7 +677,8 @@ static void reap(ember__tree *t, int64_t before)
 		tproc *p = t->exited[i];
 		if (!p)
 			continue;
-		if (p->exit_ns < before) {
+		/* the command's process: its own count is known at the end */
+		if (p->exit_ns < before && (p->pid != t->top || before == INT64_MAX)) {
 			t->exited[i] = NULL;
 			reap_one(t, p);
 		} else {
@@ -558,12 +761,25 @@ static int drain(ember__tree *t, int final, int all)
 	t->err = 0;
 	t->st.records += ember__ptree_drain(t->pt, final || all, on_record, t);
 	int64_t now = clock_ns(CLOCK_REALTIME);
+	if (final) {
+		/* what the command's process used itself: the events' total
+		 * less what every exited thread's READ record took */
+		ember__ptree_stats ps;
+		ember__ptree_get_stats(t->pt, &ps);
+		tproc *top = t->top_counted ? proc_get(t, t->top, 0) : NULL;
+		if (top && ps.counted_ns > ps.read_ns)
+			top->counted_ns += ps.counted_ns - ps.read_ns;
+		if (ps.counted_ns && t->waited_ns > ps.counted_ns)
+			t->uncounted_ns = t->waited_ns - ps.counted_ns;
+	}
 	reap(t, final ? INT64_MAX : now - REAP_DELAY_NS);
 	if (final) {
 		each_proc(t, now, 1);
-	} else if (now - t->win_start >= (int64_t)t->cfg->interval_ms * 1000000) {
-		each_proc(t, now, 0);
-		t->win_start = now;
+		flush_shared(t, now, 1);
+	} else {
+		/* records up to the watermark are in: the windows before it
+		 * are complete */
+		close_windows(t, now - WINDOW_MARGIN_NS);
 	}
 	return t->err;
 }
@@ -581,6 +797,11 @@ int ember__tree_settle(ember__tree *t)
 	if (!t->pt)
 		return 0;
 	return drain(t, 0, 1);
+}
+
+void ember__tree_set_waited(ember__tree *t, uint64_t ns)
+{
+	t->waited_ns = ns;
 }
 
 int ember__tree_finish(ember__tree *t)
@@ -602,7 +823,7 @@ int ember__tree_after_fork(ember__tree *t, ember__config *cfg)
 	return t->pt ? ember__ptree_after_fork(t->pt) : 0;
 }
 
-void ember__tree_get_stats(const ember__tree *t, ember__tree_stats *out)
+void ember__tree_get_stats(ember__tree *t, ember__tree_stats *out)
 {
 	*out = t->st;
 	if (t->pt) {
@@ -611,8 +832,13 @@ void ember__tree_get_stats(const ember__tree *t, ember__tree_stats *out)
 		out->samples = ps.samples;
 		out->user_only = ps.exclude_kernel;
 		out->kernel_weighed = ps.kernel_weighed;
+		out->kernel_frames = ps.kernel_frames;
 		out->unsampled_ns = ps.counted_ns > ps.sample_ns ? ps.counted_ns - ps.sample_ns : 0;
 	}
+	/* (kallsyms is read only if a sample had kernel frames) */
+	int kern = t->kern && t->st.kernel_samples;
+	out->kernel_named = kern && ember__tkern_named(t->kern);
+	out->kernel_why = kern ? ember__tkern_why(t->kern) : "";
 	ember__tmods_stats ms;
 	ember__tmods_get_stats(t->mods, &ms);
 	out->tables = ms.tables;
@@ -633,10 +859,12 @@ void ember__tree_free(ember__tree *t)
 	}
 	ember__u64map_free(&t->procs);
 	ember__u64map_free(&t->names);
+	ember__tshared_release(&t->shared);
 	free(t->tnames);
 	free(t->exited);
 	ember__ptree_free(t->pt);
 	ember__tmods_free(t->mods);
+	ember__tkern_free(t->kern);
 	free(t->pcs);
 	free(t);
 }

@@ -10,9 +10,12 @@
  * aggregate of the window. When a window closes, and when a process
  * execs or exits, the process's aggregate becomes a CPU profile (window.h,
  * named by a symbolizer given the process's layout) handed to the
- * configuration's reporters with the process's pid (ember_report.pid). A
- * process that took no sample reports nothing: the shell loop's
- * /bin/true processes cost the kernel's bookkeeping and no file.
+ * configuration's reporters with the process's pid (ember_report.pid).
+ * Every process's CPU is in the profiles, sampled or not: its threads'
+ * counts at exit tell what no sample stands for (tree_profile.h), and
+ * short-lived processes share one profile per window, their samples
+ * labelled with pid and comm. Windows end on whole multiples of the
+ * interval. Design: docs/design/tree-engine-coverage.md.
  *
  * Weights are the CPU nanoseconds of the kernel's sampling period; with
  * perf_event_paranoid 2 (no CAP_PERFMON) only user-mode time is sampled
@@ -41,6 +44,14 @@ typedef struct ember__tree_stats {
 	uint64_t processes;          /* processes seen */
 	uint64_t processes_profiled; /* of those, with at least one profile */
 	uint64_t profiles;           /* profiles handed to the reporters */
+	uint64_t shared_profiles;    /* of those, the windows' shared profiles */
+	uint64_t processes_shared;   /* processes profiled in a shared profile only */
+	uint64_t unsampled_reported_ns; /* CPU time no sample stands for, in the profiles:
+					   spread over a process's last stacks, or as its
+					   [unsampled] frame (tree_profile.h) */
+	uint64_t unsampled_spread_ns;   /* of it, spread over stacks */
+	uint64_t uncounted_ns;          /* the tree's CPU by rusage no event counted,
+					   as [uncounted] (ember__tree_set_waited) */
 	uint64_t report_failures;    /* reporter calls or encodings that failed */
 	uint64_t truncated;          /* walks that stopped before the outermost frame */
 	uint64_t sampled_ns;         /* CPU time the samples weigh */
@@ -51,6 +62,10 @@ typedef struct ember__tree_stats {
 	uint64_t tables_deferred;    /* table builds held back by the budget (tree_mods.h) */
 	int user_only;
 	int kernel_weighed; /* user_only, with samples weighed by their counts */
+	int kernel_frames;  /* samples carry kernel callchains */
+	int kernel_named;   /* ... named from /proc/kallsyms (else one [kernel] frame) */
+	const char *kernel_why; /* why not named ("" if named); borrowed */
+	uint64_t kernel_samples; /* samples with kernel frames */
 } ember__tree_stats;
 
 /*
@@ -67,6 +82,12 @@ int ember__tree_new(ember__tree **out, ember__config *cfg);
  * EMBER_ERR_UNSUPPORTED with the kernel's reason.
  */
 int ember__tree_attach(ember__tree *t, pid_t pid);
+
+/* 1 (the default; before ember__tree_attach or _attach_task): samples in
+ * the kernel carry its frames, where the kernel permits kernel samples
+ * (tree_kernel.h); 0 (EMBERPROF_KERNEL=0 in `emberprof run`): the user
+ * frames only. */
+void ember__tree_set_kernel(ember__tree *t, int kernel);
 
 /*
  * `emberprof attach`: sampling starts at once on running thread `tid`;
@@ -120,6 +141,17 @@ size_t ember__tree_alive(ember__tree *t);
  */
 int ember__tree_started_by(int pid, int64_t fork_mono_ns);
 
+/*
+ * The CPU time the command's whole tree used, as wait4's rusage gives it
+ * (the command and the children it waited for, theirs included), called
+ * before ember__tree_finish once the command has been reaped and nothing
+ * of the tree runs on: what the events did not count of it (the kernel's
+ * work on a process after its events are gone at exit, and before the
+ * command's exec) goes to the command's last profile as `[uncounted]`
+ * (tree_profile.h). 0 (the default): none.
+ */
+void ember__tree_set_waited(ember__tree *t, uint64_t ns);
+
 /* The tree has exited (or the run stops): reads what is left and reports
  * every process's last window (final). 0 or the first reporter error. */
 int ember__tree_finish(ember__tree *t);
@@ -133,7 +165,8 @@ int ember__tree_finish(ember__tree *t);
  */
 int ember__tree_after_fork(ember__tree *t, ember__config *cfg);
 
-void ember__tree_get_stats(const ember__tree *t, ember__tree_stats *out);
+/* (may read /proc/kallsyms, for kernel_named) */
+void ember__tree_get_stats(ember__tree *t, ember__tree_stats *out);
 void ember__tree_free(ember__tree *t);
 
 #endif

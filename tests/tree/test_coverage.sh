@@ -1,0 +1,117 @@
+# SPDX-License-Identifier: Apache-2.0
+# test_coverage.sh - every CPU-second of a tree of short processes is in
+# the profiles of a plain `emberprof run` (the tree engine), in few files:
+# a 500-iteration shell loop of /bin/true and a `make -j2` of 200 tiny C
+# files. Each process's CPU comes from its threads' counts at exit (READ
+# records); what no sample stands for is spread over the stacks of its
+# process or, with no sample, shown as `[unsampled]` under its executable;
+# what the tree used by wait4's rusage that no event counted is
+# `[uncounted]`. Checked, with numbers that are counts, not timings:
+#  - the profiles hold what the engine's log line says it counted (1 %);
+#  - the events counted >= 90 % of the tree's CPU by wait4's rusage (the
+#    rest is the kernel's work on a process after its events are gone);
+#  - the profiles hold >= 95 % of it;
+#  - short-lived processes share a profile: <= 3 files per window, and
+#    their samples are labelled (pid, comm) for go tool pprof -tagfocus;
+#  - the forking shell itself takes samples (its context is its own).
+# Skipped (77) where the run does not pick the tree engine.
+. "$(dirname "$0")/lib.sh"
+need bash make cc
+unset EMBERPROF_ENGINE
+COVER="$TREE_DIR/tree_cover.py"
+
+"$EMBERPROF" run -q --log-level info -o probe -- true >/dev/null 2>probe.err
+grep -q "engine: the tree engine" probe.err ||
+	{ echo "plain run does not use the tree engine here: $(grep engine: probe.err)"; exit 77; }
+
+# log_num FILE PATTERN : the number (s) just before PATTERN in the log
+log_num() {
+	sed -n "s/.* \([0-9.]*\) s $2.*/\1/p" "$1" | head -1
+}
+
+# cover NAME DIR ERR RUSAGE_FILE
+cover() {
+	name=$1 dir=$2 err=$3
+	read -r waited <"$4"
+	self=$(sed -n 's/.*emberprof itself \([0-9.]*\) s.*/\1/p' "$err")
+	held=$(sed -n 's/.*the profiles hold \([0-9.]*\) s of CPU.*/\1/p' "$err")
+	sampled=$(sed -n 's/.*samples (\([0-9.]*\) s of CPU, .*/\1/p' "$err")
+	unsampled=$(log_num "$err" "more in no sample")
+	uncounted=$(sed -n 's/.* \([0-9.]*\) s that no event counted.*/\1/p' "$err")
+	read -r total files per_window <<EOT
+$(python3 "$COVER" profiles "$dir" 10)
+EOT
+	echo "    $name: profiles $total s in $files files (<= $per_window per window); log: held $held, sampled $sampled, unsampled $unsampled, uncounted $uncounted; rusage $waited s less emberprof's $self s"
+	if [ -z "$self" ] || [ -z "$held" ] || [ -z "$sampled" ] || [ -z "$uncounted" ]; then
+		fail "$name: the engine's log lines are missing:"; sed 's/^/    /' "$err" >&2; return
+	fi
+	python3 - "$total" "$held" "$sampled" "$unsampled" "$uncounted" "$waited" "$self" <<'PY' && ok "$name: the profiles hold the counted CPU and >= 95 % of the tree's" || fail "$name: coverage (above)"
+import sys
+total, held, sampled, unsampled, uncounted, waited, self = map(float, sys.argv[1:])
+tree = waited - self
+counted = sampled + unsampled
+bad = []
+if abs(total - held) > 0.01 * held + 0.002:
+    bad.append("profiles %.3f s, the log says %.3f s" % (total, held))
+if abs(held - (counted + uncounted)) > 0.01 * held + 0.003:
+    bad.append("held %.3f s is not counted %.3f + uncounted %.3f" % (held, counted, uncounted))
+if counted < 0.90 * tree:
+    bad.append("the events counted %.3f s of the tree's %.3f s" % (counted, tree))
+if total < 0.95 * tree:
+    bad.append("the profiles hold %.3f s of the tree's %.3f s" % (total, tree))
+print("    coverage %.1f %% of the tree's CPU (%.1f %% counted by the events)" % (100 * total / tree, 100 * counted / tree))
+for b in bad:
+    print("    " + b, file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
+	if [ "$per_window" -le 3 ]; then ok "$name: $files files, at most $per_window per 10 s window"
+	else fail "$name: $per_window files in one window:"; ls "$dir" >&2; fi
+}
+
+# 1. the shell loop: 501 processes of a few ms, and the shell that forks them
+python3 "$COVER" run loop.ru -- "$EMBERPROF" run -q --log-level info --interval 10s -o loop -- \
+	bash -c 'echo $$ >bash.pid; for i in $(seq 500); do /bin/true; done' >loop.out 2>loop.err
+check_exit "shell loop" 0 $?
+cover "shell loop" loop loop.err loop.ru
+bash_pid=$(cat bash.pid)
+own=$(ls loop | grep -c -e "-$bash_pid-[0-9]*\.pb\.gz")
+[ "$own" -ge 1 ] && ok "shell loop: the shell has a file of its own" || fail "shell loop: no file of the shell ($bash_pid): $(ls loop)"
+# the shell forks every millisecond and still takes samples of its own
+raw=$(for f in loop/*-"$bash_pid"-*.pb.gz; do go tool pprof -raw "$f"; done)
+n=$(echo "$raw" | sed -n '/^Samples:/,/^Locations/p' | awk '/^ +[0-9]+ +[0-9]+:/ { n += $1 } END { print n + 0 }')
+[ "$n" -ge 2 ] && ok "shell loop: the forking shell took $n samples" ||
+	fail "shell loop: the forking shell took $n samples"
+# the /bin/true processes: one shared file, split by their pid labels
+shared=$(ls loop | grep -v -e "-$bash_pid-[0-9]*\.pb\.gz" | head -1)
+if [ -n "$shared" ]; then
+	pids=$(go tool pprof -raw "loop/$shared" | grep -o 'pid:\[[0-9]*\]' | sort -u | wc -l)
+	[ "$pids" -ge 400 ] && ok "shell loop: $pids processes in the shared profile, each with its pid label" ||
+		fail "shell loop: $pids pid labels in the shared profile"
+	go tool pprof -top -tagfocus comm=true "loop/$shared" 2>/dev/null | grep -q '\[unsampled\]' &&
+		ok "shell loop: -tagfocus comm=true selects the /bin/true processes' [unsampled] time" ||
+		fail "shell loop: -tagfocus comm=true finds no [unsampled] time"
+else
+	fail "shell loop: no shared profile: $(ls loop)"
+fi
+
+# 2. make -j2 of 200 tiny C files
+mkdir src
+i=0
+while [ $i -lt 200 ]; do
+	printf 'int f%d(int x) { return x * %d + 1; }\n' $i $i >src/f$i.c
+	i=$((i + 1))
+done
+printf 'OBJS := $(patsubst %%.c,%%.o,$(wildcard *.c))\nall: $(OBJS)\n%%.o: %%.c\n\tcc -O1 -c $< -o $@\n' >src/Makefile
+python3 "$COVER" run make.ru -- "$EMBERPROF" run -q --log-level info --interval 10s -o make -- \
+	make -s -C src -j2 >make.out 2>make.err
+check_exit "make -j2" 0 $?
+[ "$(ls src/*.o | wc -l)" = 200 ] && ok "make -j2: 200 objects" || fail "make -j2: $(ls src/*.o | wc -l) objects"
+cover "make -j2" make make.err make.ru
+# stacks wherever one can be had: the time after a process's last sample
+# goes to its stacks; only processes without a sample (the drivers, as,
+# collect2: a few ms each) are [unsampled]
+share=$(go tool pprof -top make/*.pb.gz 2>/dev/null | awk '$NF == "[unsampled]" { sub("%", "", $2); print $2 }')
+python3 -c "import sys; sys.exit(0 if float(sys.argv[1] or 100) < 50 else 1)" "${share:-100}" &&
+	ok "make -j2: ${share:-0} % of the CPU as [unsampled], the rest on stacks" ||
+	fail "make -j2: ${share:-?} % of the CPU as [unsampled]"
+done_tests
