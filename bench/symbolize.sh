@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # symbolize.sh - how fast `emberprof symbolize` names a big unsymbolized
-# profile (benchmark 15 of docs/BENCHMARKS.md): 100,000 samples of depth 8
+# profile (docs/BENCHMARKS.md section 16): 100,000 samples of depth 8
 # over 20,000 distinct addresses of a real program with DWARF (a copy of
 # the emberprof command of BUILD_DIR, RelWithDebInfo: ~2 MB of code),
 # written by bench/symbolize_gen.c as an EMBERPROF_SYMBOLIZE=0 run writes

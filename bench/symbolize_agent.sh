@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # symbolize_agent.sh - what symbolization costs the profiled program, and
-# what EMBERPROF_SYMBOLIZE=0 saves (benchmark 15 of docs/BENCHMARKS.md).
+# what EMBERPROF_SYMBOLIZE=0 saves (docs/BENCHMARKS.md section 16).
 # Each workload runs, interleaved, in ROUNDS rounds under:
 #
 #   base  nothing preloaded
