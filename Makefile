@@ -34,7 +34,7 @@ test-fuzz: deps
 	cmake --build $(BUILD_FUZZ) -j $(JOBS) --target fuzz_pprof_read fuzz_cfi fuzz_aws fuzz_jeheap fuzz_jfr_read fuzz_flame fuzz_perfmap fuzz_table_cache
 	cd $(BUILD_FUZZ) && ctest --output-on-failure -L fuzz
 
-# aarch64 (issue 17): cross build, tests under qemu-aarch64 (scripts/test-aarch64.sh).
+# aarch64: cross build, tests under qemu-aarch64 (scripts/test-aarch64.sh).
 BUILD_AARCH64 ?= build-aarch64
 test-aarch64:
 	EMBER_AARCH64=1 bash scripts/setup-deps.sh
@@ -51,7 +51,7 @@ bench: build
 clean:
 	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD_FUZZ) $(BUILD_AARCH64)
 
-# ---- warnings as errors, release builds, install, Debian package (issue 18) ----
+# ---- warnings as errors, release builds, install, Debian package ----
 # Warnings are errors for `make test` (CI and developers), never by default:
 # a user's `make demo` or `cmake` build keeps whatever the cache has (off).
 WERROR_FLAG = $(if $(EMBER_WERROR),-DEMBER_WERROR=$(EMBER_WERROR))
@@ -85,7 +85,7 @@ clean: clean-release
 clean-release:
 	rm -rf $(BUILD_REL_GCC) $(BUILD_REL_CLANG)
 
-# ---- ThreadSanitizer: the agent's own threads (issue 13) ----
+# ---- ThreadSanitizer: the agent's own threads ----
 # scripts/test-tsan.sh builds build-tsan and runs the tests it lists (and
 # prints what it leaves out, and why). Part of `make test`, after the
 # release and package stages: 3.7 min (tests 2.2) on the 2-core machine.
@@ -99,7 +99,7 @@ clean: clean-tsan
 clean-tsan:
 	rm -rf $(BUILD_TSAN)
 
-# ---- aarch64 under emulation, after every x86-64 stage (issue 17) ----
+# ---- aarch64 under emulation, after every x86-64 stage ----
 # `make test` ends with `make test-aarch64` (cross build + ctest under
 # qemu-aarch64, scripts/test-aarch64.sh); it waits for the x86-64 stages
 # even under -j, since both would share the machine's cores.

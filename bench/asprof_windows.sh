@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # asprof_windows.sh - samples delivered by the async-profiler backend across
-# window rotations (issue 14, docs/BENCHMARKS.md "async-profiler backend:
+# window rotations (docs/BENCHMARKS.md "async-profiler backend:
 # samples across windows"), side by side with async-profiler used directly
 # (LD_PRELOAD + ASPROF_COMMAND, one recording for the whole run) on the same
 # work: the bench workload, 2 threads.

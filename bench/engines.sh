@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# engines.sh - the sampling engines side by side (issue 8, docs/BENCHMARKS.md
+# engines.sh - the sampling engines side by side (docs/BENCHMARKS.md
 # "Engines"): CPU and wall overhead and delivered/expected samples of
 # emberprof with per-thread CPU timers (EMBERPROF_ENGINE=timer) and with
 # perf_events (EMBERPROF_ENGINE=perf), and of gperftools, at 100 Hz and

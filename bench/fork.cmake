@@ -1,4 +1,4 @@
-# The cost of a fork in a profiled process (issue 15): bench/fork.sh.
+# The cost of a fork in a profiled process: bench/fork.sh.
 add_executable(ember_bench_fork_cost fork_cost.c)
 target_link_libraries(ember_bench_fork_cost PRIVATE Threads::Threads)
 target_compile_options(ember_bench_fork_cost PRIVATE -O2)

@@ -1,5 +1,5 @@
 /*
- * fork_cost.c - what one fork costs a profiled process (issue 15).
+ * fork_cost.c - what one fork costs a profiled process.
  *
  *   ember_bench_fork_cost N exit|exec STATIC_TRUE
  *

@@ -1,6 +1,6 @@
 /*
  * nosignal_cost.c - sampling without a signal, against the signal path
- * (issue 13: threads that block the sampling signal).
+ * (threads that block the sampling signal).
  *
  * A thread that blocks the sampling signal with a raw system call cannot
  * be sampled by a signal. perf_events can sample it anyway: with

@@ -1,6 +1,6 @@
 /*
  * perf_tree_floor.c - what sampling a process tree from outside costs the
- * tree, before any unwinding or symbolization (issue 15): the kernel's
+ * tree, before any unwinding or symbolization: the kernel's
  * share of the design `perf record` has, which an out-of-process engine
  * for `emberprof run` would build on.
  *

@@ -1,4 +1,4 @@
-# bench/startcost.sh (issue 15): what emberprof costs short-lived processes
+# bench/startcost.sh: what emberprof costs short-lived processes
 # and big programs' start-up. The runner links nothing but libc.
 add_executable(ember_bench_cpurun cpurun.c)
 target_compile_options(ember_bench_cpurun PRIVATE -O2)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # startcost.sh - what emberprof costs processes that live a few
-# milliseconds, and the start-up of big programs (issue 15). Interleaved
+# milliseconds, and the start-up of big programs. Interleaved
 # paired runs: each round runs every configuration of a case once, in an
 # order that rotates from round to round; the summary gives per
 # configuration the median CPU time (user + sys of the command and all

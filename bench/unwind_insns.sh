@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Instructions per unwound frame at depth 32, frame pointers and DWARF, on
 # x86-64 (valgrind --tool=callgrind, native build) and aarch64 (qemu-aarch64
-# with bench/qemu_insn_plugin.c, cross build), side by side (issue 17):
+# with bench/qemu_insn_plugin.c, cross build), side by side:
 #   bash bench/unwind_insns.sh [x86 build dir] [aarch64 build dir]
 # Each count is the difference between a run of 2N and of N unwinds,
 # divided by N and by the frames recorded, so start-up and the table build

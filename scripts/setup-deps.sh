@@ -22,14 +22,14 @@ PKGS=(
   libjemalloc2 libtcmalloc-minimal4     # tests only: allocators preloaded after emberprof (test_heap_next_allocator.sh)
   libuv1-dev libevent-dev               # tests only: the long-poll tests' event loops (emberprof_uv.h, emberprof_event.h)
   openjdk-17-jdk-headless               # tests: the JDK's `jfr` tool reads every JFR we write; java makes S3 test recordings
-  # S3 reporter (issue 5)
+  # S3 reporter
   libzip-dev                            # the uploaded zip (headers; libzip4 is dlopen'ed)
   libjansson-dev                        # JSON of the AWS metadata and credential answers
   libjemalloc-dev                       # the jemalloc backend of the memory profile: its tests and bench/heap.sh (with libjemalloc2)
   time                                  # /usr/bin/time: bench/heap.sh measures each run's CPU with it
   chromium                              # tests/flame: the flame graph pages are checked in a real browser
   debhelper lintian                     # tests/install/test_deb.sh: build the Debian packages (debian/), check them
-  # --- real-programs suite and soak (issue 13, tests/realprog/) ---
+  # --- real-programs suite and soak (tests/realprog/) ---
   # Programs nobody here wrote, profiled by `emberprof run` in every mode.
   # (sort, python3, perl, node, java, gcc, make, git come from above or the base image.)
   xz-utils                              # xz -T2: workers that block every signal
@@ -48,7 +48,7 @@ if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
   PKGS+=(nodejs npm)
 fi
 
-# ---- aarch64 cross build and emulation (issue 17; `make test-aarch64`) ----
+# ---- aarch64 cross build and emulation (`make test-aarch64`) ----
 # The arm64 build needs a cross compiler, the arm64 multiarch -dev packages
 # of the libraries CMakeLists.txt requires (linked or whose headers it
 # uses), libunwind (it_dwarf_libunwind's reference unwinder) and qemu-user

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `make test-aarch64` (issue 17): cross-build emberprof for aarch64 with
+# `make test-aarch64`: cross-build emberprof for aarch64 with
 # Debian's gcc-aarch64-linux-gnu (cmake/toolchain-aarch64.cmake) and run
 # its tests under qemu-aarch64 (user-mode emulation; CTest prefixes each
 # test program with CMAKE_CROSSCOMPILING_EMULATOR). Tests that cannot work
@@ -45,7 +45,7 @@ declare -A SKIP=(
   ['integration\.it_dwarf_churn']="counts dlopen/dlclose cycles per second: emulation is ~20x slower"
   # Kept to the x86-64 stages for CI time: no arch-specific code, and
   # 50-280 s each under emulation (it_pyro_hang once crashed there after
-  # 282 s, not yet examined: see the issue 17 report).
+  # 282 s, not yet examined).
   ['pyroscope\.(it_pyro_outage|it_pyro_hang)']="retry/timeout timing of the reporter, arch-independent; minutes under emulation"
   ['integration\.it_wall_many']="wall clock over many threads: arch-independent bookkeeping; ~110 s under emulation"
   # qemu-user's /proc/TID/syscall holds the emulator's host registers, not

@@ -1,5 +1,5 @@
 #!/bin/sh
-# ThreadSanitizer stage (issue 13): `make test-tsan`, or
+# ThreadSanitizer stage: `make test-tsan`, or
 #   sh scripts/test-tsan.sh [BUILD_DIR]        (default build-tsan)
 #
 # Builds the tree with EMBER_TSAN=ON (cmake/tsan.cmake) and runs the tests

@@ -559,7 +559,7 @@ static void log_lost_lines(const ember__core *c)
 		   failed + lost, lost, failed, failed ? ": " : "", failed ? strerror(e) : "");
 }
 
-/* JIT symbols read from a perf map (issue 15), if the runtime wrote one. */
+/* JIT symbols read from a perf map, if the runtime wrote one. */
 static void log_perfmap_stats(const ember__core *c)
 {
 	ember__log_symbolizer_stats(&c->cfg, c->sym);

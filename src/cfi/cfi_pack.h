@@ -1,5 +1,5 @@
 /*
- * cfi_pack.h - the packed form of a module's unwind rows (issue 15):
+ * cfi_pack.h - the packed form of a module's unwind rows:
  * ember__cfi_packed in src/unwind/unwind.h says what it holds and how the
  * handler looks an address up in it.
  *

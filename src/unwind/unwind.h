@@ -155,7 +155,7 @@ enum {
 #define EMBER_CFI_INDEX_SHIFT 9
 
 /*
- * The packed form of a module's rows (issue 15; built by src/cfi/cfi_pack.c,
+ * The packed form of a module's rows (built by src/cfi/cfi_pack.c,
  * read by cfi_packed.c), about 4.3 bytes a row where the form above takes
  * 8.5, after the OpenTelemetry eBPF profiler's "stack deltas". Addresses
  * are cut into 64 KiB pages (pc >> 16), numbered from page0, the first

@@ -1,6 +1,6 @@
 /*
  * redact.h - the one place that decides what of a configuration value may
- * appear in a message, a log line or a file name (issue 13: no secret ever
+ * appear in a message, a log line or a file name (no secret ever
  * does). Every message that repeats a value the user gave - an option, an
  * environment variable, a URL, an HTTP header - passes it through here.
  *

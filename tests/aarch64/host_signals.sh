@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The signal wrappers on aarch64 under qemu-user (issue 17): the program's
+# The signal wrappers on aarch64 under qemu-user: the program's
 # own SIGPROF handler, its own ITIMER_PROF profiler, threads that block
 # every signal, raise()/pthread_kill() of the sampling signal, masks,
 # sigwait and the dispositions it sees, checked by the x86-64 stage's own

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `emberprof run` on aarch64 under qemu-user, read back on the host
-# (issue 17): the aarch64 CLI (under qemu-aarch64) runs an aarch64 program
+#: the aarch64 CLI (under qemu-aarch64) runs an aarch64 program
 # with its aarch64 libemberprof preloaded and writes pprof files; the
 # host's `go tool pprof` must read them with the program's symbols, the
 # CPU split of its two leaves must be 75 +- 5 %, and >= 99 % of the leaves'

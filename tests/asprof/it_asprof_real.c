@@ -14,7 +14,7 @@
  * jdk.ExecutionSample and profiler.WallClockSample events; burn_cpu appears
  * in their stacks; the burning thread's samples account for at least 90 %
  * of its CPU time (its own CLOCK_THREAD_CPUTIME_ID: a ratio, whatever the
- * load; rotation by stop/start lost 13-40 %, issue 14); and pollcatch's
+ * load; rotation by stop/start lost 13-40 %); and pollcatch's
  * tokio.PollcatchV1 user events are in the recordings.
  */
 #include <errno.h>

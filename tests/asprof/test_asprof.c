@@ -902,7 +902,7 @@ static unsigned long long samples_over_windows(unsigned long long *expect, size_
 }
 
 /*
- * The samples of a busy thread survive the window boundaries (issue 14):
+ * The samples of a busy thread survive the window boundaries:
  * the stand-in, like async-profiler, drops the unfinished sampling period
  * at every stop, which at windows shorter than a sampling period loses
  * most samples; a dump keeps it. With dump rotation the windows (100 ms)

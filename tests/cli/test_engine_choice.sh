@@ -1,5 +1,5 @@
 # test_engine_choice.sh - which engine `emberprof run` uses without
-# --engine (issue 15): the tree sampled from outside where perf events
+# --engine: the tree sampled from outside where perf events
 # count kernel time (as root), or weigh user-mode samples by their counts
 # (paranoid 2, Linux 6.12+), and no option needs the library, else the library
 # preloaded into the program. What the program sees tells them apart: the

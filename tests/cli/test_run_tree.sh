@@ -1,4 +1,4 @@
-# test_run_tree.sh - `emberprof run --engine tree` (issue 15): the tree
+# test_run_tree.sh - `emberprof run --engine tree`: the tree
 # sampled from outside. A shell loop's /bin/true processes leave no file of
 # their own (their counted CPU goes to the window's shared profile, never
 # an empty one) while the shell's own burn is profiled under

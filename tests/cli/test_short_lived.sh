@@ -1,5 +1,5 @@
 # test_short_lived.sh - processes that live a few milliseconds cost next to
-# nothing and leave nothing behind (issue 15): under `emberprof run -f`, a
+# nothing and leave nothing behind: under `emberprof run -f`, a
 # shell loop's /bin/true processes start no agent at all (an exec'd image
 # other than the command starts one only once it has used 2 ms of CPU or
 # lived 20 ms), so they build no unwind table and write no profile, while

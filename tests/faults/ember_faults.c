@@ -1,7 +1,7 @@
 /*
  * ember_faults.c - libember_faults.so, a test-only interposer (never
  * installed) that makes one call of the agent's own threads fail, as
- * curl's torture tests make each allocation fail in turn (issue 13).
+ * curl's torture tests make each allocation fail in turn.
  *
  * Preloaded after libemberprof_noalloc.so (emberprof run puts its library
  * first; the noalloc variant defines no malloc, so every allocation of the

@@ -1,4 +1,4 @@
-# test_faults.sh - fault injection in the agent's threads (issue 13), as
+# test_faults.sh - fault injection in the agent's threads, as
 # curl's torture tests do: every allocation, open, write and mmap call
 # site of the agent's threads is made to fail once, in its own run of
 # faults_prog under `emberprof run` (local reporter), with the errno a real

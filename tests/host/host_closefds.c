@@ -1,6 +1,6 @@
 /*
  * host_closefds.c - a program that behaves like a daemon towards every
- * descriptor it did not open (issue 13, item 4), then burns CPU.
+ * descriptor it did not open, then burns CPU.
  *
  *   host_closefds TRAPDIR SECONDS
  *

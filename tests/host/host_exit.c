@@ -1,6 +1,6 @@
 /*
- * host_exit.c - a program that ends with _exit() or _Exit() (issue 13,
- * item 4): the final window must still be reported.
+ * host_exit.c - a program that ends with _exit() or _Exit(): the final
+ * window must still be reported.
  *
  *   host_exit _exit|_Exit|exit|signal|fork|assert SECONDS [STATUS]
  *

@@ -1,6 +1,6 @@
 /*
  * host_forklock.c - a fork while another thread holds the dynamic loader's
- * list lock (issue 15: CI's soak saw a fork child's exec wait 10 s).
+ * list lock (CI's soak saw a fork child's exec wait 10 s).
  *
  *   host_forklock exec|exit
  *   host_forklock burn          (what `exec` execs: burns 0.3 s, status 0)

@@ -1,6 +1,6 @@
 # test_closefds.sh - a program that closes every descriptor it did not
 # open, as daemons do, and reuses the numbers for files of its own
-# (issue 13, item 4): every engine still samples it, every window is
+#: every engine still samples it, every window is
 # written, the agent's output directory and spool are reopened by path
 # (logged), and nothing is written into, closed or replaced among the
 # program's own descriptors (host_closefds checks that itself: status 3).

@@ -1,5 +1,5 @@
 # test_exit.sh - a program that ends with _exit()/_Exit() (also from a
-# signal handler) still delivers its final window (issue 13, item 4), and
+# signal handler) still delivers its final window, and
 # _exit keeps its meaning: no atexit handlers, no stdio flush, the status
 # passes through.
 . "$EMBER_TEST_SRCDIR/tests/host/host_lib.sh"

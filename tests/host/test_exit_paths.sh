@@ -1,5 +1,5 @@
-# test_exit_paths.sh - exit paths with a network reporter (issue 13,
-# item 5): a server that refuses the connection is known to be down, so
+# test_exit_paths.sh - exit paths with a network reporter
+# a server that refuses the connection is known to be down, so
 # the window goes to the spool at once and the exit does not wait the
 # flush timeout for it; a server that is reachable but silent still gets
 # the whole documented flush wait. Asserted on what the pipeline logs and

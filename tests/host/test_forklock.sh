@@ -1,5 +1,5 @@
 # test_forklock.sh - a fork while another thread of the program holds the
-# dynamic loader's list lock (host_forklock.c; issue 15, seen by CI's
+# dynamic loader's list lock (host_forklock.c; seen by CI's
 # soak): glibc leaves that lock held in the child, and the child's exec or
 # exit must not wait for an agent start stuck on it (it waited the 10 s
 # bound, then "did not finish starting"). The exec'd program is profiled;

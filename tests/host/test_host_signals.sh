@@ -1,6 +1,6 @@
 # test_host_signals.sh - the program's own use of the sampling signal
 # (SIGPROF), of signal masks and of exec is unchanged under `emberprof run`
-# (issue 13): each case runs without and with emberprof, in both CPU
+#: each case runs without and with emberprof, in both CPU
 # engines, and must end the same way.
 # EMBER_HOST_QEMU=1 (tests/aarch64/host_signals.sh): EMBERPROF and
 # EMBER_HOST_SIG are host scripts running the aarch64 builds under

@@ -1,4 +1,4 @@
-# test_parent_death.sh - `emberprof run` as a parent (issue 13, item 6):
+# test_parent_death.sh - `emberprof run` as a parent:
 #  - SIGKILL of emberprof takes the program with it (PR_SET_PDEATHSIG), so
 #    nothing is left running detached;
 #  - SIGQUIT is forwarded like SIGINT/SIGTERM/SIGHUP (test_signals.sh

@@ -1,5 +1,5 @@
-# test_secrets.sh - no secret ever appears in emberprof's output (issue 13,
-# item 7). Distinct secrets are planted through every option and variable
+# test_secrets.sh - no secret ever appears in emberprof's output
+# Distinct secrets are planted through every option and variable
 # that can carry one (docs/CONFIG.md: URLs' userinfo, bearer tokens, basic
 # auth passwords, extra headers, AWS keys, session and container tokens,
 # the shared credentials file), in runs that succeed (a fake Pyroscope

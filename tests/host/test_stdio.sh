@@ -1,7 +1,7 @@
 # test_stdio.sh - the preloaded library's complaints at start (a bad
 # variable, a configuration it refuses) go to descriptor 2 directly, never
 # through the program's stderr FILE, whose orientation and buffer are the
-# program's (issue 13): a program that makes stderr wide still can.
+# program's: a program that makes stderr wide still can.
 . "$EMBER_TEST_SRCDIR/tests/host/host_lib.sh"
 
 "$H/host_stdio" 2>ref.err

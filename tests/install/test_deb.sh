@@ -58,7 +58,7 @@ if dpkg -i "$T"/*.deb >"$T/dpkg.log" 2>&1; then
 	for v in $(env | sed -n 's/^\(EMBERPROF_[A-Za-z0-9_]*\)=.*/\1/p'); do unset "$v"; done
 	export EMBERPROF_UNWIND_CACHE=off # no unwind-table cache in the home directory (tests/table_cache/ctest_env.cmake)
 	unset LD_PRELOAD
-	# /bin/true takes no sample: it runs, and writes nothing (issue 15)
+	# /bin/true takes no sample: it runs, and writes nothing
 	/usr/bin/emberprof run -q -o "$T/true" -- /bin/true 2>"$T/true.err" ||
 		fail "emberprof run -- /bin/true: exit $?"
 	grep -q 'no profiles were written' "$T/true.err" ||

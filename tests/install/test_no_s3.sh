@@ -1,7 +1,7 @@
 #!/bin/sh
 # test_no_s3.sh BUILD - a build without the S3 reporter (EMBER_S3=OFF, as
 # on a machine without jansson or libzip) profiles as usual, and a request
-# for S3 fails with a message naming the missing packages (issue 18, "Bad
+# for S3 fails with a message naming the missing packages ("Bad
 # input"). Run by `make test-release` on its clang build, which is
 # configured with -DEMBER_S3=OFF.
 set -u

@@ -1,6 +1,6 @@
 /*
  * it_tail.c - the CPU the samples' weights fall short of is measured and
- * reported (ember_stats.cpu_tail_unsampled_ns, issue 15). At 1 Hz, 20
+ * reported (ember_stats.cpu_tail_unsampled_ns). At 1 Hz, 20
  * threads run one after another, each using 5 ms of its own CPU and
  * exiting. A thread's first expiry is uniform within its first period
  * (1 s), so in about 9 runs of 10 none of them takes a sample and their

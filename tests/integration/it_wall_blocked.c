@@ -1,6 +1,6 @@
 /*
  * it_wall_blocked.c - wall-clock totals of threads blocked in system calls
- * (issue 19).
+ *.
  *
  * Threads, each named (pthread_setname_np), block ONCE - no retry on
  * EINTR, so a profiler that wakes a thread cuts its life short and shows

@@ -1,6 +1,6 @@
 /*
  * it_wall_epoll_many.c - 200 threads blocked in epoll_wait, wall clock
- * every 50 ms, windows of 1 s (issue 19).
+ * every 50 ms, windows of 1 s.
  *
  * Every window that all threads span whole must hold 200 x its length
  * within 2 %, and no thread may see more than 2 EINTRs (counted as

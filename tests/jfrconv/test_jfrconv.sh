@@ -2,7 +2,7 @@
 # async-profiler 4.x build: JFRCONV, or ASYNC_PROFILER_HOME/bin/jfrconv or
 # ASYNC_PROFILER_HOME/build/bin/jfrconv; skipped with exit 77 when absent)
 # reads the JFR recordings `emberprof run --format both` writes as our own
-# pprof files say, window by window (issue 14, section 3):
+# pprof files say, window by window (section 3):
 #   --cpu -o collapsed      the CPU profile's stacks and sample counts, exactly
 #   --cpu -o pprof          the same, through its pprof output
 #   --wall -o collapsed     the wall profile's stacks; each count the wall

@@ -1,4 +1,4 @@
-# lib.sh - helpers of the names tests (issue 15), sourced by test_*.sh
+# lib.sh - helpers of the names tests, sourced by test_*.sh
 # after ../cli/lib.sh's set-up (scratch directory $T, fail/ok/done_tests).
 #
 #   profile DIR OPTS... -- CMD ARGS...   runs CMD under `emberprof run -q`

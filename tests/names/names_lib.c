@@ -1,5 +1,5 @@
 /*
- * names_lib.c - the shared library of the names tests (issue 15): a
+ * names_lib.c - the shared library of the names tests: a
  * function the program calls through its PLT in a tight loop, one defined
  * under a symbol version (`fx_vers@@FX_2` in .symtab, as glibc's
  * `memcpy@@GLIBC_2.14`), and allocations made in the library.

@@ -1,5 +1,5 @@
 /*
- * names_prog.c - the program of the names tests (issue 15), run under
+ * names_prog.c - the program of the names tests, run under
  * `emberprof run`; each mode spends CPU where one kind of name is needed:
  *
  *   plt SECS      calls fx_nop() through the PLT in a tight loop: the

@@ -1,6 +1,6 @@
 #!/bin/sh
 # test_plt_rows_a64.sh - the rows the aarch64 unwind-table builder gives
-# PLT stubs, which the linkers leave without CFI (issue 17): CFA = sp,
+# PLT stubs, which the linkers leave without CFI: CFA = sp,
 # return address in x30, CFA = sp + 16 after PLT0's stp. Checked here, on
 # any host, on .plt sections the real linkers write - GNU ld (lazy, BTI,
 # -z now, static with IRELATIVE stubs only) and lld (lazy, BTI) - against

@@ -1,6 +1,6 @@
 /*
  * it_pyro_rules.c - what a real Pyroscope server refuses or stores wrong
- * (issue 14, section 2), end to end against the fake server, which
+ * (section 2), end to end against the fake server, which
  * enforces each rule as the real one does (fake_pyroscope.py names the
  * Pyroscope source of each):
  *

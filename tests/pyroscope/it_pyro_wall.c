@@ -1,7 +1,7 @@
 /*
  * it_pyro_wall.c - wall-clock profiles pushed to Pyroscope carry the same
  * per-thread totals as the local ones, and those are the threads'
- * lifetimes (issue 19).
+ * lifetimes.
  *
  * Threads block once, without retry on EINTR, for DUR_S seconds in
  * nanosleep, epoll_wait and read on a pipe; one burns CPU. Wall clock

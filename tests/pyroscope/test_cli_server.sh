@@ -40,7 +40,7 @@ after=$(ctl_get /count | cut -d' ' -f1)
 n=$(ls prof 2>/dev/null | grep -c '\.pb\.gz$')
 [ "$n" -ge 1 ] && ok "and $n local file(s)" || fail "no local files with -o"
 
-# The real-server rules (issue 14) through the preloaded library: wall and
+# The real-server rules through the preloaded library: wall and
 # thread labels, a dotted tag (warned about: 1.x servers store host_name);
 # the fake refuses what a real server refuses or would store wrong.
 set -- $(ctl_get /count)

@@ -1,4 +1,4 @@
-# lib.sh - the real-programs suite (issue 13): runs a program nobody here
+# lib.sh - the real-programs suite: runs a program nobody here
 # wrote without emberprof and under `emberprof run` in three modes, and
 # checks that nothing the program shows changed. Sourced by test_*.sh.
 #

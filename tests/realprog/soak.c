@@ -1,6 +1,6 @@
 /*
  * soak.c - a program that does, at once and for a while, everything that
- * stresses an in-process profiler (issue 13's soak): threads created and
+ * stresses an in-process profiler (soak): threads created and
  * joined continuously, a module dlopen'ed and dlclose'd continuously,
  * fork+exec of /bin/true, its own POSIX timers delivering SIGPROF and
  * SIGUSR1, and its own raise() of both, with its own counting handlers.

@@ -1,6 +1,6 @@
 # test_forkexec.sh - a shell loop of 300 fork+execs of /bin/true, then 10
 # of them with --follow-children. The whole tree is profiled by default
-# (issue 15): every /bin/true loads the library too; a process too short
+#: every /bin/true loads the library too; a process too short
 # for a sample may write nothing, so neither run needs a profile.
 . "$(dirname "$0")/lib.sh"
 # the shell itself uses a few ms of CPU: at 100 Hz it may have no sample

@@ -1,4 +1,4 @@
-# test_cache_run.sh - the unwind-table cache end to end (issue 15), under
+# test_cache_run.sh - the unwind-table cache end to end, under
 # `emberprof run` on the demo (hot_a <- stage_one <- worker_main and
 # hot_b <- stage_two <- worker_main):
 # 1. a run with an empty cache directory builds and stores the tables of

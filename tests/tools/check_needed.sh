@@ -4,7 +4,7 @@
 # libc's alone: elfutils, zlib and jansson are loaded at first use
 # (src/util/lazydep.h), libcurl and libzip when a reporter needs them, and
 # libm is not used. A sanitizer build adds its runtimes (allowed with
-# --sanitized). Issue 15: a shell loop's /bin/true must not pay for them.
+# --sanitized). A shell loop's /bin/true must not pay for them.
 sanitized=0
 if [ "$1" = --sanitized ]; then sanitized=1; shift; fi
 command -v readelf >/dev/null 2>&1 || { echo "SKIP: readelf (binutils) not installed"; exit 77; }

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The two version scripts (src/emberprof.map for x86-64,
 src/emberprof-aarch64.map for aarch64) must interpose the same calls, each
-under every version that architecture's glibc defines for it (issue 17).
+under every version that architecture's glibc defines for it.
 
 A name missing from one map is a wrapper that silently does nothing on that
 architecture (the linker keeps it local); a version missing from a map is

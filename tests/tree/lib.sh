@@ -1,4 +1,4 @@
-# lib.sh - helpers of the process-tree tests (issue 15), sourced by test_*.sh
+# lib.sh - helpers of the process-tree tests, sourced by test_*.sh
 # after ../cli/lib.sh's (scratch directory, ok/fail, no EMBERPROF_*).
 . "$(dirname "$0")/../cli/lib.sh"
 

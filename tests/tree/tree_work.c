@@ -1,5 +1,6 @@
 /*
- * tree_work.c - the process shapes of issue 15, for tests/tree/.
+ * tree_work.c - the process shapes of a whole process tree (forks,
+ * daemons, wrappers), for tests/tree/.
  *
  *   tree_work burn SECS OUT          burn SECS of this thread's CPU here
  *   tree_work fork-exit SECS OUT     a fork child burns, then exit()

@@ -1,6 +1,6 @@
 /*
  * test_hostsafe.c - the pieces that keep the agent from harming its host
- * (issue 13): redaction of secrets in messages (util/redact.c), owned
+ *: redaction of secrets in messages (util/redact.c), owned
  * descriptors (util/ownfd.c), and the spool and local reporter surviving
  * a program that closes their descriptors and reuses the numbers for
  * files of its own - which must never be written, replaced or closed.

@@ -514,7 +514,7 @@ static void test_bad_options(void)
 }
 
 /*
- * A refused connection (issue 13): the window goes to the spool at once,
+ * A refused connection: the window goes to the spool at once,
  * and the final flush returns without waiting for a server known to be
  * down. A 10 min flush timeout: waiting for it would hang the test.
  */

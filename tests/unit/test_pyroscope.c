@@ -171,7 +171,7 @@ static int info_refused(const char *app, const ember_tag *tags, size_t n, int th
 }
 
 /*
- * Every label the server will see counts, per profile type (issue 14):
+ * Every label the server will see counts, per profile type:
  * with 22 tags and thread labels, CPU series have 5 + 22 + 2 = 29 names,
  * wall series thread_state more (30), memory series __delta__ more (30);
  * one more tag puts wall and memory at 31, which a 1.x server refuses.

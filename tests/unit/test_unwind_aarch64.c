@@ -1,6 +1,6 @@
 /*
  * test_unwind_aarch64.c - the aarch64 parts of the DWARF unwinder and of
- * the CFI compiler (issue 17), on hand-made input so each rule is checked
+ * the CFI compiler, on hand-made input so each rule is checked
  * on its own; runs on aarch64 only (under qemu-user in CI) and skips
  * elsewhere. test_unwind_dwarf.c has the x86-64 twin of the synthetic
  * part; the real-stack tests there and in tests/integration run on both.
@@ -513,7 +513,7 @@ static void test_real_libc(void)
 }
 
 /*
- * The PLT stubs of the real libc, which the linker gave no CFI (issue 17):
+ * The PLT stubs of the real libc, which the linker gave no CFI:
  * the table built from the file has rows for its .plt - CFA = sp, return
  * address in x30, x29 unchanged; CFA = sp + 16 at the end of PLT0, after
  * its stp - and a DWARF walk (strict: no frame-pointer guess) from a

@@ -48,7 +48,7 @@ static void test_good_chain(void)
  * Above main, rbp is whatever glibc's __libc_start_call_main left (it keeps
  * no frame pointer): here a stack address whose upper word points at the
  * argv strings, also on the stack. That word is data, never a frame: the
- * walk stops before it (issue 14: a bogus bottom frame at a stack address).
+ * walk stops before it (a bogus bottom frame at a stack address).
  */
 static void test_return_address_on_stack(void)
 {

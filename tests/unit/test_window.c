@@ -47,7 +47,7 @@ static void test_aggregate(void)
  * Mapping 1 is the main executable even when the first sample's leaf is in
  * libc, and an address in no executable mapping (a stack address, a small
  * integer read as a return address) ends the stack there, leaf side kept,
- * without becoming a location (issue 14).
+ * without becoming a location.
  */
 static void test_main_mapping_and_bogus_frames(void)
 {

@@ -1,5 +1,5 @@
 /*
- * perf_tree.h - samples a whole process tree from outside it (issue 15):
+ * perf_tree.h - samples a whole process tree from outside it:
  * the kernel half of the out-of-process engine for `emberprof run`.
  *
  * One CPU-clock perf event per CPU, opened on the command's process

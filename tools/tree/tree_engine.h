@@ -1,6 +1,6 @@
 /*
  * tree_engine.h - CPU profiles of a whole process tree, sampled from
- * outside it (issue 15): what `emberprof run --engine tree` runs in the
+ * outside it: what `emberprof run --engine tree` runs in the
  * emberprof process while the command runs.
  *
  * Data path: the kernel samples every thread of the tree (perf_tree.h);
