@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Thin wrapper around CMake so that the README's two commands work on a
 # fresh Debian 12 machine. See README.md.
 BUILD      ?= build

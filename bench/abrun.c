@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * abrun.c - the paired A/B runner behind bench/overhead.sh: runs one
  * command unprofiled, under emberprof and under gperftools' libprofiler,

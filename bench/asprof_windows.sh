@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # asprof_windows.sh - samples delivered by the async-profiler backend across
 # window rotations (docs/BENCHMARKS.md "async-profiler backend:
 # samples across windows"), side by side with async-profiler used directly

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cfi_size.c - the DWARF unwind table of each module named: its rows,
  * the memory it holds (rows and index, or the packed form: cfi_pack.h),

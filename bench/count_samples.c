@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * count_samples.c - sums the samples in profiles, for the overhead
  * benchmark's "delivered / expected" column (bench/abrun.c runs it after

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cpurun.c - runs one command and prints what it cost, for bench/startcost.sh:
  *

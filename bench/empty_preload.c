@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * empty_preload.c - a shared library that does nothing, for
  * bench/startcost.sh's loop case: preloaded into every process of a shell

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * engine_cost.c - what a sampling mechanism costs a CPU-bound thread, with
  * no profiler code at all: the kernel's share of each engine, split into

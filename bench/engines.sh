@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # engines.sh - the sampling engines side by side (docs/BENCHMARKS.md
 # "Engines"): CPU and wall overhead and delivered/expected samples of
 # emberprof with per-thread CPU timers (EMBERPROF_ENGINE=timer) and with

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # flame.sh - the flame graph benchmark (docs/BENCHMARKS.md, "Flame graphs"):
 #
 #  1. ember_bench_flame_gen writes a profile of 1,000,000 samples over

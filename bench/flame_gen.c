@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * flame_gen.c - writes the synthetic profile of the flame graph benchmark
  * (bench/flame.sh): a gzip'd pprof of 100,000 unique stacks holding

@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// SPDX-License-Identifier: Apache-2.0
 /*
  * flame_peer.js - the same stacks drawn by d3-flame-graph (SVG, the npm
  * library the issue suggests), to compare with emberprof's canvas page:

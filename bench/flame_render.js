@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// SPDX-License-Identifier: Apache-2.0
 /*
  * flame_render.js - opens flame graph pages in headless chromium and
  * prints, per page, the time the page's script takes to the first full

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The cost of a fork in a profiled process: bench/fork.sh.
 add_executable(ember_bench_fork_cost fork_cost.c)
 target_link_libraries(ember_bench_fork_cost PRIVATE Threads::Threads)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # fork.sh BUILD_DIR [ROUNDS] - the wall time of one fork (+ _exit, or + exec
 # of a static program) in a process profiled by the preloaded library, with
 # fork children followed (the default) and not (EMBERPROF_FOLLOW_CHILDREN=0),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fork_cost.c - what one fork costs a profiled process.
  *

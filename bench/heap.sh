@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # heap.sh - the overhead of memory (allocation) profiling, benchmark 6 of
 # docs/BENCHMARKS.md: the malloc-heavy bench/heap_workload.c (4 threads,
 # many small allocations and frees, a fixed amount of work) run side by

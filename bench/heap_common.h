@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * heap_common.h - what the two malloc-heavy benchmark programs share
  * (heap_workload.c, heap_paired.c): the random stream and the size mix,

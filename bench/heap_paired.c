@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * heap_paired.c - what emberprof's malloc hook costs, measured inside one
  * process (benchmark 7 of docs/BENCHMARKS.md, "paired blocks").

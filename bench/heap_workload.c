@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * heap_workload.c - the malloc-heavy workload of bench/heap.sh: THREADS
  * threads each do OPS allocate/free operations on a private table of

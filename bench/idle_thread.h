@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * idle_thread.h - the thread of bench/fork_cost.c's and
  * bench/thread_preload.c's "idle thread" configurations: it allocates

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # libsize.sh - what the preloaded library weighs in every profiled
 # process: the text, data and bss sizes and the exported dynamic symbols
 # of libemberprof.so and libemberprof_noalloc.so, and the instructions a

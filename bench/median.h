@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * median.h - the median the benchmark programs report (engine_cost.c,
  * nosignal_cost.c, pyroscope_hang.c, sort_faults.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * noop_malloc.c - the least an interposed malloc can be: malloc and free
  * that only jump to glibc's (__libc_malloc, __libc_free). Preloaded under

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * nosignal_cost.c - sampling without a signal, against the signal path
  * (threads that block the sampling signal).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # overhead.sh - benchmarks 1 and 3 of docs/BENCHMARKS.md: the CPU and wall
 # overhead of profiling, the delivered/expected sample ratio, and the added
 # max RSS, for emberprof (LD_PRELOAD libemberprof.so) and gperftools'

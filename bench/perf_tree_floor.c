@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * perf_tree_floor.c - what sampling a process tree from outside costs the
  * tree, before any unwinding or symbolization: the kernel's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * poll_cost.c - what ember_poll_begin()/ember_poll_end() cost around an
  * empty callback, side by side in one run with two references: the empty

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The application's throughput while its Pyroscope server hangs vs. while
 # it is healthy (bench/pyroscope_hang.c; uses the tests' fake server).
 # Included from bench/CMakeLists.txt with: include(pyroscope.cmake)

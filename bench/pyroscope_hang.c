@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * pyroscope_hang.c - the application's throughput while its Pyroscope
  * server hangs (accepts connections, never answers) against while it is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * qemu_insn_plugin.c - a qemu TCG plugin (built for the host, loaded with
  * qemu-aarch64 -plugin) that counts the guest instructions a program

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # run.sh - runs every emberprof benchmark against a build directory and
 # prints a summary. `make bench` calls it with the default build.
 #

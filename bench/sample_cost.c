@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sample_cost.c - what one sample costs the interrupted thread, at stack
  * depths 8, 32 and 128 (bench/run.sh runs it).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sort_faults.c - what sorting a big module's symbol index costs with
  * glibc's qsort and with ember__sort (util/sort.h), side by side:

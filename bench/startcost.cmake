@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # bench/startcost.sh: what emberprof costs short-lived processes
 # and big programs' start-up. The runner links nothing but libc.
 add_executable(ember_bench_cpurun cpurun.c)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # startcost.sh - what emberprof costs processes that live a few
 # milliseconds, and the start-up of big programs. Interleaved
 # paired runs: each round runs every configuration of a case once, in an

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * thread_preload.c - for bench/startcost.sh's loop case: the floor of an
  * in-process profiler that has a thread in the shell. Preloaded into every

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The DWARF unwinder's benchmark: cost per unwind at depths 8, 32
 # and 128, frame pointers against DWARF tables, and table build time and
 # memory. Included from bench/CMakeLists.txt:

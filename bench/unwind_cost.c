@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * unwind_cost.c - what unwinding costs, frame pointers against DWARF
  * tables, and what the tables cost to build and keep.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * unwind_insns.c - the instruction count of one unwind, for comparing
  * architectures where time means nothing (aarch64 under qemu-user):

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Instructions per unwound frame at depth 32, frame pointers and DWARF, on
 # x86-64 (valgrind --tool=callgrind, native build) and aarch64 (qemu-aarch64
 # with bench/qemu_insn_plugin.c, cross build), side by side:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * workload.c - the CPU-bound program the overhead and RSS benchmarks
  * profile (bench/overhead.sh, bench/abrun.c).

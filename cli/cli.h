@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cli.h - the pieces of the `emberprof` command-line tool, shared between
  * its files: main.c (dispatch, usage, messages), run.c (`emberprof run`),

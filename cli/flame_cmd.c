@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * flame_cmd.c - `emberprof flame` (a flame graph page, or folded stacks,
  * of any mix of pprof files and JFR recordings), `emberprof diff` (the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * longpolls_cmd.c - `emberprof longpolls [--min MS] [--depth N] FILE...`:
  * the long polls recorded in emberprof's pprof files (samples labelled by

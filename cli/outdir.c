@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * outdir.c - the output directory of `emberprof run`: making the default
  * one, absolute paths, and listing the finished profiles in it (so that

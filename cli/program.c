@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * program.c - finding what `emberprof run` needs before it starts
  * anything: the program (looked up in PATH like execvp, then checked to be

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * run_summary.c - what `emberprof run` says once the program has ended:
  * how many profiles (and JFR recordings) it wrote where, the tables of

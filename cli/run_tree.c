@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * run_tree.c - `emberprof run --engine tree`: the command's whole process
  * tree sampled from outside (tools/tree/tree_engine.h), with nothing loaded

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * spawn.c - starting the profiled program and waiting for it.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * top_cmd.c - `emberprof top [--n N] [--sample-index I|NAME] FILE...`:
  * the top-functions table of one or more pprof files (ours, Go's, or

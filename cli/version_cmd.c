@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * version_cmd.c - `emberprof version`: the version, the git commit the
  * tool was built from, and which optional parts work on this machine, so

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # GitCommit.cmake - run at every build (cmake -P) by the ember_buildinfo
 # target: writes ember_buildinfo.h with the git commit of the source tree,
 # "<40 hex digits>[-dirty]", or "" when the source is not a git checkout

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Install.cmake - `cmake --install` / `make install` rules, the pkg-config
 # file and the CMake package (find_package(emberprof)), the way curl,
 # libgit2, zstd and jansson ship theirs. Included once from the top-level

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Summary.cmake - what this configuration builds, and which optional parts
 # are on or off and why (printed at the end of `cmake -S . -B build`).
 # Optional parts and what they need:

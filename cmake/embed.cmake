@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Turns a file into C: `cmake -DIN=file -DOUT=file.c -DNAME=sym -P embed.cmake`
 # writes `const unsigned char sym[]` (the bytes, then a NUL) and
 # `const unsigned long sym_len` (without the NUL). Used for the flame

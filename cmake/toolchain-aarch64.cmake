@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Cross build for 64-bit Arm on an x86-64 Debian 12 host:
 #   cmake -S . -B build-aarch64 -DCMAKE_TOOLCHAIN_FILE=cmake/toolchain-aarch64.cmake
 # Compiler: Debian's gcc-aarch64-linux-gnu. Libraries: the arm64 multiarch

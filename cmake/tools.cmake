@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The tools library (tools/): code that runs only in the `emberprof`
 # command, the tests, the fuzzers and the benchmarks, never inside a
 # profiled program: the readers (tools/read), top, the long-poll decoders,

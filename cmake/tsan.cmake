@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # ThreadSanitizer build (EMBER_TSAN=ON; `make test-tsan`, scripts/test-tsan.sh).
 # Everything is instrumented, the agent is linked into the test programs
 # (emberprof_internal) and only the tests that run the agent's own threads

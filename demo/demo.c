@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * demo.c - emberprof_demo, a CPU-bound workload with a known profile.
  *

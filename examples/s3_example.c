@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * s3_example.c - profile a small workload and upload every window to S3,
  * as the async-profiler agent's example does:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * emberprof.h - the public API of emberprof, a continuous-profiling agent
  * that lives inside the profiled process.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * emberprof_event.h - long-poll wiring for libevent (header only: include
  * it after <event2/event.h>; emberprof is built without libevent).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * emberprof_uv.h - one-call long-poll wiring for a libuv loop (header
  * only: include it after <uv.h>; it needs no libuv at emberprof's build).

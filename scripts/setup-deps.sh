@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs the Debian 12 packages emberprof needs to build, test and
 # benchmark. Idempotent: installs only what is missing. Fails loudly.
 set -euo pipefail

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # `make test-aarch64`: cross-build emberprof for aarch64 with
 # Debian's gcc-aarch64-linux-gnu (cmake/toolchain-aarch64.cmake) and run
 # its tests under qemu-aarch64 (user-mode emulation; CTest prefixes each

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # ThreadSanitizer stage: `make test-tsan`, or
 #   sh scripts/test-tsan.sh [BUILD_DIR]        (default build-tsan)
 #

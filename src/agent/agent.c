@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * agent.c - the agent's lifecycle and its thread.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * agent_drain.c - on the agent thread, every drain: the samples the
  * signal handler published in the rings go into the aggregates of the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * agent_internal.h - the agent's structures, shared by the files of
  * src/agent/ and included by no other folder (what others may use is in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * agent_report.c - on the agent thread, at each window boundary and at
  * stop: a window's aggregates are symbolized and encoded (pprof per

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core.h - struct ember__core, all of one agent's state, for the files of
  * the agent's lifecycle: agent.c (the API, start, stop, the agent thread's

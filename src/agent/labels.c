@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * labels.c - the public per-thread label API: ember_labels_push/pop.
  *

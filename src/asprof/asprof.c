@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * asprof.c - loading libasyncProfiler.so and talking to it through its C
  * API (asprof.h upstream): asprof_init, asprof_execute, asprof_error_str

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * asprof.h - async-profiler as a profiling backend: loading
  * libasyncProfiler.so, its C API (upstream src/asprof.h, v4.x) and the

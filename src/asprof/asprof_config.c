@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * asprof_config.c - choosing the profiling backend and configuring the
  * async-profiler one: the checks behind the builder setters (in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * asprof_config.h - the environment variables of the backend choice and
  * the async-profiler backend (asprof_config.c), applied by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * asprof_hooks.h - async-profiler's optional C API (asprof.h, "UNSTABLE"
  * upstream) for code that has no agent pointer: the pollcatch helpers run

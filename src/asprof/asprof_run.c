@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * asprof_run.c - the async-profiler backend's thread and the rotation of
  * its JFR output (see asprof_run.h for the sequence).

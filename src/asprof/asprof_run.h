@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * asprof_run.h - one run of the async-profiler backend: the agent thread
  * that starts async-profiler, rotates its JFR output between two anonymous

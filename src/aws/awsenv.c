@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * awsenv.c - the AWS environment snapshot, bounded metadata lookups, the
  * IMDSv2 client and JSON helpers shared by src/aws/ (see awsenv.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * awsenv.h - the AWS settings the S3 reporter reads from the environment,
  * copied once when the reporter is created (on the application's thread,

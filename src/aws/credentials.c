@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * credentials.c - the AWS credentials chain and region lookup (see
  * credentials.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * credentials.h - AWS credentials and region for the S3 reporter, from
  * the standard chain, in the AWS SDKs' order:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * hostmeta.c - host detection for the S3 reporter's keys (see hostmeta.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * hostmeta.h - where the profiled process runs (EC2, ECS/Fargate, on
  * premises), for the S3 reporter's object keys: detection through IMDSv2

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cfi.c - parses .eh_frame / .debug_frame and compiles their CFA programs
  * into sorted unwind rows (cfi.h).

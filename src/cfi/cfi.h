@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cfi.h - call-frame information (.eh_frame, .eh_frame_hdr, .debug_frame)
  * compiled into the compact, sorted row table the DWARF unwinder reads

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cfi_elf.c - locating call-frame information in ELF files and images
  * (cfi_elf.h) with libelf, and feeding it to the table builder (cfi.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cfi_elf.h - finds a module's call-frame information in its ELF file (or,
  * for the vDSO, in its image in memory) and builds its unwind table with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cfi_internal.h - the table builder's state, shared by the files of
  * src/cfi/ that build a table: cfi.c (entries, CIEs and FDEs, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cfi_pack.c - packs a module's finished unwind rows into the compact form
  * the handler reads (cfi_pack.h; the format: ember__cfi_packed in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cfi_pack.h - the packed form of a module's unwind rows:
  * ember__cfi_packed in src/unwind/unwind.h says what it holds and how the

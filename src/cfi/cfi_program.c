@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cfi_program.c - the CFA program interpreter (cfi_internal.h): runs a
  * CIE's initial instructions, or an FDE's instructions from the state

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cfi_read.h - bounded little-endian reading of CFI data: fixed-size
  * integers, LEB128, and the pointer encodings (DW_EH_PE_*) of .eh_frame

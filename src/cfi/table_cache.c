@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * table_cache.c - the persistent unwind-table cache (table_cache.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * table_cache.h - a persistent cache of DWARF unwind tables on disk, shared
  * by every process that loads the same binary (docs/design/unwinding.md,

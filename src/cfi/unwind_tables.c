@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * unwind_tables.c - the registry of DWARF unwind tables and the snapshot
  * the handler reads (unwind_tables.h).

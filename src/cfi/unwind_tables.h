@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * unwind_tables.h - the registry of DWARF unwind tables the signal handler
  * reads: one table per loaded module, published as an immutable snapshot

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * gunzip.c - inflating gzip data (pprof files and report payloads), with
  * zlib loaded on first use (util/lazydep.h). See gunzip.h.

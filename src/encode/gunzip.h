@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * gunzip.h - inflating gzip data into memory, for the pprof reader (tools)
  * and the reporters' empty-profile check (ember__pprof_is_empty). zlib is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * jfr.c - the JFR writer declared in jfr.h.
  *

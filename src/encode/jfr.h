@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * jfr.h - encodes one reporting window as a JDK Flight Recorder recording
  * (one chunk, format 2.0, compressed integers), readable by the JDK's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * jfr_internal.h - what the JFR writer's two files share: jfr.c (the
  * chunk: header, settings, events, constant pools) and jfr_metadata.c

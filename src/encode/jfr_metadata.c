@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * jfr_metadata.c - the metadata event of the chunk the JFR writer makes
  * (jfr_internal.h; the chunk itself: jfr.c).

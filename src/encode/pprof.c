@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * pprof.c - the profile.proto encoder (see pprof.h for the contract).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * pprof.h - conversion between the in-memory profile model (profile.h) and
  * pprof's profile.proto (github.com/google/pprof, proto/profile.proto),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * protobuf.c - the protocol buffers wire-format writer and reader declared
  * in protobuf.h. The writer appends to a doubling malloc'd buffer with a

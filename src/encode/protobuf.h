@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * protobuf.h - a small hand-written protocol buffers wire-format writer and
  * a bounds-checked reader, just enough for profile.proto.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * engine_perf.c - per-thread task-clock perf events that signal their own
  * thread on overflow (engine_perf.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * engine_perf.h - the perf_events sampling engine: one software task-clock
  * event per thread, whose overflow the kernel turns into a signal to that

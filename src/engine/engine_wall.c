@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * engine_wall.c - the wall-clock timer thread and its rotation
  * (engine_wall.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * engine_wall.h - the wall-clock engine: a timer thread of emberprof's own
  * ("emberprof-wall") signals every sampled thread at a fixed wall-clock

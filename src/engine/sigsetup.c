@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sigsetup.c - installing and removing the sampling signal handler.
  *

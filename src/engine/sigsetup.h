@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sigsetup.h - installing and removing the sampling signal handler
  * (agent side; not async-signal-safe).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * threads.c - per-thread CPU timers or perf events, and stack bounds
  * (threads.h): the registry's records and the handler's table, probes,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * threads.h - the set of sampled threads: one CPU-time timer or one
  * perf_events task-clock event (engine_perf.h) per thread,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * threads_arm.c - each sampled thread's CPU engine (threads_internal.h):
  * arming its CPU timer or its perf event, and checking, dropping and

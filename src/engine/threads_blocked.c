@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * threads_blocked.c - threads that really block the sampling signal
  * (their /proc SigBlk; the program's blocking through emberprof's

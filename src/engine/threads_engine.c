@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * threads_engine.c - which CPU engine a start uses: perf events, per-thread
  * CPU timers or the process timer (threads_internal.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * threads_internal.h - the parts of the thread registry (threads.h) that
  * live in their own files: threads_blocked.c (threads that really block

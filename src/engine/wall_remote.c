@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * wall_remote.c - wall-clock samples of blocked threads without a signal
  * (wall_remote.h).

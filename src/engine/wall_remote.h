@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * wall_remote.h - wall-clock samples of blocked threads taken without a
  * signal (engine_wall.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * wall_replay.c - per-thread copies of the last sleeping wall sample, for
  * the records of threads left asleep (wall_replay.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * wall_replay.h - the agent's side of the wall-clock engine's "thread left
  * asleep" records (engine_wall.h).

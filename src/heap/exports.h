@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * exports.h - the definitions of malloc, free and the rest that forward
  * to the hook (hook.h). Included by exactly two files: the shared

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * heapprof.c - allocation profiling on the agent's side (heapprof.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * heapprof.h - allocation profiling, agent side: the malloc hook's ring
  * drained into per-window sums, the live table read at each window's end,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * hook.c - the allocation hook: what the interposed malloc & co do
  * (hook.h).

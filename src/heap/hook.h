@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * hook.h - the malloc interposition: what runs inside malloc, free and
  * the rest on the application's threads, and the state it reaches.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * jeheap.c - jemalloc heap_v2 dump parser and jeprof's unsampling.
  * See jeheap.h for the format. The input is untrusted (fuzzed): every read

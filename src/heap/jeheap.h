@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * jeheap.h - parser for jemalloc's heap profile dump ("heap_v2" text, what
  * `mallctl("prof.dump")` and `jeprof` exchange), and jeprof's unsampling.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * jemalloc.c - the jemalloc backend of the memory profile (see jemalloc.h).
  *

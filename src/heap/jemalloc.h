@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * jemalloc.h - the jemalloc backend of the memory profile: for a program
  * whose allocator is jemalloc built with profiling (Debian's libjemalloc2

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * livetab.c - the bounded lock-free table of live sampled allocations
  * (livetab.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * livetab.h - the table of live sampled allocations: pointer -> (size,
  * stack hash). The malloc hook inserts what it samples; free() removes.

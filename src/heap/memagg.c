@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * memagg.c - a window's memory profile by stack (memagg.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * memagg.h - one window of a memory profile: distinct stacks, each with
  * the four estimates of the memory profile (already unsampled, so

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sampler.h - the arithmetic of allocation sampling (Poisson sampling by
  * bytes, as Go's runtime and tcmalloc do), shared by the malloc hook and

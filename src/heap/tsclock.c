@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tsclock.c - TSC ticks to wall-clock time for allocation samples
  * (tsclock.h).

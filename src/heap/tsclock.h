@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tsclock.h - wall-clock times for allocation samples, read from the
  * CPU's time-stamp counter.

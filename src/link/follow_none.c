@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * follow_none.c - the static library (emberprof_internal) cannot follow
  * fork children (ember_builder_follow_forks): that needs the shared

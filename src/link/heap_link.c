@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * heap_link.c - malloc, free and the rest for programs that link
  * emberprof's objects in (the emberprof_heaplink object library: the

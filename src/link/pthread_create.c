@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * pthread_create.c - the pthread_create entry point of the static library
  * (emberprof_internal), used by programs that link emberprof in: the

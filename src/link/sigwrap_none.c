@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sigwrap_none.c - the static library (emberprof_internal) has no libc
  * wrappers: programs linking it keep calling libc's sigaction,

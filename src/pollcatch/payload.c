@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * payload.c - the 16-byte tokio.PollcatchV1 payload (pollcatch.h), shared
  * by the async-profiler path and the JFR decoder.

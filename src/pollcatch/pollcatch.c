@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * pollcatch.c - ember_poll_begin/ember_poll_end, the record ring the agent
  * drains, the async-profiler event path, and the poll clock's rate

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * pollcatch.h - long-poll detection ("pollcatch"), internal interface.
  *

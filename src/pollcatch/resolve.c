@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * resolve.c - matching held samples with ended long polls (resolve.h).
  */

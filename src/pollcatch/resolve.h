@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * resolve.h - the agent's side of pollcatch: which samples were taken in
  * a long poll (see pollcatch.h for the application side).

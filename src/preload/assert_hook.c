@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * assert_hook.c - __assert_fail in libemberprof.so, so that an assertion
  * elfutils fails on an agent thread inside a guarded call ends that call,

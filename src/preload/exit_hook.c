@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * exit_hook.c - _exit() and _Exit() in libemberprof.so: the final window
  * is reported before the process ends, as exit() does through atexit.

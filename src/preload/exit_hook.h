@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * exit_hook.h - what the _exit hook (exit_hook.c) needs from preload.c.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fork_child.c - a fork child that keeps running is profiled as its own
  * process: its own agent, pid, windows and files.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fork_child.h - profiling a fork child that keeps running (fork_child.c),
  * for the preload entry point (preload.c), the _exit hook (exit_hook.c)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * heap_exports.c - libemberprof.so's malloc, free and the rest (see
  * src/heap/exports.h). A program's references carry glibc's symbol

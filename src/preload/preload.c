@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * preload.c - the LD_PRELOAD entry point of libemberprof.so.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * preload_env.h - names shared by the LD_PRELOAD entry point
  * (src/preload/preload.c) and the `emberprof` CLI, which sets them up for

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * pthread_versions.c - libemberprof.so's pthread_create entry points.
  *

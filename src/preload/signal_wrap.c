@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * signal_wrap.c - libemberprof.so's wrappers of the libc calls through
  * which a program could notice the sampling signal: sigaction, signal,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * aggregate.c - stack deduplication for one window (aggregate.h).
  */

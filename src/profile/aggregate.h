@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * aggregate.h - one window's samples, deduplicated by stack.
  *

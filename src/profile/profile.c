@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * profile.c - construction of the in-memory profile model (see profile.h).
  * Tables grow by doubling with realloc; strings and per-item arrays live in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * profile.h - the in-memory profile model shared by the aggregator, the
  * encoders (pprof now, JFR later), the pprof reader and `emberprof top`.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * window.c - from deduplicated stacks to a pprof-shaped profile.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * window.h - turns one window's aggregated stacks into a symbolized
  * profile (the pprof model of profile.h). Agent thread only.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * local.c - the local-directory reporter: one gzip'd pprof file per
  * reporting window and profile type, and/or one JFR recording per window

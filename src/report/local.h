@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * local.h - internals of the local-directory reporter behind
  * ember_reporter_local() (declared in include/emberprof.h).

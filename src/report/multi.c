@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * multi.c - ember_reporter_multi(): one reporter that fans each window out
  * to several.

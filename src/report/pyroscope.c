@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * pyroscope.c - the Grafana Pyroscope reporter: each window becomes one
  * upload, by default a Connect unary call to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * pyroscope_labels.c - the Pyroscope reporter's label rules: what the
  * server accepts as application name and tags, how many label names each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * s3.c - the S3 reporter: each JFR window becomes one zip (s3_object.c)
  * uploaded with PutObject, as the async-profiler agent does, signed with

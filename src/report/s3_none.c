@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * s3_none.c - the S3 reporter's entry points in a build without it
  * (EMBER_S3=OFF, or jansson or libzip missing at configure time: see the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * s3_object.c - what the S3 reporter uploads: the zip (through libzip,
  * loaded with dlopen like libcurl), metadata.json, the key and URL, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * handler.h - the sampling signal handler and the little global state it
  * needs.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * labels.c - the handler's view of per-thread labels (labels.h).
  * Async-signal-safe: reads only the calling thread's own block.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * labels.h - per-thread dynamic labels (ember_labels_push/pop) as the
  * signal handler sees them.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * polltls.c - the thread-local poll block (polltls.h). Async-signal-safe:
  * only a definition.

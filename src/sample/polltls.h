@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * polltls.h - the per-thread poll state of pollcatch (src/pollcatch/) as
  * the signal handler sees it.

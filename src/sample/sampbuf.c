@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sampbuf.c - the multi-producer, single-consumer sample ring (sampbuf.h).
  *

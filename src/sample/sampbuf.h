@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sampbuf.h - the preallocated ring that carries samples from the signal
  * handler (many producers: any thread) to the agent thread (one consumer).

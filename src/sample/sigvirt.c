@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sigvirt.c - the application's own view of the sampling signal
  * (sigvirt.h). Async-signal-safe throughout: no locks, no allocation.

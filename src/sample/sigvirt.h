@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sigvirt.h - the application's own view of the sampling signal.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * threadtab.c - the lock-free tid -> stack bounds table (threadtab.h).
  */

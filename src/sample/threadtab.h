@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * threadtab.h - per-thread stack bounds the signal handler can look up by
  * thread id without locks.

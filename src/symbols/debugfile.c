@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * debugfile.c - the local-disk search for a module's separate debug file:
  * by build id through libdwfl, then by the .gnu_debuglink name in the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * debugfile.h - finding the separate debug file of a module on the local
  * disk, for libdwfl, without debuginfod.

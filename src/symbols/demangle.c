@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * demangle.c - ember__demangle() on top of libiberty.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * demangle.h - turning linker symbol names back into source-level names:
  * C++ (Itanium ABI, "_Z..."), Rust legacy ("_ZN...17h<hash>E", printed

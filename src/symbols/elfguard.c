@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * elfguard.c - jump points around elfutils calls (see elfguard.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * elfguard.h - a fence around calls into elfutils, so that the few places
  * where libdw ends the process instead of returning an error end only the

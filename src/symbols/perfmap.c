@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * perfmap.c - parsing perf maps (/tmp/perf-PID.map) and looking up their
  * JIT symbols; see perfmap.h for the format.

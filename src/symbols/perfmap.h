@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * perfmap.h - JIT symbols from a perf map, /tmp/perf-PID.map, the file
  * that runtimes write for perf (node --perf-basic-prof, the JVM with a

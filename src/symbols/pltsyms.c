@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * pltsyms.c - "foo@plt" names for PLT stubs, from the relocations of the
  * GOT slots the stubs jump through (see pltsyms.h for the layouts).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * pltsyms.h - names for a module's PLT stubs, "foo@plt", as binutils
  * (objdump's synthetic symbols) and perf give them.

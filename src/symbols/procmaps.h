@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * procmaps.h - a parsed view of /proc/<pid>/maps: the address ranges the
  * process has mapped, their permissions, the file (if any) behind each one

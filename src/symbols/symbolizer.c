@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * symbolizer.c - addresses of this process to modules, functions, files
  * and lines, on top of libdwfl.

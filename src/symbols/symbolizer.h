@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * symbolizer.h - turning code addresses of the current process into
  * modules (executable mappings), function names, source files and lines,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * symbolizer_internal.h - the symbolizer's state (symbolizer.h), shared by
  * symbolizer.c (the module table kept in step with libdwfl's, the address

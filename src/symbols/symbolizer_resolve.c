@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * symbolizer_resolve.c - one address of a module into frames for the
  * symbolizer (symbolizer_internal.h): the symbol that covers it (symindex.c's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * symindex.c - the symbolizer's per-module indexes: function symbols
  * sorted by address, and the code ranges of the functions in the module's

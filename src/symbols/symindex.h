@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * symindex.h - the per-module lookup indexes of the symbolizer: a sorted
  * index of a module's function symbols, and an index of the code ranges

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * arch.h - the architecture-specific constants of unwinding: the DWARF
  * register numbers of the stack pointer, frame pointer and return address,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * regs_aarch64.c - AArch64 registers from a signal's ucontext and from the
  * signal frame __kernel_rt_sigreturn runs on, and the "blocked in a system

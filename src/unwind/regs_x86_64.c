@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * regs_x86_64.c - x86-64 registers from a signal's ucontext, and from the
  * signal frame a sigreturn trampoline runs on.

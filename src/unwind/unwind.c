@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * unwind.c - dispatch from an unwinding mode to its implementation.
  * Async-signal-safe.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * unwind.h - the unwinder interface used by the signal handler.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * unwind_dwarf.c - the DWARF unwinder: walks a stack with call-frame
  * information that the agent compiled beforehand into one sorted table of

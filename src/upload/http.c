@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * http.c - libcurl POSTs for the network reporters, classified for the
  * upload pipeline, and the HTTP helpers they share (see http.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * http.h - HTTP POST over libcurl for the network reporters, with the
  * outcome already classified for the upload pipeline (ok / retryable /

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * pipeline.c - the upload pipeline: queue, uploader thread, retries with
  * backoff, spool hand-off and the final flush (see pipeline.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * pipeline.h - the upload pipeline shared by every network reporter
  * (Pyroscope today, S3 later): a bounded in-memory queue of encoded

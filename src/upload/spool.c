@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * spool.c - the upload pipeline's spool directory (see spool.h for the
  * layout, the locking and the size bound).

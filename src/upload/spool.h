@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * spool.h - the spool directory of the upload pipeline: undelivered
  * windows kept on disk, one file per window, so that they reach the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * arena.c - bump allocation in malloc'd chunks. Large requests get a chunk
  * of their own so that a big array does not waste the tail of a chunk.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * arena.h - a bump allocator for data that is freed all at once (a window's
  * profile, a module's symbol strings). Chunks come from malloc; not for use

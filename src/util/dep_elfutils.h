@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * dep_elfutils.h - elfutils (libdw, and the libelf it comes with), loaded
  * on first use (util/lazydep.h). Include this instead of <libelf.h>,

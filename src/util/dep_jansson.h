@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * dep_jansson.h - jansson, loaded on first use (util/lazydep.h), for the
  * AWS metadata and credential answers of the S3 reporter. Include this

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * dep_zlib.h - zlib, loaded on first use (util/lazydep.h). Include this
  * instead of <zlib.h>: after it, every function listed below is called

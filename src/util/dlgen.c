@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * dlgen.c - the dynamic loader's load and unload counters (dlgen.h).
  */

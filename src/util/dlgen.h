@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * dlgen.h - the dynamic loader's load and unload counters, a cheap way to
  * tell whether any library was dlopen'ed or dlclose'd since a last look.

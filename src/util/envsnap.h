@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * envsnap.h - the environment the configuration is read from.
  *

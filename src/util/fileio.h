@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fileio.h - small file helpers shared by the reporters and the spool.
  * Not async-signal-safe in intent (they run on agent-owned threads), though

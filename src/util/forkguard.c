@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * forkguard.c - see forkguard.h. One process-wide count: the atfork
  * prepare handler reads it with no agent at hand.

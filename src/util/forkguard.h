@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * forkguard.h - marks the code during which a fork must not wait for the
  * calling thread.

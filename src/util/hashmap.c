@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * hashmap.c - the u64 -> u64 open-addressing map (hashmap.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * hashmap.h - an open-addressing map from 64-bit keys to 64-bit values,
  * for the agent thread's bookkeeping (PC -> location, tid -> name, ...).

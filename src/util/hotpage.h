@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * hotpage.h - where the code and data that every process of a profiled
  * tree runs are placed, so that they cost it as few page faults as

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * lazydep.c - the loader behind util/lazydep.h, and the tables of the
  * libraries loaded that way (elfutils, zlib).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * lazydep.h - libraries loaded with dlopen() when first needed, not when
  * the program starts.

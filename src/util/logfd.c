@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * logfd.c - the default log destination (logfd.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * logfd.h - where the agent's default log lines go: the program's standard
  * error, but only while descriptor 2 is still the file it was when the

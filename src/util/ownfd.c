@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ownfd.c - descriptors the agent keeps for long (ownfd.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ownfd.h - long-lived descriptors the agent keeps inside a program that
  * may close or dup2() over any descriptor it did not open (daemons close

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * parse.h - the option parsers shared by the builder, the EMBERPROF_*
  * environment, the reporters' settings and the CLI. Each takes a

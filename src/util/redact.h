@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * redact.h - the one place that decides what of a configuration value may
  * appear in a message, a log line or a file name (no secret ever

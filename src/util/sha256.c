@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sha256.c - SHA-256 (FIPS 180-4), one-shot over a buffer in memory.
  * Checked against the FIPS test vectors in tests/unit/test_s3.c, and by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sha256.h - SHA-256 (FIPS 180-4), for the x-amz-content-sha256 header of
  * signed S3 requests (the signature itself is computed by libcurl).

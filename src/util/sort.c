@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sort.c - the in-place introsort of sort.h.
  */

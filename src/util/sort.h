@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sort.h - an in-place sort: qsort's contract without its memory.
  *

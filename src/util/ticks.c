@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ticks.c - a cycle-counter reading paired with a clock (ticks.h).
  */

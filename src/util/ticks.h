@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ticks.h - the CPU's cycle counter, and readings of it paired with a
  * clock: what the poll clock (src/pollcatch/) and the allocation samples'

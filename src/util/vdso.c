@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * vdso.c - this process's vDSO image (vdso.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * vdso.h - this process's vDSO image in memory. Every process of this
  * architecture on this kernel maps the same image, so the tree engine

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The signal wrappers on aarch64 under qemu-user: the program's
 # own SIGPROF handler, its own ITIMER_PROF profiler, threads that block
 # every signal, raise()/pthread_kill() of the sampling signal, masks,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # `emberprof run` on aarch64 under qemu-user, read back on the host
 #: the aarch64 CLI (under qemu-aarch64) runs an aarch64 program
 # with its aarch64 libemberprof preloaded and writes pprof files; the

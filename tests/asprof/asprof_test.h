@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * asprof_test.h - shared pieces of the async-profiler backend's tests:
  * each case runs in its own forked process (the stand-in library keeps

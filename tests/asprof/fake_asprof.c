@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fake_asprof.c - a stand-in libasyncProfiler.so for the tests of the
  * async-profiler backend. It implements async-profiler's C API (asprof.h)

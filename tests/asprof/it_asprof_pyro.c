@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * it_asprof_pyro.c - the async-profiler backend (stand-in library,
  * fake_asprof.c) reporting to the fake Pyroscope server through the

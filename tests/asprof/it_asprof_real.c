@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * it_asprof_real.c - the async-profiler backend against a real
  * libasyncProfiler.so, named by ASYNC_PROFILER_LIB (absolute path, e.g.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_asprof.c - the async-profiler backend against the stand-in
  * libasyncProfiler.so (fake_asprof.c): the exact commands it receives,

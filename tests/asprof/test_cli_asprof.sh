@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_cli_asprof.sh - `emberprof run --backend asprof --server URL` runs the
 # demo under the (stand-in) async-profiler, preloaded, and the fake Pyroscope
 # server receives one JFR recording per window at /ingest?format=jfr; the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # heap_lib.sh - shared by the allocation profiling CLI tests (after lib.sh).
 
 # The sanitizer build does not define malloc & co: nothing to test there.

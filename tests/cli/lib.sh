@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # lib.sh - shared helpers for the CLI tests (sourced by each test_*.sh).
 #
 # CTest passes EMBERPROF (the emberprof executable), EMBER_TEST_LIB

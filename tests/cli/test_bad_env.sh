@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_bad_env.sh - a bad EMBERPROF_* variable inherited from the
 # environment is reported naming it, exits with 2, and the program never
 # starts.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_bad_option.sh - a bad option to `emberprof run` is reported naming
 # the option, exits with 2, and the program never starts (it would create
 # a marker file).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_engine_choice.sh - which engine `emberprof run` uses without
 # --engine: the tree sampled from outside where perf events
 # count kernel time (as root), or weigh user-mode samples by their counts

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_engine_fallback.sh - `emberprof run` without --engine picks the
 # tree engine where perf events are permitted, but its rings can still be
 # refused when it attaches: the user's perf locked-memory allowance

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_exit_status.sh - `emberprof run` exits with the program's status
 # (128+N when signal N killed it) and leaves the program's stdout alone.
 . "$(dirname "$0")/lib.sh"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_flame.sh - `emberprof flame`, `emberprof diff` and `run --flame` on
 # files written by `emberprof run` (pprof and JFR), and every kind of bad
 # input: a clear message naming the file and the problem, exit 2, never a

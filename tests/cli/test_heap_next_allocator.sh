@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_heap_next_allocator.sh - libemberprof.so preloaded in front of
 # another allocator (LD_PRELOAD=libemberprof.so:libjemalloc.so.2, and the
 # same with tcmalloc): emberprof's malloc must hand every call to that

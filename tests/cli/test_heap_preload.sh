@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_heap_preload.sh - `emberprof run --alloc` on a C++ program that
 # knows nothing of emberprof (tests/heap/heap_cxx.cpp): new/delete
 # reach our malloc through libstdc++ under LD_PRELOAD. Two call sites

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_jemalloc_backend.sh - EMBERPROF_ALLOC_BACKEND end to end, through
 # the preloaded library: a program on jemalloc with profiling on
 # (tests/fixtures/jemalloc_twosites.c: 18 MB live at one call site, 6 MB

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_lines.sh - --lines (EMBERPROF_LINES), in the library and in the
 # tree engine: by default (app) the program's own code gets file and line
 # and system libraries under /lib and /usr/lib (libc) do not; all gives

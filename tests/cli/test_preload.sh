@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_preload.sh - libemberprof.so preloaded by hand: it does nothing
 # unless asked, profiles with EMBERPROF_OUTPUT_DIR, and on a bad setting
 # says so once on stderr while the program runs on unprofiled with its own

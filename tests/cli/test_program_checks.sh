@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_program_checks.sh - what `emberprof run` refuses to start: a missing
 # program (127), a file that is not executable or not a program (126), a
 # statically linked binary (126, explained); scripts are fine.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_run_demo.sh - end to end: `emberprof run` on the demo writes
 # readable profiles whose CPU split matches the demo's 3:1 design, prints
 # the table on stderr only, honors --app, and keeps the library in

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_run_jfr.sh - `emberprof run --format`: jfr writes one JFR recording
 # per window and no pprof file, and prints the top table from it (as
 # `emberprof top` does for a recording); the JDK's `jfr` tool reads it (through

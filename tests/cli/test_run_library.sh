@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_run_library.sh - which library `emberprof run` preloads: the one
 # without malloc & co (libemberprof_noalloc.so) unless allocation
 # profiling may need emberprof's own malloc; and, where a process holds

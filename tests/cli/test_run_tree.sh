@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_run_tree.sh - `emberprof run --engine tree`: the tree
 # sampled from outside. A shell loop's /bin/true processes leave no file of
 # their own (their counted CPU goes to the window's shared profile, never

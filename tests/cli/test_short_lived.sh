@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_short_lived.sh - processes that live a few milliseconds cost next to
 # nothing and leave nothing behind: under `emberprof run -f`, a
 # shell loop's /bin/true processes start no agent at all (an exec'd image

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_signals.sh - SIGTERM and SIGINT sent to emberprof reach the program,
 # and emberprof exits with the program's status (128+N).
 . "$(dirname "$0")/lib.sh"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_top.sh - `emberprof top` on files written by `emberprof run`: the
 # table on stdout, sample-index selection, and its errors.
 . "$(dirname "$0")/lib.sh"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # check_compile.sh CC INCLUDE_DIR FILE EXPECT
 # EXPECT=ok: FILE must compile. EXPECT=fail: it must fail, and the error
 # must be reported on the line marked EXPECT-ERROR (so that an unrelated

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The correct lifecycle compiles (the control for the misuse cases). */
 #include <stddef.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A builder setter given a built agent must not compile. */
 #include "emberprof.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shutting down a running agent (without stopping it) must not compile. */
 #include "emberprof.h"
 

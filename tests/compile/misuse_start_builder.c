@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Starting a builder that was not built must not compile. */
 #include "emberprof.h"
 

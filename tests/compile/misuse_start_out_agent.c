@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Starting into an ember_agent pointer (the running agent would be stored
  * where a ready one is expected) must not compile. */
 #include "emberprof.h"

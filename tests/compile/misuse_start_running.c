@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Starting an agent that is already running must not compile. */
 #include "emberprof.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Reading an agent's counters from a builder must not compile. */
 #include "emberprof.h"
 

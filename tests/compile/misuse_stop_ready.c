@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Stopping an agent that was never started must not compile. */
 #include "emberprof.h"
 

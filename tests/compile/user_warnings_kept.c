@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The header must not change the diagnostics of the including program's
  * own code: the unrelated incompatible-pointer assignment below must get
  * the same diagnostic (warning or error, by the compiler's own default)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ember_faults.c - libember_faults.so, a test-only interposer (never
  * installed) that makes one call of the agent's own threads fail, as

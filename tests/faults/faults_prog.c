@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * faults_prog.c - the workload of tests/faults: two threads burn a fixed
  * amount of arithmetic (burn_faults, about 0.4 s of CPU each on an idle

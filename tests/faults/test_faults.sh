@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_faults.sh - fault injection in the agent's threads, as
 # curl's torture tests do: every allocation, open, write and mmap call
 # site of the agent's threads is made to fail once, in its own run of

@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// SPDX-License-Identifier: Apache-2.0
 /*
  * browser_test.js - the pages of `emberprof flame` and `emberprof diff`
  * opened in Debian's chromium (headless, driven by playwright-core), and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_aws.c - libFuzzer target for the S3 reporter's parsers of outside
  * input: the AWS shared files (INI), credential answers (ECS container,

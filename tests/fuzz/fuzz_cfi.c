@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_cfi.c - libFuzzer target for the CFI parser and table builder
  * (src/cfi/cfi.c, cfi_program.c), and for the DWARF unwinder walking

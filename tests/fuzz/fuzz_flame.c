@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_flame.c - libFuzzer target for the input path of `emberprof flame`
  * and `emberprof diff`: the first byte picks options (reverse, --min, a

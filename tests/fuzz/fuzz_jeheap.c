@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_jeheap.c - libFuzzer target for the jemalloc heap_v2 parser
  * (src/heap/jeheap.c): any input must either parse or fail with an error;

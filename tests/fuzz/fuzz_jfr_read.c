@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_jfr_read.c - libFuzzer target for the JFR reader (src/encode/
  * jfr_read.c) and what reads through it: the long-poll decoder

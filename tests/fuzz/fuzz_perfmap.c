@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_perfmap.c - libFuzzer target for the perf map parser
  * (src/symbols/perfmap.c), the text a JIT runtime writes to

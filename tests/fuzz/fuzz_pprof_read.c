@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_pprof_read.c - libFuzzer target for the pprof reader: any input
  * must either decode into a profile (which is then re-encoded and freed,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_table_cache.c - libFuzzer target for the unwind-table cache's file
  * check (src/cfi/table_cache.c: ember__table_cache_validate), and for

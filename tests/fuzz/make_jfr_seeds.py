@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """make_jfr_seeds.py - writes small JFR recordings shaped like
 async-profiler's (corpus_jfr/): the fuzz target's seeds and the fixtures
 of tests/unit/test_jfr_read.c. Run from this directory; the output is

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """make_table_cache_seeds.py - writes the seed inputs of fuzz_table_cache
 (input layout in fuzz_table_cache.c) into corpus_table_cache/: small
 synthetic tables in mode 1 (a valid header is made around them), in the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // heap_cxx.cpp - a C++ program for the LD_PRELOAD allocation test
 // (tests/cli/test_heap_preload.sh): new and delete (which reach malloc
 // and free through libstdc++) from two call sites in a 3:1 byte ratio,

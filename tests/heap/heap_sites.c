@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * heap_sites.c - a C program for tests/cli/test_heap_next_allocator.sh:
  * two call sites allocate in a 3:1 byte ratio (with pauses, so the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * host_closefds.c - a program that behaves like a daemon towards every
  * descriptor it did not open, then burns CPU.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * host_common.h - what the tests/host programs share: a CPU burner whose
  * name the profiles must show.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * host_exit.c - a program that ends with _exit() or _Exit(): the final
  * window must still be reported.

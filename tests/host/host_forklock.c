@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * host_forklock.c - a fork while another thread holds the dynamic loader's
  * list lock (CI's soak saw a fork child's exec wait 10 s).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # host_lib.sh - helpers of the tests/host scripts, on top of tests/cli/lib.sh
 # (scratch directory, ok/fail, check_exit, check_grep, done_tests).
 . "$EMBER_TEST_SRCDIR/tests/cli/lib.sh"

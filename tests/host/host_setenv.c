@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * host_setenv.c - a program that changes its environment all the while
  * (git sets GIT_* variables as it starts): adds variables for 0.4 s of

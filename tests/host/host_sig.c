@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * host_sig.c - small programs that use SIGPROF, signal masks and exec the
  * way real programs do (GNU sort's cleanup handler, a program's own

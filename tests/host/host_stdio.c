@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * host_stdio.c - a program that makes stderr a wide-character stream, as
  * programs written with <wchar.h> do. Its first use of stderr decides the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """silent_server.py PORTFILE - a reachable but silent HTTP server: accepts
 connections on 127.0.0.1, reads what comes and never answers (a server
 that is up but too slow). Writes its port to PORTFILE; runs until killed."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_closefds.sh - a program that closes every descriptor it did not
 # open, as daemons do, and reuses the numbers for files of its own
 #: every engine still samples it, every window is

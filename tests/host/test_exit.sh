@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_exit.sh - a program that ends with _exit()/_Exit() (also from a
 # signal handler) still delivers its final window, and
 # _exit keeps its meaning: no atexit handlers, no stdio flush, the status

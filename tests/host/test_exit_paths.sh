@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_exit_paths.sh - exit paths with a network reporter
 # a server that refuses the connection is known to be down, so
 # the window goes to the spool at once and the exit does not wait the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_forklock.sh - a fork while another thread of the program holds the
 # dynamic loader's list lock (host_forklock.c; seen by CI's
 # soak): glibc leaves that lock held in the child, and the child's exec or

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_host_signals.sh - the program's own use of the sampling signal
 # (SIGPROF), of signal masks and of exec is unchanged under `emberprof run`
 #: each case runs without and with emberprof, in both CPU

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_parent_death.sh - `emberprof run` as a parent:
 #  - SIGKILL of emberprof takes the program with it (PR_SET_PDEATHSIG), so
 #    nothing is left running detached;

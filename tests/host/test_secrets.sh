@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_secrets.sh - no secret ever appears in emberprof's output
 # Distinct secrets are planted through every option and variable
 # that can carry one (docs/CONFIG.md: URLs' userinfo, bearer tokens, basic

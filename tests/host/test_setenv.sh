@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_setenv.sh - a program of the profiled tree that calls setenv all
 # the while (host_setenv.c): the agent of a lazily started image reads its
 # configuration from the copy of the environment taken before main(), never

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_stdio.sh - the preloaded library's complaints at start (a bad
 # variable, a configuration it refuses) go to descriptor 2 directly, never
 # through the program's stderr FILE, whose orientation and buffer are the

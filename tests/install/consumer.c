@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * consumer.c - a program using the installed emberprof as any user would:
  * #include <emberprof.h>, link -lemberprof (pkg-config or the CMake

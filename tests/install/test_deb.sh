@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # test_deb.sh - builds the Debian packages from this tree
 # (dpkg-buildpackage -us -uc -b, debian/), runs lintian on them (no errors
 # allowed), installs them with dpkg -i, and runs the installed

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # test_install.sh - installs the build into a temporary prefix and uses it
 # as a user would, from outside the source tree:
 #   - the files a packager expects are there (GNUInstallDirs layout);

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # test_no_s3.sh BUILD - a build without the S3 reporter (EMBER_S3=OFF, as
 # on a machine without jansson or libzip) profiles as usual, and a request
 # for S3 fails with a message naming the missing packages ("Bad

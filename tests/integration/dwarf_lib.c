@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * dwarf_lib.c - a library the DWARF unwinder tests dlopen. Built without
  * frame pointers, twice (see CMakeLists.txt): once with .eh_frame (the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * it_common.h - shared pieces of the integration tests: a CPU workload
  * with a known split, a reporter that keeps every window in memory, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * it_dwarf.c - complete stacks without frame pointers.
  *

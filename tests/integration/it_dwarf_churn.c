@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * it_dwarf_churn.c - libraries dlopen'ed and dlclose'd in a loop while the
  * agent samples at 1000 Hz (asked) with DWARF tables (mode auto).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * it_dwarf_libunwind.c - our DWARF unwinder against an independent one
  * (libunwind, test only) at the same points.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * it_engines.c - choosing the CPU engine:
  *  - per-thread CPU timers: at 100 Hz and 1 kHz the sampled CPU time is

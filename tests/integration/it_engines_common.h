@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * it_engines_common.h - shared by the engine tests (it_perf.c,
  * it_engines.c): one profiled run of a CPU workload with a given engine and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * it_heap_common.h - shared pieces of the allocation profiling tests: a
  * reporter that keeps the memory profiles, sums by call site, and the

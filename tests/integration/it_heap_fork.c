@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * it_heap_fork.c - fork() while threads allocate under the hook. Four
  * threads allocate and free without pause while the main thread forks 30

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * it_heap_ratio.c - allocation profiling end to end, in process: two call
  * sites allocate in a known byte ratio (3:1), then half of one site's

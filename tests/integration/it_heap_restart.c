@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * it_heap_restart.c - allocation profiling across stop and start of the
  * same agent. Blocks allocated in the first run and still live are not

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * it_heap_threads.c - blocks allocated on one thread and freed on
  * another. Four producers allocate blocks of varied sizes (from two call

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * it_jfr.c - JFR output of a real profiled run, checked by the JDK's `jfr`
  * tool: CPU and wall-clock profiling on, 1 s windows, the local reporter

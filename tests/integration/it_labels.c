@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * it_labels.c - per-thread labels are exact: threads alternate two phases,
  * each inside its own label (endpoint=/a around hot_a, endpoint=/b around

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * it_lifecycle.c - the agent's life around the application:
  *  - start, stop, start again, stop: each stop reports a final window;

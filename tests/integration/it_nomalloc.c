@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * it_nomalloc.c - proves the signal handler allocates nothing: this
  * program interposes malloc and friends (forwarding to glibc's) and counts

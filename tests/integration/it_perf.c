@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * it_perf.c - the perf_events engine, where the kernel permits it (else
  * the test is skipped, saying why):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * it_split.c - profiles a multi-threaded program with a known CPU split
  * and checks what comes out: the 3:1 split between hot_a and hot_b within

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * it_tail.c - the CPU the samples' weights fall short of is measured and
  * reported (ember_stats.cpu_tail_unsampled_ns). At 1 Hz, 20

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * it_threads.c - many more threads than cores (16 on this 2-core machine),
  * some created before start, some after, some short-lived: every thread

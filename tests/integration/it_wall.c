@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * it_wall.c - the wall-clock engine next to the CPU engine:
  *  - two threads that alternately compute and sleep for 5-15 ms at random

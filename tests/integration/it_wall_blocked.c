@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * it_wall_blocked.c - wall-clock totals of threads blocked in system calls
  *.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * it_wall_epoll_many.c - 200 threads blocked in epoll_wait, wall clock
  * every 50 ms, windows of 1 s.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * it_wall_exit.c - threads that end while wall-clock profiling is on.
  *

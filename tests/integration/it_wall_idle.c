@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * it_wall_idle.c - the wall-clock engine leaves sleeping threads asleep.
  *

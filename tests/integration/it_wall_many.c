@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * it_wall_many.c - the wall-clock engine with 500 threads (all blocked on
  * a condition variable): the run completes, no tick signals more than 8

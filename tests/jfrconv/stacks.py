@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """stacks.py - folded stacks from a pprof file and from jfrconv's collapsed output.
 
 Reads gzip'd or plain pprof (profile.proto) with a minimal protobuf decoder

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_jfrconv.sh - async-profiler's own converter (jfrconv, from an
 # async-profiler 4.x build: JFRCONV, or ASYNC_PROFILER_HOME/bin/jfrconv or
 # ASYNC_PROFILER_HOME/build/bin/jfrconv; skipped with exit 77 when absent)

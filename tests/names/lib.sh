@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # lib.sh - helpers of the names tests, sourced by test_*.sh
 # after ../cli/lib.sh's set-up (scratch directory $T, fail/ok/done_tests).
 #

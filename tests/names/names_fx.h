@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* names_fx.h - the library of the names tests (names_lib.c). */
 #ifndef EMBER_NAMES_FX_H
 #define EMBER_NAMES_FX_H

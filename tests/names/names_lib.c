@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * names_lib.c - the shared library of the names tests: a
  * function the program calls through its PLT in a tight loop, one defined

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * names_prog.c - the program of the names tests, run under
  * `emberprof run`; each mode spends CPU where one kind of name is needed:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * plt_dump.c - prints the PLT stubs of an ELF file as emberprof names them
  * (src/symbols/pltsyms.h), one "ADDR SIZE NAME" line each, addresses in

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_mapping_first.sh - mapping 1 of every profile written (CPU, wall,
 # memory) is the main executable, though the program's time and
 # allocations are all in a library: `go tool pprof` prints mapping 1 as

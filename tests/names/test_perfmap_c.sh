@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_perfmap_c.sh - JIT code named from the process's perf map
 # (/tmp/perf-PID.map): names_prog generates two functions into an
 # anonymous executable page and names them in its perf map (with

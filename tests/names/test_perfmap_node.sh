@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_perfmap_node.sh - node --perf-basic-prof writes /tmp/perf-PID.map,
 # as perf expects: a hot JS function is named from it (V8's "JS:*hotLoop
 # FILE:LINE:COL") in a mapping named after the map. Without the flag the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_plt.sh - a call through the PLT, sampled in the stub itself, is
 # named "fx_nop@plt" (as perf and objdump name it), never `_init` (of the
 # module the stub is in) or another symbol below .plt; the classic lazy .plt and IBT's .plt.sec.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_plt_objdump.sh - our PLT stub names (src/symbols/pltsyms.c) agree
 # with binutils' synthetic "X@plt" symbols, as objdump -d prints them, for
 # every stub objdump names: the test programs (lazy .plt; IBT .plt.sec),

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_threads.sh - every sample's thread_name is the thread's own name
 # (its /proc/self/task/TID/comm), never a placeholder: threads started by
 # libc's pthread_create behind the preloaded hook's back and one through

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_versions.sh - a function defined under a symbol version
 # (fx_vers@@FX_2 in the library's .symtab, as memcpy@@GLIBC_2.14 in
 # libc's) is named fx_vers: no version in any function name.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # lib.sh - shared by tests/plt/test_*.sh: a scratch directory $T (removed
 # at exit) holding a.c, a program that calls a few libc functions through
 # its PLT.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * plt_rows_check.c - checks the rows the aarch64 table builder gives PLT
  * stubs (ember__plt_rows_aarch64, src/unwind/regs_aarch64.c), on an aarch64

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # test_plt_rows_a64.sh - the rows the aarch64 unwind-table builder gives
 # PLT stubs, which the linkers leave without CFI: CFA = sp,
 # return address in x30, CFA = sp + 16 after PLT0's stp. Checked here, on

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # test_plt_rows_x86_64.sh - x86-64 PLT stubs get the same unwind rows
 # whichever linker wrote them: GNU ld describes its lazy .plt in .eh_frame
 # (those rows win, the fill is dropped), lld writes it without CFI (the

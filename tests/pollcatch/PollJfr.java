@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // PollJfr.java - a Java program that records its own "polls" the way
 // async-profiler's pollcatch does: after each poll in which it wants the
 // decoder to look, it commits a profiler.UserEvent of type

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * event_slow.c - the libevent twin of uv_slow.c, for
  * test_longpolls_loop.sh. Usage: event_slow DIR timer|io SLOW_MS

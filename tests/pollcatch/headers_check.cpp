@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // headers_check.cpp - the loop helpers' headers compile as C++ too (they
 // are header-only and land in the application's own build). Compile-only.
 #include <event2/event.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * jfr_count.c - prints "<event type> <count>" for every event type in a
  * JFR file, read with emberprof's JFR reader (tools/read/jfr_read.c), for

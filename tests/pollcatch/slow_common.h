@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * slow_common.h - shared by the long-poll test programs (uv_slow.c,
  * event_slow.c): the agent set-up and a callback body that burns CPU for

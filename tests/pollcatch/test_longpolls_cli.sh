@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_longpolls_cli.sh - `emberprof longpolls` as a command: its output on
 # the async-profiler-shaped seed recording (tests/fuzz/corpus_jfr), --min,
 # --depth, help, and its usage and file errors.

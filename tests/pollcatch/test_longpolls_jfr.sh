@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_longpolls_jfr.sh - the JFR side, against real JDK 17 recordings:
 #  1. the JFR reader reads every event of a recording: its count per event
 #     type equals `jfr summary`'s, and every jdk.ExecutionSample decodes a

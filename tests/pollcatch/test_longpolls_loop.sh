@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_longpolls_loop.sh - the check: an event-loop program with
 # one deliberately slow callback (SLOW_PROG: uv_slow.c, watched by
 # emberprof_uv.h, or event_slow.c, events made by emberprof_event.h);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_pollcatch_asprof.c - pollcatch's async-profiler path (path b)
  * against the stand-in libasyncProfiler.so of tests/asprof (fake_asprof.c,

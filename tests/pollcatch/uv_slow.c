@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * uv_slow.c - a libuv program with one deliberately slow callback, for
  * test_longpolls_loop.sh. Usage: uv_slow DIR timer|io|sleep SLOW_MS

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """A fake Grafana Pyroscope server for emberprof's tests.
 
 Written from the protocol description (shared/reference/pyroscope.md), not

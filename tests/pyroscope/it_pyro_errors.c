@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * it_pyro_errors.c - how the reporter treats the server's answers:
  *   400 (Connect invalid_argument)  permanent: each window tried once,

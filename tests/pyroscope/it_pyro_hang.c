@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * it_pyro_hang.c - a server that accepts connections and never answers
  * does not block the application: its threads complete a fixed amount of

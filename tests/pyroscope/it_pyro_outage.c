@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * it_pyro_outage.c - the server goes down for 30 s and comes back: every
  * window is delivered, in order, none twice.

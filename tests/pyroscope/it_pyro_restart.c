@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * it_pyro_restart.c - the spool survives an application restart.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * it_pyro_rules.c - what a real Pyroscope server refuses or stores wrong
  * (section 2), end to end against the fake server, which

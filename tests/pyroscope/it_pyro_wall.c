@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * it_pyro_wall.c - wall-clock profiles pushed to Pyroscope carry the same
  * per-thread totals as the local ones, and those are the threads'

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * it_pyro_wire.c - every option of the Pyroscope reporter reaches the wire,
  * as an independent fake server (fake_pyroscope.py) sees it:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * pyro_test.h - shared pieces of the Pyroscope reporter's integration
  * tests: starting and steering the fake server (fake_pyroscope.py, a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_cli_server.sh - `emberprof run --server URL ...` sends the demo's
 # profiles to a (fake) Pyroscope server with the tenant, token and headers
 # given, without creating a local directory unless -o is given; bad

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # lib.sh - the real-programs suite: runs a program nobody here
 # wrote without emberprof and under `emberprof run` in three modes, and
 # checks that nothing the program shows changed. Sourced by test_*.sh.

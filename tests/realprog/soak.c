@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * soak.c - a program that does, at once and for a while, everything that
  * stresses an in-process profiler (soak): threads created and

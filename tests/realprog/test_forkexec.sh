@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_forkexec.sh - a shell loop of 300 fork+execs of /bin/true, then 10
 # of them with --follow-children. The whole tree is profiled by default
 #: every /bin/true loads the library too; a process too short

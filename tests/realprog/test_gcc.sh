@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_gcc.sh - gcc driving cc1 and as (-f: cc1 is profiled too).
 . "$(dirname "$0")/lib.sh"
 need gcc

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_git.sh - git init, add, commit and log in a fresh repository, with
 # fixed names and dates (so the commit ids are the same every run). The
 # files are 0.2-1.3 MB, so that some of git's processes use tens of

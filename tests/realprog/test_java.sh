@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_java.sh - the JVM (many threads, SIGSEGV-based safepoints, its own
 # signal handlers), running a single-file source program.
 . "$(dirname "$0")/lib.sh"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_make.sh - make -j2 with --follow-children: make, sh, gcc, cc1, as
 # and ld are all profiled.
 . "$(dirname "$0")/lib.sh"

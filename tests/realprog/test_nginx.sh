@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_nginx.sh - nginx (master + forked worker, profiled) under a bounded
 # load of 100 requests from curl (not profiled) on 127.0.0.1, then a
 # graceful quit (SIGQUIT) from the client.

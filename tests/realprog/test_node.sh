@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_node.sh - node (V8: JIT code, its own threads, its signal handlers).
 . "$(dirname "$0")/lib.sh"
 need node

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_perl.sh - perl's run loop (libperl exports Perl_runops_standard).
 # About 0.4 s of CPU: at the default 100 Hz some 40 samples, every one in
 # the run loop (0.07 s, as it was, left 7, and CI once saw none there).

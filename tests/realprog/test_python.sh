@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_python.sh - python3 directly, and through a shell wrapper that execs
 # it as pyenv's shims do (with --follow-children, so python is profiled).
 . "$(dirname "$0")/lib.sh"

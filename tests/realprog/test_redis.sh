@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_redis.sh - redis-server (profiled) while redis-benchmark (not
 # profiled) sends it a bounded load on 127.0.0.1; then redis-cli shuts it
 # down.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_soak.sh - the soak: tests/realprog/soak.c at 1 kHz with
 # the wall clock every 5 ms, for EMBER_SOAK_SECONDS (120 in CI), under a
 # bounded watchdog (timeout). 0 crashes, 0 hangs, exit 0, the program's own

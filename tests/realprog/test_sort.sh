@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_sort.sh - GNU sort (its own SIGPROF cleanup handler) in every mode.
 . "$(dirname "$0")/lib.sh"
 need sort

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_sqlite3.sh - sqlite3: a recursive query and an aggregate.
 . "$(dirname "$0")/lib.sh"
 need sqlite3

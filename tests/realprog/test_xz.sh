@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_xz.sh - xz -T2: liblzma's workers start with every signal blocked.
 . "$(dirname "$0")/lib.sh"
 need xz

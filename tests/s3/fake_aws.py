@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """fake_aws.py - fake AWS metadata services and a recording fake S3 for the
 S3 reporter's tests (Python 3 standard library only), on one loopback port:
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * it_s3_agent.c - a real profiled program: an agent with the S3 reporter
  * profiles a CPU workload and its JFR windows must arrive in s3rver behind

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * it_s3_meta.c - the S3 reporter against fake AWS metadata services and a
  * recording fake S3 (fake_aws.py): the key's {machine} for EC2, Fargate,

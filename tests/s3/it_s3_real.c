@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * it_s3_real.c - the S3 reporter against a real S3 implementation: npm
  * s3rver behind sigv4_front.js, which re-computes each request's

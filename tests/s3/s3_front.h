@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * s3_front.h - the S3 tests' side of sigv4_front.js over s3rver: starting
  * it, a signed S3 client of the tests' own (libcurl SigV4: list, get),

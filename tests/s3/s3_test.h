@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * s3_test.h - shared pieces of the S3 reporter's integration tests:
  * starting a test peer (fake_aws.py, or sigv4_front.js over s3rver) and

@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// SPDX-License-Identifier: Apache-2.0
 // sigv4_front.js - the S3 reporter's test peer: s3rver (a fake S3 that
 // keeps objects on disk) behind a front that re-computes every request's
 // AWS Signature V4 with AWS's own signer (@smithy/signature-v4, the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_cli_s3.sh - `emberprof run --s3-*`: the options reach the preloaded
 # agent, which builds its S3 reporter (libzip and libcurl loaded in the
 # profiled program) and runs the program as usual, local profiles and table

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Read by ctest before it runs any test (the TEST_INCLUDE_FILES property of
 # the tests directory): every test runs with the unwind-table cache off, so
 # that none depends on a cache left warm or cold by an earlier run, and none

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_cache_run.sh - the unwind-table cache end to end, under
 # `emberprof run` on the demo (hot_a <- stage_one <- worker_main and
 # hot_b <- stage_two <- worker_main):

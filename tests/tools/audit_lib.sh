@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # audit_lib.sh - sourced by the import audits (check_*_symbols.sh).
 # audit_imports WHAT OBJ...: every symbol the objects import must be in
 # the caller's `allowed` array (emberprof's own ember__* and the

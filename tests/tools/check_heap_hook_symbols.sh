@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Audits the allocation hook's objects (src/heap/hook.c, livetab.c,
 # sampler.c): they run inside the application's malloc and free, so every
 # symbol they import must be on this allowlist - no allocation, no lock

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # check_needed.sh LIB... - the libraries libemberprof.so makes the dynamic
 # loader load into every program it is preloaded into (its DT_NEEDED) are
 # libc's alone: elfutils, zlib and jansson are loaded at first use

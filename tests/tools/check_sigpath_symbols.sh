@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Audits the objects of the signal path (src/sample, src/unwind): every
 # symbol they import must be on the allowlist of async-signal-safe calls.
 # A new dependency (malloc, printf, a lock...) fails this test until it is

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The two version scripts (src/emberprof.map for x86-64,
 src/emberprof-aarch64.map for aarch64) must interpose the same calls, each
 under every version that architecture's glibc defines for it.

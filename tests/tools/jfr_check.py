@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """jfr_check.py - checks a JFR file with the JDK's own `jfr` tool.
 
 usage: jfr_check.py FILE.jfr EXPECT.json

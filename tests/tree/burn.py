@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """burn.py SECS OUT - burns SECS of this thread's CPU in Python, then appends
 "PID CPU_SECONDS" (getrusage(RUSAGE_THREAD): the interpreter's own time,
 start-up included, without the agent's threads) to OUT."""

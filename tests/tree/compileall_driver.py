@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """compileall_driver.py OUT DIR - `python3 -m compileall -q -j0 DIR` in this
 process, noting the CPU of the pool's worker processes before the pool
 shuts them down: "PID SECONDS" lines in OUT, each the worker's main

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """cpu_by_pid.py DIR - the CPU time in the pprof files of DIR, per pid.
 
 Each file is read by `go tool pprof -raw` (a reader nobody here wrote);

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # lib.sh - helpers of the process-tree tests, sourced by test_*.sh
 # after ../cli/lib.sh's (scratch directory, ok/fail, no EMBERPROF_*).
 . "$(dirname "$0")/../cli/lib.sh"

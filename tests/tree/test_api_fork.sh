@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_api_fork.sh - fork children of a program that starts its agent
 # through the API with ember_builder_follow_forks (no `emberprof run`, no
 # EMBERPROF_* variables): a child that exits with exit() or _exit(), and a

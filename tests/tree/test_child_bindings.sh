@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_child_bindings.sh - a fork child that execs at once (every command of
 # a shell loop) binds none of our library's libc functions: such a lazy
 # binding is a symbol lookup over every loaded object and a copied page in

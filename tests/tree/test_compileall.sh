@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_compileall.sh - `python3 -m compileall -j0` (a process pool of forked
 # workers that never exec and end with os._exit) on ~400 files of Python's
 # own library, under `emberprof run` with no flag: at least 90 % of the

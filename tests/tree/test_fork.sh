@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_fork.sh - a fork child that never execs, with exit() or _exit(), and
 # a double-fork daemon: each is profiled by `emberprof run` with no flag,
 # under its own pid, with its CPU (its own getrusage(RUSAGE_THREAD)) within

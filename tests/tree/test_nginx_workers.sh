@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_nginx_workers.sh - nginx, master and 2 forked workers (fork without
 # exec, an environment replaced by nginx, workers running as nobody), under
 # `emberprof run` with no flag and a bounded load from curl (not profiled)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_wrappers.sh - commands that run the real program through a wrapper
 # are profiled with no flag: `sh -c` that forks python3 or execs it, and a
 # pyenv-style shim (a bash script exec'ing a bash script that looks python

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tree_work.c - the process shapes of a whole process tree (forks,
  * daemons, wrappers), for tests/tree/.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * check.h - the unit tests' tiny harness. A test file defines test
  * functions and lists them in main() with RUN(); a failed CHECK prints the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_agg_events.c - the aggregate's per-window event log behind the JFR
  * recordings: each logged sample names the stack it was merged into, and

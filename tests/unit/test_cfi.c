@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_cfi.c - the CFI parser and table builder (src/cfi/).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_cfi_pack.c - the packed unwind rows (src/cfi/cfi_pack.c, the lookup
  * in src/unwind/unwind_dwarf.c; the format: ember__cfi_packed, unwind.h).

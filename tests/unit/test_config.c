@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_config.c - the builder's validation and the EMBERPROF_* variables:
  * good values land, bad ones are refused with a message naming them.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_demangle.c - ember__demangle() on C++, Rust legacy, Rust v0 and
  * plain C names.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_elfguard.c - the jump points around elfutils calls: a guarded call
  * in which libdw's out-of-memory handler or a failed assertion fires comes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_engine_wall.c - the wall-clock engine's rotation and pacing: each
  * tick picks the threads after the previous batch in tid order, wrapping;

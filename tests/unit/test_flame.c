@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_flame.c - the flame tree of `emberprof flame` and `emberprof diff`
  * (tools/flame/): exact folded output for a hand-built profile (inlined

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_heap_livetab.c - the live table of sampled allocations
  * (src/heap/livetab.c): lookups, pass-through of unknown pointers and

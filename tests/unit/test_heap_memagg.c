@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_heap_memagg.c - the agent side of allocation profiling without the
  * malloc hook (so it runs under AddressSanitizer too): per-stack sums,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_heap_sampler.c - the arithmetic of allocation sampling
  * (src/heap/sampler.c) and the allocation options' parsers.

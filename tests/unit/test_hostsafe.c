@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_hostsafe.c - the pieces that keep the agent from harming its host
  *: redaction of secrets in messages (util/redact.c), owned

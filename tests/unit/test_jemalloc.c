@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_jemalloc.c - the jemalloc backend of the memory profile.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_jfr.c - the JFR encoder (src/encode/jfr.c), checked by the JDK's
  * own reader: a synthetic window with CPU, wall-clock and allocation

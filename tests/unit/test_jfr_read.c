@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_jfr_read.c - the JFR reader (tools/read/jfr_read.c) and the JFR side
  * of the long-poll decoder (tools/longpolls/decode_jfr.c) on the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_lazydep.c - libraries loaded at first use (src/util/lazydep.h):
  * the real ones load and work through the redirected names; a library

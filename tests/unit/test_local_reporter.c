@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_local_reporter.c - the local-directory reporter: file names,
  * atomic never-overwriting writes, JFR recordings next to the pprof files

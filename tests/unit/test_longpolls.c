@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_longpolls.c - the pprof side of the long-poll decoder
  * (tools/longpolls/decode.c): samples labelled poll_id/poll_duration_ms

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_longpolls_jfr.c - `emberprof longpolls` on emberprof's own JFR
  * (tools/longpolls/decode_jfr.c reading what src/encode/jfr.c writes): two

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_multi_reporter.c - ember_reporter_multi(): each inner reporter gets
  * exactly the formats it asked for, one failing does not stop the others,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_perf_tree.c - the out-of-process tree sampler's reader
  * (tools/tree/perf_tree.h) on a real kernel: this test execs itself as a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_perfmap.c - the perf map parser (src/symbols/perfmap.c) and the PLT
  * stub decoders (src/symbols/pltsyms.c) on hand-made input.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_pipeline.c - the upload pipeline's logic with a scripted send
  * function and no network: delivery order, retries, Retry-After,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_pollcatch.c - the long-poll API and the agent's side of it:
  * records only for polls that got a sample, nesting and unbalanced calls,

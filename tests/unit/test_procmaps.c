@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_procmaps.c - the /proc/<pid>/maps parser: odd but valid lines,
  * malformed lines (rejected with the line named), lookups at range

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_protobuf.c - the protobuf wire writer and reader: byte-exact
  * encodings from the protobuf documentation's examples, round trips of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_pyroscope.c - the Pyroscope reporter without a server: option
  * checks (URLs, credentials, tenant, headers, limits) and their messages,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_s3.c - the S3 reporter's pure parts against golden values: object
  * keys (EC2, Fargate ARN with '/', on-prem, unknown, the time format),

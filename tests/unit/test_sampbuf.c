@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_sampbuf.c - the sample ring: order, full-ring drops, wrap-around,
  * and many concurrent producers against one consumer losing nothing.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_sort.c - ember__sort against qsort: random keys with many
  * duplicates, sorted, reversed, all equal, organ-pipe and short arrays,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_symbolizer.c - resolving addresses of this very process: a static
  * function of the test (symbol, file, line), libc (symbol, module path), a

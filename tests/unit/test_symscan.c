@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_symscan.c - the symbol index's two shortcuts, on every module of
  * this very process (the test, libc, libdw, libelf, libz...):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_table_cache.c - the persistent unwind-table cache (src/agent/
  * table_cache.h) under the registry that uses it: a second registry loads

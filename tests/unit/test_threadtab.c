@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_threadtab.c - the lock-free tid -> bounds table: insert, find,
  * invalidation, reuse of an id, the 3/4 fill limit, and a reader racing a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_top.c - the top table: exact flat and cum for a hand-built profile
  * (inlined frames, recursion through one and through several locations,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_tree_space.c - samples of another process walked from their stack
  * copies (tools/tree/tree_space.h), on a real kernel: this test execs itself

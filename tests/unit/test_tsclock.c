@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_tsclock.c - TSC ticks to wall-clock time for allocation samples
  * (src/heap/tsclock.c): the cpuinfo flags that allow it, and conversions

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_unwind_aarch64.c - the aarch64 parts of the DWARF unwinder and of
  * the CFI compiler, on hand-made input so each rule is checked

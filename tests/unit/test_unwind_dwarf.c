@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_unwind_dwarf.c - the DWARF unwinder (unwind_dwarf.c) and the
  * registry that publishes its tables (unwind_tables.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_unwind_fp.c - the frame-pointer walker on synthetic stacks: a
  * well-formed chain, the thread's end (fp == 0), and every malformed case

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_wall_replay.c - the agent's copies of wall samples, given to the
  * records of threads left asleep or exiting (src/engine/wall_replay.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_window.c - from drained samples to a profile: stacks are
  * deduplicated (per thread when thread labels are on), values are the

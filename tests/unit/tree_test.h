@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tree_test.h - what the tests of the out-of-process tree sampler share:
  * running this very test binary as the sampled tree, and draining the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * flame.c - merging profiles into the call tree of flame.h, and the folded
  * output. The page (flame_json.c, flame_page.c) and the diff table

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * flame.h - profiles merged into one call tree for `emberprof flame` and
  * `emberprof diff`, written as a self-contained HTML page (flame_page.c)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * flame_diff.c - the significance table of `emberprof diff` (flame_diff.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * flame_diff.h - the table of `emberprof diff`: for every function, its
  * self share of the total in the base and in the new profiles, the change

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * flame_json.c - the tree of flame.h as the compact JSON the page reads:
  *

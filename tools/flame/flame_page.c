@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * flame_page.c - the HTML page: tools/flame/flame.html, compiled into the
  * binary by cmake/flame.cmake, with the tree's JSON put in place of its

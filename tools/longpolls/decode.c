@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * decode.c - long polls from emberprof's pprof labels (decode.h). The JFR
  * side is decode_jfr.c.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * decode.h - the long polls recorded in profiles, for `emberprof longpolls`.
  *

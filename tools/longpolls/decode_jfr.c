@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * decode_jfr.c - long polls from JFR recordings (decode.h): async-profiler's
  * tokio.PollcatchV1 user events and emberprof's emberprof.LongPoll events,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * jfr_profile.c - a JFR recording as an in-memory profile (jfr_profile.h).
  *

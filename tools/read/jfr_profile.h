@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * jfr_profile.h - a JFR recording (emberprof's own, or async-profiler's)
  * turned into the in-memory profile model (profile.h), so that `emberprof

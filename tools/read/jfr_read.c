@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * jfr_read.c - the JFR reader (jfr_read.h).
  *

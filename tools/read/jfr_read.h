@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * jfr_read.h - a reader for Java Flight Recorder files (format 2.x), as
  * written by the JDK (17 here) and by async-profiler, generic enough to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * pprof_read.c - the profile.proto decoder (see pprof.h for the contract).
  *

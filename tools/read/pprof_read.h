@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * pprof_read.h - the profile.proto decoder (pprof_read.c), for the tools:
  * what it accepts and how it treats hostile input is described in

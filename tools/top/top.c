@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * top.c - the "top functions" table (see top.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * top.h - the "top functions" table printed by `emberprof top FILE...` and
  * at the end of `emberprof run`, in the manner of `go tool pprof -top`.

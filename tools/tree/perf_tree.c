@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * perf_tree.c - inherited per-CPU perf events over a process tree, their
  * rings read and merged by time (perf_tree.h).

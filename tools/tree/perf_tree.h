@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * perf_tree.h - samples a whole process tree from outside it:
  * the kernel half of the out-of-process engine for `emberprof run`.

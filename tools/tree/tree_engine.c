@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tree_engine.c - a process tree's CPU profiles from outside it: records
  * to processes, samples to windows, windows to reporters (tree_engine.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tree_engine.h - CPU profiles of a whole process tree, sampled from
  * outside it: what `emberprof run --engine tree` runs in the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tree_mods.c - modules of a tree sampled from outside: identity, layout
  * (program headers) and unwind tables, each read once (tree_mods.h).

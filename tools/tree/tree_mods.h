@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tree_mods.h - the modules (ELF files, and the vDSO) mapped anywhere in a
  * tree sampled from outside (perf_tree.h), each known once however many

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tree_space.c - a process's executable mappings, and its samples' copied
  * stacks walked with the modules' tables (tree_space.h).

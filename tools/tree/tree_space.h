@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tree_space.h - one process's address space in a tree sampled from
  * outside (perf_tree.h): its executable mappings as MMAP2 records told
