@@ -9,7 +9,9 @@
 keyed by the module's build id and the address's offset in its file, so
 that two runs of one build (at other load addresses) and a stripped copy
 of it compare equal. Locations of mappings without a build id or without
-a file path ([vdso]) are left out; a location without frames, or whose
+a file path ([vdso]) are left out, and so are the locations without an
+address the tree engine adds for CPU no sample stands for ([unsampled],
+[uncounted]); a location without frames, or whose
 only frame is the placeholder of stripped code (`module+0xSTART`, named
 after the function's .eh_frame FDE), prints "-".
 Sorted, duplicates removed (several windows name one address alike)."""
@@ -60,6 +62,8 @@ def frames(path):
             continue
         start, off, fname, bid = maps[mid]
         if not fname.startswith("/") or not re.fullmatch(r"[0-9a-f]+", bid or ""):
+            continue
+        if addr < start:  # no address: the tree engine's [unsampled], [uncounted]
             continue
         base = re.escape(os.path.basename(fname))
         if len(fr) == 1 and re.match(base + r"\+0x[0-9a-f]+\b", fr[0]):
