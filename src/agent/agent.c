@@ -238,7 +238,8 @@ static void *agent_main(void *arg)
 	if (rc == 0)
 		ember__threads_set_tcb(&c->threads, c->starter_tid, c->starter_self);
 	if (rc == 0 && c->cfg.wall_ms) {
-		rc = ember__wall_start(&c->wall, &c->threads, c->cfg.signo, c->cfg.wall_ms);
+		rc = ember__wall_start(&c->wall, &c->threads, c->cfg.signo, c->cfg.wall_ms,
+				       c->cfg.wall_signal_idle);
 		if (rc)
 			ember__threads_stop(&c->threads);
 	}

@@ -28,6 +28,7 @@ typedef struct ember__config {
 	int engine;
 	unsigned wall_ms; /* wall-clock interval, 0: off */
 	int perf_refuse;  /* test knob EMBERPROF_ENGINE_PERF_DISABLE: act as if perf_event_open were refused */
+	int wall_signal_idle; /* test knob EMBERPROF_WALL_SIGNAL_IDLE: signal idle threads too */
 	int signo;
 	int thread_labels;
 	int lines; /* ember_line_info */

@@ -274,6 +274,9 @@ const ember__option ember__options[] = {
 	/* makes the perf_events engine act as if the kernel refused it (the fallback's tests) */
 	{.name = "EMBERPROF_ENGINE_PERF_DISABLE", .kind = EMBER__OPT_BOOL, .flags = EMBER__OPTF_TEST,
 	 .expect = BOOL_EXPECT, .store = EMBER__STORE_INT, IN_CFG(perf_refuse), .values = "0|1"},
+	/* the wall-clock thread signals idle threads too (their tests' control) */
+	{.name = "EMBERPROF_WALL_SIGNAL_IDLE", .kind = EMBER__OPT_BOOL, .flags = EMBER__OPTF_TEST,
+	 .expect = BOOL_EXPECT, .store = EMBER__STORE_INT, IN_CFG(wall_signal_idle), .values = "0|1"},
 	{.name = "EMBERPROF_SIGNAL", .kind = EMBER__OPT_CUSTOM, .parse = p_signal,
 	 .expect = "expected a signal name or number such as SIGPROF or SIGRTMIN+4",
 	 .apply = a_signal, .values = "SIG", .deflt = "SIGPROF", .opt = "signal", .opt_arg = 1,
@@ -483,8 +486,6 @@ const ember__option ember__options[] = {
 	 .flags = EMBER__OPTF_INTERNAL, .values = "PID", .where = "src/preload/preload.c"},
 	{.name = "EMBERPROF_RUN_PID", .reader = EMBER__OPT_ELSEWHERE,
 	 .flags = EMBER__OPTF_INTERNAL, .values = "PID", .where = "src/preload/preload.c"},
-	{.name = "EMBERPROF_WALL_SIGNAL_IDLE", .reader = EMBER__OPT_ELSEWHERE,
-	 .flags = EMBER__OPTF_TEST, .values = "0|1", .where = "src/engine/engine_wall.c"},
 	{.name = "EMBERPROF_DEBUGINFOD_TIMEOUT", .reader = EMBER__OPT_ELSEWHERE, .values = "SECONDS",
 	 .deflt = "30", .where = "tools/symbolize/, emberprof's own debuginfod pass"},
 	{.name = "EMBERPROF_LIB", .reader = EMBER__OPT_ELSEWHERE, .values = "PATH",

@@ -20,7 +20,6 @@
 #include "sample/handler.h"
 #include "sample/sigvirt.h"
 #include "util/error.h"
-#include "util/envsnap.h"
 
 static int32_t tid_at(const void *base, size_t stride, size_t i)
 {
@@ -237,15 +236,15 @@ static void *wall_main(void *arg)
 	return NULL;
 }
 
-int ember__wall_start(ember__wall *w, struct ember__threads *t, int signo, unsigned interval_ms)
+int ember__wall_start(ember__wall *w, struct ember__threads *t, int signo, unsigned interval_ms,
+		      int signal_idle)
 {
 	memset(w, 0, sizeof(*w));
 	w->threads = t;
 	w->signo = signo;
 	w->pid = getpid();
 	w->interval_ns = (int64_t)interval_ms * 1000000;
-	const char *all = ember__getenv("EMBERPROF_WALL_SIGNAL_IDLE");
-	w->skip_idle = !(all && !strcmp(all, "1"));
+	w->skip_idle = !signal_idle;
 	pthread_mutex_init(&w->mu, NULL);
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);

@@ -78,10 +78,13 @@ typedef struct ember__wall {
 /*
  * Starts the timer thread sampling the threads of `t` every `interval_ms`
  * with signal `signo` (threads left asleep recorded without one unless
- * EMBERPROF_WALL_SIGNAL_IDLE=1). The thread blocks every signal and
+ * `signal_idle`, the builder's EMBERPROF_WALL_SIGNAL_IDLE=1, read on the
+ * builder's thread: ours read only the start-up environment). The thread
+ * blocks every signal and
  * excludes itself from `t`. 0 or ember_err.
  */
-int ember__wall_start(ember__wall *w, struct ember__threads *t, int signo, unsigned interval_ms);
+int ember__wall_start(ember__wall *w, struct ember__threads *t, int signo, unsigned interval_ms,
+		      int signal_idle);
 
 /*
  * Records, without a signal, another sample of thread `tid` still asleep
