@@ -75,7 +75,12 @@ realprog() {
 	done
 
 	rp_dir=$T/$rp_name
-	mkdir -p "$rp_dir/plain"
+	mkdir -p "$rp_dir/plain" "$rp_dir/warm"
+	# One unprofiled run first, its results dropped: a program's first run
+	# pays for cold caches (python's compiled modules written, files read
+	# from disk) that later runs, profiled or not, do not; the coverage's
+	# denominator is the second run's CPU.
+	(cd "$rp_dir/warm" && { command -v setup_dir >/dev/null 2>&1 && setup_dir "$rp_dir/warm"; } ; "$@" >/dev/null 2>&1)
 	(cd "$rp_dir/plain" && { command -v setup_dir >/dev/null 2>&1 && setup_dir "$rp_dir/plain"; } ; python3 "$RP_COVER" run "$rp_dir/plain.ru" -- "$@" >"$rp_dir/plain.out" 2>"$rp_dir/plain.err")
 	rp_plain=$?
 	if [ "$rp_prop" = 1 ]; then
