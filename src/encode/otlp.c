@@ -181,6 +181,8 @@ static void put_vt(enc *e, ember__pbuf *b, uint32_t field, const ember__value_ty
 
 static void random_id(uint8_t id[16])
 {
+	for (size_t i = 0; i < 16; i++) /* no entropy source: still not all zeroes */
+		id[i] = (uint8_t)(0x5a ^ i);
 	size_t got = 0;
 	while (got < 16) {
 		ssize_t r = getrandom(id + got, 16 - got, 0);
@@ -189,8 +191,6 @@ static void random_id(uint8_t id[16])
 		else if (r < 0 && errno != EINTR)
 			break;
 	}
-	for (size_t i = got; i < 16; i++) /* no entropy source: still not all zeroes */
-		id[i] = (uint8_t)(0x5a ^ i);
 }
 
 /* Appends the Profiles of p (one per sample type) to `out`. */
