@@ -153,8 +153,8 @@ static int read_value_type(const dec *d, slice s, int64_t *type, int64_t *unit)
 	}
 	if (rc)
 		return rc;
-	const char *x;
-	size_t n;
+	const char *x = NULL;
+	size_t n = 0;
 	if ((rc = get_str(d, *type, &x, &n)) || (rc = get_str(d, *unit, &x, &n)))
 		return rc;
 	return 0;
@@ -284,8 +284,8 @@ static int any_value(const dec *d, slice v, char **str, int64_t *num, int *is_nu
 		if (f.num == EMBER_OTLP_ANY_STRING && f.wire == EMBER_PB_LEN) {
 			*str = dupn(f.data, f.len);
 		} else if (f.num == EMBER_OTLP_ANY_STRINDEX && f.wire == EMBER_PB_VARINT) {
-			const char *s;
-			size_t n;
+			const char *s = NULL;
+			size_t n = 0;
 			if ((rc = get_str(d, (int32_t)f.u, &s, &n)))
 				return rc;
 			*str = dupn(s, n);
@@ -369,8 +369,8 @@ static int add_mapping(build *b, int64_t i, uint32_t *out)
 			else if (f.num == EMBER_OTLP_KVU_VALUE)
 				val = (slice){f.data, f.len};
 		}
-		const char *ks;
-		size_t kn;
+		const char *ks = NULL;
+		size_t kn = 0;
 		if (rc || (rc = get_str(b->d, key, &ks, &kn)))
 			break;
 		if (kn == strlen(EMBER_OTLP_BUILD_ID_KEY) && !memcmp(ks, EMBER_OTLP_BUILD_ID_KEY, kn)) {

@@ -103,6 +103,8 @@ static void free_lines(char **v)
 static char **header_lines(const char *const *fixed, size_t nfixed, const ember__dbgup_opts *o,
 			   size_t *count)
 {
+	if (o->nheaders > 4096)
+		return NULL; /* far more than any command line gives */
 	char **v = calloc(nfixed + o->nheaders + 1, sizeof(*v));
 	if (!v)
 		return NULL;

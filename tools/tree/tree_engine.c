@@ -570,7 +570,7 @@ static void on_record(void *arg, const ember__ptree_rec *r)
  * dropped). 0, or -errno. */
 static int read_proc(pid_t pid, const char *what, char *buf, size_t n)
 {
-	char path[64];
+	char path[128];
 	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, what);
 	FILE *f = fopen(path, "re");
 	if (!f)
