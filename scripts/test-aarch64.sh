@@ -37,6 +37,9 @@ declare -A SKIP=(
   ['asprof\.(not_cwd|cli|real_library)']="scripts exec the aarch64 CLI or helpers directly (no binfmt_misc)"
   ['pollcatch\.(longpolls_cli|longpolls_jfr)']="scripts exec aarch64 binaries directly (no binfmt_misc)"
   ['pyroscope\.cli_server(_default_engine)?']="script runs the aarch64 emberprof directly (no binfmt_misc)"
+  ['otlp\..*']="scripts run the aarch64 emberprof directly (no binfmt_misc); unit.test_otlp checks the encoder here"
+  ['symbolize(_engine)?\..*']="scripts build and profile programs with the aarch64 CLI directly (no binfmt_misc); the symbolizer's unit tests run here"
+  ['debuginfo\..*']="script runs the aarch64 emberprof directly (no binfmt_misc)"
   ['unit\.test_jemalloc']="spawns an aarch64 fixture through sh (no binfmt_misc); no libjemalloc2:arm64"
   # qemu-user itself aborts (an assertion in qemu 7.2's TCG/plugin code)
   # when a multithreaded guest forks.
