@@ -185,8 +185,10 @@ int ember__otlp_apply_env(ember_builder *b)
 		if (!base)
 			base = "http://localhost:4318";
 		size_t n = strlen(base);
-		if (asprintf(&url, "%s%s", base, n && base[n - 1] == '/' ? EMBER_OTLP_HTTP_PATH + 1
-								       : EMBER_OTLP_HTTP_PATH) < 0)
+		const char *path = EMBER_OTLP_HTTP_PATH;
+		if (n && base[n - 1] == '/')
+			path++; /* the base's own slash stands for the path's */
+		if (asprintf(&url, "%s%s", base, path) < 0)
 			return ember__error_oom("OTLP URL");
 	} else {
 		url_var = "OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT";
