@@ -34,6 +34,16 @@ void ember__cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2))
  * Parses a whole decimal number in [min, max] from `s` into *out.
  * Returns 0 or -1 (no message).
  */
+/* Whether argv's `arg` is option `name`, alone or (long options) as
+ * "--name=VALUE". */
+int ember__cli_is_opt(const char *arg, const char *name);
+
+/* The value of option `name` at argv[*i]: after '=' in "--name=VALUE", else
+ * the next argument (*i advanced). NULL, with "CMD: option NAME needs a
+ * value" on stderr, when there is none. */
+const char *ember__cli_opt_value(const char *cmd, int argc, char **argv, int *i,
+				 const char *name);
+
 int ember__cli_parse_count(const char *s, unsigned long min, unsigned long max,
 			   unsigned long *out);
 

@@ -205,26 +205,6 @@ typedef struct args {
 	unsigned long rows;
 } args;
 
-static int is_opt(const char *arg, const char *name)
-{
-	size_t n = strlen(name);
-	return !strncmp(arg, name, n) && (arg[n] == '\0' || (arg[n] == '=' && name[1] == '-'));
-}
-
-/* The value of option `name` at argv[*i] ("--name=V" or the next one). */
-static const char *opt_value(const char *cmd, int argc, char **argv, int *i, const char *name)
-{
-	const char *arg = argv[*i];
-	const char *eq = strchr(arg, '=');
-	if (eq && arg[1] == '-')
-		return eq + 1;
-	if (*i + 1 >= argc) {
-		ember__cli_error("%s: option %s needs a value", cmd, name);
-		return NULL;
-	}
-	return argv[++*i];
-}
-
 static int parse_pct(const char *cmd, const char *name, const char *v, double *out)
 {
 	char *end;
@@ -261,17 +241,17 @@ static int parse(int argc, char **argv, args *a, int diff)
 			set = 1;
 		} else if (diff && !strcmp(arg, "--new")) {
 			set = 0;
-		} else if (is_opt(arg, "--output") || is_opt(arg, "-o")) {
-			if (!(a->out = opt_value(cmd, argc, argv, &i, "--output")))
+		} else if (ember__cli_is_opt(arg, "--output") || ember__cli_is_opt(arg, "-o")) {
+			if (!(a->out = ember__cli_opt_value(cmd, argc, argv, &i, "--output")))
 				return EMBER_EXIT_USAGE;
-		} else if (is_opt(arg, "--type")) {
-			if (!(a->opts.type = opt_value(cmd, argc, argv, &i, "--type")))
+		} else if (ember__cli_is_opt(arg, "--type")) {
+			if (!(a->opts.type = ember__cli_opt_value(cmd, argc, argv, &i, "--type")))
 				return EMBER_EXIT_USAGE;
-		} else if (is_opt(arg, "--title")) {
-			if (!(a->opts.title = opt_value(cmd, argc, argv, &i, "--title")))
+		} else if (ember__cli_is_opt(arg, "--title")) {
+			if (!(a->opts.title = ember__cli_opt_value(cmd, argc, argv, &i, "--title")))
 				return EMBER_EXIT_USAGE;
-		} else if (is_opt(arg, "--where")) {
-			if (!(v = opt_value(cmd, argc, argv, &i, "--where")))
+		} else if (ember__cli_is_opt(arg, "--where")) {
+			if (!(v = ember__cli_opt_value(cmd, argc, argv, &i, "--where")))
 				return EMBER_EXIT_USAGE;
 			const char *eq = strchr(v, '=');
 			if (!eq || eq == v || a->opts.nwhere == EMBER_FLAME_MAX_WHERE) {
@@ -289,16 +269,16 @@ static int parse(int argc, char **argv, args *a, int diff)
 			a->opts.reverse = 1;
 		} else if (!diff && !strcmp(arg, "--folded")) {
 			a->folded = 1;
-		} else if (!diff && is_opt(arg, "--min")) {
-			if (!(v = opt_value(cmd, argc, argv, &i, "--min")) ||
+		} else if (!diff && ember__cli_is_opt(arg, "--min")) {
+			if (!(v = ember__cli_opt_value(cmd, argc, argv, &i, "--min")) ||
 			    parse_pct(cmd, "--min", v, &a->opts.min_pct) < 0)
 				return EMBER_EXIT_USAGE;
-		} else if (diff && is_opt(arg, "--fail-above")) {
-			if (!(v = opt_value(cmd, argc, argv, &i, "--fail-above")) ||
+		} else if (diff && ember__cli_is_opt(arg, "--fail-above")) {
+			if (!(v = ember__cli_opt_value(cmd, argc, argv, &i, "--fail-above")) ||
 			    parse_pct(cmd, "--fail-above", v, &a->fail_above) < 0)
 				return EMBER_EXIT_USAGE;
-		} else if (diff && (is_opt(arg, "--n") || is_opt(arg, "-n"))) {
-			if (!(v = opt_value(cmd, argc, argv, &i, "--n")))
+		} else if (diff && (ember__cli_is_opt(arg, "--n") || ember__cli_is_opt(arg, "-n"))) {
+			if (!(v = ember__cli_opt_value(cmd, argc, argv, &i, "--n")))
 				return EMBER_EXIT_USAGE;
 			if (ember__cli_parse_count(v, 1, 1000000, &a->rows) < 0) {
 				ember__cli_error("diff: --n \"%s\" is invalid: expected 1..1000000", v);

@@ -30,6 +30,26 @@ void ember__cli_error(const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
+int ember__cli_is_opt(const char *arg, const char *name)
+{
+	size_t n = strlen(name);
+	return !strncmp(arg, name, n) && (arg[n] == '\0' || (arg[n] == '=' && name[1] == '-'));
+}
+
+const char *ember__cli_opt_value(const char *cmd, int argc, char **argv, int *i,
+				 const char *name)
+{
+	const char *arg = argv[*i];
+	const char *eq = strchr(arg, '=');
+	if (eq && arg[0] == '-' && arg[1] == '-')
+		return eq + 1;
+	if (*i + 1 >= argc) {
+		ember__cli_error("%s: option %s needs a value", cmd, name);
+		return NULL;
+	}
+	return argv[++*i];
+}
+
 int ember__cli_parse_count(const char *s, unsigned long min, unsigned long max,
 			   unsigned long *out)
 {

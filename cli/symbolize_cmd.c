@@ -51,24 +51,6 @@ typedef struct sym_args {
 	size_t nfiles;
 } sym_args;
 
-static const char *take_value(int argc, char **argv, int *i, const char *name)
-{
-	const char *arg = argv[*i], *eq = strchr(arg, '=');
-	if (eq && arg[1] == '-')
-		return eq + 1;
-	if (*i + 1 >= argc) {
-		ember__cli_error("symbolize: option %s needs a value", name);
-		return NULL;
-	}
-	return argv[++*i];
-}
-
-static int is_opt(const char *arg, const char *name)
-{
-	size_t n = strlen(name);
-	return !strncmp(arg, name, n) && (arg[n] == '\0' || (arg[n] == '=' && name[1] == '-'));
-}
-
 /* -1 to go on, else the exit code. */
 static int parse_sym_args(int argc, char **argv, sym_args *a)
 {
@@ -82,28 +64,28 @@ static int parse_sym_args(int argc, char **argv, sym_args *a)
 		} else if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
 			ember__cli_symbolize_usage(stdout);
 			return 0;
-		} else if (is_opt(arg, "--debug-dir")) {
-			if (!(v = take_value(argc, argv, &i, "--debug-dir")))
+		} else if (ember__cli_is_opt(arg, "--debug-dir")) {
+			if (!(v = ember__cli_opt_value("symbolize", argc, argv, &i, "--debug-dir")))
 				return EMBER_EXIT_USAGE;
 			a->dirs[a->ndirs++] = v;
-		} else if (is_opt(arg, "--sysroot")) {
-			if (!(a->sysroot = take_value(argc, argv, &i, "--sysroot")))
+		} else if (ember__cli_is_opt(arg, "--sysroot")) {
+			if (!(a->sysroot = ember__cli_opt_value("symbolize", argc, argv, &i, "--sysroot")))
 				return EMBER_EXIT_USAGE;
-		} else if (is_opt(arg, "--debuginfod")) {
-			if (!(a->urls = take_value(argc, argv, &i, "--debuginfod")))
+		} else if (ember__cli_is_opt(arg, "--debuginfod")) {
+			if (!(a->urls = ember__cli_opt_value("symbolize", argc, argv, &i, "--debuginfod")))
 				return EMBER_EXIT_USAGE;
 		} else if (!strcmp(arg, "--no-debuginfod")) {
 			a->no_debuginfod = 1;
-		} else if (is_opt(arg, "--timeout")) {
-			if (!(v = take_value(argc, argv, &i, "--timeout")))
+		} else if (ember__cli_is_opt(arg, "--timeout")) {
+			if (!(v = ember__cli_opt_value("symbolize", argc, argv, &i, "--timeout")))
 				return EMBER_EXIT_USAGE;
 			if (ember__cli_parse_count(v, 1, 86400, &a->timeout_s) < 0) {
 				ember__cli_error("symbolize: --timeout \"%s\" is invalid: expected "
 						 "seconds, 1..86400", v);
 				return EMBER_EXIT_USAGE;
 			}
-		} else if (is_opt(arg, "--lines")) {
-			if (!(v = take_value(argc, argv, &i, "--lines")))
+		} else if (ember__cli_is_opt(arg, "--lines")) {
+			if (!(v = ember__cli_opt_value("symbolize", argc, argv, &i, "--lines")))
 				return EMBER_EXIT_USAGE;
 			if (!strcmp(v, "app"))
 				a->lines = EMBER__LINES_APP;
@@ -116,8 +98,8 @@ static int parse_sym_args(int argc, char **argv, sym_args *a)
 						 "all or none", v);
 				return EMBER_EXIT_USAGE;
 			}
-		} else if (is_opt(arg, "--output") || !strcmp(arg, "-o")) {
-			if (!(a->out = take_value(argc, argv, &i, "--output")))
+		} else if (ember__cli_is_opt(arg, "--output") || !strcmp(arg, "-o")) {
+			if (!(a->out = ember__cli_opt_value("symbolize", argc, argv, &i, "--output")))
 				return EMBER_EXIT_USAGE;
 		} else if (!strcmp(arg, "--quiet") || !strcmp(arg, "-q")) {
 			a->quiet = 1;

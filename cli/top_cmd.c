@@ -173,26 +173,6 @@ int ember__cli_print_top_names(char *const *paths, size_t npaths, const char *in
 	return print_top(paths, npaths, index_spec, n, out, skip_bad, nread, what ? what : "the samples");
 }
 
-/* Takes the value of option `name` from "--name=V" or the next argument. */
-static const char *option_value(int argc, char **argv, int *i, const char *name)
-{
-	const char *arg = argv[*i];
-	const char *eq = strchr(arg, '=');
-	if (eq && arg[0] == '-' && arg[1] == '-')
-		return eq + 1;
-	if (*i + 1 >= argc) {
-		ember__cli_error("top: option %s needs a value", name);
-		return NULL;
-	}
-	return argv[++*i];
-}
-
-static int is_option(const char *arg, const char *name)
-{
-	size_t n = strlen(name);
-	return !strncmp(arg, name, n) && (arg[n] == '\0' || (arg[n] == '=' && name[1] == '-'));
-}
-
 /* Parses the options of `top`; files go to files[0..*nfiles). */
 static int parse_top_args(int argc, char **argv, char **files, size_t *nfiles,
 			  unsigned long *rows, const char **spec)
@@ -207,8 +187,8 @@ static int parse_top_args(int argc, char **argv, char **files, size_t *nfiles,
 		} else if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
 			ember__cli_top_usage(stdout);
 			return 0;
-		} else if (is_option(arg, "--n") || is_option(arg, "-n")) {
-			const char *v = option_value(argc, argv, &i, "--n");
+		} else if (ember__cli_is_opt(arg, "--n") || ember__cli_is_opt(arg, "-n")) {
+			const char *v = ember__cli_opt_value("top", argc, argv, &i, "--n");
 			if (!v)
 				return EMBER_EXIT_USAGE;
 			if (ember__cli_parse_count(v, 1, 1000000, rows) < 0) {
@@ -217,8 +197,8 @@ static int parse_top_args(int argc, char **argv, char **files, size_t *nfiles,
 						 v);
 				return EMBER_EXIT_USAGE;
 			}
-		} else if (is_option(arg, "--sample-index")) {
-			if (!(*spec = option_value(argc, argv, &i, "--sample-index")))
+		} else if (ember__cli_is_opt(arg, "--sample-index")) {
+			if (!(*spec = ember__cli_opt_value("top", argc, argv, &i, "--sample-index")))
 				return EMBER_EXIT_USAGE;
 			if (!**spec) {
 				ember__cli_error("top: --sample-index needs an index or a type name");
