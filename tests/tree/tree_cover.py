@@ -3,14 +3,21 @@
 """tree_cover.py - what a run's profiles cover, for the coverage tests.
 
   tree_cover.py run FILE -- ARGV...
-      runs ARGV, writes the CPU seconds (user + system) that os.wait4 gives
-      for it, its waited-for descendants included, to FILE, and exits with
-      its status.
+      runs ARGV, writes "TOTAL SELF CHILDREN" to FILE, and exits with its
+      status: the CPU seconds (user + system) that os.wait4 gives for it,
+      its waited-for descendants included; of them, ARGV's own process
+      (all its threads) and what it waited for (the fields utime + stime
+      and cutime + cstime of /proc/PID/stat, read while it is a zombie, in
+      clock ticks). When ARGV is `emberprof run`, CHILDREN is the profiled
+      program's tree in that same run, without emberprof's own work.
   tree_cover.py profiles DIR INTERVAL_S
       prints "TOTAL_S FILES MAX_FILES_PER_WINDOW": the cpu/nanoseconds of
       every pprof CPU profile of DIR (wall-clock and memory ones left out) as `go tool pprof -raw` reads them, how many
       files, and the most whose start (pprof time_nanos) falls in one
       window of INTERVAL_S seconds aligned on the epoch.
+  tree_cover.py files DIR
+      prints "NAME CPU_S PIDS" for every pprof CPU profile of DIR: its CPU
+      and how many processes (distinct pid labels) its samples come from.
 """
 import os
 import re
@@ -25,16 +32,26 @@ def run(out, argv):
             os.execvp(argv[0], argv)
         finally:
             os._exit(127)
+    # exited, not yet reaped: its /proc/PID/stat still holds its counts
+    os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    hz = os.sysconf("SC_CLK_TCK")
+    # fields after "(comm)": state is [0], utime [11], stime [12],
+    # cutime [13], cstime [14]
+    self_s = (int(fields[11]) + int(fields[12])) / hz
+    children_s = (int(fields[13]) + int(fields[14])) / hz
     _, status, ru = os.wait4(pid, 0)
     with open(out, "w") as f:
-        f.write("%.6f\n" % (ru.ru_utime + ru.ru_stime))
+        f.write("%.6f %.6f %.6f\n" % (ru.ru_utime + ru.ru_stime, self_s, children_s))
     if os.WIFSIGNALED(status):
         return 128 + os.WTERMSIG(status)  # as a shell says it
     return os.waitstatus_to_exitcode(status)
 
 
-def profile(path):
-    """(cpu ns, time_nanos) of one pprof file."""
+def profile(path, pids=None):
+    """(cpu ns, time_nanos) of one pprof file; the pid labels of its
+    samples added to the set pids where one is given."""
     raw = subprocess.run(["go", "tool", "pprof", "-raw", path], check=True,
                          capture_output=True, text=True).stdout
     lines = raw.splitlines()
@@ -49,6 +66,8 @@ def profile(path):
         if not line.startswith(" "):
             break
         if re.match(r"^\s+[A-Za-z_][\w.]*:\[", line):
+            if pids is not None:
+                pids.update(re.findall(r"\bpid:\[(\d+)\]", line))
             continue  # a sample's labels
         ns += int(line.split(":")[0].split()[col])
     # time_nanos: `go tool pprof -raw` prints it as a date; -traces too.
@@ -77,10 +96,23 @@ def profiles(d, interval_s):
     print("%.6f %d %d" % (total / 1e9, len(files), max(per_window.values(), default=0)))
 
 
+def files(d):
+    for f in sorted(os.listdir(d)):
+        if not f.endswith(".pb.gz"):
+            continue
+        pids = set()
+        got = profile(os.path.join(d, f), pids)
+        if got is not None:
+            print("%s %.6f %d" % (f, got[0] / 1e9, len(pids)))
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "run" and sys.argv[3] == "--":
         sys.exit(run(sys.argv[2], sys.argv[4:]))
     if sys.argv[1] == "profiles":
         profiles(sys.argv[2], sys.argv[3])
         sys.exit(0)
-    sys.exit("usage: tree_cover.py run FILE -- ARGV... | profiles DIR INTERVAL_S")
+    if sys.argv[1] == "files":
+        files(sys.argv[2])
+        sys.exit(0)
+    sys.exit("usage: tree_cover.py run FILE -- ARGV... | profiles DIR INTERVAL_S | files DIR")
