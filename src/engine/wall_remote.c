@@ -25,6 +25,14 @@
 #define COPY_MAX (512u << 10) /* live stack copied; deeper stacks are truncated */
 #define FP_CANDIDATES 32
 
+/* n bytes of this process at addr, code or data (process_vm_readv: an address
+ * that is not mapped is a "no"). */
+static int read_self(uintptr_t addr, void *buf, size_t n)
+{
+	struct iovec local = {buf, n}, remote = {(void *)addr, n};
+	return addr >= 4096 && process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)n;
+}
+
 int ember__wall_blocked_in(int32_t tid, long *nr, uintptr_t *sp, uintptr_t *pc)
 {
 	char buf[256];
@@ -50,9 +58,7 @@ int ember__wall_blocked_in(int32_t tid, long *nr, uintptr_t *sp, uintptr_t *pc)
 	 * call instruction (under qemu-user the file holds the emulator's
 	 * host registers; such a thread is left to the signal). */
 	uint8_t c[8];
-	struct iovec local = {c, sizeof(c)}, remote = {(void *)(v[7] - sizeof(c)), sizeof(c)};
-	if (v[7] < 4096 + sizeof(c) ||
-	    process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != (ssize_t)sizeof(c) ||
+	if (v[7] < 4096 + sizeof(c) || !read_self(v[7] - sizeof(c), c, sizeof(c)) ||
 	    !ember__regs_after_syscall(c))
 		return 0;
 	*nr = num;
@@ -98,20 +104,8 @@ static int called_from(uintptr_t ra)
 {
 	uint8_t c[8];
 	ra &= EMBER_ARCH_PC_MASK; /* a PAC-signed return address (aarch64) */
-	if (ra < 4096 + sizeof(c))
-		return 0;
-	struct iovec local = {c, sizeof(c)}, remote = {(void *)(ra - sizeof(c)), sizeof(c)};
-	if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != (ssize_t)sizeof(c))
-		return 0;
-	return ember__regs_after_call(c);
-}
-
-/* n bytes of this process's code at addr (process_vm_readv: an address
- * that is not mapped is a "no"). */
-static int read_code(uintptr_t addr, void *buf, size_t n)
-{
-	struct iovec local = {buf, n}, remote = {(void *)addr, n};
-	return addr >= 4096 && process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)n;
+	return ra >= 4096 + sizeof(c) && read_self(ra - sizeof(c), c, sizeof(c)) &&
+	       ember__regs_after_call(c);
 }
 
 /* The module of the unwind snapshot whose range holds code address a, or
@@ -139,7 +133,7 @@ static int call_reaches(const ember__unwind_snapshot *snap, uintptr_t ra, uintpt
 	uint8_t c[16];
 	uintptr_t dest;
 	ra &= EMBER_ARCH_PC_MASK;
-	if (!want || ra < 4096 + 8 || !read_code(ra - 8, c, 8))
+	if (!want || ra < 4096 + 8 || !read_self(ra - 8, c, 8))
 		return 1;
 	int kind = ember__regs_call_dest(c, ra, &dest);
 	if (kind == 0)
@@ -149,11 +143,11 @@ static int call_reaches(const ember__unwind_snapshot *snap, uintptr_t ra, uintpt
 		if (m == want)
 			return 1;
 		/* a PLT stub: where its pointer leads */
-		if (!read_code(dest, c, sizeof(c)) || !ember__regs_plt_slot(c, dest, &dest))
+		if (!read_self(dest, c, sizeof(c)) || !ember__regs_plt_slot(c, dest, &dest))
 			return m == NULL;
 	}
 	uint64_t to = 0;
-	if (!read_code(dest, &to, sizeof(to)))
+	if (!read_self(dest, &to, sizeof(to)))
 		return 1;
 	const ember__unwind_module *tm = module_of(snap, (uintptr_t)to);
 	/* a lazy slot still points back into the caller's own module */
