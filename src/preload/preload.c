@@ -44,6 +44,7 @@
 
 #include "agent/agent.h"
 #include "engine/sigsetup.h"
+#include "heap/gotpatch.h"
 #include "emberprof.h"
 #include "preload/preload_env.h"
 #include "preload/exit_hook.h"
@@ -371,6 +372,9 @@ out:
  *
  * ember__attach_start: 0 once the agent runs; -1 (said on stderr) if it
  * cannot start, or if an agent runs already.
+ * With allocation profiling the agent's start points the modules' GOT
+ * entries of malloc & co at our wrappers (heap/gotpatch.h) and
+ * ember__attach_stop restores them first.
  * ember__attach_stop: stops the agent, which reports its final window
  * and leaves nothing behind (its threads joined, its signal handler and
  * timers removed, its descriptors closed); the library stays loaded
@@ -389,8 +393,13 @@ int ember__attach_start(const char *settings)
 		preload_complain("an agent runs already in this process, not starting another", NULL);
 	else if (!settings || ember__env_snapshot_set(settings) != 0)
 		preload_complain("cannot read the attach settings, not profiling", NULL);
-	else
+	else {
+		/* malloc & co reach the hook only through their patched GOT
+		 * entries (gotpatch.h): the agent's start patches them when
+		 * allocation profiling is on */
+		ember__heap_got_request(1);
 		rc = preload_start();
+	}
 	errno = saved_errno;
 	return rc;
 }
@@ -399,6 +408,9 @@ int ember__attach_stop(void)
 {
 	int saved_errno = errno;
 	int rc = preload_running ? 0 : -1;
+	/* the program's calls back to its allocator before the agent stops
+	 * (the agent's stop logs how many were restored) */
+	ember__heap_got_restore();
 	preload_stop();
 	errno = saved_errno;
 	return rc;
