@@ -268,6 +268,14 @@ static int patch_module(struct dl_phdr_info *info, size_t size, void *ud)
 				st->absolute++; /* data, not a call site: left (gotpatch.h) */
 				continue;
 			}
+			if (v == 0 || (m.base && v + m.base >= m.lo && v + m.base < m.hi)) {
+				/* not relocated yet (0, or a link-time address of
+				 * the module itself): a dlopen under way on another
+				 * thread (the module is listed before the loader
+				 * relocates it); the next rescan looks again */
+				st->pending++;
+				continue;
+			}
 			int own_def = sym->st_shndx != SHN_UNDEF && m.base + sym->st_value == v;
 			int lazy = type == R_X86_64_JUMP_SLOT && !own_def && v >= m.lo && v < m.hi;
 			if (!g_orig[i] || (v != g_orig[i] && !lazy)) {
@@ -285,8 +293,6 @@ static int patch_module(struct dl_phdr_info *info, size_t size, void *ud)
 			g_patched++;
 		}
 	}
-	if (info->dlpi_adds > g_adds)
-		g_adds = info->dlpi_adds;
 	return 0;
 }
 
@@ -364,6 +370,14 @@ static int find_allocator(void)
 	return 0;
 }
 
+/* The loader's count of modules loaded so far (dlpi_adds). */
+static int adds_of(struct dl_phdr_info *info, size_t size, void *ud)
+{
+	(void)size;
+	*(unsigned long long *)ud = info->dlpi_adds;
+	return 1;
+}
+
 int ember__heap_got_patch(const ember__got_fn *fns, size_t n, const ember__logger *log,
 			  ember__got_stats *st)
 {
@@ -388,7 +402,10 @@ int ember__heap_got_patch(const ember__got_fn *fns, size_t n, const ember__logge
 		rc = ember__error(EMBER_ERR_SYS, "cannot read /proc/self/maps");
 		goto out;
 	}
+	unsigned long long adds = 0;
+	dl_iterate_phdr(adds_of, &adds);
 	dl_iterate_phdr(patch_module, st);
+	g_adds = st->pending ? 0 : adds; /* (0: the first rescan looks again) */
 	g_active = 1;
 	ember__logf(log, EMBER_LOG_INFO, "allocation profiling by GOT patching: %u slots patched in %u "
 		    "modules, %u bound elsewhere and %u absolute references left, %u refused; "
@@ -399,14 +416,6 @@ out:
 	return rc;
 }
 
-/* The loader's count of modules loaded so far (dlpi_adds). */
-static int adds_of(struct dl_phdr_info *info, size_t size, void *ud)
-{
-	(void)size;
-	*(unsigned long long *)ud = info->dlpi_adds;
-	return 1;
-}
-
 void ember__heap_got_rescan(const ember__logger *log)
 {
 	pthread_mutex_lock(&g_mu);
@@ -414,9 +423,12 @@ void ember__heap_got_rescan(const ember__logger *log)
 	if (g_active) {
 		dl_iterate_phdr(adds_of, &adds);
 		if (adds != g_adds && read_prot() == 0) {
+			/* (adds read before the scan: a module added during it
+			 * makes the next rescan look again) */
 			ember__got_stats st = {0};
 			dl_iterate_phdr(patch_module, &st);
-			g_adds = adds;
+			if (!st.pending)
+				g_adds = adds;
 			if (st.patched || st.failed)
 				ember__logf(log, EMBER_LOG_INFO, "allocation profiling: %u more slots "
 					    "patched in modules loaded since (%u refused)",

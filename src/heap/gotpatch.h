@@ -73,6 +73,8 @@ typedef struct ember__got_stats {
 	unsigned elsewhere; /* slots bound to something else: left */
 	unsigned absolute;  /* R_X86_64_64 references: left (see above) */
 	unsigned failed;    /* slots whose page could not be made writable */
+	unsigned pending;   /* slots not relocated yet (a dlopen under way): the
+			       next rescan looks again */
 } ember__got_stats;
 
 /* Asks the next ember__heapprof_start to patch (attach sets it before

@@ -15,6 +15,11 @@
  * (alloc_work_lib.c), alwork_lib_site (malloc through a GLOB_DAT entry).
  * Each keeps its last 64 blocks live. OUT gets "ready SLOTS".
  *
+ * On "late" (with LATE_LIB, the path of alloc_work_late.c's library, as
+ * the second argument) it loads that library with dlopen, records its
+ * GOT entries too and starts a thread allocating through it
+ * (alwork_late_site); OUT gets "late SLOTS".
+ *
  * On "check" OUT gets "check changed=N/SLOTS": how many of the entries
  * differ from the recorded values now. On "stop" the threads end; OUT
  * gets "done restored=N/SLOTS bad=B" (entries equal to the recorded
@@ -24,6 +29,7 @@
  * or a block was corrupted.
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
 #include <malloc.h>
@@ -67,7 +73,9 @@ static uintptr_t dyn_ptr(uintptr_t base, uintptr_t v)
 static int record_module(struct dl_phdr_info *info, size_t size, void *ud)
 {
 	(void)size;
-	(void)ud;
+	const char *only = ud; /* NULL: every module */
+	if (only && strcmp(info->dlpi_name, only))
+		return 0;
 #if !defined(__x86_64__)
 	(void)info;
 	return 0; /* the test skips there: attach --alloc is x86-64's */
@@ -173,6 +181,28 @@ __attribute__((noinline)) void *alwork_site_before(size_t n)
 	return p;
 }
 
+static void *(*late_site)(size_t);
+static void (*late_release)(void *);
+
+static void *late_work(void *arg)
+{
+	(void)arg;
+	void *keep[KEEP] = {0};
+	struct timespec nap = {0, 200000};
+	for (long r = 0; !atomic_load(&stop_flag); r++) {
+		int i = (int)(r % KEEP);
+		if (keep[i])
+			late_release(keep[i]);
+		keep[i] = late_site(2000);
+		if (r % 16 == 15)
+			nanosleep(&nap, NULL);
+	}
+	for (int i = 0; i < KEEP; i++)
+		if (keep[i])
+			late_release(keep[i]);
+	return NULL;
+}
+
 typedef struct worker {
 	int kind;
 	size_t size;
@@ -249,8 +279,8 @@ static void touch_all(void)
 
 int main(int argc, char **argv)
 {
-	if (argc != 2) {
-		fprintf(stderr, "usage: alloc_work OUT\n");
+	if (argc != 2 && argc != 3) {
+		fprintf(stderr, "usage: alloc_work OUT [LATE_LIB]\n");
 		return 2;
 	}
 	touch_all();
@@ -266,7 +296,25 @@ int main(int argc, char **argv)
 	fprintf(out, "ready %d\n", nslots);
 	fflush(out);
 	char line[64];
+	pthread_t late_th;
+	int late = 0;
 	while (fgets(line, sizeof(line), stdin) && strcmp(line, "stop\n")) {
+		if (!strcmp(line, "late\n") && argc == 3 && !late) {
+			void *h = dlopen(argv[2], RTLD_NOW);
+			late_site = h ? (void *(*)(size_t))dlsym(h, "alwork_late_site") : NULL;
+			late_release = h ? (void (*)(void *))dlsym(h, "alwork_late_release") : NULL;
+			if (!late_site || !late_release) {
+				fprintf(stderr, "alloc_work: cannot load %s: %s\n", argv[2], dlerror());
+				return 2;
+			}
+			late_release(late_site(8)); /* its lazy entries bound */
+			dl_iterate_phdr(record_module, argv[2]);
+			late = pthread_create(&late_th, NULL, late_work, NULL) == 0;
+			if (late)
+				pthread_setname_np(late_th, "late-alloc");
+			fprintf(out, "late %d\n", nslots);
+			fflush(out);
+		}
 		if (!strcmp(line, "check\n")) {
 			fprintf(out, "check changed=%d/%d\n", changed_slots(), nslots);
 			fflush(out);
@@ -275,6 +323,8 @@ int main(int argc, char **argv)
 	atomic_store(&stop_flag, 1);
 	for (int i = 0; i < 3; i++)
 		pthread_join(th[i], NULL);
+	if (late)
+		pthread_join(late_th, NULL);
 	int same = nslots - changed_slots();
 	for (int i = 0; i < nslots; i++)
 		if (*(const uintptr_t *)slot_addr[i] != slot_val[i])

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # test_attach_alloc.sh - `emberprof attach --alloc PID` (x86-64): the
 # library loaded into a running program (alloc_work.c) whose three threads
 # allocate in a loop, one of them in a shared library built with -fno-plt
@@ -12,12 +13,16 @@
 # allocation functions (the library's too) on its stacks, in-use bytes
 # for the sites that keep blocks live, none for the block allocated
 # before the attach, and says in its comment (and the summary) that
-# allocations made before attach are not seen. A second attach patches
-# and restores again. Skipped (77) on other machines and where ptrace is
+# allocations made before attach are not seen. A library the program
+# loads with dlopen while attached is patched at the next window's end
+# (the agent says so; the program sees its entries changed too) and its
+# allocation site is in the profile. A second attach patches and
+# restores again. Skipped (77) on other machines and where ptrace is
 # refused.
 . "$(dirname "$0")/../cli/lib.sh"
 . "$(dirname "$0")/lib_attach.sh"
 : "${EMBER_ALLOC_WORK:?EMBER_ALLOC_WORK must name the alloc_work program}"
+: "${EMBER_ALLOC_WORK_LATE:?EMBER_ALLOC_WORK_LATE must name the library alloc_work loads late}"
 case "$(uname -m)" in
 x86_64) ;;
 *)
@@ -34,19 +39,29 @@ esac
 command -v go >/dev/null 2>&1 || { echo "go not installed: profiles cannot be checked"; exit 77; }
 ptrace_probe
 
+# holdings (lib_attach.sh), without the thread started on "late"
+holdings_of_program() {
+	holdings "$1" >h.all
+	for t in $(head -1 h.all); do
+		[ "$(cat "/proc/$1/task/$t/comm" 2>/dev/null)" = late-alloc ] || printf '%s ' "$t"
+	done
+	echo
+	tail -n +2 h.all
+}
+
 rm -f ctl state
 mkfifo ctl || exit 1
-"$EMBER_ALLOC_WORK" state <ctl >target.stdout 2>target.out &
+"$EMBER_ALLOC_WORK" state "$EMBER_ALLOC_WORK_LATE" <ctl >target.stdout 2>target.out &
 TPID=$!
 exec 3>ctl
 wait_grep state ready || { fail "the target did not start"; exit 1; }
 nslots=$(sed -n 's/^ready \([0-9]*\)$/\1/p' state)
 [ "${nslots:-0}" -ge 10 ] && ok "the program found $nslots GOT entries of malloc & co in its modules" ||
 	fail "the program found ${nslots:-no} GOT entries"
-holdings "$TPID" >before
+holdings_of_program "$TPID" >before
 
 # attached until SIGINT: the program checks its entries in between
-"$EMBERPROF" attach --alloc=4096 --log-level info -o out "$TPID" >err 2>&1 &
+"$EMBERPROF" attach --alloc=4096 --interval 200ms --log-level info -o out "$TPID" >err 2>&1 &
 EPID=$!
 if ! wait_grep target.out "slots patched"; then
 	kill -INT $EPID 2>/dev/null
@@ -61,11 +76,22 @@ if ! wait_grep target.out "slots patched"; then
 	exec 3>&-
 	exit 1
 fi
-patched=$(sed -n 's/.*GOT patching: \([0-9]*\) slots patched.*/\1/p' target.out | head -1)
+first=$(sed -n 's/.*GOT patching: \([0-9]*\) slots patched.*/\1/p' target.out | head -1)
+# a library loaded now: patched at the next window's end
+echo late >&3
+wait_grep state "late " || fail "the program did not load its late library"
+nlate=$(sed -n 's/^late \([0-9]*\)$/\1/p' state)
+[ "${nlate:-0}" -gt "$nslots" ] && ok "the late library has $((nlate - nslots)) GOT entries of malloc & co" ||
+	fail "the late library's entries: ${nlate:-none} in all, $nslots before"
+wait_grep target.out "more slots patched in modules loaded since" ||
+	fail "no window's rescan patched the late library: $(grep GOT target.out)"
+more=$(sed -n 's/.*profiling: \([0-9]*\) more slots patched.*/\1/p' target.out | awk '{ s += $1 } END { print s + 0 }')
 echo check >&3
 wait_grep state "check " || fail "the program did not answer 'check'"
-check_grep "every GOT entry of the program's modules patched while attached" state \
-	"check changed=$nslots/$nslots"
+check_grep "every GOT entry of the program's modules (the late library's too) patched while attached" state \
+	"check changed=$nlate/$nlate"
+nslots=$nlate
+patched=$((first + more))
 kill -INT $EPID
 wait $EPID
 check_exit "attach --alloc, stopped by SIGINT" 0 $?
@@ -81,7 +107,7 @@ i=0
 while [ "$(grep -c '^check ' state)" -lt 2 ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
 grep '^check' state | sed -n 2p | grep -q "^check changed=0/$nslots$" && ok "after detach every GOT entry holds its value of before" ||
 	fail "after detach: $(grep '^check' state | tail -1) (target: $(grep alloc_work target.out))"
-holdings "$TPID" >after
+holdings_of_program "$TPID" >after
 if cmp -s before after; then
 	ok "detach left threads (no emberprof thread), SigCgt and descriptors as they were"
 else
@@ -117,16 +143,17 @@ for vals, ids in samples:
         t = tot.setdefault(f, [0, 0, 0, 0])
         for k in range(4):
             t[k] += vals[k]
-for f in ("alwork_site_malloc", "alwork_site_calloc", "alwork_site_memalign", "alwork_lib_site"):
+sites = ("alwork_site_malloc", "alwork_site_calloc", "alwork_site_memalign", "alwork_lib_site",
+         "alwork_late_site")
+for f in sites:
     print(f, *tot.get(f, [0, 0, 0, 0]))
-ok = all(tot.get(f, [0, 0])[1] > 0 for f in ("alwork_site_malloc", "alwork_site_calloc",
-                                             "alwork_site_memalign", "alwork_lib_site"))
+ok = all(tot.get(f, [0, 0])[1] > 0 for f in sites)
 # the sites that keep 64 blocks live (the library's through GLOB_DAT)
 ok = ok and all(tot.get(f, [0] * 4)[3] > 0 for f in ("alwork_site_malloc", "alwork_lib_site"))
 ok = ok and "alwork_site_before" not in tot and "work" in tot
 sys.exit(0 if ok else 1)
 PY
-ok "alloc_space at the four sites, the library's included, in-use bytes where blocks stay live, nothing of the block allocated before: $(tr '\n' ';' <sites.txt)"
+ok "alloc_space at the five sites, the libraries' included (the late one's too), in-use bytes where blocks stay live, nothing of the block allocated before: $(tr '\n' ';' <sites.txt)"
 
 # again: the library is loaded, its agent stopped; a second attach
 # patches and restores again
