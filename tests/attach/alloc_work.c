@@ -78,6 +78,7 @@ static int record_module(struct dl_phdr_info *info, size_t size, void *ud)
 		return 0;
 #if !defined(__x86_64__)
 	(void)info;
+	(void)names;
 	return 0; /* the test skips there: attach --alloc is x86-64's */
 #else
 	uintptr_t base = info->dlpi_addr, vdso = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
@@ -209,6 +210,17 @@ typedef struct worker {
 	long rounds;
 } worker;
 
+/* Checks a block's bytes (counting a wrong one) and frees it: the
+ * library's blocks in the library. */
+static void release(int kind, void *p, size_t n, unsigned char fill)
+{
+	int bad = kind == 2 ? alwork_lib_release(p, n, fill) : check(p, n, fill);
+	if (bad)
+		atomic_fetch_add(&bad_blocks, 1);
+	if (kind != 2)
+		free(p);
+}
+
 static void *work(void *arg)
 {
 	worker *w = arg;
@@ -218,14 +230,8 @@ static void *work(void *arg)
 	struct timespec nap = {0, 200000};
 	for (long r = 0; !atomic_load(&stop_flag); r++) {
 		int i = (int)(r % KEEP);
-		if (keep[i]) {
-			int bad = w->kind == 2 ? alwork_lib_release(keep[i], keep_n[i], fill)
-					       : check(keep[i], keep_n[i], fill);
-			if (bad)
-				atomic_fetch_add(&bad_blocks, 1);
-			if (w->kind != 2)
-				free(keep[i]);
-		}
+		if (keep[i])
+			release(w->kind, keep[i], keep_n[i], fill);
 		size_t n = w->size + (size_t)(r % 7) * 16;
 		if (w->kind == 0) {
 			keep[i] = alwork_site_malloc(n, fill);
@@ -240,16 +246,9 @@ static void *work(void *arg)
 		if (r % 16 == 15)
 			nanosleep(&nap, NULL); /* the machine is shared */
 	}
-	for (int i = 0; i < KEEP; i++) {
-		if (!keep[i])
-			continue;
-		int bad = w->kind == 2 ? alwork_lib_release(keep[i], keep_n[i], fill)
-				       : check(keep[i], keep_n[i], fill);
-		if (bad)
-			atomic_fetch_add(&bad_blocks, 1);
-		if (w->kind != 2)
-			free(keep[i]);
-	}
+	for (int i = 0; i < KEEP; i++)
+		if (keep[i])
+			release(w->kind, keep[i], keep_n[i], fill);
 	return NULL;
 }
 
