@@ -17,7 +17,8 @@
 # loads with dlopen while attached is patched at the next window's end
 # (the agent says so; the program sees its entries changed too) and its
 # allocation site is in the profile. A second attach patches and
-# restores again. Skipped (77) on other machines and where ptrace is
+# restores again, and so does a third whose emberprof is killed (the
+# agent's watch stops it, and its stop restores). Skipped (77) on other machines and where ptrace is
 # refused.
 . "$(dirname "$0")/../cli/lib.sh"
 . "$(dirname "$0")/lib_attach.sh"
@@ -164,6 +165,26 @@ ls again/*.memory.pb.gz >/dev/null 2>&1 && ok "the second attach wrote a memory 
 n=$(grep -c "GOT entries patched restored" target.out)
 [ "$n" = 2 ] && ok "the second detach restored its entries too ($(grep 'GOT entries patched restored' target.out | tail -1))" ||
 	fail "restores said $n times"
+
+# emberprof killed while attached: the agent stops by itself (its
+# watch), and its stop restores the entries too
+"$EMBERPROF" attach --alloc=4096 --log-level info -o killed "$TPID" >killed.err 2>&1 &
+EPID=$!
+i=0
+while [ "$(grep -c 'GOT patching:' target.out)" -lt 3 ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+kill -KILL $EPID
+wait $EPID 2>/dev/null
+i=0
+while [ "$(grep -c 'GOT entries patched restored' target.out)" -lt 3 ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+check_grep "emberprof killed: the agent's own stop restored its entries" target.out \
+	"GOT entries patched restored"
+[ "$(grep -c 'GOT entries patched restored' target.out)" = 3 ] || fail "emberprof killed: no restore said"
+echo check >&3
+i=0
+while [ "$(grep -c '^check ' state)" -lt 3 ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+grep '^check' state | sed -n 3p | grep -q "^check changed=0/$nslots$" &&
+	ok "emberprof killed: every GOT entry holds its value of before" ||
+	fail "emberprof killed: $(grep '^check' state | tail -1)"
 
 echo stop >&3
 wait_grep state done || fail "the program did not stop"
