@@ -448,6 +448,9 @@ unsigned ember__heap_got_restore(void)
 		g_restored = n;
 		g_active = 0;
 		g_nslots = 0;
+		free(g_prot); /* (read again at the next patch) */
+		g_prot = NULL;
+		g_nprot = 0;
 	}
 	pthread_mutex_unlock(&g_mu);
 	return n;
