@@ -45,6 +45,7 @@
 
 #include "agent/agent.h"
 #include "engine/sigsetup.h"
+#include "heap/gotpatch.h"
 #include "emberprof.h"
 #include "preload/attach_watch.h"
 #include "preload/preload_env.h"
@@ -376,6 +377,10 @@ out:
  *
  * ember__attach_start: 0 once the agent runs; -1 (said on stderr) if it
  * cannot start, or if an agent runs already.
+ * With allocation profiling the agent's start points the modules' GOT
+ * entries of malloc & co at our wrappers (heap/gotpatch.h) and
+ * ember__attach_stop restores them first (the agent's stop does too, on
+ * any other way it stops).
  * With EMBERPROF_ATTACHER_PID in the settings (emberprof's pid), a watch
  * (attach_watch.h) stops the agent if that process exits first.
  * ember__attach_stop: stops the agent, which reports its final window
@@ -396,8 +401,13 @@ int ember__attach_start(const char *settings)
 		preload_complain("an agent runs already in this process, not starting another", NULL);
 	else if (!settings || ember__env_snapshot_set(settings) != 0)
 		preload_complain("cannot read the attach settings, not profiling", NULL);
-	else
+	else {
+		/* malloc & co reach the hook only through their patched GOT
+		 * entries (gotpatch.h): the agent's start patches them when
+		 * allocation profiling is on */
+		ember__heap_got_request(1);
 		rc = preload_start();
+	}
 	/* stop by ourselves if emberprof is killed before it stops us */
 	const char *attacher = rc == 0 ? ember__getenv("EMBERPROF_ATTACHER_PID") : NULL;
 	if (attacher && *attacher) {
@@ -418,6 +428,9 @@ int ember__attach_stop(void)
 		return -1; /* the watch stopped it: emberprof had gone */
 	}
 	int rc = preload_running ? 0 : -1;
+	/* the program's calls back to its allocator before the agent stops
+	 * (the agent's stop logs how many were restored) */
+	ember__heap_got_restore();
 	preload_stop();
 	errno = saved_errno;
 	return rc;
