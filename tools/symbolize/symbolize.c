@@ -273,9 +273,15 @@ static int name_locations(ember__symz *z, ember__profile *p, ember__symbolizer *
 	return err;
 }
 
+size_t ember__symz_pending(const ember__symz *z)
+{
+	return z->pending;
+}
+
 int ember__symz_profile(ember__symz *z, ember__profile *p, int *changed)
 {
 	*changed = 0;
+	z->pending = 0;
 	ember__symz_modules_reset(z);
 	ptrdiff_t *modix = calloc(p->nmappings + 1, sizeof(*modix));
 	if (!modix)

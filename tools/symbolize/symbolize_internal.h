@@ -36,6 +36,7 @@ struct ember__symz {
 	size_t nmods;
 	symz_fetched *fetched; /* kept across profiles */
 	size_t nfetched;
+	size_t pending; /* the last profile's ids still under way (o.bg) */
 };
 
 /* The profile's module for path and build id, added if new (NULL: out
