@@ -109,6 +109,7 @@ void ember__cli_tree_names_end(ember__cli_tree_names *n, struct ember__tree *t)
 	ember__debugfile_set_hooks(NULL);
 	if (n->bg) {
 		ember__dbgd_stats st;
+		ember__dbgd_bg_stop(n->bg); /* the batch under way answered: its failures too */
 		ember__dbgd_bg_stats(n->bg, &st);
 		if (st.last_error[0])
 			ember__cli_error("run: debuginfod during the run: %llu debug file(s) not "

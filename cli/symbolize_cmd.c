@@ -229,7 +229,7 @@ int ember__cli_symbolize_new_files(const char *dir, const struct ember__cli_name
 		 * next runs (`emberprof symbolize` asks again) */
 		ember__symz_opts o = {.debuginfod = 1,
 				      .dbgd = {.total_ms = ember__cli_debuginfod_ms(
-						       "EMBERPROF_DEBUGINFOD_TIMEOUT", 30000, 1000, 1000, 86400)},
+						       "EMBERPROF_DEBUGINFOD_TIMEOUT", 30000, 1000, 1, 86400)},
 				      .lines = policy};
 		failed = symbolize_files(&o, files, n, NULL, quiet, "run: debuginfod");
 	}

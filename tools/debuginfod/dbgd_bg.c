@@ -28,6 +28,7 @@ struct ember__dbgd_bg {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	int stop;
+	int joined; /* the thread was (or is being) joined */
 	bg_id *ids;
 	size_t n, cap;
 	uint64_t arrived, answered, under_way;
@@ -122,15 +123,22 @@ int ember__dbgd_bg_new(ember__dbgd_bg **out, const ember__dbgd_opts *opts)
 	return 0;
 }
 
+void ember__dbgd_bg_stop(ember__dbgd_bg *b)
+{
+	pthread_mutex_lock(&b->mu);
+	int joined = b->joined;
+	b->stop = b->joined = 1;
+	pthread_cond_broadcast(&b->cv);
+	pthread_mutex_unlock(&b->mu);
+	if (!joined)
+		pthread_join(b->thread, NULL);
+}
+
 void ember__dbgd_bg_free(ember__dbgd_bg *b)
 {
 	if (!b)
 		return;
-	pthread_mutex_lock(&b->mu);
-	b->stop = 1;
-	pthread_cond_broadcast(&b->cv);
-	pthread_mutex_unlock(&b->mu);
-	pthread_join(b->thread, NULL);
+	ember__dbgd_bg_stop(b);
 	for (size_t i = 0; i < b->n; i++) {
 		free(b->ids[i].id);
 		free(b->ids[i].path);

@@ -30,9 +30,13 @@ typedef struct ember__dbgd_bg ember__dbgd_bg;
 int ember__dbgd_bg_new(ember__dbgd_bg **out, const ember__dbgd_opts *opts);
 
 /*
- * Stops the thread (a batch under way ends within the fetcher's total
- * bound) and frees everything. NULL is ignored.
+ * Stops the thread, waiting for a batch under way (it ends within the
+ * fetcher's total bound): nothing more is asked, the answers and the
+ * stats are final. Once; later calls return at once.
  */
+void ember__dbgd_bg_stop(ember__dbgd_bg *b);
+
+/* Stops it (ember__dbgd_bg_stop) and frees everything. NULL is ignored. */
 void ember__dbgd_bg_free(ember__dbgd_bg *b);
 
 /*
