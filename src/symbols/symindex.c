@@ -343,7 +343,9 @@ static const char *entry_name(ember__symindex *ix, ember__sym_entry *e)
 	return e->name[0] ? e->name : NULL;
 }
 
-const char *ember__symindex_symbol_at(ember__symindex *ix, uint64_t addr)
+/* How many symbols of the index start at or below addr (a binary search):
+ * the floor of addr is the one before. */
+static size_t count_at_or_below(const ember__symindex *ix, uint64_t addr)
 {
 	size_t lo = 0, hi = ix->nsyms;
 	while (lo < hi) {
@@ -353,6 +355,12 @@ const char *ember__symindex_symbol_at(ember__symindex *ix, uint64_t addr)
 		else
 			hi = mid;
 	}
+	return lo;
+}
+
+const char *ember__symindex_symbol_at(ember__symindex *ix, uint64_t addr)
+{
+	size_t lo = count_at_or_below(ix, addr);
 	if (lo == 0)
 		return NULL;
 	ember__sym_entry *e = &ix->syms[lo - 1];
@@ -376,14 +384,7 @@ int ember__symindex_floor(ember__symindex *ix, uint64_t addr, ember__sym_floor *
 		*out = *(const ember__sym_floor *)(uintptr_t)*v;
 		return 1;
 	}
-	size_t lo = 0, hi = ix->nsyms;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (ix->syms[mid].addr <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = count_at_or_below(ix, addr);
 	if (lo == 0)
 		return 0;
 	ember__sym_entry *e = &ix->syms[lo - 1];
