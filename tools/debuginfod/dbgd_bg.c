@@ -38,6 +38,7 @@ struct ember__dbgd_bg {
 static void *bg_main(void *arg)
 {
 	ember__dbgd_bg *b = arg;
+	pthread_setname_np(pthread_self(), "emberprof-dbgd"); /* ours, as every thread */
 	pthread_mutex_lock(&b->mu);
 	for (;;) {
 		size_t k = 0;
