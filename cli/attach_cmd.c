@@ -399,6 +399,34 @@ static char *agent_settings(void)
 	return NULL;
 }
 
+/* Is pid in our pid namespace (our pid is the same number there)? */
+static int same_pidns(pid_t pid)
+{
+	char path[64];
+	struct stat a, b;
+	snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)pid);
+	return stat("/proc/self/ns/pid", &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev &&
+	       a.st_ino == b.st_ino;
+}
+
+/* Adds EMBERPROF_ATTACHER_PID (our pid) to *settings, so that the agent
+ * stops by itself if we are killed before we stop it (the library's
+ * attach watch), when every target sees us by that number; else the
+ * settings stay as they are. 0, or -1 out of memory (*settings kept). */
+static int add_attacher(char **settings, const ember__pidlist *targets)
+{
+	for (size_t i = 0; i < targets->n; i++)
+		if (!same_pidns(targets->v[i]))
+			return 0;
+	size_t n = strlen(*settings);
+	char *s = realloc(*settings, n + 48);
+	if (!s)
+		return -1;
+	snprintf(s + n, 48, "EMBERPROF_ATTACHER_PID=%d\n", (int)getpid());
+	*settings = s;
+	return 0;
+}
+
 /* Is the library the same file from the process's root (not another
  * mount namespace's)? */
 static int lib_reachable(pid_t pid, const char *lib)
@@ -449,6 +477,10 @@ static int attach_library(const ember__pidlist *targets, const char *dir, const 
 		    chown(dir, st.st_uid, st.st_gid) != 0)
 			ember__cli_error("attach: warning: cannot give %s to the process's user: %s", dir,
 					 strerror(errno));
+	}
+	if (add_attacher(&settings, targets) != 0) {
+		ember__cli_error("out of memory");
+		goto out;
 	}
 	int64_t t0 = mono_ms();
 	for (size_t i = 0; i < targets->n; i++) {
