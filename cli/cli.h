@@ -116,7 +116,8 @@ int64_t ember__cli_debuginfod_ms(const char *var, int64_t deflt_ms, int64_t unit
  */
 typedef struct ember__cli_tree_names ember__cli_tree_names;
 struct ember__tree;
-int ember__cli_tree_names_new(ember__cli_tree_names **out, struct ember__tree *t, int lines);
+int ember__cli_tree_names_new(ember__cli_tree_names **out, struct ember__tree *t, int lines,
+			      int verbose);
 void ember__cli_tree_names_end(ember__cli_tree_names *n, struct ember__tree *t);
 
 /* ---- top_cmd.c ---- */

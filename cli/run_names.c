@@ -27,6 +27,8 @@
 struct ember__cli_tree_names {
 	ember__dbgd_bg *bg;
 	ember__symz *z;
+	int verbose;
+	uint64_t renamed; /* profiles the offline naming changed */
 };
 
 /* The engine's symbolizers: a debug file that has arrived, never asking
@@ -53,6 +55,7 @@ static int name_cb(void *arg, ember__profile *prof)
 	int changed;
 	int rc = ember__symz_profile(n->z, prof, &changed);
 	set_hooks(n); /* (the offline symbolizer set its own, then none) */
+	n->renamed += changed != 0;
 	if (rc)
 		return rc;
 	size_t pending = ember__symz_pending(n->z);
@@ -65,7 +68,8 @@ static uint64_t answered_cb(void *arg)
 	return ember__dbgd_bg_answered(n->bg);
 }
 
-int ember__cli_tree_names_new(ember__cli_tree_names **out, struct ember__tree *t, int lines)
+int ember__cli_tree_names_new(ember__cli_tree_names **out, struct ember__tree *t, int lines,
+			      int verbose)
 {
 	*out = NULL;
 	const char *sym = getenv("EMBERPROF_SYMBOLIZE");
@@ -74,6 +78,7 @@ int ember__cli_tree_names_new(ember__cli_tree_names **out, struct ember__tree *t
 	ember__cli_tree_names *n = calloc(1, sizeof(*n));
 	if (!n)
 		return ember__error_oom("debuginfod during the run");
+	n->verbose = verbose;
 	ember__dbgd_opts dopts = {
 		.total_ms = ember__cli_debuginfod_ms("EMBERPROF_DEBUGINFOD_TIMEOUT", 30000, 1000, 1,
 						     86400)};
@@ -111,6 +116,11 @@ void ember__cli_tree_names_end(ember__cli_tree_names *n, struct ember__tree *t)
 		ember__dbgd_stats st;
 		ember__dbgd_bg_stop(n->bg); /* the batch under way answered: its failures too */
 		ember__dbgd_bg_stats(n->bg, &st);
+		if (n->verbose)
+			fprintf(stderr, "emberprof: debuginfod during the run: %llu debug file(s) "
+					"fetched, %llu window profile(s) named after they were made\n",
+				(unsigned long long)ember__dbgd_bg_arrived(n->bg),
+				(unsigned long long)n->renamed);
 		if (st.last_error[0])
 			ember__cli_error("run: debuginfod during the run: %llu debug file(s) not "
 					 "fetched (%llu timed out); last: %s",

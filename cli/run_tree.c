@@ -313,7 +313,8 @@ int ember__cli_tree_new(ember__cli_tree **out, int verbose, int follow)
 	ct->kernel = !(k && !strcmp(k, "0"));
 	ember__tree_set_kernel(ct->t, ct->kernel);
 	/* the windows' missing names from debuginfod, during the run */
-	rc = ember__cli_tree_names_new(&ct->names, ct->t, ember__config_lines_policy(&ct->b->cfg));
+	rc = ember__cli_tree_names_new(&ct->names, ct->t, ember__config_lines_policy(&ct->b->cfg),
+				       verbose);
 	if (rc) {
 		ember__cli_tree_free(ct);
 		return rc;

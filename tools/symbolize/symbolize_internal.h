@@ -51,6 +51,9 @@ void ember__symz_modules_reset(ember__symz *z);
  * z->dbgd_problem, not returned). 0 or EMBER_ERR_NOMEM. */
 int ember__symz_fetch(ember__symz *z);
 
+/* Whether a module wanted has a debug file from debuginfod. */
+int ember__symz_any_fetched(const ember__symz *z);
+
 /* The image's load bias for a mapping of `elf` at [start, ...) from file
  * offset `offset`, and the address the image starts at (what libdwfl
  * takes as the module's low address). 0, or -1 if the file has no

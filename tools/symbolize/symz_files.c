@@ -298,6 +298,14 @@ static int fetch_now(ember__symz *z)
 	return err;
 }
 
+int ember__symz_any_fetched(const ember__symz *z)
+{
+	for (size_t i = 0; i < z->nmods; i++)
+		if (z->mods[i].wanted && fetched_path(z, z->mods[i].build_id))
+			return 1;
+	return 0;
+}
+
 int ember__symz_fetch(ember__symz *z)
 {
 	int err = z->o.bg ? fetch_bg(z) : fetch_now(z);

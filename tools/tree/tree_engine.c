@@ -306,6 +306,8 @@ static void report_profile(ember__tree *t, ember__profile *prof, int32_t pid, ui
 
 void ember__tree_set_names(ember__tree *t, const ember__tree_names *names)
 {
+	/* what is held goes with the hooks it was held for */
+	ember__tnames_flush(&t->held, clock_ns(CLOCK_MONOTONIC), 1, send_profile, t);
 	t->held.h = names ? *names : (ember__tree_names){0};
 }
 
