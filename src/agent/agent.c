@@ -19,6 +19,7 @@
  *    (engine_wall.c), which only sends signals.
  */
 #include "agent/core.h"
+#include "symbols/dlclosed.h"
 #include "util/envsnap.h"
 
 /* ---- build / shutdown ---- */
@@ -276,12 +277,18 @@ static void *agent_main(void *arg)
 	int64_t scan_every = ember__threads_hooked(&c->threads) ? 250000000LL : c->period_ns;
 	if (scan_every < 10000000)
 		scan_every = 10000000;
+	/* The test knob EMBERPROF_DRAIN_INTERVAL: drains (and scans) only
+	 * this often, window ends aside. */
+	int64_t drain_fixed = (int64_t)c->cfg.drain_ms * 1000000;
+	if (drain_fixed > scan_every)
+		scan_every = drain_fixed;
 	pthread_mutex_lock(&c->mu);
 	while (!c->stop_req && !atomic_load(&c->exit_req)) {
 		int64_t rt = now_ns(CLOCK_REALTIME);
 		int64_t wait = c->win_end + ember__core_wall_grace_ns(c) - rt;
-		if (wait > c->drain_ns)
-			wait = c->drain_ns;
+		int64_t drain = drain_fixed ? drain_fixed : c->drain_ns;
+		if (wait > drain)
+			wait = drain;
 		if (wait > scan_every)
 			wait = scan_every;
 		if (wait > 0) {
@@ -489,9 +496,13 @@ EMBER_API int ember_agent_start(ember_running **out, ember_agent *a)
 	c->start_rc = 1;
 	c->last_scan = now_ns(CLOCK_MONOTONIC);
 	c->drain_ns = DRAIN_NS;
+	/* Libraries dlclose'd from now on are recorded for the symbolizer
+	 * (where libemberprof.so's dlclose wrapper is in effect: preload). */
+	ember__dlclosed_enable();
 
 	rc = ember__thread_start(&c->thread, 1u << 20, agent_main, c, "emberprof");
 	if (rc != 0) {
+		ember__dlclosed_disable();
 		ember__sigpath_uninstall(c->cfg.signo, &c->old_action);
 		ember__sampbuf_destroy(&c->sig.buf);
 		return ember__error_errno(EMBER_ERR_SYS, rc, "cannot start the agent thread");
@@ -503,6 +514,7 @@ EMBER_API int ember_agent_start(ember_running **out, ember_agent *a)
 	pthread_mutex_unlock(&c->mu);
 	if (rc) {
 		pthread_join(c->thread, NULL);
+		ember__dlclosed_disable();
 		ember__sigpath_uninstall(c->cfg.signo, &c->old_action);
 		release_unwind_tables(c);
 		ember__threads_release(&c->threads);
@@ -670,6 +682,7 @@ EMBER_API int ember_running_stop(ember_agent **out, ember_running *r)
 	pthread_cond_broadcast(&c->cv);
 	pthread_mutex_unlock(&c->mu);
 	pthread_join(c->thread, NULL);
+	ember__dlclosed_disable(); /* the final window took the last records */
 
 	int rc = c->final_rc;
 	add_sig_totals(c);
@@ -806,6 +819,16 @@ void ember__log_symbolizer_stats(const ember__config *cfg, ember__symbolizer *sy
 			   "elfutils gave up %" PRIu64 " times while reading debug information; "
 			   "each time one module's frames were left without names (last: %s)",
 			   elf_failures, last);
+	ember__dlclosed_use du;
+	ember__dlclosed_stats ds;
+	ember__symbolizer_dlclosed_use(sym, &du);
+	ember__dlclosed_stats_get(&ds);
+	if (du.taken || ds.dropped || ds.skipped)
+		ember__log(cfg, ds.dropped || ds.skipped ? EMBER_LOG_WARN : EMBER_LOG_INFO,
+			   "dlclose'd libraries: %" PRIu64 " recorded, %" PRIu64 " named as gone "
+			   "modules (never seen mapped), %" PRIu64 " whose addresses a later library "
+			   "took; %" PRIu64 " not recorded (journal full), %" PRIu64 " not recordable",
+			   ds.recorded, du.added, du.overlapped, ds.dropped, ds.skipped);
 	ember__fde_stats f;
 	ember__symbolizer_fde_stats(sym, &f);
 	if (f.modules)

@@ -29,6 +29,7 @@ typedef struct ember__config {
 	unsigned wall_ms; /* wall-clock interval, 0: off */
 	int perf_refuse;  /* test knob EMBERPROF_ENGINE_PERF_DISABLE: act as if perf_event_open were refused */
 	int wall_signal_idle; /* test knob EMBERPROF_WALL_SIGNAL_IDLE: signal idle threads too */
+	unsigned drain_ms; /* test knob EMBERPROF_DRAIN_INTERVAL: drain this often (0: every 50 ms) */
 	int signo;
 	int thread_labels;
 	int lines; /* ember_line_info */

@@ -347,7 +347,8 @@ int ember__config_lines_policy(const ember__config *cfg)
 
 unsigned ember__config_symbolizer_flags(const ember__config *cfg)
 {
-	return cfg->no_symbolize ? EMBER__SYM_ADDRESSES_ONLY : 0u;
+	/* the agent's symbolizer reads the dlclose journal (symbols/dlclosed.h) */
+	return (cfg->no_symbolize ? EMBER__SYM_ADDRESSES_ONLY : 0u) | EMBER__SYM_DLCLOSED;
 }
 
 void ember__log(const ember__config *c, ember_log_level level, const char *fmt, ...)

@@ -277,6 +277,11 @@ const ember__option ember__options[] = {
 	/* the wall-clock thread signals idle threads too (their tests' control) */
 	{.name = "EMBERPROF_WALL_SIGNAL_IDLE", .kind = EMBER__OPT_BOOL, .flags = EMBER__OPTF_TEST,
 	 .expect = BOOL_EXPECT, .store = EMBER__STORE_INT, IN_CFG(wall_signal_idle), .values = "0|1"},
+	/* the agent thread drains the rings this often, not every 50 ms (the
+	 * dlclose tests: no drain while a library is loaded) */
+	{.name = "EMBERPROF_DRAIN_INTERVAL", .kind = EMBER__OPT_DURATION, .flags = EMBER__OPTF_TEST,
+	 .min = 1, .max = 3600000, .expect = "expected a duration such as 50ms or 10s (1ms..1h)",
+	 .store = EMBER__STORE_UINT, IN_CFG(drain_ms), .values = "DURATION"},
 	{.name = "EMBERPROF_SIGNAL", .kind = EMBER__OPT_CUSTOM, .parse = p_signal,
 	 .expect = "expected a signal name or number such as SIGPROF or SIGRTMIN+4",
 	 .apply = a_signal, .values = "SIG", .deflt = "SIGPROF", .opt = "signal", .opt_arg = 1,

@@ -819,6 +819,10 @@ static int report_dwfl(ember__symbolizer *s, const ember__procmaps *maps)
 	 * they were, libdwfl keeps its module and the file it opened. */
 	if (!err)
 		err = keep_gone(s, maps, images, nimages);
+	/* Libraries dlclose'd before we saw them mapped (dlclosed.h): they
+	 * may take the place of kept ones, which they are newer than. */
+	if (!err && s->nclosed)
+		ember__symbolizer_closed_report(s, images, nimages);
 	for (size_t i = 0; !err && i < s->nmods; i++) {
 		sym_module *m = s->mods[i];
 		if (m->keep && m->dm &&
@@ -849,7 +853,8 @@ static sym_module *find_old(ember__symbolizer *s, const ember__procmap *pm)
  */
 static int rebuild_modules(ember__symbolizer *s, const ember__procmaps *maps)
 {
-	size_t count = s->nmods; /* room for the kept ones */
+	size_t nclosed = s->nclosed ? ember__symbolizer_closed_count(s) : 0;
+	size_t count = s->nmods + nclosed; /* room for the kept and the closed ones */
 	for (size_t i = 0; i < maps->n; i++)
 		count += is_module_mapping(&maps->maps[i]);
 	sym_module **mods = calloc(count ? count : 1, sizeof(*mods));
@@ -910,6 +915,28 @@ static int rebuild_modules(ember__symbolizer *s, const ember__procmaps *maps)
 		if (over)
 			continue;
 		m->seen = 1; /* m->gone was set when keep_gone chose it */
+		mods[n++] = m;
+	}
+	/* The libraries of the dlclose journal report_dwfl chose: gone
+	 * already (report_dwfl keeps them from the next refresh on). No
+	 * image mapped now overlaps them, nor a kept module (it went). */
+	for (size_t i = 0; i < nclosed; i++) {
+		ember__procmap pm;
+		const ember__dlclosed_rec *r = ember__symbolizer_closed_map(s, i, &pm);
+		sym_module *m = module_new(s, &pm);
+		if (!m)
+			break; /* out of memory: those stay unnamed */
+		s->busy = m;
+		attach_dwfl(s, m);
+		ember__symbolizer_closed_check(s, r, m);
+		if (module_load(s, m) != 0) {
+			s->busy = NULL;
+			module_free(m);
+			break;
+		}
+		s->busy = NULL;
+		m->gone = s->refreshes;
+		m->seen = 1;
 		mods[n++] = m;
 	}
 	if (n > live)
@@ -982,7 +1009,13 @@ static int refresh_cb(void *arg)
 	ember__dlgen dl = {0, 0, 0};
 	if (c->modules)
 		ember__dlgen_read(&dl);
-	int err = s->remote ? 0 : ember__procmaps_read_self(&maps);
+	/* The dlclose journal before the map: a library the map no longer
+	 * shows is in the journal by then (its record is written before the
+	 * loader unmaps it). Kept if this refresh fails. */
+	int err = c->modules ? ember__symbolizer_closed_take(s) : 0;
+	if (err < 0)
+		return err;
+	err = s->remote ? 0 : ember__procmaps_read_self(&maps);
 	if (err)
 		return err;
 	const ember__procmaps *use = s->remote ? &s->layout : &maps;
@@ -1010,6 +1043,7 @@ static int refresh_cb(void *arg)
 		err = rebuild_modules(s, use);
 		if (!err)
 			err = rebuild_jits(s, use);
+		s->nclosed = 0; /* in the table now, or of no use */
 	}
 	ember__procmaps_free(&maps);
 	return err ? err : rerr;
@@ -1042,10 +1076,18 @@ int ember__symbolizer_poll(ember__symbolizer *s)
 		return ember__error(EMBER_ERR_INVALID, "symbolizer_poll: NULL symbolizer");
 	if (s->remote)
 		return 0; /* its layout is given, not polled */
+	/* A library in the dlclose journal that the table does not know was
+	 * loaded and unloaded since the last refresh (its unload moved the
+	 * counters, but perhaps before that refresh read the journal). */
+	int unknown = ember__symbolizer_closed_take(s);
+	if (unknown < 0)
+		return unknown;
 	ember__dlgen now;
 	ember__dlgen_read(&now);
-	if (!ember__dlgen_moved(&s->dl, &now))
+	if (!unknown && !ember__dlgen_moved(&s->dl, &now)) {
+		s->nclosed = 0; /* libraries the table knows: nothing to add */
 		return 0;
+	}
 	int err = refresh(s, 1);
 	return err ? err : 1;
 }
@@ -1069,7 +1111,8 @@ int ember__symbolizer_new_opts(ember__symbolizer **out, unsigned flags)
 {
 	if (!out)
 		return ember__error(EMBER_ERR_INVALID, "symbolizer_new: NULL out");
-	return symbolizer_new(out, getpid(), NULL, flags & EMBER__SYM_ADDRESSES_ONLY);
+	return symbolizer_new(out, getpid(), NULL,
+			      flags & (EMBER__SYM_ADDRESSES_ONLY | EMBER__SYM_DLCLOSED));
 }
 
 int ember__symbolizer_new_remote(ember__symbolizer **out, pid_t pid,
@@ -1167,6 +1210,8 @@ void ember__symbolizer_free(ember__symbolizer *s)
 	free(s->mods);
 	free(s->infos);
 	free(s->jits);
+	free(s->closed);
+	free(s->closed_use);
 	ember__perfmap_file_reset(&s->pmf);
 	ember__procmaps_free(&s->layout);
 	free(s->main_path);

@@ -98,9 +98,15 @@ int ember__symbolizer_new_remote(ember__symbolizer **out, pid_t pid,
  *   footprint in the host; `emberprof symbolize` names the frames later.
  * EMBER__SYM_OFFLINE (ember__symbolizer_new_offline only): no process
  *   behind the layout (no vDSO, no perf map).
+ * EMBER__SYM_DLCLOSED (our own process only): the journal's reader
+ *   (dlclosed.h): each refresh also takes the libraries dlclose'd since
+ *   and keeps those it never saw mapped as gone modules, reported to
+ *   libdwfl by path, range and build id, so that code loaded and unloaded
+ *   between two refreshes is named. One reader per process: the agent's.
  */
 #define EMBER__SYM_ADDRESSES_ONLY 0x1u
 #define EMBER__SYM_OFFLINE 0x2u
+#define EMBER__SYM_DLCLOSED 0x4u
 
 /* ember__symbolizer_new / _new_remote with options (EMBER__SYM_*). */
 int ember__symbolizer_new_opts(ember__symbolizer **out, unsigned flags);
@@ -153,7 +159,9 @@ int ember__symbolizer_refresh(ember__symbolizer *s);
  * them, not glibc, never). Needed because a lookup refreshes nothing and
  * ember__symbolizer_covers() still answers yes for a gone module's range:
  * a library the loader put where a dlclose'd one was would be named after
- * the old one until something else refreshed. Returns 1 if it refreshed,
+ * the old one until something else refreshed. With EMBER__SYM_DLCLOSED
+ * it also refreshes when the dlclose journal holds a library the table
+ * does not know. Returns 1 if it refreshed,
  * 0 if nothing changed, or a negative ember_err. Agent thread only; not
  * async-signal-safe.
  */
@@ -209,6 +217,16 @@ size_t ember__symbolizer_modules(const ember__symbolizer *s, const ember__module
 /* Modules whose ELF file could not be read, so their frames have no
  * names; *last is "path: reason" of the last one (borrowed from s). */
 uint64_t ember__symbolizer_unreadable(const ember__symbolizer *s, const char **last);
+
+/* Libraries of the dlclose journal (EMBER__SYM_DLCLOSED): records taken,
+ * libraries added as gone modules (never seen mapped), records left
+ * unused because an image mapped since (or a later record) took their
+ * addresses. A library whose file is gone or was replaced (its build id
+ * differs) counts among ember__symbolizer_unreadable too. */
+typedef struct ember__dlclosed_use {
+	uint64_t taken, added, overlapped;
+} ember__dlclosed_use;
+void ember__symbolizer_dlclosed_use(const ember__symbolizer *s, ember__dlclosed_use *out);
 
 /* Calls elfutils gave up inside (an allocation failure libdw cannot
  * survive, symbols/elfguard.h): each leaves one module without names from

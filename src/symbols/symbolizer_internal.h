@@ -14,8 +14,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "symbols/dlclosed.h"
 #include "symbols/fdetab.h"
 #include "symbols/perfmap.h"
+#include "symbols/procmaps.h"
 #include "symbols/symbolizer.h"
 #include "symbols/symindex.h"
 #include "util/arena.h"
@@ -92,7 +94,43 @@ struct ember__symbolizer {
 	char elf_failed_last[512];
 	/* Functions without symbols named after their FDE (fdetab.h) */
 	ember__fde_stats fde;
+	/* The dlclose journal (EMBER__SYM_DLCLOSED, symbolizer_closed.c): the
+	 * records taken since the last full refresh (malloc'd once, room for
+	 * EMBER_DLCLOSED_SLOTS), which of them that refresh reports (closed_use)
+	 * and what became of them all */
+	ember__dlclosed_rec *closed;
+	unsigned char *closed_use;
+	size_t nclosed;
+	ember__dlclosed_use closed_stats;
 };
+
+/* ---- symbolizer_closed.c: libraries of the dlclose journal ---- */
+
+/* Takes the journal's records (EMBER__SYM_DLCLOSED; else does nothing).
+ * Returns how many of the records held are of a library the table does
+ * not know (none: nothing a refresh would add), or an ember_err. */
+int ember__symbolizer_closed_take(ember__symbolizer *s);
+
+/* In report_dwfl, after keep_gone: chooses the records to report, newest
+ * first: not those whose range an image mapped now (images[0..n)) or a
+ * newer record overlaps, nor a library the table keeps already; the kept
+ * modules a chosen record overlaps are no longer kept. Reports the chosen
+ * ones to libdwfl (path, range, build id). */
+void ember__symbolizer_closed_report(ember__symbolizer *s, const ember__procmap *images,
+				     size_t nimages);
+
+/* How many module mappings the chosen records give (their code segments),
+ * and the i-th of them, in *pm (its path borrowed from s->closed), and
+ * its record (NULL past the end). */
+size_t ember__symbolizer_closed_count(const ember__symbolizer *s);
+const ember__dlclosed_rec *ember__symbolizer_closed_map(const ember__symbolizer *s, size_t i,
+							ember__procmap *pm);
+
+/* After attach_dwfl, before module_load, for a module made from record r:
+ * gives m r's build id; if the file libdwfl opened has another one, counts
+ * it among the unreadable files and detaches m for good (no names). */
+void ember__symbolizer_closed_check(ember__symbolizer *s, const ember__dlclosed_rec *r,
+				    sym_module *m);
 
 /*
  * Resolves addr in module m into a new cache entry (not yet inserted):

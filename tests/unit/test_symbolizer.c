@@ -9,8 +9,9 @@
  * through .gnu_debuglink, the vDSO, the executable's build id checked
  * against readelf, addresses in no module, the cache (repeat lookups,
  * eviction), a private copy of a module's file mapped right below its
- * image, and JIT code named from a perf map after it was unmapped. The
- * fixtures are in tests/fixtures; this file is built with -g.
+ * image, JIT code named from a perf map after it was unmapped, and a
+ * library dlclose'd before any refresh saw it, named from the dlclose
+ * journal. The fixtures are in tests/fixtures; this file is built with -g.
  */
 #include <dlfcn.h>
 #include <link.h>
@@ -21,10 +22,12 @@
 #include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "check.h"
 #include "emberprof.h"
+#include "symbols/dlclosed.h"
 #include "symbols/procmaps.h"
 #include "symbols/symbolizer.h"
 #include "symfixture.h"
@@ -939,6 +942,105 @@ static void test_jit_gone(void)
 	unlink(map);
 }
 
+/*
+ * A library dlopen'ed and dlclose'd before any refresh saw it mapped,
+ * recorded in the dlclose journal first (as libemberprof.so's dlclose
+ * wrapper does; the static library this test links has none, so the test
+ * calls the wrapper's recorder itself): the symbolizer that reads the
+ * journal names it, one that does not has no module there. Then the
+ * journal's own rules: a full ring drops and counts, a fork child does
+ * not record, nothing is recorded once disabled.
+ */
+static void test_dlclosed_journal(void)
+{
+	ember__dlclosed_enable();
+	CHECK(ember__dlclosed_wanted());
+	ember__symbolizer *s = NULL, *plain = NULL;
+	CHECK_EQ_INT(ember__symbolizer_new_opts(&s, EMBER__SYM_DLCLOSED), 0);
+	CHECK_EQ_INT(ember__symbolizer_new(&plain), 0);
+	void *h = dlopen(EMBER_FIXTURE_DL, RTLD_NOW | RTLD_LOCAL);
+	CHECK(h != NULL);
+	if (!s || !plain || !h) {
+		ember__symbolizer_free(s);
+		ember__symbolizer_free(plain);
+		return;
+	}
+	int (*fn)(int) = (int (*)(int))dlsym(h, "ember_fixture_dl_func");
+	CHECK(fn != NULL && fn(1) == 8);
+	uint64_t addr = (uint64_t)(uintptr_t)fn;
+
+	ember__dlclosed_rec rec;
+	CHECK_EQ_INT(ember__dlclosed_capture(h, &rec), 0);
+	CHECK(rec.path[0] == '/' && strcmp(base_name(rec.path), "ember_fixture_dl.so") == 0);
+	CHECK(rec.nsegs >= 2 && rec.nsegs <= EMBER_DLCLOSED_SEGS);
+	Dl_info di;
+	CHECK(dladdr(fn, &di) && (uint64_t)(uintptr_t)di.dli_fbase == rec.base + rec.segs[0].vaddr);
+	ember__dlclosed_stats st0, st1;
+	ember__dlclosed_stats_get(&st0);
+	ember__dlclosed_note(h);
+	ember__dlclosed_stats_get(&st1);
+	CHECK(st1.recorded == st0.recorded + 1);
+	CHECK(ember__dlclosed_pending());
+	CHECK_EQ_INT(dlclose(h), 0);
+	CHECK(dlopen(EMBER_FIXTURE_DL, RTLD_NOW | RTLD_NOLOAD) == NULL); /* really unloaded */
+
+	/* the journal holds a library the table never saw: poll refreshes */
+	CHECK_EQ_INT(ember__symbolizer_poll(s), 1);
+	CHECK(!ember__dlclosed_pending());
+	ember__symbol_info si;
+	CHECK_EQ_INT(ember__symbolizer_lookup(s, addr, &si), 0);
+	CHECK(si.module && strcmp(si.module->path, rec.path) == 0);
+	CHECK_EQ_INT(si.nframes, 1);
+	if (si.nframes == 1)
+		CHECK_EQ_STR(si.frames[0].function, "ember_fixture_dl_func");
+	ember__dlclosed_use use;
+	ember__symbolizer_dlclosed_use(s, &use);
+	CHECK(use.taken == 1 && use.added == 1 && use.overlapped == 0);
+	/* kept, named, at the next refresh too (as any gone module) */
+	CHECK_EQ_INT(ember__symbolizer_refresh(s), 0);
+	CHECK_EQ_INT(ember__symbolizer_lookup(s, addr + 1, &si), 0);
+	CHECK(si.module && si.nframes == 1);
+	/* the plain symbolizer never saw it */
+	CHECK_EQ_INT(ember__symbolizer_refresh(plain), 0);
+	CHECK_EQ_INT(ember__symbolizer_lookup(plain, addr, &si), 0);
+	CHECK(si.module == NULL);
+
+	/* full: the record after EMBER_DLCLOSED_SLOTS unread ones is dropped */
+	for (unsigned i = 0; i < EMBER_DLCLOSED_SLOTS; i++)
+		CHECK_EQ_INT(ember__dlclosed_push(&rec), 0);
+	CHECK_EQ_INT(ember__dlclosed_push(&rec), -1);
+	ember__dlclosed_stats_get(&st1);
+	CHECK(st1.dropped == st0.dropped + 1);
+	ember__dlclosed_rec *out = malloc(EMBER_DLCLOSED_SLOTS * sizeof(*out));
+	CHECK(out != NULL);
+	if (out) {
+		CHECK_EQ_INT(ember__dlclosed_take(out, EMBER_DLCLOSED_SLOTS), EMBER_DLCLOSED_SLOTS);
+		CHECK(out[EMBER_DLCLOSED_SLOTS - 1].base == rec.base &&
+		      strcmp(out[EMBER_DLCLOSED_SLOTS - 1].path, rec.path) == 0);
+		free(out);
+	}
+	CHECK(!ember__dlclosed_pending());
+
+	/* a fork child inherits the journal, not the right to record */
+	pid_t pid = fork();
+	if (pid == 0)
+		_exit(ember__dlclosed_wanted() ? 1 : 0);
+	int status = -1;
+	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+	ember__dlclosed_disable();
+	CHECK(!ember__dlclosed_wanted());
+	h = dlopen(EMBER_FIXTURE_DL, RTLD_NOW | RTLD_LOCAL);
+	CHECK(h != NULL);
+	ember__dlclosed_note(h);
+	CHECK(!ember__dlclosed_pending());
+	if (h)
+		dlclose(h);
+	ember__symbolizer_free(s);
+	ember__symbolizer_free(plain);
+}
+
 int main(void)
 {
 	RUN(test_static_function);
@@ -956,5 +1058,6 @@ int main(void)
 	RUN(test_cache_eviction);
 	RUN(test_file_copy_beside_image);
 	RUN(test_jit_gone);
+	RUN(test_dlclosed_journal);
 	return CHECK_DONE();
 }
