@@ -76,3 +76,33 @@ ptrace_probe() {
 		exit 77
 	fi
 }
+
+# check_wall_threads DIR LOG: the wall profiles in DIR (read by go tool
+# pprof) hold exactly the samples the agent counted ("wall clock: N
+# samples" in its log LOG, the target's stderr), spread evenly over the
+# blocked mode's threads (blk_read blk_sleep blk_epoll blk_cond main),
+# each with the same wall-clock time (each sample weighs the interval).
+check_wall_threads() {
+	samples=$(sed -n 's/.*wall clock: \([0-9]*\) samples.*/\1/p' "$2" | tail -1)
+	files=$(ls "$1"/*.pb.gz 2>/dev/null)
+	python3 "$FNCPU" wall $files >wall.txt || fail "the wall profile cannot be read"
+	python3 "$FNCPU" samples $files >count.txt || fail "the wall profile cannot be read"
+	walls="" counts=""
+	for f in blk_read blk_sleep blk_epoll blk_cond main; do
+		v=$(awk -v f="$f" '$1 == f { s = $2 } END { print s + 0 }' wall.txt)
+		c=$(awk -v f="$f" '$1 == f { s = $2 } END { print s + 0 }' count.txt)
+		walls="$walls $v"
+		counts="$counts $c"
+		echo "  $f: $v s of wall-clock time in $c samples"
+	done
+	python3 - "$samples" "$walls" "$counts" <<'PY' && ok "each waiting thread sampled at every tick ($counts of the agent's $samples samples), with the same wall time ($walls s)" || fail "wall times $walls s, samples $counts, the agent's samples $samples"
+import sys
+n = int(sys.argv[1] or 0)
+w = list(map(float, sys.argv[2].split()))
+c = list(map(float, sys.argv[3].split()))
+mean = sum(w) / len(w)
+ok = n > 0 and min(w) > 0 and all(abs(x - mean) <= 0.02 * mean for x in w)
+ok = ok and sum(c) == n and all(abs(x - n / len(c)) <= 0.02 * n / len(c) for x in c)
+sys.exit(0 if ok else 1)
+PY
+}

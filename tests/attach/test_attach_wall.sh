@@ -55,30 +55,7 @@ wx_after=$(grep -c ' rwxp ' "/proc/$TPID/maps")
 	fail "writable+executable mappings: $wx_before before, $wx_after after"
 grep -q libemberprof "/proc/$TPID/maps" && ok "the library stays loaded (said: $(grep -o 'the library stays loaded' err))"
 
-# The agent's own count: "wall clock: N samples" (its log, in the
-# target's stderr); each sample weighs the 50 ms interval.
-samples=$(sed -n 's/.*wall clock: \([0-9]*\) samples.*/\1/p' target.out | tail -1)
-files=$(ls out/*.pb.gz 2>/dev/null)
-python3 "$FNCPU" wall $files >wall.txt || fail "the wall profile cannot be read"
-python3 "$FNCPU" samples $files >count.txt || fail "the wall profile cannot be read"
-walls="" counts=""
-for f in blk_read blk_sleep blk_epoll blk_cond main; do
-	v=$(awk -v f="$f" '$1 == f { s = $2 } END { print s + 0 }' wall.txt)
-	c=$(awk -v f="$f" '$1 == f { s = $2 } END { print s + 0 }' count.txt)
-	walls="$walls $v"
-	counts="$counts $c"
-	echo "  $f: $v s of wall-clock time in $c samples"
-done
-python3 - "$samples" "$walls" "$counts" <<'PY' && ok "each waiting thread sampled at every tick ($counts of the agent's $samples samples), with the same wall time ($walls s)" || fail "wall times $walls s, samples $counts, the agent's samples $samples"
-import sys
-n = int(sys.argv[1] or 0)
-w = list(map(float, sys.argv[2].split()))
-c = list(map(float, sys.argv[3].split()))
-mean = sum(w) / len(w)
-ok = n > 0 and min(w) > 0 and all(abs(x - mean) <= 0.02 * mean for x in w)
-ok = ok and sum(c) == n and all(abs(x - n / len(c)) <= 0.02 * n / len(c) for x in c)
-sys.exit(0 if ok else 1)
-PY
+check_wall_threads out target.out
 
 # again: the library is loaded already, its agent stopped: a second
 # attach starts it again

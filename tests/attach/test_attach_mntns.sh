@@ -1,0 +1,135 @@
+# SPDX-License-Identifier: Apache-2.0
+# test_attach_mntns.sh - `emberprof attach --wall` into a process in
+# another mount namespace (as a container is), where the directory that
+# holds libemberprof (the build directory) is hidden under an empty tmpfs:
+# the library goes in as an in-memory copy (a memfd "emberprof"). The
+# agent writes its profiles into a directory both namespaces see; each
+# blocked thread's wall time is there, with exactly the agent's count of
+# samples; detach leaves the threads, caught signals and descriptors as
+# they were (the memfd closed in the process); a second attach finds the
+# copy loaded (one copy mapped); an attach while an agent runs is refused.
+# Then a process whose filesystem also lacks elfutils (libdw.so.1) and
+# zlib (libz.so.1), as a small container image may: the agent still
+# writes its profiles, with addresses for names and not compressed,
+# saying both. Root only (unshare and mount); skipped (77) otherwise.
+. "$(dirname "$0")/../cli/lib.sh"
+. "$(dirname "$0")/lib_attach.sh"
+[ "$(id -u)" = 0 ] || { echo "not root: no mount namespace can be made here"; exit 77; }
+need unshare mount python3
+command -v go >/dev/null 2>&1 || { echo "go not installed: profiles cannot be checked"; exit 77; }
+unshare --mount --propagation private true 2>unshare.err ||
+	{ echo "unshare --mount refused here: $(cat unshare.err)"; exit 77; }
+ptrace_probe
+
+HIDE=$(cd "$(dirname "$EMBERPROF")" && pwd) # where emberprof finds the library
+case "$T/" in "$HIDE"/*)
+	echo "the scratch directory $T is under $HIDE, which the test hides"
+	exit 77
+	;;
+esac
+LIB=$HIDE/libemberprof_noalloc.so
+[ -e "$LIB" ] || { fail "no $LIB next to emberprof"; done_tests; }
+cp "$EMBER_ATTACH_WORK" "$T/work" || exit 1
+
+# start_ns_target EXTRA: attach_work blocked in its own mount namespace
+# where $HIDE is an empty tmpfs (EXTRA: more mount commands, each ending
+# in " &&"); sets TPID (unshare execs sh, which execs the program).
+start_ns_target() {
+	rm -f ctl state
+	mkfifo ctl || exit 1
+	unshare --mount --propagation private sh -c \
+		"mount -t tmpfs none '$HIDE' && $1 exec '$T/work' blocked state" <ctl >target.out 2>&1 &
+	TPID=$!
+	exec 3>ctl
+	wait_for state || { fail "the target did not start: $(cat target.out)"; exit 1; }
+}
+
+start_ns_target ""
+if [ -e "$LIB" ] && [ ! -e "/proc/$TPID/root$LIB" ]; then
+	ok "the library is not reachable from the target's root"
+else
+	fail "the target sees $LIB: the test proves nothing"
+fi
+holdings "$TPID" >before
+awk '$6 != "" { print $6 }' "/proc/$TPID/maps" | sort -u >maps.before
+"$EMBERPROF" attach --wall --log-level info --duration 1s -o "$T/out" "$TPID" >err 2>&1
+check_exit "attach --wall into another mount namespace" 0 $?
+check_grep "the copy" err "is not the same file: loading an in-memory copy of it"
+check_grep "the agent started" err "library loaded and agent started in 1 process"
+holdings "$TPID" >after
+if cmp -s before after; then
+	ok "detach left threads, SigCgt and descriptors as they were (no memfd left open)"
+else
+	fail "detach left something behind:"
+	diff before after >&2
+fi
+awk '$6 != "" { print $6 }' "/proc/$TPID/maps" | sort -u >maps.after
+new=$(comm -13 maps.before maps.after | grep -v '\.so[.0-9]*$')
+[ "$new" = "/memfd:emberprof" ] && ok "the copy is mapped as /memfd:emberprof (deleted), besides libraries" ||
+	fail "new mappings other than libraries and the copy: $new"
+check_wall_threads out target.out
+
+# a second attach finds the copy loaded: started again, no second copy
+"$EMBERPROF" attach -q --wall --duration 300ms -o "$T/again" "$TPID" >again.err 2>&1
+check_exit "a second attach --wall" 0 $?
+check_grep "a second attach --wall" again.err "agent started"
+ls again/*.wall.pb.gz >/dev/null 2>&1 && ok "the second attach wrote a wall profile" ||
+	{ fail "the second attach wrote no wall profile"; cat again.err >&2; }
+copies=$(awk '$6 == "/memfd:emberprof" { print $5 }' "/proc/$TPID/maps" | sort -u | wc -l)
+[ "$copies" = 1 ] && ok "one copy of the library mapped after two attaches" ||
+	fail "$copies copies of the library mapped"
+holdings "$TPID" >after2
+cmp -s before after2 && ok "the second detach left threads, SigCgt and descriptors as they were" ||
+	{ fail "the second detach left something behind:"; diff before after2 >&2; }
+
+# while an agent runs from the copy, another attach is refused
+"$EMBERPROF" attach -q --wall --duration 60s -o "$T/long" "$TPID" >long.err 2>&1 &
+LONG=$!
+wait_grep long.err "agent started" || fail "the long attach did not start: $(cat long.err)"
+"$EMBERPROF" attach --wall --duration 300ms -o "$T/third" "$TPID" >third.err 2>&1
+check_exit "an attach while the copy's agent runs" 1 $?
+check_grep "an attach while the copy's agent runs" third.err "is already profiled by an emberprof agent"
+kill -INT $LONG
+wait $LONG
+check_exit "the long attach, interrupted" 0 $?
+
+echo release >&3
+wait_grep state done || fail "the program did not finish its calls"
+check_grep "no call returned EINTR" state "done ok"
+stop_target
+
+# a filesystem without elfutils and zlib: /dev/null over the files the
+# agent would load (dlopen fails: "file too short")
+dw=$(ldconfig -p | awk '$1 == "libdw.so.1" { print $NF; exit }')
+z=$(ldconfig -p | awk '$1 == "libz.so.1" { print $NF; exit }')
+if [ -z "$dw" ] || [ -z "$z" ]; then
+	echo "libdw.so.1 or libz.so.1 not found by ldconfig: the part without them is skipped"
+	done_tests
+fi
+start_ns_target "mount --bind /dev/null '$dw' && mount --bind /dev/null '$z' &&"
+holdings "$TPID" >before
+"$EMBERPROF" attach --wall --log-level info --duration 1s -o "$T/bare" "$TPID" >bare.err 2>&1
+check_exit "attach --wall without elfutils and zlib in the process's filesystem" 0 $?
+check_grep "without elfutils: a note" target.out "no symbolizer, profiles will hold addresses only: cannot load libdw"
+check_grep "without zlib: a note" target.out "profiles are written gzip'd but not compressed"
+check_no_grep "without zlib: nothing lost" target.out "could not be encoded"
+samples=$(sed -n 's/.*wall clock: \([0-9]*\) samples.*/\1/p' target.out | tail -1)
+total=$(go tool pprof -top -sample_index=samples bare/*.wall.pb.gz 2>/dev/null |
+	sed -n 's/.*Total samples = \([0-9]*\).*/\1/p')
+[ -n "$samples" ] && [ "$samples" -gt 0 ] && [ "$total" = "$samples" ] &&
+	ok "the uncompressed wall profile (go tool pprof) holds the agent's $samples samples" ||
+	fail "the wall profile holds '$total' samples, the agent counted '$samples'"
+python3 - bare/*.wall.pb.gz <<'PY' && ok "it is gzip with stored (uncompressed) blocks" || fail "not a stored gzip"
+import gzip, sys
+b = open(sys.argv[1], "rb").read()
+gzip.decompress(b)  # a valid stream, CRC-32 checked
+sys.exit(0 if b[:3] == b"\x1f\x8b\x08" and (b[10] >> 1) & 3 == 0 else 1)
+PY
+holdings "$TPID" >after
+cmp -s before after && ok "detach left threads, SigCgt and descriptors as they were" ||
+	{ fail "detach left something behind:"; diff before after >&2; }
+echo release >&3
+wait_grep state done || fail "the program did not finish its calls"
+check_grep "no call returned EINTR" state "done ok"
+stop_target
+done_tests
