@@ -77,12 +77,15 @@ ptrace_probe() {
 	fi
 }
 
-# check_wall_threads DIR LOG: the wall profiles in DIR (read by go tool
-# pprof) hold exactly the samples the agent counted ("wall clock: N
+# check_wall_threads DIR LOG [any]: the wall profiles in DIR (read by go
+# tool pprof) hold exactly the samples the agent counted ("wall clock: N
 # samples" in its log LOG, the target's stderr), spread evenly over the
 # blocked mode's threads (blk_read blk_sleep blk_epoll blk_cond main),
 # each with the same wall-clock time (each sample weighs the interval).
+# With "any": the total is shown, not compared (see test_attach_mntns).
 check_wall_threads() {
+	exact=1
+	[ "${3:-}" = any ] && exact=0
 	samples=$(sed -n 's/.*wall clock: \([0-9]*\) samples.*/\1/p' "$2" | tail -1)
 	files=$(ls "$1"/*.pb.gz 2>/dev/null)
 	python3 "$FNCPU" wall $files >wall.txt || fail "the wall profile cannot be read"
@@ -95,14 +98,29 @@ check_wall_threads() {
 		counts="$counts $c"
 		echo "  $f: $v s of wall-clock time in $c samples"
 	done
-	python3 - "$samples" "$walls" "$counts" <<'PY' && ok "each waiting thread sampled at every tick ($counts of the agent's $samples samples), with the same wall time ($walls s)" || fail "wall times $walls s, samples $counts, the agent's samples $samples"
+	python3 - "$samples" "$walls" "$counts" "$exact" <<'PY' && ok "each waiting thread sampled at every tick ($counts of the agent's $samples samples), with the same wall time ($walls s)" || fail "wall times $walls s, samples $counts, the agent's samples $samples"
 import sys
 n = int(sys.argv[1] or 0)
 w = list(map(float, sys.argv[2].split()))
 c = list(map(float, sys.argv[3].split()))
+exact = sys.argv[4] == "1"
+total = n if exact else sum(c)
 mean = sum(w) / len(w)
 ok = n > 0 and min(w) > 0 and all(abs(x - mean) <= 0.02 * mean for x in w)
-ok = ok and sum(c) == n and all(abs(x - n / len(c)) <= 0.02 * n / len(c) for x in c)
+ok = ok and (sum(c) == n or not exact) and all(abs(x - total / len(c)) <= 0.02 * total / len(c) for x in c)
 sys.exit(0 if ok else 1)
 PY
+}
+
+# KNOWN DEFECT in the sanitizer build only: threads blocked in calls ASan
+# intercepts, sampled from outside, are walked from the interceptor and do
+# not reach their callers (integration.it_wall_blocked shows it for ppoll);
+# the normal build runs the tests that check blocked threads' stacks.
+skip_sanitized_wall() {
+	case "${EMBER_TEST_SANITIZE:-OFF}" in
+	ON | on | 1 | TRUE | true)
+		echo "skipped in the sanitizer build: KNOWN DEFECT, blocked threads' stacks stop in ASan's interceptors"
+		exit 77
+		;;
+	esac
 }

@@ -10,16 +10,7 @@
 # ptrace or perf events are refused.
 . "$(dirname "$0")/../cli/lib.sh"
 . "$(dirname "$0")/lib_attach.sh"
-# KNOWN DEFECT in the sanitizer build only: threads blocked in calls ASan
-# intercepts, sampled from outside, are walked from the interceptor and do
-# not reach their callers (integration.it_wall_blocked shows it for ppoll);
-# the normal build runs this test.
-case "${EMBER_TEST_SANITIZE:-OFF}" in
-ON | on | 1 | TRUE | true)
-	echo "skipped in the sanitizer build: KNOWN DEFECT, blocked threads' stacks stop in ASan's interceptors"
-	exit 77
-	;;
-esac
+skip_sanitized_wall
 need python3
 command -v go >/dev/null 2>&1 || { echo "go not installed: profiles cannot be checked"; exit 77; }
 ptrace_probe
