@@ -124,3 +124,20 @@ skip_sanitized_wall() {
 		;;
 	esac
 }
+
+# same_holdings WHAT BEFORE: the target's holdings now are those in file
+# BEFORE (its threads, caught signals, descriptors), else the difference
+same_holdings() {
+	holdings "$TPID" >holdings.now
+	if cmp -s "$2" holdings.now; then
+		ok "$1 left threads, SigCgt and descriptors as they were"
+	else
+		fail "$1 left something behind:"
+		diff "$2" holdings.now >&2
+	fi
+}
+
+# mapped_files: the files the target maps, one a line, sorted
+mapped_files() {
+	awk '$6 != "" { print $6 }' "/proc/$TPID/maps" | sort -u
+}

@@ -52,19 +52,13 @@ else
 	fail "the target sees $LIB: the test proves nothing"
 fi
 holdings "$TPID" >before
-awk '$6 != "" { print $6 }' "/proc/$TPID/maps" | sort -u >maps.before
+mapped_files >maps.before
 "$EMBERPROF" attach --wall --log-level info --duration 1s -o "$T/out" "$TPID" >err 2>&1
 check_exit "attach --wall into another mount namespace" 0 $?
 check_grep "the copy" err "is not the same file: loading an in-memory copy of it"
 check_grep "the agent started" err "library loaded and agent started in 1 process"
-holdings "$TPID" >after
-if cmp -s before after; then
-	ok "detach left threads, SigCgt and descriptors as they were (no memfd left open)"
-else
-	fail "detach left something behind:"
-	diff before after >&2
-fi
-awk '$6 != "" { print $6 }' "/proc/$TPID/maps" | sort -u >maps.after
+same_holdings "detach (no memfd left open)" before
+mapped_files >maps.after
 new=$(comm -13 maps.before maps.after | grep -v '\.so[.0-9]*$')
 [ "$new" = "/memfd:emberprof" ] && ok "the copy is mapped as /memfd:emberprof (deleted), besides libraries" ||
 	fail "new mappings other than libraries and the copy: $new"
@@ -84,9 +78,7 @@ ls again/*.wall.pb.gz >/dev/null 2>&1 && ok "the second attach wrote a wall prof
 copies=$(awk '$6 == "/memfd:emberprof" { print $5 }' "/proc/$TPID/maps" | sort -u | wc -l)
 [ "$copies" = 1 ] && ok "one copy of the library mapped after two attaches" ||
 	fail "$copies copies of the library mapped"
-holdings "$TPID" >after2
-cmp -s before after2 && ok "the second detach left threads, SigCgt and descriptors as they were" ||
-	{ fail "the second detach left something behind:"; diff before after2 >&2; }
+same_holdings "the second detach" before
 
 # while an agent runs from the copy, another attach is refused
 "$EMBERPROF" attach -q --wall --duration 60s -o "$T/long" "$TPID" >long.err 2>&1 &
@@ -131,9 +123,7 @@ b = open(sys.argv[1], "rb").read()
 gzip.decompress(b)  # a valid stream, CRC-32 checked
 sys.exit(0 if b[:3] == b"\x1f\x8b\x08" and (b[10] >> 1) & 3 == 0 else 1)
 PY
-holdings "$TPID" >after
-cmp -s before after && ok "detach left threads, SigCgt and descriptors as they were" ||
-	{ fail "detach left something behind:"; diff before after >&2; }
+same_holdings "detach" before
 echo release >&3
 wait_grep state done || fail "the program did not finish its calls"
 check_grep "no call returned EINTR" state "done ok"

@@ -17,7 +17,7 @@ ptrace_probe
 
 start_target blocked
 holdings "$TPID" >before
-awk '$6 != "" { print $6 }' "/proc/$TPID/maps" | sort -u >maps.before
+mapped_files >maps.before
 wx_before=$(grep -c ' rwxp ' "/proc/$TPID/maps")
 "$EMBERPROF" attach --wall --log-level info --duration 1s -o out "$TPID" >err 2>&1
 rc=$?
@@ -30,14 +30,8 @@ check_exit "attach --wall" 0 $rc
 check_grep "the agent started" err "library loaded and agent started in 1 process"
 st=$(state_of "$TPID")
 case $st in S) ok "the target waits on after detach (state $st)" ;; *) fail "the target's state after detach: '$st'" ;; esac
-holdings "$TPID" >after
-if cmp -s before after; then
-	ok "detach left threads, SigCgt and descriptors as they were"
-else
-	fail "detach left something behind:"
-	diff before after >&2
-fi
-awk '$6 != "" { print $6 }' "/proc/$TPID/maps" | sort -u >maps.after
+same_holdings "detach" before
+mapped_files >maps.after
 new=$(comm -13 maps.before maps.after | grep -v '\.so[.0-9]*$')
 [ -z "$new" ] && ok "memory: only shared libraries newly mapped (the library and what it loads)" ||
 	fail "detach left mappings other than libraries: $new"
@@ -55,9 +49,7 @@ check_exit "a second attach --wall" 0 $?
 check_grep "a second attach --wall" again.err "agent started"
 ls again/*.wall.pb.gz >/dev/null 2>&1 && ok "the second attach wrote a wall profile" ||
 	{ fail "the second attach wrote no wall profile"; cat again.err >&2; }
-holdings "$TPID" >after2
-cmp -s before after2 && ok "the second detach left threads, SigCgt and descriptors as they were" ||
-	{ fail "the second detach left something behind:"; diff before after2 >&2; }
+same_holdings "the second detach" before
 
 echo release >&3
 wait_grep state done || fail "the program did not finish its calls"

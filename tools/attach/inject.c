@@ -188,58 +188,113 @@ static uint64_t find_module(pid_t pid, const char *suffix, char *path, size_t n,
 	return base;
 }
 
+/* The ELF file mapped (read-only): its start and *len, when it is a
+ * 64-bit ELF whose section headers are in it; NULL otherwise. Unmapped
+ * by the caller (munmap). */
+static const uint8_t *map_elf(const char *file, size_t *len)
+{
+	int fd = open(file, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	off_t l = lseek(fd, 0, SEEK_END);
+	void *m = l > (off_t)sizeof(Elf64_Ehdr) ? mmap(NULL, (size_t)l, PROT_READ, MAP_PRIVATE, fd, 0)
+						 : MAP_FAILED;
+	close(fd);
+	if (m == MAP_FAILED)
+		return NULL;
+	const Elf64_Ehdr *eh = m;
+	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh->e_phoff + (uint64_t)eh->e_phnum * sizeof(Elf64_Phdr) > (uint64_t)l ||
+	    eh->e_shoff + (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr) > (uint64_t)l) {
+		munmap(m, (size_t)l);
+		return NULL;
+	}
+	*len = (size_t)l;
+	return m;
+}
+
+/* The first section of `type` of the mapped ELF b[0..L) that lies in it
+ * with its linked string table (*str): the section, or NULL. */
+static const Elf64_Shdr *elf_section(const uint8_t *b, size_t L, uint32_t type,
+				     const Elf64_Shdr **str)
+{
+	const Elf64_Ehdr *eh = (const void *)b;
+	for (int i = 0; i < eh->e_shnum; i++) {
+		const Elf64_Shdr *sh = (const void *)(b + eh->e_shoff + (size_t)i * sizeof(*sh));
+		if (sh->sh_type != type || sh->sh_link >= eh->e_shnum)
+			continue;
+		const Elf64_Shdr *st = (const void *)(b + eh->e_shoff + (size_t)sh->sh_link * sizeof(*st));
+		if (sh->sh_offset + sh->sh_size > L || st->sh_offset + st->sh_size > L)
+			continue;
+		*str = st;
+		return sh;
+	}
+	return NULL;
+}
+
 /* The value of a defined symbol of the ELF file's .dynsym, and in
  * *delta the address less the file offset of the PT_LOAD that holds file
  * offset `off` (a mapping of offset off at start has load bias
  * start - off - delta). 0 when absent. */
 static uint64_t elf_symbol(const char *file, const char *name, uint64_t off, uint64_t *delta)
 {
-	int fd = open(file, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	size_t L = 0;
+	const uint8_t *b = map_elf(file, &L);
+	if (!b)
 		return 0;
-	off_t len = lseek(fd, 0, SEEK_END);
-	void *m = len > (off_t)sizeof(Elf64_Ehdr) ? mmap(NULL, (size_t)len, PROT_READ, MAP_PRIVATE, fd, 0)
-						   : MAP_FAILED;
-	close(fd);
-	if (m == MAP_FAILED)
-		return 0;
-	const uint8_t *b = m;
-	const Elf64_Ehdr *eh = m;
+	const Elf64_Ehdr *eh = (const void *)b;
 	uint64_t value = 0, d = 0;
-	size_t L = (size_t)len;
-	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
-	    eh->e_phoff + (uint64_t)eh->e_phnum * sizeof(Elf64_Phdr) > L ||
-	    eh->e_shoff + (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr) > L)
-		goto out;
 	for (int i = 0; i < eh->e_phnum; i++) {
 		const Elf64_Phdr *ph = (const void *)(b + eh->e_phoff + (size_t)i * sizeof(*ph));
 		if (ph->p_type == PT_LOAD && (ph->p_offset & ~(uint64_t)0xfff) <= off &&
 		    off < ph->p_offset + ph->p_filesz)
 			d = ph->p_vaddr - ph->p_offset;
 	}
-	for (int i = 0; i < eh->e_shnum && !value; i++) {
-		const Elf64_Shdr *sh = (const void *)(b + eh->e_shoff + (size_t)i * sizeof(*sh));
-		if (sh->sh_type != SHT_DYNSYM || sh->sh_link >= eh->e_shnum)
+	const Elf64_Shdr *st = NULL, *sh = elf_section(b, L, SHT_DYNSYM, &st);
+	size_t nsym = sh ? sh->sh_size / sizeof(Elf64_Sym) : 0;
+	for (size_t k = 0; k < nsym; k++) {
+		const Elf64_Sym *s = (const void *)(b + sh->sh_offset + k * sizeof(Elf64_Sym));
+		if (s->st_shndx == SHN_UNDEF || s->st_name >= st->sh_size)
 			continue;
-		const Elf64_Shdr *st = (const void *)(b + eh->e_shoff + (size_t)sh->sh_link * sizeof(*st));
-		if (sh->sh_offset + sh->sh_size > L || st->sh_offset + st->sh_size > L)
-			continue;
-		size_t nsym = sh->sh_size / sizeof(Elf64_Sym);
-		for (size_t k = 0; k < nsym; k++) {
-			const Elf64_Sym *s = (const void *)(b + sh->sh_offset + k * sizeof(Elf64_Sym));
-			if (s->st_shndx == SHN_UNDEF || s->st_name >= st->sh_size)
-				continue;
-			const char *nm = (const char *)b + st->sh_offset + s->st_name;
-			if (!strncmp(nm, name, st->sh_size - s->st_name) && strlen(nm) == strlen(name)) {
-				value = s->st_value;
-				break;
-			}
+		const char *nm = (const char *)b + st->sh_offset + s->st_name;
+		if (!strncmp(nm, name, st->sh_size - s->st_name) && strlen(nm) == strlen(name)) {
+			value = s->st_value;
+			break;
 		}
 	}
-out:
-	munmap(m, (size_t)len);
+	munmap((void *)b, L);
 	*delta = d;
 	return value;
+}
+
+/* The DT_SONAME of the ELF file (its .dynamic section's), into buf: 0,
+ * or -1 when it has none or cannot be read. */
+static int elf_soname(const char *file, char *buf, size_t n)
+{
+	size_t L = 0;
+	const uint8_t *b = map_elf(file, &L);
+	if (!b)
+		return -1;
+	int rc = -1;
+	const Elf64_Shdr *st = NULL, *sh = elf_section(b, L, SHT_DYNAMIC, &st);
+	size_t ndyn = sh ? sh->sh_size / sizeof(Elf64_Dyn) : 0;
+	for (size_t k = 0; k < ndyn; k++) {
+		const Elf64_Dyn *d = (const void *)(b + sh->sh_offset + k * sizeof(Elf64_Dyn));
+		if (d->d_tag == DT_NULL)
+			break;
+		if (d->d_tag != DT_SONAME || d->d_un.d_val >= st->sh_size)
+			continue;
+		const char *nm = (const char *)b + st->sh_offset + d->d_un.d_val;
+		size_t nl = strnlen(nm, st->sh_size - d->d_un.d_val);
+		if (nl && nl < n && nl < st->sh_size - d->d_un.d_val) {
+			memcpy(buf, nm, nl);
+			buf[nl] = 0;
+			rc = 0;
+		}
+		break;
+	}
+	munmap((void *)b, L);
+	return rc;
 }
 
 /* dlopen, dlsym and dlerror in the process: libc.so.6's (glibc 2.34+). */
@@ -268,54 +323,6 @@ static int loader_addrs(pid_t pid, ember__iaddrs *a)
 	a->dlerror += bias;
 	a->flags = 2; /* RTLD_NOW */
 	return 0;
-}
-
-/* The DT_SONAME of the ELF file (its .dynamic section's), into buf: 0,
- * or -1 when it has none or cannot be read. */
-static int elf_soname(const char *file, char *buf, size_t n)
-{
-	int fd = open(file, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	off_t len = lseek(fd, 0, SEEK_END);
-	void *m = len > (off_t)sizeof(Elf64_Ehdr) ? mmap(NULL, (size_t)len, PROT_READ, MAP_PRIVATE, fd, 0)
-						   : MAP_FAILED;
-	close(fd);
-	if (m == MAP_FAILED)
-		return -1;
-	const uint8_t *b = m;
-	const Elf64_Ehdr *eh = m;
-	size_t L = (size_t)len;
-	int rc = -1;
-	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
-	    eh->e_shoff + (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr) > L)
-		goto out;
-	for (int i = 0; i < eh->e_shnum && rc < 0; i++) {
-		const Elf64_Shdr *sh = (const void *)(b + eh->e_shoff + (size_t)i * sizeof(*sh));
-		if (sh->sh_type != SHT_DYNAMIC || sh->sh_link >= eh->e_shnum)
-			continue;
-		const Elf64_Shdr *st = (const void *)(b + eh->e_shoff + (size_t)sh->sh_link * sizeof(*st));
-		if (sh->sh_offset + sh->sh_size > L || st->sh_offset + st->sh_size > L)
-			continue;
-		for (size_t k = 0; k < sh->sh_size / sizeof(Elf64_Dyn); k++) {
-			const Elf64_Dyn *d = (const void *)(b + sh->sh_offset + k * sizeof(Elf64_Dyn));
-			if (d->d_tag == DT_NULL)
-				break;
-			if (d->d_tag != DT_SONAME || d->d_un.d_val >= st->sh_size)
-				continue;
-			const char *nm = (const char *)b + st->sh_offset + d->d_un.d_val;
-			size_t nl = strnlen(nm, st->sh_size - d->d_un.d_val);
-			if (nl && nl < n && nl < st->sh_size - d->d_un.d_val) {
-				memcpy(buf, nm, nl);
-				buf[nl] = 0;
-				rc = 0;
-			}
-			break;
-		}
-	}
-out:
-	munmap(m, (size_t)len);
-	return rc;
 }
 
 /* ---- ptrace ---- */
