@@ -11,7 +11,8 @@
 # Then a process whose filesystem also lacks elfutils (libdw.so.1) and
 # zlib (libz.so.1), as a small container image may: the agent still
 # writes its profiles, with addresses for names and not compressed,
-# saying both. Root only (unshare and mount); skipped (77) otherwise.
+# saying both; an output directory it does not see is refused. Root only
+# (unshare and mount); skipped (77) otherwise.
 . "$(dirname "$0")/../cli/lib.sh"
 . "$(dirname "$0")/lib_attach.sh"
 skip_sanitized_wall
@@ -104,8 +105,14 @@ if [ -z "$dw" ] || [ -z "$z" ]; then
 	echo "libdw.so.1 or libz.so.1 not found by ldconfig: the part without them is skipped"
 	done_tests
 fi
-start_ns_target "mount --bind /dev/null '$dw' && mount --bind /dev/null '$z' &&"
+mkdir private
+start_ns_target "mount --bind /dev/null '$dw' && mount --bind /dev/null '$z' && mount -t tmpfs none '$T/private' &&"
 holdings "$TPID" >before
+# an output directory the process does not see the same: refused
+"$EMBERPROF" attach --wall --duration 300ms -o "$T/private" "$TPID" >private.err 2>&1
+check_exit "attach -o a directory hidden in the process's namespace" 1 $?
+check_grep "attach -o a directory hidden in the process's namespace" private.err "where the output directory $T/private is not the same directory"
+same_holdings "the refusal" before
 "$EMBERPROF" attach --wall --log-level info --duration 1s -o "$T/bare" "$TPID" >bare.err 2>&1
 check_exit "attach --wall without elfutils and zlib in the process's filesystem" 0 $?
 check_grep "without elfutils: a note" target.out "no symbolizer, profiles will hold addresses only: cannot load libdw"
