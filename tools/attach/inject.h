@@ -20,7 +20,10 @@
  * The windows where emberprof's death would harm the thread are the
  * mmap system call and, at the end, the munmap (microseconds each): after
  * each the original registers are put back before anything else. The
- * page (32 KiB, anonymous) stays mapped between calls.
+ * page (32 KiB, anonymous) stays mapped between calls. With the
+ * in-memory copy (below), death while the copy is filled (the thread
+ * seized, the memfd open in the process) leaves that one close-on-exec
+ * descriptor in the process, nothing else.
  *
  * Architectures: the registers and the stub are in inject_<arch>.c
  * behind inject_arch.h (x86-64; aarch64 written, not run here).
