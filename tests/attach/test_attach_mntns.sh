@@ -11,7 +11,8 @@
 # Then a process whose filesystem also lacks elfutils (libdw.so.1) and
 # zlib (libz.so.1), as a small container image may: the agent still
 # writes its profiles, with addresses for names and not compressed,
-# saying both; an output directory it does not see is refused. Root only
+# saying both; an output directory it does not see is refused. Last, a
+# process in its own pid namespace too. Root only
 # (unshare and mount); skipped (77) otherwise.
 . "$(dirname "$0")/../cli/lib.sh"
 . "$(dirname "$0")/lib_attach.sh"
@@ -33,17 +34,20 @@ LIB=$HIDE/libemberprof_noalloc.so
 [ -e "$LIB" ] || { fail "no $LIB next to emberprof"; done_tests; }
 cp "$EMBER_ATTACH_WORK" "$T/work" || exit 1
 
-# start_ns_target EXTRA: attach_work blocked in its own mount namespace
-# where $HIDE is an empty tmpfs (EXTRA: more mount commands, each ending
-# in " &&"); sets TPID (unshare execs sh, which execs the program).
+# start_ns_target EXTRA [UNSHARE-OPTIONS]: attach_work blocked in its own
+# mount namespace where $HIDE is an empty tmpfs (EXTRA: more mount
+# commands, each ending in " &&"); sets TPID (unshare execs sh, which
+# execs the program) and UPID, the process to wait for (with --fork in
+# the options: unshare, TPID its child).
 start_ns_target() {
 	rm -f ctl state
 	mkfifo ctl || exit 1
-	unshare --mount --propagation private sh -c \
+	unshare --mount --propagation private ${2:-} sh -c \
 		"mount -t tmpfs none '$HIDE' && $1 exec '$T/work' blocked state" <ctl >target.out 2>&1 &
-	TPID=$!
+	TPID=$! UPID=$!
 	exec 3>ctl
 	wait_for state || { fail "the target did not start: $(cat target.out)"; exit 1; }
+	[ -n "${2:-}" ] && TPID=$(tr -d ' ' <"/proc/$UPID/task/$UPID/children")
 }
 
 start_ns_target ""
@@ -135,4 +139,20 @@ echo release >&3
 wait_grep state done || fail "the program did not finish its calls"
 check_grep "no call returned EINTR" state "done ok"
 stop_target
+
+# a container has its own pid namespace too (its /proc mounted for it):
+# the copy is opened there as /proc/self/fd/N all the same
+start_ns_target "" "--pid --fork --mount-proc"
+holdings "$TPID" >before
+"$EMBERPROF" attach -q --wall --duration 1s -o "$T/pidns" "$TPID" >pidns.err 2>&1
+check_exit "attach --wall into other mount and pid namespaces" 0 $?
+ls pidns/*-1-0.wall.pb.gz >/dev/null 2>&1 &&
+	ok "the agent wrote its wall profile, named with its own pid there (1)" ||
+	{ fail "no wall profile from the process in its pid namespace:"; ls pidns >&2; cat pidns.err >&2; }
+same_holdings "detach" before
+echo release >&3
+wait_grep state done || fail "the program did not finish its calls"
+exec 3>&-
+wait "$UPID"
+check_exit "the target in its pid namespace after detach" 0 $?
 done_tests
