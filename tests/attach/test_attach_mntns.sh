@@ -4,15 +4,16 @@
 # holds libemberprof (the build directory) is hidden under an empty tmpfs:
 # the library goes in as an in-memory copy (a memfd "emberprof"). The
 # agent writes its profiles into a directory both namespaces see; each
-# blocked thread's wall time is there, with exactly the agent's count of
-# samples; detach leaves the threads, caught signals and descriptors as
+# blocked thread's wall time is there, the same for each, in as many
+# samples each; detach leaves the threads, caught signals and descriptors as
 # they were (the memfd closed in the process); a second attach finds the
 # copy loaded (one copy mapped); an attach while an agent runs is refused.
 # Then a process whose filesystem also lacks elfutils (libdw.so.1) and
 # zlib (libz.so.1), as a small container image may: the agent still
 # writes its profiles, with addresses for names and not compressed,
 # saying both; an output directory it does not see is refused. Last, a
-# process in its own pid namespace too. Root only
+# process in its own pid namespace too, and no copy beside another
+# libemberprof file the process loaded. Root only
 # (unshare and mount); skipped (77) otherwise.
 . "$(dirname "$0")/../cli/lib.sh"
 . "$(dirname "$0")/lib_attach.sh"
@@ -138,6 +139,24 @@ same_holdings "detach" before
 echo release >&3
 wait_grep state done || fail "the program did not finish its calls"
 check_grep "no call returned EINTR" state "done ok"
+stop_target
+
+# a process that loaded another libemberprof file (an attach with the
+# library in a directory it sees, EMBERPROF_LIB): no copy of ours beside it
+mkdir stage && cp "$LIB" stage/ || exit 1
+start_ns_target ""
+EMBERPROF_LIB="$T/stage/libemberprof_noalloc.so" "$EMBERPROF" attach -q --wall --duration 300ms \
+	-o "$T/staged" "$TPID" >staged.err 2>&1
+check_exit "attach --wall with a library the process sees" 0 $?
+holdings "$TPID" >before
+"$EMBERPROF" attach --wall --duration 300ms -o "$T/beside" "$TPID" >beside.err 2>&1
+check_exit "then with the library it does not see" 1 $?
+check_grep "then with the library it does not see" beside.err "a copy of ours would be a second agent library beside it"
+same_holdings "the refusal" before
+grep -q "/memfd:emberprof" "/proc/$TPID/maps" && fail "a copy was loaded beside the other library" ||
+	ok "no copy loaded beside the other library"
+echo release >&3
+wait_grep state done || fail "the program did not finish its calls"
 stop_target
 
 # a container has its own pid namespace too (its /proc mounted for it):

@@ -158,16 +158,19 @@ static pid_t pick_thread(pid_t pid, long *nr)
 /* The executable mapping of the first file in maps whose path ends in
  * `suffix` (copied to path): its start, and its file offset in *off. 0
  * when none. (Only an executable mapping is the loaded module: a reader
- * may map the same file too, as the agent's symbolizer does.) */
+ * may map the same file too, as the agent's symbolizer does.) A suffix
+ * "/NAME*" matches a file name that starts with NAME. */
 static uint64_t find_module(pid_t pid, const char *suffix, char *path, size_t n, uint64_t *off)
 {
+	size_t sl = strlen(suffix);
+	int prefix = sl > 1 && suffix[sl - 1] == '*';
+	sl -= (size_t)prefix;
 	char mp[64], line[4096];
 	snprintf(mp, sizeof(mp), "/proc/%d/maps", (int)pid);
 	FILE *f = fopen(mp, "re");
 	if (!f)
 		return 0;
 	uint64_t base = 0;
-	size_t sl = strlen(suffix);
 	while (!base && fgets(line, sizeof(line), f)) {
 		unsigned long long start, o;
 		char perms[8];
@@ -176,9 +179,10 @@ static uint64_t find_module(pid_t pid, const char *suffix, char *path, size_t n,
 		if (sscanf(line, "%llx-%*[0-9a-f] %7s %llx %*s %*s %n", &start, perms, &o, &pos) < 3 ||
 		    !pos || perms[2] != 'x')
 			continue;
-		const char *p = line + pos;
+		const char *p = line + pos, *name = strrchr(p, '/');
 		size_t pl = strlen(p);
-		if (p[0] != '/' || pl < sl || strcmp(p + pl - sl, suffix) != 0)
+		if (p[0] != '/' || (prefix ? strncmp(name, suffix, sl) != 0
+					   : pl < sl || strcmp(p + pl - sl, suffix) != 0))
 			continue;
 		snprintf(path, n, "%s", p);
 		base = start;
@@ -607,6 +611,14 @@ int ember__inject_call(ember__inject **injp, pid_t pid, const char *lib, int cop
 				    "process %d: %s has no SONAME, by which the process would find "
 				    "its in-memory copy again: it cannot be loaded there",
 				    (int)pid, lib);
+	char own[4096];
+	uint64_t own_off = 0;
+	if (inj->copy && find_module(pid, "/libemberprof*", own, sizeof(own), &own_off))
+		return ember__error(EMBER_ERR_INVALID,
+				    "process %d has a libemberprof of another file loaded (%s, not "
+				    "%s): a copy of ours would be a second agent library beside it, "
+				    "and its name would find that one: not loading it",
+				    (int)pid, own, lib);
 	long nr = -1;
 	pid_t tid = 0;
 	ember__iregs orig, resume, entry;
