@@ -12,8 +12,8 @@
 # zlib (libz.so.1), as a small container image may: the agent still
 # writes its profiles, with addresses for names and not compressed,
 # saying both; an output directory it does not see is refused. Last, a
-# process in its own pid namespace too, and no copy beside another
-# libemberprof file the process loaded. Root only
+# process in its own pid namespace too, no copy beside another
+# libemberprof file the process loaded, and one without /proc. Root only
 # (unshare and mount); skipped (77) otherwise.
 . "$(dirname "$0")/../cli/lib.sh"
 . "$(dirname "$0")/lib_attach.sh"
@@ -155,6 +155,21 @@ check_grep "then with the library it does not see" beside.err "a copy of ours wo
 same_holdings "the refusal" before
 grep -q "/memfd:emberprof" "/proc/$TPID/maps" && fail "a copy was loaded beside the other library" ||
 	ok "no copy loaded beside the other library"
+echo release >&3
+wait_grep state done || fail "the program did not finish its calls"
+stop_target
+
+# no /proc in the process's namespace: dlopen cannot open the copy;
+# refused with dlopen's reason, the descriptor closed, the page unmapped
+start_ns_target "mount -t tmpfs none /proc &&"
+holdings "$TPID" >before
+wx_before=$(grep -c ' rwxp ' "/proc/$TPID/maps")
+"$EMBERPROF" attach --wall --duration 300ms -o "$T/noproc" "$TPID" >noproc.err 2>&1
+check_exit "attach --wall where the process has no /proc" 1 $?
+check_grep "attach --wall where the process has no /proc" noproc.err "which needs /proc mounted in the process's mount namespace) failed in the process"
+same_holdings "the failed load" before
+[ "$(grep -c ' rwxp ' "/proc/$TPID/maps")" = "$wx_before" ] && ok "the loader calls' page is unmapped after it" ||
+	fail "the loader calls' page is left mapped"
 echo release >&3
 wait_grep state done || fail "the program did not finish its calls"
 stop_target
