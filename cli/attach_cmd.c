@@ -64,7 +64,9 @@ void ember__cli_attach_usage(FILE *out)
 		"                           libemberprof into each process given (ptrace; not\n"
 		"                           its descendants), whose agent then profiles CPU and\n"
 		"                           wall-clock time, and stops it at the end (the library\n"
-		"                           stays loaded)\n"
+		"                           stays loaded). Into a container (another mount\n"
+		"                           namespace), an in-memory copy of the library is\n"
+		"                           loaded; -o must then be a directory it sees too.\n"
 		"      --alloc[=BYTES]      also allocation profiles (x86-64): loads libemberprof\n"
 		"                           as --wall does and points the process's calls of\n"
 		"                           malloc & co (their GOT entries) at it; restored at\n"
@@ -433,14 +435,14 @@ static int add_attacher(char **settings, const ember__pidlist *targets)
 	return 0;
 }
 
-/* Is the library the same file from the process's root (not another
- * mount namespace's)? */
-static int lib_reachable(pid_t pid, const char *lib)
+/* Is `file` (absolute) the same file from the process's root (not
+ * another mount namespace's)? */
+static int same_in_root(pid_t pid, const char *file)
 {
 	char path[4200];
 	struct stat a, b;
-	snprintf(path, sizeof(path), "/proc/%d/root%s", (int)pid, lib);
-	return stat(lib, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev &&
+	snprintf(path, sizeof(path), "/proc/%d/root%s", (int)pid, file);
+	return stat(file, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev &&
 	       a.st_ino == b.st_ino;
 }
 
@@ -457,8 +459,9 @@ static int attach_library(const ember__pidlist *targets, const char *dir, const 
 	char *lib = NULL, *settings = NULL;
 	ember__inject **inj = calloc(targets->n, sizeof(*inj));
 	int *started = calloc(targets->n, sizeof(int));
+	int *copy = calloc(targets->n, sizeof(int));
 	int code = EMBER_EXIT_INTERNAL;
-	if (!inj || !started || !(settings = agent_settings())) {
+	if (!inj || !started || !copy || !(settings = agent_settings())) {
 		ember__cli_error("out of memory");
 		goto out;
 	}
@@ -466,15 +469,25 @@ static int attach_library(const ember__pidlist *targets, const char *dir, const 
 		ember__cli_error("attach: %s", ember_last_error());
 		goto out;
 	}
+	const char *force_copy = getenv("EMBER_TEST_ATTACH_COPY"); /* tests: the copy's steps */
 	for (size_t i = 0; i < targets->n; i++) {
-		if (!lib_reachable(targets->v[i], lib)) {
+		/* the process writes its profiles itself: where it sees them */
+		if (dir && !same_in_root(targets->v[i], dir)) {
 			ember__cli_error("attach: process %d runs in another mount namespace (a "
-					 "container?), where %s is not the same file: --wall cannot "
-					 "load the library there yet; CPU profiles (without it) can",
-					 (int)targets->v[i], lib);
+					 "container?), where the output directory %s is not the same "
+					 "directory: its agent would write its profiles where emberprof "
+					 "does not see them; give -o a directory both see (a volume "
+					 "shared with the container)",
+					 (int)targets->v[i], dir);
 			code = REFUSED;
 			goto out;
 		}
+		copy[i] = (force_copy && *force_copy == '1') || !same_in_root(targets->v[i], lib);
+		if (copy[i])
+			fprintf(stderr, "emberprof: process %d runs in another mount namespace (a "
+					"container?), where %s is not the same file: loading an "
+					"in-memory copy of it\n",
+				(int)targets->v[i], lib);
 		/* the process writes its profiles itself: as its own user */
 		struct stat st;
 		char sp[64];
@@ -491,8 +504,8 @@ static int attach_library(const ember__pidlist *targets, const char *dir, const 
 	int64_t t0 = mono_ms();
 	for (size_t i = 0; i < targets->n; i++) {
 		int ret = -1;
-		if (ember__inject_call(&inj[i], targets->v[i], lib, "ember__attach_start", settings,
-				       10000, &ret) < 0) {
+		if (ember__inject_call(&inj[i], targets->v[i], lib, copy[i], "ember__attach_start",
+				       settings, 10000, &ret) < 0) {
 			ember__cli_error("attach: %s", ember_last_error());
 			code = REFUSED;
 			goto stop;
@@ -519,8 +532,8 @@ stop:
 		char st = ember__attach_state(targets->v[i]);
 		if (!st || st == 'Z' || st == 'X')
 			continue; /* exited: its exit wrote the last window */
-		if (started[i] && ember__inject_call(&inj[i], targets->v[i], lib, "ember__attach_stop",
-						     "", 30000, &ret) < 0) {
+		if (started[i] && ember__inject_call(&inj[i], targets->v[i], lib, copy[i],
+						     "ember__attach_stop", "", 30000, &ret) < 0) {
 			ember__cli_error("attach: process %d: the agent could not be stopped, it goes on "
 					 "profiling until the process exits: %s",
 					 (int)targets->v[i], ember_last_error());
@@ -546,6 +559,7 @@ out:
 		ember__inject_free(inj[i]);
 	free(inj);
 	free(started);
+	free(copy);
 	free(settings);
 	free(lib);
 	return code;

@@ -6,7 +6,9 @@
  * reporter; an empty final window reports nothing.
  */
 #include "agent/core.h"
+#include "encode/gzstore.h"
 #include "report/otlp.h"
+#include "util/dep_zlib.h"
 
 /* The formats a reporter takes (0 means pprof). */
 static unsigned reporter_formats(const ember_reporter *r)
@@ -65,6 +67,12 @@ static int deliver_profile(ember__core *c, int rc, ember__profile *p, const char
 		want_pprof |= (reporter_formats(&c->cfg.reporters[i]) & EMBER_FORMAT_PPROF) != 0;
 	if (rc == 0 && want_pprof)
 		rc = ember__pprof_encode(p, &pb, &pblen);
+	if (rc == 0 && pb && !c->gzip_noted && ember__gzip_stored_count()) {
+		c->gzip_noted = 1;
+		ember__log(&c->cfg, EMBER_LOG_WARN,
+			   "profiles are written gzip'd but not compressed (several times larger): "
+			   "%s", ember__zlib.error[0] ? ember__zlib.error : "zlib cannot be loaded");
+	}
 	if (rc) {
 		ember__profile_free(p);
 		p = NULL;

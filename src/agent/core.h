@@ -78,6 +78,7 @@ typedef struct ember__core {
 
 	ember__symbolizer *sym;
 	unsigned sym_failures; /* ember__core_ensure_symbolizer's, for its log */
+	int gzip_noted; /* said that profiles are not compressed (no zlib) */
 	ember__agg cur, next;
 	ember__agg wcur, wnext; /* wall-clock samples of the same windows */
 	ember__wall_replay wreplay; /* stacks of threads left asleep (wall_replay.h) */

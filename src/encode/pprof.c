@@ -17,6 +17,7 @@
 
 #include "emberprof.h"
 #include "encode/gunzip.h"
+#include "encode/gzstore.h"
 #include "encode/intern.h"
 #include "encode/protobuf.h"
 #include "util/dep_zlib.h"
@@ -300,9 +301,10 @@ int ember__pprof_encode_raw(const ember__profile *p, uint8_t **out, size_t *out_
 /* Compresses in[0..len) into a malloc'd gzip stream. */
 int ember__gzip(const uint8_t *in, size_t len, uint8_t **out, size_t *out_len)
 {
-	int lrc = ember__lazydep_load(&ember__zlib);
-	if (lrc < 0)
-		return lrc;
+	/* no zlib in the process (a container's filesystem without it): the
+	 * same gzip, not compressed (the agent says so once) */
+	if (ember__lazydep_load(&ember__zlib) < 0)
+		return ember__gzip_stored(in, len, out, out_len);
 	z_stream zs;
 	memset(&zs, 0, sizeof(zs));
 	/* windowBits 15 + 16: gzip framing. Best speed, as Go's runtime/pprof. */

@@ -45,12 +45,15 @@
  * of *out_len bytes that the caller frees with free(). The profile is only
  * read. Returns 0, EMBER_ERR_INVALID if the profile refers to a missing
  * mapping, function or location or has more than EMBER_PROFILE_MAX_VALUES
- * sample types, EMBER_ERR_NOMEM, or EMBER_ERR_FORMAT if zlib fails.
+ * sample types, EMBER_ERR_NOMEM, or EMBER_ERR_FORMAT if zlib fails
+ * (without zlib, see ember__gzip).
  */
 int ember__pprof_encode(const ember__profile *p, uint8_t **out, size_t *out_len);
 
 /* Compresses in[0..len) (borrowed) into a malloc'd gzip stream *out (the
- * caller's). 0, EMBER_ERR_NOMEM, EMBER_ERR_FORMAT if zlib fails. */
+ * caller's); where zlib cannot be loaded, the stream holds the data
+ * uncompressed (encode/gzstore.h). 0, EMBER_ERR_NOMEM, EMBER_ERR_FORMAT
+ * if zlib fails. */
 int ember__gzip(const uint8_t *in, size_t len, uint8_t **out, size_t *out_len);
 
 /* The same without gzip: *out is raw profile.proto, caller frees. */

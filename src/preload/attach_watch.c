@@ -73,9 +73,12 @@ int ember__attach_watch_start(pid_t attacher, void (*stop)(void), const char **w
 	}
 	pidfd = (int)syscall(SYS_pidfd_open, attacher, 0); /* close-on-exec by itself */
 	if (pidfd < 0) {
-		*why = errno == ENOSYS ? "no pidfd_open on this kernel" : "pidfd_open failed";
+		int e = errno;
+		*why = e == ENOSYS ? "no pidfd_open on this kernel"
+		       : e == ESRCH ? "emberprof has exited already"
+				    : "pidfd_open failed";
 		pidfd = -1;
-		return -1;
+		return e == ESRCH ? -2 : -1;
 	}
 	wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (wakefd < 0) {

@@ -26,7 +26,9 @@
  * alive now: it is the process injecting us); when it exits, `stop` runs
  * on the watch's thread, which then ends by itself (detached). 0, or -1
  * with the reason in *why (a static string): no pidfd_open (Linux < 5.3),
- * no descriptor or thread to spare. At most one watch at a time.
+ * no descriptor or thread to spare; -2 when the attacher has exited and
+ * been reaped already (killed before the agent started: the caller stops
+ * the agent itself). At most one watch at a time.
  */
 int ember__attach_watch_start(pid_t attacher, void (*stop)(void), const char **why);
 

@@ -382,7 +382,8 @@ out:
  * ember__attach_stop restores them first (the agent's stop does too, on
  * any other way it stops).
  * With EMBERPROF_ATTACHER_PID in the settings (emberprof's pid), a watch
- * (attach_watch.h) stops the agent if that process exits first.
+ * (attach_watch.h) stops the agent if that process exits first; gone
+ * already (killed while it loaded us), the agent is stopped at once (-1).
  * ember__attach_stop: stops the agent, which reports its final window
  * and leaves nothing behind (its threads joined, its signal handler and
  * timers removed, its descriptors closed); the library stays loaded
@@ -412,9 +413,16 @@ int ember__attach_start(const char *settings)
 	const char *attacher = rc == 0 ? ember__getenv("EMBERPROF_ATTACHER_PID") : NULL;
 	if (attacher && *attacher) {
 		const char *why = NULL;
-		if (ember__attach_watch_start((pid_t)atoi(attacher), preload_stop, &why) != 0)
+		int w = ember__attach_watch_start((pid_t)atoi(attacher), preload_stop, &why);
+		if (w == -2) { /* killed while it loaded us: stopped as it would have */
+			preload_complain("emberprof has exited before the agent started: stopping it",
+					 NULL);
+			preload_stop();
+			rc = -1;
+		} else if (w != 0) {
 			preload_complain("the agent will not stop by itself if emberprof is killed",
 					 why);
+		}
 	}
 	errno = saved_errno;
 	return rc;

@@ -4,6 +4,7 @@
  * attach` profiles, from /proc (attach_target.h).
  */
 #include "attach/attach_target.h"
+#include "attach/inject.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -204,7 +205,11 @@ static int scan_maps(pid_t pid, int *agent, int *shared)
 		if (!p)
 			continue;
 		const char *base = strrchr(p, '/') + 1;
-		if (!strncmp(base, "libemberprof", 12))
+		/* loaded from a file, or as the in-memory copy of attach (a
+		 * process in another mount namespace: "/memfd:emberprof (deleted)") */
+		if (!strncmp(base, "libemberprof", 12) ||
+		    (!strncmp(p, "/" EMBER_INJECT_MEMFD, sizeof(EMBER_INJECT_MEMFD)) &&
+		     (p[sizeof(EMBER_INJECT_MEMFD)] == ' ' || p[sizeof(EMBER_INJECT_MEMFD)] == '\n')))
 			*agent = 1;
 		if (strstr(base, ".so"))
 			*shared = 1;

@@ -31,6 +31,9 @@ struct ember__inject {
 	uint64_t page; /* in the process; 0: none yet */
 	int memfd;     /* /proc/PID/mem, opened while tracing */
 	pid_t stub_tid; /* the thread that ran the stub last */
+	int copy;      /* the library goes in as an in-memory copy */
+	int copy_loaded; /* ...which the process holds now */
+	char soname[256]; /* the library's DT_SONAME (copy: found by it) */
 };
 
 static void step(int n)
@@ -155,16 +158,19 @@ static pid_t pick_thread(pid_t pid, long *nr)
 /* The executable mapping of the first file in maps whose path ends in
  * `suffix` (copied to path): its start, and its file offset in *off. 0
  * when none. (Only an executable mapping is the loaded module: a reader
- * may map the same file too, as the agent's symbolizer does.) */
+ * may map the same file too, as the agent's symbolizer does.) A suffix
+ * "/NAME*" matches a file name that starts with NAME. */
 static uint64_t find_module(pid_t pid, const char *suffix, char *path, size_t n, uint64_t *off)
 {
+	size_t sl = strlen(suffix);
+	int prefix = sl > 1 && suffix[sl - 1] == '*';
+	sl -= (size_t)prefix;
 	char mp[64], line[4096];
 	snprintf(mp, sizeof(mp), "/proc/%d/maps", (int)pid);
 	FILE *f = fopen(mp, "re");
 	if (!f)
 		return 0;
 	uint64_t base = 0;
-	size_t sl = strlen(suffix);
 	while (!base && fgets(line, sizeof(line), f)) {
 		unsigned long long start, o;
 		char perms[8];
@@ -173,9 +179,10 @@ static uint64_t find_module(pid_t pid, const char *suffix, char *path, size_t n,
 		if (sscanf(line, "%llx-%*[0-9a-f] %7s %llx %*s %*s %n", &start, perms, &o, &pos) < 3 ||
 		    !pos || perms[2] != 'x')
 			continue;
-		const char *p = line + pos;
+		const char *p = line + pos, *name = strrchr(p, '/');
 		size_t pl = strlen(p);
-		if (p[0] != '/' || pl < sl || strcmp(p + pl - sl, suffix) != 0)
+		if (p[0] != '/' || (prefix ? strncmp(name, suffix, sl) != 0
+					   : pl < sl || strcmp(p + pl - sl, suffix) != 0))
 			continue;
 		snprintf(path, n, "%s", p);
 		base = start;
@@ -185,58 +192,113 @@ static uint64_t find_module(pid_t pid, const char *suffix, char *path, size_t n,
 	return base;
 }
 
+/* The ELF file mapped (read-only): its start and *len, when it is a
+ * 64-bit ELF whose section headers are in it; NULL otherwise. Unmapped
+ * by the caller (munmap). */
+static const uint8_t *map_elf(const char *file, size_t *len)
+{
+	int fd = open(file, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	off_t l = lseek(fd, 0, SEEK_END);
+	void *m = l > (off_t)sizeof(Elf64_Ehdr) ? mmap(NULL, (size_t)l, PROT_READ, MAP_PRIVATE, fd, 0)
+						 : MAP_FAILED;
+	close(fd);
+	if (m == MAP_FAILED)
+		return NULL;
+	const Elf64_Ehdr *eh = m;
+	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh->e_phoff + (uint64_t)eh->e_phnum * sizeof(Elf64_Phdr) > (uint64_t)l ||
+	    eh->e_shoff + (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr) > (uint64_t)l) {
+		munmap(m, (size_t)l);
+		return NULL;
+	}
+	*len = (size_t)l;
+	return m;
+}
+
+/* The first section of `type` of the mapped ELF b[0..L) that lies in it
+ * with its linked string table (*str): the section, or NULL. */
+static const Elf64_Shdr *elf_section(const uint8_t *b, size_t L, uint32_t type,
+				     const Elf64_Shdr **str)
+{
+	const Elf64_Ehdr *eh = (const void *)b;
+	for (int i = 0; i < eh->e_shnum; i++) {
+		const Elf64_Shdr *sh = (const void *)(b + eh->e_shoff + (size_t)i * sizeof(*sh));
+		if (sh->sh_type != type || sh->sh_link >= eh->e_shnum)
+			continue;
+		const Elf64_Shdr *st = (const void *)(b + eh->e_shoff + (size_t)sh->sh_link * sizeof(*st));
+		if (sh->sh_offset + sh->sh_size > L || st->sh_offset + st->sh_size > L)
+			continue;
+		*str = st;
+		return sh;
+	}
+	return NULL;
+}
+
 /* The value of a defined symbol of the ELF file's .dynsym, and in
  * *delta the address less the file offset of the PT_LOAD that holds file
  * offset `off` (a mapping of offset off at start has load bias
  * start - off - delta). 0 when absent. */
 static uint64_t elf_symbol(const char *file, const char *name, uint64_t off, uint64_t *delta)
 {
-	int fd = open(file, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	size_t L = 0;
+	const uint8_t *b = map_elf(file, &L);
+	if (!b)
 		return 0;
-	off_t len = lseek(fd, 0, SEEK_END);
-	void *m = len > (off_t)sizeof(Elf64_Ehdr) ? mmap(NULL, (size_t)len, PROT_READ, MAP_PRIVATE, fd, 0)
-						   : MAP_FAILED;
-	close(fd);
-	if (m == MAP_FAILED)
-		return 0;
-	const uint8_t *b = m;
-	const Elf64_Ehdr *eh = m;
+	const Elf64_Ehdr *eh = (const void *)b;
 	uint64_t value = 0, d = 0;
-	size_t L = (size_t)len;
-	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
-	    eh->e_phoff + (uint64_t)eh->e_phnum * sizeof(Elf64_Phdr) > L ||
-	    eh->e_shoff + (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr) > L)
-		goto out;
 	for (int i = 0; i < eh->e_phnum; i++) {
 		const Elf64_Phdr *ph = (const void *)(b + eh->e_phoff + (size_t)i * sizeof(*ph));
 		if (ph->p_type == PT_LOAD && (ph->p_offset & ~(uint64_t)0xfff) <= off &&
 		    off < ph->p_offset + ph->p_filesz)
 			d = ph->p_vaddr - ph->p_offset;
 	}
-	for (int i = 0; i < eh->e_shnum && !value; i++) {
-		const Elf64_Shdr *sh = (const void *)(b + eh->e_shoff + (size_t)i * sizeof(*sh));
-		if (sh->sh_type != SHT_DYNSYM || sh->sh_link >= eh->e_shnum)
+	const Elf64_Shdr *st = NULL, *sh = elf_section(b, L, SHT_DYNSYM, &st);
+	size_t nsym = sh ? sh->sh_size / sizeof(Elf64_Sym) : 0;
+	for (size_t k = 0; k < nsym; k++) {
+		const Elf64_Sym *s = (const void *)(b + sh->sh_offset + k * sizeof(Elf64_Sym));
+		if (s->st_shndx == SHN_UNDEF || s->st_name >= st->sh_size)
 			continue;
-		const Elf64_Shdr *st = (const void *)(b + eh->e_shoff + (size_t)sh->sh_link * sizeof(*st));
-		if (sh->sh_offset + sh->sh_size > L || st->sh_offset + st->sh_size > L)
-			continue;
-		size_t nsym = sh->sh_size / sizeof(Elf64_Sym);
-		for (size_t k = 0; k < nsym; k++) {
-			const Elf64_Sym *s = (const void *)(b + sh->sh_offset + k * sizeof(Elf64_Sym));
-			if (s->st_shndx == SHN_UNDEF || s->st_name >= st->sh_size)
-				continue;
-			const char *nm = (const char *)b + st->sh_offset + s->st_name;
-			if (!strncmp(nm, name, st->sh_size - s->st_name) && strlen(nm) == strlen(name)) {
-				value = s->st_value;
-				break;
-			}
+		const char *nm = (const char *)b + st->sh_offset + s->st_name;
+		if (!strncmp(nm, name, st->sh_size - s->st_name) && strlen(nm) == strlen(name)) {
+			value = s->st_value;
+			break;
 		}
 	}
-out:
-	munmap(m, (size_t)len);
+	munmap((void *)b, L);
 	*delta = d;
 	return value;
+}
+
+/* The DT_SONAME of the ELF file (its .dynamic section's), into buf: 0,
+ * or -1 when it has none or cannot be read. */
+static int elf_soname(const char *file, char *buf, size_t n)
+{
+	size_t L = 0;
+	const uint8_t *b = map_elf(file, &L);
+	if (!b)
+		return -1;
+	int rc = -1;
+	const Elf64_Shdr *st = NULL, *sh = elf_section(b, L, SHT_DYNAMIC, &st);
+	size_t ndyn = sh ? sh->sh_size / sizeof(Elf64_Dyn) : 0;
+	for (size_t k = 0; k < ndyn; k++) {
+		const Elf64_Dyn *d = (const void *)(b + sh->sh_offset + k * sizeof(Elf64_Dyn));
+		if (d->d_tag == DT_NULL)
+			break;
+		if (d->d_tag != DT_SONAME || d->d_un.d_val >= st->sh_size)
+			continue;
+		const char *nm = (const char *)b + st->sh_offset + d->d_un.d_val;
+		size_t nl = strnlen(nm, st->sh_size - d->d_un.d_val);
+		if (nl && nl < n && nl < st->sh_size - d->d_un.d_val) {
+			memcpy(buf, nm, nl);
+			buf[nl] = 0;
+			rc = 0;
+		}
+		break;
+	}
+	munmap((void *)b, L);
+	return rc;
 }
 
 /* dlopen, dlsym and dlerror in the process: libc.so.6's (glibc 2.34+). */
@@ -334,6 +396,123 @@ static long remote_syscall(pid_t tid, const ember__iregs *orig, long nr, const u
 	return ret;
 }
 
+/* ---- the in-memory copy (a process in another mount namespace) ---- */
+
+#ifndef MFD_CLOEXEC
+#define MFD_CLOEXEC 0x0001u
+#endif
+#ifndef MFD_ALLOW_SEALING
+#define MFD_ALLOW_SEALING 0x0002u
+#endif
+#ifndef MFD_EXEC
+#define MFD_EXEC 0x0010u /* Linux 6.3: executable even under vm.memfd_noexec=1 */
+#endif
+#ifndef F_ADD_SEALS
+#define F_ADD_SEALS 1033
+#define F_SEAL_SEAL 0x0001
+#define F_SEAL_SHRINK 0x0002
+#define F_SEAL_GROW 0x0004
+#define F_SEAL_WRITE 0x0008
+#endif
+
+/* Is a copy of ours loaded in pid: an executable mapping of the memfd? */
+static int copy_mapped(pid_t pid)
+{
+	char path[4096];
+	uint64_t off = 0;
+	return find_module(pid, "/" EMBER_INJECT_MEMFD " (deleted)", path, sizeof(path), &off) != 0;
+}
+
+/* The library's bytes written into the process's descriptor fd (through
+ * /proc/PID/fd/FD: ptrace access allows it), then sealed (no one changes
+ * it after). 0, or -1 with the reason in why. */
+static int fill_copy(pid_t pid, int fd, const char *lib, char *why, size_t n)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, fd);
+	int in = open(lib, O_RDONLY | O_CLOEXEC), out = -1, rc = -1;
+	if (in < 0) {
+		snprintf(why, n, "attach: %s cannot be read: %s", lib, strerror(errno));
+		return -1;
+	}
+	if ((out = open(path, O_WRONLY | O_CLOEXEC)) < 0) {
+		snprintf(why, n, "process %d: its in-memory copy of the library cannot be opened "
+			 "(%s): %s", (int)pid, path, strerror(errno));
+		goto done;
+	}
+	char buf[16384];
+	for (;;) {
+		ssize_t r = read(in, buf, sizeof(buf));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			snprintf(why, n, "attach: %s cannot be read: %s", lib, strerror(errno));
+			goto done;
+		}
+		if (r == 0)
+			break;
+		for (ssize_t w = 0; w < r;) {
+			ssize_t k = write(out, buf + w, (size_t)(r - w));
+			if (k < 0 && errno == EINTR)
+				continue;
+			if (k <= 0) {
+				snprintf(why, n, "process %d: the library cannot be copied into its "
+					 "memory: %s", (int)pid, k < 0 ? strerror(errno) : "short write");
+				goto done;
+			}
+			w += k;
+		}
+	}
+	if (fcntl(out, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0) {
+		snprintf(why, n, "process %d: its in-memory copy of the library cannot be sealed: %s",
+			 (int)pid, strerror(errno));
+		goto done;
+	}
+	rc = 0;
+done:
+	if (out >= 0)
+		close(out);
+	close(in);
+	return rc;
+}
+
+/*
+ * The library copied into a memfd named "emberprof" that the stopped
+ * thread creates (close-on-exec): its descriptor number in the process,
+ * which the stub closes after dlopen; or -1 with the reason in why,
+ * nothing left open in the process. Between the memfd_create and the
+ * stub (the copy: milliseconds) emberprof's death leaves that descriptor
+ * open in the process (step 9 of the tests).
+ */
+static int make_copy(ember__inject *inj, pid_t tid, const ember__iregs *orig, const char *lib,
+		     char *why, size_t n)
+{
+	static const char name[] = EMBER_INJECT_MEMFD_NAME;
+	if (mem_write(inj, inj->page + EMBER_INJ_LIB, name, sizeof(name)) != 0) {
+		snprintf(why, n, "process %d: the loader call could not be set up", (int)inj->pid);
+		return -1;
+	}
+	uint64_t a[6] = {inj->page + EMBER_INJ_LIB, MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_EXEC, 0, 0, 0, 0};
+	long fd = remote_syscall(tid, orig, SYS_memfd_create, a);
+	if (fd == -EINVAL) { /* a kernel before 6.3: every memfd may be executable */
+		a[1] &= ~(uint64_t)MFD_EXEC;
+		fd = remote_syscall(tid, orig, SYS_memfd_create, a);
+	}
+	if (fd < 0) {
+		snprintf(why, n, "process %d: no in-memory copy of the library can be made in it "
+			 "(memfd_create: %s%s)", (int)inj->pid, strerror((int)-fd),
+			 fd == -EACCES ? "; vm.memfd_noexec=2 forbids executable memfds" : "");
+		return -1;
+	}
+	step(9);
+	if (fill_copy(inj->pid, (int)fd, lib, why, n) < 0) {
+		uint64_t c[6] = {(uint64_t)fd, 0, 0, 0, 0, 0};
+		(void)remote_syscall(tid, orig, SYS_close, c);
+		return -1;
+	}
+	return (int)fd;
+}
+
 /* The page, mapped by the stopped thread: its address, or 0. */
 static uint64_t map_page(pid_t tid, const ember__iregs *orig)
 {
@@ -404,7 +583,7 @@ static int seize(pid_t pid, pid_t *tid_out, long *nr, ember__iregs *orig)
 	return 0;
 }
 
-int ember__inject_call(ember__inject **injp, pid_t pid, const char *lib, const char *fn,
+int ember__inject_call(ember__inject **injp, pid_t pid, const char *lib, int copy, const char *fn,
 		       const char *arg, unsigned timeout_ms, int *result)
 {
 	if (strlen(lib) >= EMBER_INJ_FN - EMBER_INJ_LIB || strlen(fn) >= EMBER_INJ_ARG - EMBER_INJ_FN ||
@@ -415,14 +594,31 @@ int ember__inject_call(ember__inject **injp, pid_t pid, const char *lib, const c
 	int rc = loader_addrs(pid, &addrs);
 	if (rc < 0)
 		return rc;
+	addrs.close_fd = -1;
+	char fdpath[64];
+	const char *load = lib; /* what the stub's dlopen opens */
 	ember__inject *inj = *injp;
 	if (!inj) {
 		if (!(inj = calloc(1, sizeof(*inj))))
 			return ember__error_oom("attach");
 		inj->pid = pid;
 		inj->memfd = -1;
+		inj->copy = copy;
 		*injp = inj;
 	}
+	if (inj->copy && !inj->soname[0] && elf_soname(lib, inj->soname, sizeof(inj->soname)) < 0)
+		return ember__error(EMBER_ERR_INVALID,
+				    "process %d: %s has no SONAME, by which the process would find "
+				    "its in-memory copy again: it cannot be loaded there",
+				    (int)pid, lib);
+	char own[4096];
+	uint64_t own_off = 0;
+	if (inj->copy && find_module(pid, "/libemberprof*", own, sizeof(own), &own_off))
+		return ember__error(EMBER_ERR_INVALID,
+				    "process %d has a libemberprof of another file loaded (%s, not "
+				    "%s): a copy of ours would be a second agent library beside it, "
+				    "and its name would find that one: not loading it",
+				    (int)pid, own, lib);
 	long nr = -1;
 	pid_t tid = 0;
 	ember__iregs orig, resume, entry;
@@ -443,6 +639,21 @@ int ember__inject_call(ember__inject **injp, pid_t pid, const char *lib, const c
 		goto detach;
 	}
 	step(5);
+	/* what dlopen opens: the file, or its in-memory copy (found again by
+	 * its soname once loaded: RTLD_NOLOAD, never a second copy) */
+	if (inj->copy && (inj->copy_loaded || copy_mapped(pid))) {
+		load = inj->soname;
+		addrs.flags |= 4; /* RTLD_NOLOAD */
+	} else if (inj->copy) {
+		int fd = make_copy(inj, tid, &orig, lib, why, sizeof(why));
+		if (fd < 0) {
+			err = 1;
+			goto detach;
+		}
+		snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", fd);
+		load = fdpath;
+		addrs.close_fd = fd;
+	}
 	/* the page: strings, then the stub with the registers to go back to */
 	uint8_t *page = calloc(1, EMBER_INJ_PAGE_LEN);
 	resume = orig;
@@ -453,9 +664,9 @@ int ember__inject_call(ember__inject **injp, pid_t pid, const char *lib, const c
 		free(page);
 		snprintf(why, sizeof(why), "attach: out of memory");
 		err = 1;
-		goto detach;
+		goto close_copy;
 	}
-	memcpy(page + EMBER_INJ_LIB, lib, strlen(lib) + 1);
+	memcpy(page + EMBER_INJ_LIB, load, strlen(load) + 1);
 	memcpy(page + EMBER_INJ_FN, fn, strlen(fn) + 1);
 	memcpy(page + EMBER_INJ_ARG, arg, strlen(arg) + 1);
 	int wrote = mem_write(inj, inj->page, page, EMBER_INJ_PAGE_LEN);
@@ -464,10 +675,15 @@ int ember__inject_call(ember__inject **injp, pid_t pid, const char *lib, const c
 		(void)ember__iarch_set(tid, &orig);
 		snprintf(why, sizeof(why), "process %d: the loader call could not be set up", (int)pid);
 		err = 1;
-		goto detach;
+		goto close_copy;
 	}
 	inj->stub_tid = tid;
 	step(6);
+close_copy:
+	if (err && addrs.close_fd >= 0) { /* the stub will not run: closed here */
+		uint64_t c[6] = {(uint64_t)addrs.close_fd, 0, 0, 0, 0, 0};
+		(void)remote_syscall(tid, &orig, SYS_close, c);
+	}
 detach:
 	/* the thread runs on: its own call, or the stub, which ends where it
 	 * was, without us */
@@ -490,9 +706,22 @@ detach:
 	(void)mem_read(inj, inj->page + EMBER_INJ_DATA + EMBER_INJ_R_STATUS, &status, 8);
 	(void)mem_read(inj, inj->page + EMBER_INJ_DATA + EMBER_INJ_R_RET, &ret, 8);
 	(void)mem_read(inj, inj->page + EMBER_INJ_DATA + EMBER_INJ_R_ERR, &errp, 8);
+	if (inj->copy && status != 1)
+		inj->copy_loaded = 1;
 	if (status != 3) {
 		char msg[512];
 		read_string(inj, errp, msg, sizeof(msg));
+		if (status == 1 && addrs.close_fd >= 0)
+			return ember__error(EMBER_ERR_INVALID,
+					    "process %d: loading the in-memory copy of the library "
+					    "(dlopen of %s, which needs /proc mounted in the process's "
+					    "mount namespace) failed in the process: %s",
+					    (int)pid, load, msg[0] ? msg : "(no reason given)");
+		if (status == 1 && inj->copy)
+			return ember__error(EMBER_ERR_INVALID,
+					    "process %d: the in-memory copy of the library mapped in it "
+					    "is not found by its name %s: %s",
+					    (int)pid, inj->soname, msg[0] ? msg : "(no reason given)");
 		return ember__error(EMBER_ERR_INVALID, "process %d: %s failed in the process: %s",
 				    (int)pid, status == 1 ? "loading the library (dlopen)" : "dlsym",
 				    msg[0] ? msg : "(no reason given)");

@@ -20,7 +20,10 @@
  * The windows where emberprof's death would harm the thread are the
  * mmap system call and, at the end, the munmap (microseconds each): after
  * each the original registers are put back before anything else. The
- * page (32 KiB, anonymous) stays mapped between calls.
+ * page (32 KiB, anonymous) stays mapped between calls. With the
+ * in-memory copy (below), death while the copy is filled (the thread
+ * seized, the memfd open in the process) leaves that one close-on-exec
+ * descriptor in the process, nothing else.
  *
  * Architectures: the registers and the stub are in inject_<arch>.c
  * behind inject_arch.h (x86-64; aarch64 written, not run here).
@@ -34,17 +37,31 @@
 
 typedef struct ember__inject ember__inject;
 
+/* The name of the in-memory copy (memfd_create's): /proc/PID/maps shows
+ * its mappings as "/" EMBER_INJECT_MEMFD " (deleted)". */
+#define EMBER_INJECT_MEMFD_NAME "emberprof"
+#define EMBER_INJECT_MEMFD "memfd:" EMBER_INJECT_MEMFD_NAME
+
 /*
  * Calls fn(arg) (int fn(const char *)) of library `lib` (an absolute path
- * the process can open), dlopen'ed in process pid first (RTLD_NOW; once
- * loaded, dlopen finds it again). *inj carries the page between calls:
+ * in emberprof's mount namespace), dlopen'ed in process pid first
+ * (RTLD_NOW; once loaded, dlopen finds it again). copy 0: the process
+ * opens `lib` itself (the same file from its root). copy 1 (a process in
+ * another mount namespace, where lib is not that file): the library goes
+ * in as an in-memory copy: the borrowed thread creates a memfd named
+ * EMBER_INJECT_MEMFD_NAME (close-on-exec), emberprof fills it through
+ * /proc/PID/fd/N and seals it, the stub dlopens /proc/self/fd/N and
+ * closes N at once (the mappings keep the pages: no descriptor of ours
+ * stays); while it is mapped (this or an earlier attach), later calls
+ * find it by lib's SONAME (RTLD_NOLOAD: never a second copy). copy is
+ * read at the first call. *inj carries the page between calls:
  * NULL at the first (then set; free with ember__inject_free, which leaves
  * the page in the process). Waits up to timeout_ms for the call to end.
  * 0 and *result (fn's return); else EMBER_ERR_INVALID with a one-line
  * reason (the process exited, ptrace refused, no thread to borrow, the
  * loader failed: its dlerror()), the process untouched or restored.
  */
-int ember__inject_call(ember__inject **inj, pid_t pid, const char *lib, const char *fn,
+int ember__inject_call(ember__inject **inj, pid_t pid, const char *lib, int copy, const char *fn,
 		       const char *arg, unsigned timeout_ms, int *result);
 
 /*

@@ -170,6 +170,14 @@ int ember__iarch_stub(uint8_t *page, uint64_t base, const ember__iregs *resume,
 	ldr_lit(&e, 16, D_ADDR);
 	blr(&e, 16);
 	str_at(&e, 0, EMBER_INJ_DATA + EMBER_INJ_R_HANDLE);
+	if (a->close_fd >= 0) { /* close(fd): x0 the only register a call changes */
+		movz(&e, 0, (uint16_t)(a->close_fd & 0xffff));
+		if (a->close_fd > 0xffff) /* movk x0, #hi, lsl 16 */
+			ins(&e, 0xF2A00000u | ((uint32_t)((a->close_fd >> 16) & 0xffff) << 5));
+		movz(&e, 8, 57);      /* SYS_close */
+		ins(&e, 0xD4000001u); /* svc #0 */
+		ins(&e, 0xF9400120u); /* ldr x0, [x9]: the handle again */
+	}
 	size_t open_failed = branch(&e, 0xB4000000u); /* cbz x0 */
 	adr(&e, 1, EMBER_INJ_FN);
 	ldr_lit(&e, 16, D_ADDR + 8);

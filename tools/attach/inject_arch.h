@@ -57,10 +57,14 @@ void ember__iarch_restart(ember__iregs *r, int eintr_too, uint64_t arg0);
 #define EMBER_INJ_R_STATUS 0x220u  /* 1 dlopen failed, 2 dlsym failed, 3 called */
 #define EMBER_INJ_R_DONE 0x228u    /* 1 once the registers are being restored */
 
-/* The addresses the stub calls, in the process. */
+/* The addresses the stub calls, in the process, and what it does
+ * between dlopen and dlsym. */
 typedef struct ember__iaddrs {
 	uint64_t dlopen, dlsym, dlerror;
-	int flags; /* dlopen's */
+	int flags;    /* dlopen's */
+	int close_fd; /* >= 0: a descriptor of the process the stub closes
+			 (system call close) right after dlopen, whatever it
+			 returned: the in-memory copy dlopen read; -1: none */
 } ember__iaddrs;
 
 /*

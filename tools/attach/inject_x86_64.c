@@ -178,6 +178,12 @@ int ember__iarch_stub(uint8_t *page, uint64_t base, const ember__iregs *resume,
 	u32(&e, (uint32_t)a->flags);
 	call_abs(&e, a->dlopen);
 	store_rax(&e, EMBER_INJ_R_HANDLE);
+	if (a->close_fd >= 0) {
+		bytes(&e, "\xbf", 1); /* mov edi, imm32 */
+		u32(&e, (uint32_t)a->close_fd);
+		bytes(&e, "\xb8\x03\x00\x00\x00\x0f\x05", 7); /* mov eax, SYS_close; syscall */
+		riprel(&e, "\x48\x8b\x05", 3, EMBER_INJ_DATA + EMBER_INJ_R_HANDLE, NULL, 0); /* mov rax, [rip+] */
+	}
 	bytes(&e, "\x48\x85\xc0", 3); /* test rax, rax */
 	size_t open_failed = jump(&e, "\x0f\x84", 2);
 	/* fn = dlsym(handle, name) */
