@@ -33,6 +33,7 @@ void ember__config_defaults(ember__config *c)
 	c->signo = SIGPROF;
 	c->log.level = EMBER_LOG_WARN;
 	c->poll_threshold_ms = 10;
+	c->kernel = 1;
 }
 
 void ember__config_release(ember__config *c, int destroy_reporters)
