@@ -332,7 +332,8 @@ static void *agent_main(void *arg)
 		pthread_mutex_lock(&c->mu);
 	}
 	pthread_mutex_unlock(&c->mu);
-	if (c->threads.perf && c->cfg.kernel && !c->threads.perf_exclude_kernel)
+	if (c->threads.perf && c->cfg.kernel && !c->threads.perf_exclude_kernel &&
+	    atomic_load(&c->sig.samples))
 		ember__log(&c->cfg, EMBER_LOG_INFO,
 			   "kernel frames: %llu samples carry them, %llu found no callchain record "
 			   "(taken without)",

@@ -7,7 +7,14 @@
 #    mapping, on the leaf side of read (go tool pprof -raw); the library's
 #    own count of samples with kernel frames covers them, and no sample
 #    found its callchain record missing;
-#  - --no-kernel: no kernel frame at all.
+#  - --no-kernel: no kernel frame at all;
+#  - kallsyms refused (as root: kptr_restrict 2 for the run, restored
+#    after): each such sample carries one [kernel] frame, and the log says
+#    why;
+#  - locked memory used up (as root without CAP_IPC_LOCK, RLIMIT_MEMLOCK 0:
+#    the per-user perf_event_mlock_kb allowance is all there is, and 200
+#    threads' rings of 8 KiB need more than 516 KiB per CPU): the run goes
+#    on without kernel frames for the later threads, and the log says why.
 # Skipped (77) where the perf engine cannot run, where perf events sample
 # user mode only (perf_event_paranoid 2 without CAP_PERFMON), or where
 # /proc/kallsyms hides addresses (kptr_restrict).
@@ -79,4 +86,56 @@ else
 	ok "--no-kernel: no kernel frames"
 fi
 check_no_grep "--no-kernel: no callchains asked" none.err "kernel frames from the perf events"
+
+kptr=$(cat /proc/sys/kernel/kptr_restrict 2>/dev/null || echo 2)
+if [ "$(id -u)" = 0 ] && [ -w /proc/sys/kernel/kptr_restrict ]; then
+	trap 'echo "$kptr" >/proc/sys/kernel/kptr_restrict; rm -rf "$T"' EXIT
+	echo 2 >/proc/sys/kernel/kptr_restrict
+	"$EMBERPROF" run -q -o refused -- python3 readzero.py >refused.out 2>refused.err
+	rc=$?
+	echo "$kptr" >/proc/sys/kernel/kptr_restrict
+	check_exit "read of /dev/zero (kptr_restrict 2)" 0 $rc
+	read -r n named one maxu misplaced <<EOT
+$(python3 "$KF" refused --order)
+EOT
+	if [ "$n" -ge 20 ] && [ "$named" = 0 ] && [ "$maxu" -le 1 ] && [ $((one * 100)) -ge $((n * 80)) ] &&
+		[ "$misplaced" = 0 ]; then
+		ok "kptr_restrict 2: $one of the $n samples in read carry one [kernel] frame, none a name"
+	else
+		fail "kptr_restrict 2: of $n samples in read, $named named, $one with one [kernel] frame, at most $maxu [kernel] frames, $misplaced misplaced"
+	fi
+	check_grep "kptr_restrict 2: the log says why" refused.err \
+		"note: kernel frames are one [kernel] frame each: /proc/kallsyms gives no addresses here (kernel.kptr_restrict 2)"
+else
+	echo "skipped (kallsyms refused): not root"
+fi
+
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+	cat >threads.py <<'PY'
+import threading
+go = threading.Event()
+def rz():
+    buf = bytearray(1 << 16)
+    go.wait()
+    with open("/dev/zero", "rb", buffering=0) as f:
+        for _ in range(300):
+            f.readinto(buf)
+ts = [threading.Thread(target=rz) for _ in range(200)]
+for t in ts:
+    t.start()
+go.set()
+for t in ts:
+    t.join()
+PY
+	(
+		ulimit -l 0 || exit 99
+		exec setpriv --bounding-set -ipc_lock "$EMBERPROF" run -q -o locked -- python3 threads.py
+	) >locked.out 2>locked.err
+	check_exit "200 threads, locked memory used up" 0 $?
+	check_profiles "200 threads, locked memory used up" locked locked.err
+	check_grep "locked memory used up: the log says why" locked.err \
+		"note: no more kernel frames from here on: the perf ring of thread"
+else
+	echo "skipped (locked memory used up): not root, or no setpriv"
+fi
 done_tests
