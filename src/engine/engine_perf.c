@@ -30,6 +30,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "util/fileio.h"
+
 static int sys_perf_event_open(struct perf_event_attr *attr, pid_t tid)
 {
 	return (int)syscall(SYS_perf_event_open, attr, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
@@ -37,14 +39,7 @@ static int sys_perf_event_open(struct perf_event_attr *attr, pid_t tid)
 
 int ember__perf_paranoid(void)
 {
-	FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "re");
-	int v = -100;
-	if (f) {
-		if (fscanf(f, "%d", &v) != 1)
-			v = -100;
-		fclose(f);
-	}
-	return v;
+	return ember__read_int_file("/proc/sys/kernel/perf_event_paranoid", -100);
 }
 
 int ember__perf_open(int32_t tid, int signo, int64_t period_ns, int exclude_kernel,

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "util/error.h"
+#include "util/fileio.h"
 
 typedef struct ksym {
 	uint64_t addr;
@@ -142,13 +143,7 @@ static void load(ember__kallsyms *k)
 	}
 	fclose(f);
 	if (!k->nsyms) {
-		FILE *r = fopen("/proc/sys/kernel/kptr_restrict", "re");
-		int kr = -1;
-		if (r) {
-			if (fscanf(r, "%d", &kr) != 1)
-				kr = -1;
-			fclose(r);
-		}
+		int kr = ember__read_int_file("/proc/sys/kernel/kptr_restrict", -1);
 		snprintf(k->why, sizeof(k->why),
 			 "/proc/kallsyms gives no addresses here (kernel.kptr_restrict %d%s)", kr,
 			 kr == 1 ? ", and no CAP_SYSLOG" : "");
