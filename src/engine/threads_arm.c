@@ -91,14 +91,25 @@ void ember__threads_note_timer_failure(ember__threads *t, int32_t tid, int err)
  * With kernel frames, the event records its kernel callchains into a ring
  * of its own (two pages of locked memory per thread, against
  * perf_event_mlock_kb and RLIMIT_MEMLOCK), published before the
- * descriptor. When the ring cannot be mapped the event is opened again
- * without callchains and kernel frames stay off for every later thread
- * (t->ring_error says why, for the log).
+ * descriptor. When the ring cannot be mapped (or the kernel refuses the
+ * callchain) the event is opened again without callchains and kernel
+ * frames stay off for every later thread (t->ring_error says why, for the
+ * log).
  */
 int ember__threads_arm_perf(ember__threads *t, ember__thread_rec *r, ember__thread_ent *e)
 {
 	int chain = t->kernel_frames && !t->perf_exclude_kernel;
 	int fd = ember__perf_open(r->tid, t->signo, t->period_ns, t->perf_exclude_kernel, chain);
+	if (chain && (fd == -EINVAL || fd == -E2BIG || fd == -EOVERFLOW || fd == -EOPNOTSUPP)) {
+		/* a kernel without sample_max_stack (before 4.8), or a lower
+		 * kernel.perf_event_max_stack: sampled without kernel frames */
+		t->kernel_frames = 0;
+		snprintf(t->ring_error, sizeof(t->ring_error),
+			 "perf events with kernel callchains were refused for thread %d: %s",
+			 (int)r->tid, strerror(-fd));
+		chain = 0;
+		fd = ember__perf_open(r->tid, t->signo, t->period_ns, t->perf_exclude_kernel, 0);
+	}
 	if (fd < 0)
 		return fd;
 	void *ring = NULL;
