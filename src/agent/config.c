@@ -221,6 +221,12 @@ EMBER_API int ember_builder_set_thread_labels(ember_builder *b, int on)
 	return 0;
 }
 
+EMBER_API int ember_builder_set_kernel_frames(ember_builder *b, int on)
+{
+	b->cfg.kernel = on != 0;
+	return 0;
+}
+
 EMBER_API int ember_builder_add_reporter(ember_builder *b, const ember_reporter *r)
 {
 	if (!r || !r->report)
