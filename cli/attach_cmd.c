@@ -35,6 +35,7 @@
 #include "report/local.h"
 #include "tree/tree_engine.h"
 #include "util/error.h"
+#include "util/fileio.h"
 #include "util/parse.h"
 
 #define REFUSED 1 /* the exit status of a refusal: the target untouched */
@@ -226,14 +227,7 @@ static int collect_targets(const attach_args *a, int first, ember__pidlist *targ
 /* perf_event_paranoid, or -99 when unreadable. */
 static int perf_paranoid(void)
 {
-	FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "re");
-	int v = -99;
-	if (f) {
-		if (fscanf(f, "%d", &v) != 1)
-			v = -99;
-		fclose(f);
-	}
-	return v;
+	return ember__read_int_file("/proc/sys/kernel/perf_event_paranoid", -99);
 }
 
 /* The kernel refused the events: one line saying which setting would

@@ -335,6 +335,16 @@ typedef enum ember_engine {
 EMBER_API int ember_builder_set_engine(ember_builder *b, ember_engine engine);
 
 /**
+ * Kernel frames (EMBERPROF_KERNEL): where the perf_events engine samples
+ * the kernel (root, CAP_PERFMON, or perf_event_paranoid <= 1), each
+ * sample also carries the kernel's frames below its user stack, named from
+ * /proc/kallsyms in a [kernel.kallsyms] mapping (one [kernel] frame where
+ * kptr_restrict hides the addresses). Costs two pages of locked memory per
+ * sampled thread. Default on; 0 turns it off.
+ */
+EMBER_API int ember_builder_set_kernel_frames(ember_builder *b, int on);
+
+/**
  * The signal used for sampling. Default SIGPROF. The process-wide timer
  * engine needs SIGPROF; the per-thread timers work with any signal, so an
  * application that owns SIGPROF can give emberprof e.g. SIGRTMIN+4.
@@ -901,6 +911,7 @@ EMBER_API void ember_poll_end_idle(uint64_t idle_ns);
 #define ember_builder_set_thread_labels(b, on) ember_builder_set_thread_labels(EMBER_B_(b), on)
 #define ember_builder_set_sample_rate(b, hz) ember_builder_set_sample_rate(EMBER_B_(b), hz)
 #define ember_builder_set_engine(b, engine) ember_builder_set_engine(EMBER_B_(b), engine)
+#define ember_builder_set_kernel_frames(b, on) ember_builder_set_kernel_frames(EMBER_B_(b), on)
 #define ember_builder_set_signal(b, signo) ember_builder_set_signal(EMBER_B_(b), signo)
 #define ember_builder_set_unwind(b, mode) ember_builder_set_unwind(EMBER_B_(b), mode)
 #define ember_builder_set_max_depth(b, depth) ember_builder_set_max_depth(EMBER_B_(b), depth)

@@ -139,6 +139,7 @@ EMBER_API void ember_agent_shutdown(ember_agent *a)
 		return;
 	ember__core *c = a->core;
 	ember__symbolizer_free(c->sym);
+	ember__kallsyms_free(c->kallsyms);
 	ember__unwind_tables_free(c->utab);
 	ember__heapprof_free(c->heap);
 	ember__agg_release(&c->cur);
@@ -235,7 +236,7 @@ static void *agent_main(void *arg)
 	if (c->sym)
 		ember__symbolizer_refresh(c->sym);
 	int rc = ember__threads_start(&c->threads, &c->sig, c->cfg.signo, c->period_ns,
-				      c->cfg.engine, c->cfg.perf_refuse, (int32_t)gettid());
+				      c->cfg.engine, c->cfg.perf_refuse, c->cfg.kernel, (int32_t)gettid());
 	if (rc == 0)
 		ember__threads_set_tcb(&c->threads, c->starter_tid, c->starter_self);
 	if (rc == 0 && c->cfg.wall_ms) {
@@ -267,6 +268,12 @@ static void *agent_main(void *arg)
 		   (unsigned)ember__threads_count(&c->threads),
 		   ember__threads_hooked(&c->threads) ? "pthread_create hook" : "/proc scan",
 		   c->cfg.interval_ms, wall);
+	if (c->threads.perf && c->cfg.kernel)
+		ember__log(&c->cfg, EMBER_LOG_INFO, "%s",
+			   c->threads.perf_exclude_kernel
+				   ? "no kernel frames: perf events sample user mode only here "
+				     "(perf_event_paranoid >= 2 without CAP_PERFMON)"
+				   : "kernel frames from the perf events' callchains");
 
 	int64_t interval = (int64_t)c->cfg.interval_ms * 1000000;
 	/* A new thread should be covered within a sampling period; with the
@@ -304,6 +311,14 @@ static void *agent_main(void *arg)
 		if (scan)
 			c->last_scan = mono;
 		ember__threads_poll(&c->threads, scan);
+		if (!c->ring_noted && c->cfg.kernel) {
+			char why[256];
+			if (ember__threads_ring_error(&c->threads, why, sizeof(why))) {
+				c->ring_noted = 1;
+				ember__log(&c->cfg, EMBER_LOG_WARN,
+					   "note: no more kernel frames from here on: %s", why);
+			}
+		}
 		if (scan)
 			log_blocked_threads(c, 0);
 		ember__core_drain(c);
@@ -324,6 +339,13 @@ static void *agent_main(void *arg)
 		pthread_mutex_lock(&c->mu);
 	}
 	pthread_mutex_unlock(&c->mu);
+	if (c->threads.perf && c->cfg.kernel && !c->threads.perf_exclude_kernel &&
+	    atomic_load(&c->sig.samples))
+		ember__log(&c->cfg, EMBER_LOG_INFO,
+			   "kernel frames: %llu samples carry them, %llu found no callchain record "
+			   "(taken without)",
+			   (unsigned long long)atomic_load(&c->sig.kernel_samples),
+			   (unsigned long long)atomic_load(&c->sig.kernel_missing));
 	ember__core_final_window(c);
 	if (atomic_load(&c->exit_req))
 		atomic_store(&c->exit_done, 1);

@@ -34,6 +34,7 @@ typedef struct ember__config {
 	int thread_labels;
 	int lines; /* ember_line_info */
 	int no_symbolize; /* EMBERPROF_SYMBOLIZE=0: addresses, mappings and build ids only */
+	int kernel; /* EMBERPROF_KERNEL: perf events that sample the kernel record its frames */
 	uint64_t alloc_mean; /* allocation profiling: mean bytes between samples; 0: off */
 	int alloc_backend;   /* ember_alloc_backend: the memory profile's source */
 	unsigned poll_threshold_ms; /* pollcatch: shortest poll whose samples are labelled */
@@ -70,7 +71,7 @@ int ember__running_exit_flush(ember_running *r, unsigned timeout_ms);
  * from c: valid while c is unchanged. */
 static inline ember__window_cfg ember__config_window(const ember__config *c)
 {
-	return (ember__window_cfg){c->tags, c->ntags, c->thread_labels, c->hz, c->wall_ms};
+	return (ember__window_cfg){c->tags, c->ntags, c->thread_labels, c->hz, c->wall_ms, NULL};
 }
 
 /* Frees everything a config owns (reporters' destroy() included if `destroy_reporters`). */

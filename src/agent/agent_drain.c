@@ -224,7 +224,8 @@ void ember__core_drain(ember__core *c)
 		ember__unwind_tables_note(utab, r->pcs, r->depth);
 		if (c->sym && !need_refresh)
 			for (uint32_t i = 0; i < r->depth; i++)
-				if (!ember__symbolizer_covers(c->sym, r->pcs[i])) {
+				if (!ember__kallsyms_is_kernel(r->pcs[i]) &&
+				    !ember__symbolizer_covers(c->sym, r->pcs[i])) {
 					need_refresh = 1;
 					break;
 				}

@@ -108,6 +108,29 @@ static int deliver_profile(ember__core *c, int rc, ember__profile *p, const char
 }
 
 /*
+ * The names of kernel frames once the perf engine has taken any
+ * (/proc/kallsyms read then, once per agent), else NULL; where kallsyms
+ * gives no addresses the log says so once (the frames are one [kernel]
+ * frame each).
+ */
+static ember__kallsyms *kernel_names(ember__core *c)
+{
+	if (!atomic_load(&c->sig.kernel_samples))
+		return c->kallsyms;
+	if (!c->kallsyms && ember__kallsyms_new(&c->kallsyms) != 0) {
+		c->kallsyms = NULL;
+		return NULL;
+	}
+	if (!c->kallsyms_noted && !ember__kallsyms_named(c->kallsyms)) {
+		c->kallsyms_noted = 1;
+		ember__log(&c->cfg, EMBER_LOG_WARN,
+			   "note: kernel frames are one [kernel] frame each: %s",
+			   ember__kallsyms_why(c->kallsyms));
+	}
+	return c->kallsyms;
+}
+
+/*
  * Symbolizes, encodes and reports one profile of the current window. With
  * `keep`, the profile is handed to the caller (for the JFR recording)
  * instead of freed; *keep is NULL if it could not be built.
@@ -117,6 +140,7 @@ static int report_profile(ember__core *c, const ember__agg *a, int kind, int64_t
 {
 	ember__profile *p = NULL;
 	ember__window_cfg wcfg = ember__config_window(&c->cfg);
+	wcfg.kallsyms = kernel_names(c);
 	int rc = ember__window_profile(a, c->sym, &wcfg, kind, c->win_start, end, &p);
 	return deliver_profile(c, rc, p, kind == EMBER__PROFILE_WALL ? "wall" : "cpu", a->samples,
 			       end, final, keep);

@@ -33,6 +33,7 @@ void ember__config_defaults(ember__config *c)
 	c->signo = SIGPROF;
 	c->log.level = EMBER_LOG_WARN;
 	c->poll_threshold_ms = 10;
+	c->kernel = 1;
 }
 
 void ember__config_release(ember__config *c, int destroy_reporters)
@@ -217,6 +218,12 @@ EMBER_API int ember_builder_set_line_info(ember_builder *b, ember_line_info mode
 EMBER_API int ember_builder_set_thread_labels(ember_builder *b, int on)
 {
 	b->cfg.thread_labels = on != 0;
+	return 0;
+}
+
+EMBER_API int ember_builder_set_kernel_frames(ember_builder *b, int on)
+{
+	b->cfg.kernel = on != 0;
 	return 0;
 }
 

@@ -39,6 +39,7 @@
 #include "sample/handler.h"
 #include "sample/sigvirt.h"
 #include "sample/labels.h"
+#include "symbols/kallsyms.h"
 #include "symbols/symbolizer.h"
 #include "util/error.h"
 #include "util/logfd.h"
@@ -79,6 +80,11 @@ typedef struct ember__core {
 	ember__symbolizer *sym;
 	unsigned sym_failures; /* ember__core_ensure_symbolizer's, for its log */
 	int gzip_noted; /* said that profiles are not compressed (no zlib) */
+	/* kernel frames' names (symbols/kallsyms.h), read at the first window
+	 * with kernel frames; kallsyms_noted: why they are unnamed was said;
+	 * ring_noted: why the perf engine stopped taking them was said */
+	ember__kallsyms *kallsyms;
+	int kallsyms_noted, ring_noted;
 	ember__agg cur, next;
 	ember__agg wcur, wnext; /* wall-clock samples of the same windows */
 	ember__wall_replay wreplay; /* stacks of threads left asleep (wall_replay.h) */

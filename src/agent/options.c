@@ -311,13 +311,13 @@ const ember__option ember__options[] = {
 	 .values = "0|1", .deflt = NULL, .opt = "follow-children", .opt_short = 'f',
 	 .help = "profile the whole process tree (the default): CMD whatever it execs into, and "
 		 "every process it starts, forked or exec'd"},
-	/* read by the tree engine's driver (cli/run_tree.c) */
-	{.name = "EMBERPROF_KERNEL", .reader = EMBER__OPT_ELSEWHERE, .kind = EMBER__OPT_BOOL,
-	 .expect = BOOL_EXPECT, .values = "0|1", .deflt = "1", .opt = "kernel",
-	 .where = "cli/run_tree.c, the tree engine's kernel frames",
-	 .help = "the kernel's frames (the tree engine, where perf events sample the kernel: "
-		 "named from /proc/kallsyms, or one [kernel] frame where kptr_restrict hides "
-		 "them)"},
+	/* read by the library's perf engine and the tree engine's driver
+	 * (cli/run_tree.c) */
+	{.name = "EMBERPROF_KERNEL", .kind = EMBER__OPT_BOOL, .expect = BOOL_EXPECT,
+	 .store = EMBER__STORE_INT, IN_CFG(kernel), .values = "0|1", .deflt = "1", .opt = "kernel",
+	 .help = "the kernel's frames (the tree engine and the library's perf engine, where perf "
+		 "events sample the kernel: named from /proc/kallsyms, or one [kernel] frame where "
+		 "kptr_restrict hides them)"},
 
 	/* ---- the backend's (src/asprof/asprof_config.c), before the output ---- */
 	{.name = "EMBERPROF_BACKEND", .reader = EMBER__OPT_ASPROF, .values = "builtin|asprof",

@@ -6,10 +6,16 @@
  * Each overflow queues an irq_work that sends the F_SETSIG signal to the
  * descriptor's owner; with F_OWNER_TID that is the sampled thread itself,
  * which gets it on its way back to user mode, so the signal's ucontext is
- * the thread's own interrupted state. No ring buffer is mapped: the kernel
- * sends the signal on every overflow whether or not samples are recorded
- * (wakeup_events = 1 keeps that true on kernels that tie it to wakeups),
- * and the handler reads the count with read(2).
+ * the thread's own interrupted state. The kernel sends the signal on
+ * every overflow whether or not samples are recorded (wakeup_events = 1
+ * keeps that true on kernels that tie it to wakeups), and the handler
+ * reads the count with read(2).
+ *
+ * Kernel frames (kernel_chain): each overflow also writes a sample record
+ * holding the kernel's callchain only (exclude_callchain_user; the user
+ * stack is the handler's to unwind) into a ring of one data page mapped
+ * per thread (ember__perf_map_ring), which the handler reads
+ * (sample/kring.h).
  */
 #include "engine/engine_perf.h"
 
@@ -20,8 +26,11 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+#include "util/fileio.h"
 
 static int sys_perf_event_open(struct perf_event_attr *attr, pid_t tid)
 {
@@ -30,17 +39,11 @@ static int sys_perf_event_open(struct perf_event_attr *attr, pid_t tid)
 
 int ember__perf_paranoid(void)
 {
-	FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "re");
-	int v = -100;
-	if (f) {
-		if (fscanf(f, "%d", &v) != 1)
-			v = -100;
-		fclose(f);
-	}
-	return v;
+	return ember__read_int_file("/proc/sys/kernel/perf_event_paranoid", -100);
 }
 
-int ember__perf_open(int32_t tid, int signo, int64_t period_ns, int exclude_kernel)
+int ember__perf_open(int32_t tid, int signo, int64_t period_ns, int exclude_kernel,
+		     int kernel_chain)
 {
 	struct perf_event_attr attr;
 	memset(&attr, 0, sizeof(attr));
@@ -52,6 +55,11 @@ int ember__perf_open(int32_t tid, int signo, int64_t period_ns, int exclude_kern
 	attr.exclude_kernel = exclude_kernel ? 1 : 0;
 	attr.exclude_hv = 1;
 	attr.wakeup_events = 1;
+	if (kernel_chain && !exclude_kernel) {
+		attr.sample_type = PERF_SAMPLE_CALLCHAIN;
+		attr.exclude_callchain_user = 1;
+		attr.sample_max_stack = EMBER_KRING_MAX_FRAMES;
+	}
 	int fd = sys_perf_event_open(&attr, (pid_t)tid);
 	if (fd < 0)
 		return -errno;
@@ -107,10 +115,10 @@ int ember__perf_probe(int signo, int64_t period_ns, int refuse, int *exclude_ker
 		return -EACCES;
 	}
 	int32_t self = (int32_t)gettid();
-	int fd = ember__perf_open(self, signo, period_ns, 0);
+	int fd = ember__perf_open(self, signo, period_ns, 0, 0);
 	if (fd == -EACCES || fd == -EPERM) {
 		*exclude_kernel = 1;
-		fd = ember__perf_open(self, signo, period_ns, 1);
+		fd = ember__perf_open(self, signo, period_ns, 1, 0);
 	}
 	if (fd < 0) {
 		int par = ember__perf_paranoid();
@@ -128,4 +136,25 @@ int ember__perf_probe(int signo, int64_t period_ns, int refuse, int *exclude_ker
 	}
 	close(fd);
 	return 0;
+}
+
+size_t ember__perf_ring_len(void)
+{
+	return 2 * (size_t)sysconf(_SC_PAGESIZE);
+}
+
+void *ember__perf_map_ring(int fd, int *err)
+{
+	void *m = mmap(NULL, ember__perf_ring_len(), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (m == MAP_FAILED) {
+		*err = errno;
+		return NULL;
+	}
+	return m;
+}
+
+void ember__perf_unmap_ring(void *ring)
+{
+	if (ring)
+		munmap(ring, ember__perf_ring_len());
 }

@@ -19,6 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sample/kring.h"
+
 /*
  * Whether the kernel lets this process sample its own threads with a
  * task-clock event: opens one on the calling thread (with the signal set up
@@ -33,12 +35,26 @@ int ember__perf_probe(int signo, int64_t period_ns, int refuse, int *exclude_ker
 
 /*
  * Opens a task-clock event on thread `tid` that overflows every
- * `period_ns` of its CPU time and then signals `signo` to that thread. The
+ * `period_ns` of its CPU time and then signals `signo` to that thread.
+ * `kernel_chain` (ignored with exclude_kernel): each overflow also records
+ * the kernel's callchain (at most EMBER_KRING_MAX_FRAMES frames) for a
+ * ring mapped with ember__perf_map_ring. The
  * descriptor is close-on-exec, at 256 or above when the limit allows (see
  * open_tasks in threads.c), and disabled: ember__perf_enable() starts it.
  * Returns the descriptor (the caller's, to close) or a negative errno.
  */
-int ember__perf_open(int32_t tid, int signo, int64_t period_ns, int exclude_kernel);
+int ember__perf_open(int32_t tid, int signo, int64_t period_ns, int exclude_kernel,
+		     int kernel_chain);
+
+/*
+ * Maps the ring of an event opened with kernel_chain: the metadata page
+ * and one data page (ember__perf_ring_len bytes), which count against
+ * perf_event_mlock_kb (per user) and RLIMIT_MEMLOCK. The mapping (the
+ * caller's, for ember__perf_unmap_ring) or NULL with *err an errno.
+ */
+size_t ember__perf_ring_len(void);
+void *ember__perf_map_ring(int fd, int *err);
+void ember__perf_unmap_ring(void *ring);
 
 /* Resets the count to 0 and starts counting; 0 or a negative errno. */
 int ember__perf_enable(int fd);

@@ -105,6 +105,7 @@ static int grow_table(ember__threads *t)
 		if (oe && ne) {
 			ember__threadtab_set_bounds(ne, atomic_load(&oe->lo), atomic_load(&oe->hi));
 			atomic_store(&ne->perf_last, atomic_load(&oe->perf_last));
+			atomic_store(&ne->perf_ring, atomic_load(&oe->perf_ring));
 			atomic_store(&ne->perf_fd1, atomic_load(&oe->perf_fd1));
 			atomic_store(&ne->wall_cpu_ns, atomic_load(&oe->wall_cpu_ns));
 			atomic_store(&ne->wall_seq, atomic_load(&oe->wall_seq));
@@ -442,9 +443,11 @@ EMBER_HOT_TEXT static void atfork_child(void)
 		pthread_mutex_unlock(&t->mu);
 		/* The child's copies of the perf descriptors: closing them only
 		 * drops references; the parent's events are untouched. */
-		for (size_t i = 0; i < t->nrecs; i++)
+		for (size_t i = 0; i < t->nrecs; i++) {
+			t->recs[i].perf_ring = NULL; /* not mapped here: VM_DONTCOPY */
 			if (t->recs[i].perf_fd1)
 				ember__threads_close_perf(t, &t->recs[i]);
+		}
 	}
 	ember__sigpath_forget();
 	ember__sigpath_forget_tid();
@@ -461,6 +464,16 @@ EMBER_HOT_TEXT void ember__threads_atfork_init(void)
 	pthread_once(&atfork_once, install_atfork);
 }
 
+int ember__threads_ring_error(ember__threads *t, char *why, size_t n)
+{
+	pthread_mutex_lock(&t->mu);
+	int any = t->ring_error[0] != 0;
+	if (any)
+		snprintf(why, n, "%s", t->ring_error);
+	pthread_mutex_unlock(&t->mu);
+	return any;
+}
+
 size_t ember__threads_count(ember__threads *t)
 {
 	pthread_mutex_lock(&t->mu);
@@ -470,7 +483,7 @@ size_t ember__threads_count(ember__threads *t)
 }
 
 int ember__threads_start(ember__threads *t, ember__sigstate *sig, int signo, int64_t period_ns,
-			 int engine, int perf_refuse, int32_t agent_tid)
+			 int engine, int perf_refuse, int kernel, int32_t agent_tid)
 {
 	memset(t, 0, sizeof(*t));
 	pthread_mutex_init(&t->mu, NULL);
@@ -491,6 +504,7 @@ int ember__threads_start(ember__threads *t, ember__sigstate *sig, int signo, int
 	int erc = ember__threads_choose_engine(t, engine, perf_refuse);
 	if (erc)
 		return erc;
+	t->kernel_frames = kernel && t->perf && !t->perf_exclude_kernel;
 	if (t->process_timer && signo != SIGPROF)
 		return ember__error(EMBER_ERR_INVALID,
 				    "the process-wide timer engine can only use SIGPROF, not signal %d",

@@ -37,6 +37,7 @@ typedef struct ember__thread_rec {
 	int has_timer;
 	timer_t timer;
 	int perf_fd1;      /* perf event descriptor + 1; 0: none */
+	void *perf_ring;   /* its mapped ring (kernel frames), NULL: none */
 	uint64_t perf_id;  /* its PERF_EVENT_IOC_ID, to tell it from a reused number */
 	int armed;         /* counted in threads_seen, engine armed (or tried) */
 	int parked;        /* engine left unarmed while an exec is under way */
@@ -86,6 +87,10 @@ typedef struct ember__threads {
 	int process_timer; /* setitimer mode */
 	int perf;          /* perf_events mode */
 	int perf_exclude_kernel;
+	/* kernel frames (EMBERPROF_KERNEL): asked for, and still on (a ring
+	 * that could not be mapped turns them off: ring_error says why) */
+	int kernel_frames;
+	char ring_error[200];
 	char engine_note[320]; /* why auto did not pick perf_events, for the log */
 	int32_t agent_tid;
 	int32_t excluded_tid; /* the wall-clock timer thread: never sampled */
@@ -150,7 +155,9 @@ int ember__threads_gone_name(ember__threads *t, int32_t tid, char *buf, size_t l
  * events where the kernel permits them (with `perf_refuse`, the test knob,
  * as if it did not), else per-thread timers, else the process timer, and
  * leaves the reason for not using perf events in t->engine_note; PERF
- * fails with EMBER_ERR_UNSUPPORTED where the kernel refuses. On success the
+ * fails with EMBER_ERR_UNSUPPORTED where the kernel refuses. `kernel`: perf
+ * events that sample the kernel also record its frames (t->kernel_frames).
+ * On success the
  * registry is reachable by the pthread_create hook. 0 or ember_err.
  */
 /*
@@ -162,10 +169,14 @@ int ember__threads_gone_name(ember__threads *t, int32_t tid, char *buf, size_t l
 void ember__threads_atfork_init(void);
 
 int ember__threads_start(ember__threads *t, ember__sigstate *sig, int signo, int64_t period_ns,
-			 int engine, int perf_refuse, int32_t agent_tid);
+			 int engine, int perf_refuse, int kernel, int32_t agent_tid);
 
 /* The engine in use: "perf_events", "per-thread CPU timers" or "setitimer(ITIMER_PROF)". */
 const char *ember__threads_engine_name(const ember__threads *t);
+
+/* Why kernel frames stopped (a perf ring could not be mapped): 1 and the
+ * reason in why (n bytes), else 0. Takes `mu`. */
+int ember__threads_ring_error(ember__threads *t, char *why, size_t n);
 
 /* The number of threads known now. Takes `mu`: application threads add
  * and remove themselves (on_start, on_exit) while the agent runs. */

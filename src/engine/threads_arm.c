@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "engine/engine_perf.h"
+#include "engine/sigsetup.h"
 #include "emberprof.h"
 
 static uint64_t next_random(ember__threads *t)
@@ -86,20 +87,62 @@ void ember__threads_note_timer_failure(ember__threads *t, int32_t tid, int err)
  * half period in advance. Totals then match in expectation, as with the
  * timers' random first expiry; without it, 16 threads of 0.3 s at 100 Hz
  * lose 3% of their CPU time.
+ *
+ * With kernel frames, the event records its kernel callchains into a ring
+ * of its own (two pages of locked memory per thread, against
+ * perf_event_mlock_kb and RLIMIT_MEMLOCK), published before the
+ * descriptor. When the ring cannot be mapped (or the kernel refuses the
+ * callchain) the event is opened again without callchains and kernel
+ * frames stay off for every later thread (t->ring_error says why, for the
+ * log).
  */
 int ember__threads_arm_perf(ember__threads *t, ember__thread_rec *r, ember__thread_ent *e)
 {
-	int fd = ember__perf_open(r->tid, t->signo, t->period_ns, t->perf_exclude_kernel);
+	int chain = t->kernel_frames && !t->perf_exclude_kernel;
+	int fd = ember__perf_open(r->tid, t->signo, t->period_ns, t->perf_exclude_kernel, chain);
+	if (chain && (fd == -EINVAL || fd == -E2BIG || fd == -EOVERFLOW || fd == -EOPNOTSUPP)) {
+		/* a kernel without sample_max_stack (before 4.8), or a lower
+		 * kernel.perf_event_max_stack: sampled without kernel frames */
+		t->kernel_frames = 0;
+		snprintf(t->ring_error, sizeof(t->ring_error),
+			 "perf events with kernel callchains were refused for thread %d: %s",
+			 (int)r->tid, strerror(-fd));
+		chain = 0;
+		fd = ember__perf_open(r->tid, t->signo, t->period_ns, t->perf_exclude_kernel, 0);
+	}
 	if (fd < 0)
 		return fd;
+	void *ring = NULL;
+	if (chain) {
+		int err = 0;
+		ring = ember__perf_map_ring(fd, &err);
+		if (!ring) {
+			t->kernel_frames = 0;
+			snprintf(t->ring_error, sizeof(t->ring_error),
+				 "the perf ring of thread %d (%zu KiB) could not be mapped: %s%s",
+				 (int)r->tid, ember__perf_ring_len() / 1024, strerror(err),
+				 err == EPERM || err == ENOMEM
+					 ? " (kernel.perf_event_mlock_kb or RLIMIT_MEMLOCK is used up)"
+					 : "");
+			close(fd);
+			fd = ember__perf_open(r->tid, t->signo, t->period_ns, t->perf_exclude_kernel, 0);
+			if (fd < 0)
+				return fd;
+		}
+	}
 	atomic_store_explicit(&e->perf_last, (uint64_t)(-(t->period_ns / 2)), memory_order_relaxed);
+	atomic_store_explicit(&e->perf_ring, (uintptr_t)ring, memory_order_relaxed);
+	r->perf_ring = ring;
 	atomic_store_explicit(&e->perf_fd1, fd + 1, memory_order_release);
 	r->perf_fd1 = fd + 1;
 	r->perf_id = ember__perf_id(fd);
 	int rc = ember__perf_enable(fd);
 	if (rc) {
 		atomic_store_explicit(&e->perf_fd1, 0, memory_order_release);
+		atomic_store_explicit(&e->perf_ring, 0, memory_order_relaxed);
 		r->perf_fd1 = 0;
+		ember__perf_unmap_ring(r->perf_ring);
+		r->perf_ring = NULL;
 		close(fd); /* never enabled: no signal can name it */
 		return rc;
 	}
@@ -128,12 +171,15 @@ void ember__threads_arm_thread(ember__threads *t, ember__thread_rec *r, ember__t
 }
 
 /* Closes r's perf descriptor unless the program closed it and took its
- * number (util/ownfd.h's rule for every descriptor we keep). */
+ * number (util/ownfd.h's rule for every descriptor we keep), and unmaps
+ * its ring: the caller made sure no handler reads it any more. */
 void ember__threads_close_perf(ember__threads *t, ember__thread_rec *r)
 {
 	if (ember__perf_is_ours(r->perf_fd1 - 1, t->signo, r->perf_id))
 		close(r->perf_fd1 - 1);
 	r->perf_fd1 = 0;
+	ember__perf_unmap_ring(r->perf_ring);
+	r->perf_ring = NULL;
 }
 
 /*
@@ -157,6 +203,13 @@ void ember__threads_check_perf(ember__threads *t, int full)
 		if (e)
 			atomic_store_explicit(&e->perf_fd1, 0, memory_order_seq_cst);
 		r->perf_fd1 = 0;
+		if (r->perf_ring) {
+			/* the mapping keeps the old event alive: unmapped once no
+			 * handler that saw the descriptor can still read it */
+			ember__sigpath_quiesce();
+			ember__perf_unmap_ring(r->perf_ring);
+			r->perf_ring = NULL;
+		}
 		atomic_fetch_add_explicit(&t->fd_reopens, 1, memory_order_relaxed);
 		if (e && ember__threads_arm_perf(t, r, e) != 0)
 			atomic_fetch_add_explicit(&t->timer_failures, 1, memory_order_relaxed);

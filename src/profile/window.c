@@ -22,6 +22,12 @@
  * frames below it (leaf side), which were unwound before the bad step.
  * The leaf, the interrupted PC, was code when the sample was taken and is
  * always kept (its library may have been unloaded since).
+ *
+ * Kernel frames (kernel addresses on the leaf side of a stack, from the
+ * perf engine's callchains) are named from /proc/kallsyms (the window
+ * configuration's reader) in one mapping, [kernel.kallsyms], as perf and
+ * the tree engine name them; without names, a stack's kernel frames are
+ * one [kernel] frame.
  */
 #include "profile/window.h"
 
@@ -34,6 +40,7 @@
 
 #include "emberprof.h"
 #include "sample/labels.h"
+#include "symbols/kallsyms.h"
 #include "symbols/procmaps.h"
 #include "util/error.h"
 #include "util/hashmap.h"
@@ -46,6 +53,8 @@ typedef struct builder {
 	ember__u64map funcs; /* string hash (+probe) -> function index */
 	ember__procmaps maps_now; /* /proc/self/maps, read once if a frame has no module */
 	int maps_state;           /* 0: not read, 1: read, -1: unreadable */
+	ember__kallsyms *ks;      /* kernel frames' names, NULL: none */
+	uint32_t kmap, kbare;     /* the kernel's mapping; the bare [kernel] location */
 } builder;
 
 static void builder_free(builder *b)
@@ -212,6 +221,41 @@ static uint32_t location_for(builder *b, uint64_t addr, int leaf)
 	return idx;
 }
 
+/* The location of kernel address addr (`leaf`: the interrupted IP, else a
+ * return address); 0 when out of memory. */
+static uint32_t kernel_location_for(builder *b, uint64_t addr, int leaf)
+{
+	int named = b->ks && ember__kallsyms_named(b->ks);
+	if (!b->kmap) {
+		uint64_t lo = 0, hi = 0;
+		const char *bid = b->ks ? ember__kallsyms_range(b->ks, &lo, &hi) : "";
+		ember__mapping m = {lo, hi, 0, ember__profile_strdup(b->p, EMBER_KALLSYMS_MAPPING),
+				    ember__profile_strdup(b->p, bid), named, 0, 0};
+		if (!m.file || !m.build_id || !(b->kmap = ember__profile_add_mapping(b->p, &m)))
+			return 0;
+	}
+	const char *name = named ? ember__kallsyms_lookup(b->ks, leaf ? addr : addr - 1) : NULL;
+	if (!name && b->kbare)
+		return b->kbare;
+	int inserted = 0;
+	uint64_t *v = name ? ember__u64map_put(&b->locs, addr, &inserted) : NULL;
+	if (name && !v)
+		return 0;
+	if (name && !inserted)
+		return (uint32_t)*v;
+	ember__symbol_frame f = {.function = name ? name : "[kernel]"};
+	ember__location loc = {.address = name ? addr : 0, .mapping = b->kmap, .nlines = 1};
+	loc.lines = ember__arena_alloc(&b->p->arena, sizeof(*loc.lines));
+	if (!loc.lines || !(loc.lines[0].function = function_for(b, &f)))
+		return 0;
+	loc.lines[0].line = 0;
+	uint32_t idx = ember__profile_add_location(b->p, &loc);
+	if (!name)
+		return b->kbare = idx;
+	*ember__u64map_get(&b->locs, addr) = idx;
+	return idx;
+}
+
 /* Unpacks dynamic labels (sample/labels.h format); the innermost value of
  * a key wins. Returns how many distinct keys were written to out. */
 static uint32_t dynamic_labels(builder *b, const ember__agg_stack *s, ember__label *out)
@@ -306,7 +350,8 @@ typedef struct frame_addrs {
 static void frames_add(frame_addrs *f, const uint64_t *pcs, uint32_t depth)
 {
 	for (uint32_t d = 0; d < depth && f->n < f->cap; d++)
-		f->v[f->n++] = frame_addr(pcs, d);
+		if (!ember__kallsyms_is_kernel(pcs[d]))
+			f->v[f->n++] = frame_addr(pcs, d);
 }
 
 static void frames_prefetch(ember__symbolizer *sym, frame_addrs *f)
@@ -334,7 +379,7 @@ int ember__window_profile(const ember__agg *a, ember__symbolizer *sym, const emb
 			  int kind, int64_t start_ns, int64_t end_ns, ember__profile **out)
 {
 	*out = NULL;
-	builder b = {.sym = sym};
+	builder b = {.sym = sym, .ks = cfg->kallsyms};
 	b.p = ember__profile_new();
 	if (!b.p)
 		return ember__error_oom("profile");
@@ -372,17 +417,25 @@ int ember__window_profile(const ember__agg *a, ember__symbolizer *sym, const emb
 			break;
 		}
 		smp.nlocs = s->depth;
+		uint32_t o = 0; /* locations made */
 		for (uint32_t d = 0; d < s->depth; d++) {
-			smp.locs[d] = location_for(&b, frame_addr(s->pcs, d), d == 0);
-			if (smp.locs[d] == NO_LOCATION) {
-				smp.nlocs = d; /* cut at the first frame that is not code */
+			if (ember__kallsyms_is_kernel(s->pcs[d])) {
+				uint32_t k = kernel_location_for(&b, frame_addr(s->pcs, d), d == 0);
+				if (o && k == b.kbare && smp.locs[o - 1] == k)
+					continue; /* unnamed: one [kernel] frame */
+				smp.locs[o++] = k;
+			} else
+				smp.locs[o++] = location_for(&b, frame_addr(s->pcs, d), d == 0);
+			if (smp.locs[o - 1] == NO_LOCATION) {
+				o--; /* cut at the first frame that is not code */
 				break;
 			}
-			if (!smp.locs[d]) {
+			if (!smp.locs[o - 1]) {
 				rc = EMBER_ERR_NOMEM;
 				break;
 			}
 		}
+		smp.nlocs = o;
 		smp.values[0] = (int64_t)s->count;
 		smp.values[1] = (int64_t)s->weight; /* nanoseconds */
 		if (rc == 0)

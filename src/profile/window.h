@@ -28,6 +28,10 @@ typedef struct ember__window_cfg {
 	int thread_labels;      /* thread_id and thread_name labels */
 	unsigned hz;            /* CPU sampling rate: a CPU sample's period */
 	unsigned wall_ms;       /* wall-clock interval: a wall sample's period */
+	/* names of kernel frames (the perf engine's, leaf side of a stack:
+	 * kernel addresses, symbols/kallsyms.h); NULL: each stack's kernel
+	 * frames are one [kernel] frame */
+	struct ember__kallsyms *kallsyms;
 } ember__window_cfg;
 
 /* Which profile a window's aggregate becomes. */

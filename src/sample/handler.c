@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "emberprof.h"
+#include "sample/kring.h"
 #include "sample/labels.h"
 #include "sample/polltls.h"
 #include "sample/sigvirt.h"
@@ -109,8 +110,10 @@ static void note_wall_state(ember__sigstate *st, int32_t tid, uint32_t seq, uint
 }
 
 /* Claims a slot, unwinds into it and publishes it. `kind` holds the
- * EMBER_SAMPLE_* bits; `weight` is in nanoseconds. */
-static void take_sample(ember__sigstate *st, uint64_t weight, unsigned kind, void *uc)
+ * EMBER_SAMPLE_* bits; `weight` is in nanoseconds; kips[0..nk): kernel
+ * frames (perf events), put below the user stack. */
+static void take_sample(ember__sigstate *st, uint64_t weight, unsigned kind, void *uc,
+			const uint64_t *kips, int nk)
 {
 	int32_t tid = current_tid();
 	if (kind & EMBER_SAMPLE_WALL) {
@@ -149,7 +152,12 @@ static void take_sample(ember__sigstate *st, uint64_t weight, unsigned kind, voi
 		st->unwind_mode == EMBER_UNWIND_MODE_FP
 			? NULL
 			: atomic_load_explicit(&st->unwind_snap, memory_order_seq_cst);
-	int n = ember__unwind(st->unwind_mode, snap, &regs, &bounds, r->pcs, st->max_depth, &flags);
+	if (nk >= st->max_depth)
+		nk = st->max_depth - 1;
+	for (int i = 0; i < nk; i++)
+		r->pcs[i] = kips[i];
+	int n = nk + ember__unwind(st->unwind_mode, snap, &regs, &bounds, r->pcs + nk,
+				   st->max_depth - nk, &flags);
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	int labels_cut = 0;
@@ -177,6 +185,8 @@ static void take_sample(ember__sigstate *st, uint64_t weight, unsigned kind, voi
 				  memory_order_relaxed);
 	if (self && !(kind & EMBER_SAMPLE_WALL))
 		atomic_fetch_add_explicit(&self->cpu_weight_ns, weight, memory_order_relaxed);
+	if (nk > 0)
+		atomic_fetch_add_explicit(&st->kernel_samples, 1, memory_order_relaxed);
 	if (flags & EMBER_UNWIND_PENDING)
 		atomic_fetch_add_explicit(&st->unwind_pending, 1, memory_order_relaxed);
 	if (flags & EMBER_UNWIND_NO_BOUNDS)
@@ -198,6 +208,9 @@ static void take_sample(ember__sigstate *st, uint64_t weight, unsigned kind, voi
  * handler takes, so the handler's own CPU time is not charged to the
  * application's next sample; what precedes the read (signal delivery, this
  * function's first lines) still is, a few hundred nanoseconds.
+ *
+ * With kernel frames on, the thread's ring holds the overflow's kernel
+ * callchain (sample/kring.h), read before the stack is unwound.
  */
 static void perf_sample(ember__sigstate *st, int fd, void *uc)
 {
@@ -213,9 +226,16 @@ static void perf_sample(ember__sigstate *st, int fd, void *uc)
 		return;
 	}
 	int64_t t0 = mono_ns();
+	uint64_t kips[EMBER_KRING_MAX_FRAMES];
+	int nk = 0;
+	uintptr_t ring = atomic_load_explicit(&e->perf_ring, memory_order_acquire);
+	if (ring && (nk = ember__kring_take((void *)ring, kips, EMBER_KRING_MAX_FRAMES)) < 0) {
+		atomic_fetch_add_explicit(&st->kernel_missing, 1, memory_order_relaxed);
+		nk = 0;
+	}
 	/* Signed: the agent starts `last` half a period below zero (threads.c). */
 	int64_t d = (int64_t)(count - atomic_load_explicit(&e->perf_last, memory_order_relaxed));
-	take_sample(st, d > 0 ? (uint64_t)d : 0, 0, uc);
+	take_sample(st, d > 0 ? (uint64_t)d : 0, 0, uc, kips, nk);
 	int64_t spent = mono_ns() - t0;
 	atomic_store_explicit(&e->perf_last, count + (uint64_t)(spent > 0 ? spent : 0),
 			      memory_order_relaxed);
@@ -260,13 +280,13 @@ void ember__sigpath_handler(int sig, siginfo_t *si, void *uc)
 		if ((uintptr_t)si->si_value.sival_ptr == EMBER_TIMER_VALUE) {
 			int ov = si->si_overrun;
 			uint64_t periods = 1u + (uint64_t)(ov < 0 ? 0 : ov > 100000 ? 100000 : ov);
-			take_sample(st, periods * sample_period(st), 0, uc);
+			take_sample(st, periods * sample_period(st), 0, uc, NULL, 0);
 		} else {
 			foreign = 1;
 		}
 	} else if (si->si_code == SI_KERNEL &&
 		   atomic_load_explicit(&st->accept_itimer, memory_order_relaxed)) {
-		take_sample(st, sample_period(st), 0, uc); /* setitimer(ITIMER_PROF) */
+		take_sample(st, sample_period(st), 0, uc, NULL, 0); /* setitimer(ITIMER_PROF) */
 	} else if (si->si_code >= POLL_IN && si->si_code <= POLL_HUP &&
 		   atomic_load_explicit(&st->accept_perf, memory_order_relaxed)) {
 		perf_sample(st, si->si_fd, uc); /* F_SETSIG from a perf event */
@@ -277,7 +297,8 @@ void ember__sigpath_handler(int sig, siginfo_t *si, void *uc)
 		else if (v == EMBER_REDELIVER_VALUE)
 			redeliver = 1;
 		else if ((v >> EMBER_WALL_SHIFT) == EMBER_WALL_TAG)
-			take_sample(st, v & ((1ull << EMBER_WALL_SHIFT) - 1), EMBER_SAMPLE_WALL, uc);
+			take_sample(st, v & ((1ull << EMBER_WALL_SHIFT) - 1), EMBER_SAMPLE_WALL, uc,
+				    NULL, 0);
 		else
 			foreign = 1;
 	} else {

@@ -80,6 +80,8 @@ typedef struct ember__sigstate {
 	_Atomic uint64_t labels_truncated;
 	_Atomic uint64_t wall_samples;
 	_Atomic uint64_t perf_stale; /* perf signals for a descriptor no longer ours */
+	_Atomic uint64_t kernel_samples; /* perf samples with kernel frames (sample/kring.h) */
+	_Atomic uint64_t kernel_missing; /* ... whose ring held no record: none taken */
 	_Atomic uint32_t wall_seq;   /* numbers sleeping wall samples (engine_wall.h) */
 	_Atomic uint64_t unwind_pending; /* samples with EMBER_UNWIND_PENDING (lazy tables) */
 } ember__sigstate;

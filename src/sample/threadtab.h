@@ -35,6 +35,10 @@ typedef struct ember__thread_ent {
 	 * handlers running on this thread (reset to 0 with a new descriptor). */
 	_Atomic int32_t perf_fd1;
 	_Atomic uint64_t perf_last;
+	/* The event's mapped ring (kernel frames, sample/kring.h), 0: none.
+	 * Written by the agent before perf_fd1, cleared with it; unmapped
+	 * only when no handler can read it (engine/threads_arm.c). */
+	_Atomic uintptr_t perf_ring;
 	/* wall-clock engine (engine_wall.h): the sequence number of the
 	 * thread's last wall sample if it was asleep (0: running, unknown or
 	 * not recorded), and the thread's CPU time when that sample ended.

@@ -183,3 +183,15 @@ int ember__local_open_dir(const char *dir)
 	free(path);
 	return rc;
 }
+
+int ember__read_int_file(const char *path, int dflt)
+{
+	FILE *f = fopen(path, "re");
+	int v = dflt;
+	if (f) {
+		if (fscanf(f, "%d", &v) != 1)
+			v = dflt;
+		fclose(f);
+	}
+	return v;
+}

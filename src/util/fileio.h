@@ -28,6 +28,10 @@ int ember__read_file(const char *path, size_t max, uint8_t **out, size_t *len);
  */
 long ember__read_task_file(int32_t tid, const char *name, char *buf, size_t len);
 
+/* The integer a one-number file starts with (a /proc/sys setting such as
+ * kernel/perf_event_paranoid), or `dflt` when it cannot be read. */
+int ember__read_int_file(const char *path, int dflt);
+
 /*
  * Creates `dir` and its missing parents (mode 0700) and opens it with
  * O_DIRECTORY|O_NOFOLLOW|O_CLOEXEC. Refuses a `dir` whose last component

@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""kernel_frames.py DIR - the kernel frames of the samples in `read`.
+"""kernel_frames.py DIR [--order] - the kernel frames of the samples in `read`.
 
 Reads every pprof file of DIR with `go tool pprof -raw` and, for the
 samples whose stack holds libc's read (by sample count), prints
 "IN_READ WITH_NAMED WITH_ONE_UNNAMED MAX_UNNAMED": how many samples are in
 read, how many carry at least one named frame in the [kernel.kallsyms]
 mapping, how many carry exactly one frame and it is `[kernel]`, and the
-most `[kernel]` frames one sample carries.
+most `[kernel]` frames one sample carries. With --order, a fifth number:
+how many of the samples in read have a kernel frame on the caller side of
+read (kernel frames belong below it, leaf first).
 """
 import os
 import re
@@ -15,8 +17,9 @@ import subprocess
 import sys
 
 READ = {"read", "__libc_read", "__GI___libc_read", "__read", "__read_nocancel"}
-in_read = named = one_unnamed = max_unnamed = 0
+in_read = named = one_unnamed = max_unnamed = misplaced = 0
 d = sys.argv[1]
+order = "--order" in sys.argv[2:]
 for f in sorted(os.listdir(d)):
     if not f.endswith(".pb.gz"):
         continue
@@ -56,4 +59,8 @@ for f in sorted(os.listdir(d)):
         if kern == ["[kernel]"]:
             one_unnamed += n
         max_unnamed = max(max_unnamed, unnamed)
-print(in_read, named, one_unnamed, max_unnamed)
+        # leaf first: the last kernel frame before the first frame in read
+        first_read = min(k for k, i in enumerate(ids) if READ.intersection(locs.get(i, ("", []))[1]))
+        if any(locs.get(i, ("", []))[0] in kmaps for i in ids[first_read:]):
+            misplaced += n
+print(in_read, named, one_unnamed, max_unnamed, *([misplaced] if order else []))

@@ -4,13 +4,18 @@
  * deduplicated (per thread when thread labels are on), values are the
  * sample count and the summed weights in nanoseconds, callers are looked up at the return
  * address minus one, functions are resolved through the symbolizer and
- * shared, static tags and thread labels are attached.
+ * shared, static tags and thread labels are attached; kernel frames (the
+ * perf engine's, kernel addresses on the leaf side) go to the
+ * [kernel.kallsyms] mapping, named from /proc/kallsyms or one [kernel]
+ * frame without it.
  */
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "profile/aggregate.h"
 #include "profile/window.h"
+#include "symbols/kallsyms.h"
 #include "check.h"
 
 __attribute__((noinline)) int leaf_fn(int x);
@@ -203,11 +208,71 @@ static void test_dynamic_labels(void)
 	ember__agg_release(&a);
 }
 
+/*
+ * Kernel frames below the user stack: without names (no kallsyms reader)
+ * the run of them is one [kernel] frame in the [kernel.kallsyms] mapping,
+ * the user frames follow unchanged (the first user frame is not cut for
+ * following kernel frames); with the reader, where /proc/kallsyms gives
+ * addresses, each kernel frame is a location named as kallsyms names it.
+ */
+static void test_kernel_frames(void)
+{
+	ember__symbolizer *sym;
+	CHECK_EQ_INT(ember__symbolizer_new(&sym), 0);
+	ember__window_cfg cfg = {.hz = 100};
+	ember__agg a;
+	ember__agg_init(&a);
+	uint64_t leaf = (uint64_t)(uintptr_t)leaf_fn + 1;
+	uint64_t ret = (uint64_t)(uintptr_t)caller_fn + 2;
+	uint64_t kleaf = 0xffffffff81000010ull, kret = 0xffffffff81000123ull;
+	uint64_t st[] = {kleaf, kret, leaf, ret};
+	ember__agg_add(&a, 0, st, 4, NULL, 0, 10000000);
+	ember__profile *p;
+	CHECK_EQ_INT(ember__window_profile(&a, sym, &cfg, EMBER__PROFILE_CPU, 0, 1, &p), 0);
+	CHECK_EQ_INT(p->nsamples, 1);
+	CHECK_EQ_INT(p->samples[0].nlocs, 3); /* [kernel], leaf_fn, caller_fn */
+	const ember__location *k = &p->locations[p->samples[0].locs[0] - 1];
+	CHECK(k->mapping != 0);
+	CHECK_EQ_STR(p->mappings[k->mapping - 1].file, EMBER_KALLSYMS_MAPPING);
+	CHECK_EQ_STR(func_of(p, p->samples[0].locs[0]), "[kernel]");
+	CHECK_EQ_STR(func_of(p, p->samples[0].locs[1]), "leaf_fn");
+	CHECK_EQ_STR(func_of(p, p->samples[0].locs[2]), "caller_fn");
+	ember__profile_free(p);
+
+	/* named, where this machine's /proc/kallsyms gives addresses: two
+	 * frames, at real functions */
+	ember__kallsyms *ks;
+	CHECK_EQ_INT(ember__kallsyms_new(&ks), 0);
+	if (ember__kallsyms_named(ks)) {
+		uint64_t lo, hi;
+		ember__kallsyms_range(ks, &lo, &hi);
+		CHECK(ember__kallsyms_is_kernel(lo) && hi > lo);
+		uint64_t st2[] = {lo + 1, lo + 2, leaf, ret};
+		ember__agg_release(&a);
+		ember__agg_init(&a);
+		ember__agg_add(&a, 0, st2, 4, NULL, 0, 10000000);
+		cfg.kallsyms = ks;
+		CHECK_EQ_INT(ember__window_profile(&a, sym, &cfg, EMBER__PROFILE_CPU, 0, 1, &p), 0);
+		CHECK_EQ_INT(p->samples[0].nlocs, 4);
+		const char *want = ember__kallsyms_lookup(ks, lo + 1);
+		CHECK(want != NULL);
+		CHECK_EQ_STR(func_of(p, p->samples[0].locs[0]), want ? want : "?");
+		CHECK_EQ_STR(func_of(p, p->samples[0].locs[2]), "leaf_fn");
+		ember__profile_free(p);
+	} else {
+		printf("named kernel frames not checked: %s\n", ember__kallsyms_why(ks));
+	}
+	ember__kallsyms_free(ks);
+	ember__agg_release(&a);
+	ember__symbolizer_free(sym);
+}
+
 int main(void)
 {
 	RUN(test_dynamic_labels);
 	RUN(test_aggregate);
 	RUN(test_profile);
 	RUN(test_main_mapping_and_bogus_frames);
+	RUN(test_kernel_frames);
 	return CHECK_DONE();
 }
