@@ -292,8 +292,12 @@ static void run_sys(int user_only)
 	/* In user mode only too: each thread ends in user mode
 	 * (in_kernel_then_user), so what no sample stands for is each
 	 * thread's time after its last sample, under one period; unweighed,
-	 * the samples would hold a third of it. */
-	CHECK(sampled >= 0.8 * (user + sys) && sampled <= 1.2 * (user + sys));
+	 * the samples would hold a quarter of it. Measured: 1.00 on an idle
+	 * machine, 0.70-0.99 with two CPU hogs on 2 cores (some kernel time
+	 * is then not followed by a user-mode sample of its thread; the tree
+	 * engine shows it as time no sample stands for): the floor tells
+	 * weighed from unweighed, not a loaded machine from an idle one. */
+	CHECK(sampled >= 0.6 * (user + sys) && sampled <= 1.2 * (user + sys));
 }
 
 static void test_sys(void)
