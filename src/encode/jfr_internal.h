@@ -49,6 +49,7 @@ enum {
 	T_WALL_CLOCK_SAMPLE = 118,
 	T_MALLOC = 119,
 	T_LONG_POLL = 150,
+	T_NATIVE_MAPPING = 151,
 	T_ACTIVE_RECORDING = 160, /* as async-profiler declares them (jfrMetadata.cpp) */
 	T_ACTIVE_SETTING = 161,
 	T_LABEL = 201,

@@ -805,6 +805,20 @@ const ember__jfr_class *ember__jfr_class_by_name(const ember__jfr *j, size_t chu
 	return NULL;
 }
 
+int ember__jfr_constant(ember__jfr *j, size_t chunk_i, int64_t class_id, int64_t index,
+			ember__jfr_value *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (chunk_i >= j->nchunks)
+		return 0;
+	return resolve(&j->chunks[chunk_i], class_id, index, 0, out);
+}
+
+const ember__jfr_class *ember__jfr_class_by_id(const ember__jfr *j, size_t chunk_i, int64_t id)
+{
+	return chunk_i < j->nchunks ? class_by_id(&j->chunks[chunk_i], id) : NULL;
+}
+
 void ember__jfr_rewind(ember__jfr *j)
 {
 	j->cur_chunk = 0;

@@ -117,6 +117,17 @@ size_t ember__jfr_nchunks(const ember__jfr *j);
 const ember__jfr_chunk_info *ember__jfr_chunk(const ember__jfr *j, size_t i);
 /* The class named `name` in chunk i, or NULL. */
 const ember__jfr_class *ember__jfr_class_by_name(const ember__jfr *j, size_t chunk, const char *name);
+/* The class with type id `id` in chunk i, or NULL. */
+const ember__jfr_class *ember__jfr_class_by_id(const ember__jfr *j, size_t chunk, int64_t id);
+
+/*
+ * The constant of type class_id with key `index` in chunk i's pools,
+ * references resolved (decoded once, kept while the reader lives) into
+ * *out; a key no pool has is null. The first definition of a key wins.
+ * 0, EMBER_ERR_FORMAT or EMBER_ERR_NOMEM.
+ */
+int ember__jfr_constant(ember__jfr *j, size_t chunk, int64_t class_id, int64_t index,
+			ember__jfr_value *out);
 
 /*
  * Decodes the next event (metadata and checkpoints are skipped) into *ev.
