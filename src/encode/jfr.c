@@ -222,10 +222,33 @@ static uint32_t function_method(enc *e, int kind, const ember__profile *p,
 	return k;
 }
 
-static int named(const ember__profile *p, const ember__line *l)
+/*
+ * Is name only the symbolizer's stand-in for a function of a stripped
+ * module, "<file name>+0xSTART" (known by its .eh_frame entry alone)? Such
+ * a frame is written as an address (address_method) instead, which
+ * `emberprof symbolize` can name from a debug file; the start alone could
+ * give neither the line nor the inlined frames.
+ */
+static int start_placeholder(const ember__profile *p, const ember__location *loc,
+			     const char *name)
 {
-	return l->function && l->function <= p->nfunctions && p->functions[l->function - 1].name &&
-	       p->functions[l->function - 1].name[0];
+	const char *file = loc->mapping && loc->mapping <= p->nmappings
+				   ? p->mappings[loc->mapping - 1].file
+				   : NULL;
+	if (!file || file[0] != '/')
+		return 0;
+	const char *base = strrchr(file, '/') + 1;
+	size_t n = strlen(base);
+	return n && !strncmp(name, base, n) && !strncmp(name + n, "+0x", 3) && name[n + 3] &&
+	       strspn(name + n + 3, "0123456789abcdef") == strlen(name + n + 3);
+}
+
+static int named(const ember__profile *p, const ember__location *loc, const ember__line *l)
+{
+	const char *name = l->function && l->function <= p->nfunctions
+				   ? p->functions[l->function - 1].name
+				   : NULL;
+	return name && name[0] && !start_placeholder(p, loc, name);
 }
 
 static void write_stack(enc *e, ember__pbuf *b, int kind, uint32_t sample)
@@ -243,7 +266,7 @@ static void write_stack(enc *e, ember__pbuf *b, int kind, uint32_t sample)
 		const ember__location *loc = &p->locations[s->locs[d] - 1];
 		for (uint32_t i = 0; i < (loc->nlines ? loc->nlines : 1); i++) {
 			const ember__line *l = loc->nlines ? &loc->lines[i] : NULL;
-			uint32_t m = l && named(p, l) ? function_method(e, kind, p, loc, l->function)
+			uint32_t m = l && named(p, loc, l) ? function_method(e, kind, p, loc, l->function)
 						      : address_method(e, p, loc);
 			int64_t line = l ? l->line : 0;
 			put_var(b, m);

@@ -45,10 +45,13 @@
  * demangled C++ symbol, else "Native". Threads are java.lang.Thread
  * {osName, osThreadId = the tid, javaName null, javaThreadId 0, group null}.
  *
- * A frame no symbol names (symbolization off, EMBERPROF_SYMBOLIZE=0, or a
- * stripped module) has the method {type: the module's class, name
- * "0xOFFSET": its offset in the module's file, lowercase hex}, type
- * Native and lineNumber 0, and for each mapping such a frame lies in the
+ * A frame no symbol names (symbolization off, EMBERPROF_SYMBOLIZE=0, or
+ * code of a stripped module, which the symbolizer calls "<file
+ * name>+0xSTART" after its .eh_frame entry) has the method {type: the
+ * module's class, name "0xOFFSET": the address's offset in the module's
+ * file, lowercase hex}, type Native and lineNumber 0: one method per
+ * address, not per function, so that the address survives for `emberprof
+ * symbolize`. For each mapping such a frame lies in the
  * chunk holds one event of emberprof's own type
  *
  *   emberprof.NativeMapping {startTime, module, path, buildId, start, end,
