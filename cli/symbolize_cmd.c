@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * symbolize_cmd.c - `emberprof symbolize`: names for the frames of pprof
- * files already written (tools/symbolize/), from local debug files,
+ * files and JFR recordings already written (tools/symbolize/), from local debug files,
  * --debug-dir trees, a sysroot or debuginfod; and `run`'s pass over the
  * files it wrote when debuginfod is configured.
  */
@@ -19,11 +19,13 @@ void ember__cli_symbolize_usage(FILE *out)
 	fprintf(out,
 		"usage: emberprof symbolize [options] FILE...\n"
 		"\n"
-		"Adds function names, file:line and inlined frames to pprof files written\n"
-		"without them (EMBERPROF_SYMBOLIZE=0, stripped programs, another machine),\n"
-		"in place (through a temporary file renamed over each) or into -o. Frames that\n"
-		"have a name already are kept; placeholders (module+0xOFFSET) are replaced.\n"
-		"Running it again changes nothing.\n"
+		"Adds function names, file:line and inlined frames to pprof files and JFR\n"
+		"recordings written without them (EMBERPROF_SYMBOLIZE=0, stripped programs,\n"
+		"another machine), in place (through a temporary file renamed over each) or\n"
+		"into -o. Frames that have a name already are kept; placeholders are replaced:\n"
+		"module+0xOFFSET in pprof, module.0xOFFSET in JFR (there with the line number,\n"
+		"JFR frames have no file; every other event is kept byte for byte). Running it\n"
+		"again changes nothing.\n"
 		"\n"
 		"Options:\n"
 		"      --debug-dir DIR      also look for debug files in DIR: DIR/.build-id/xx/\n"

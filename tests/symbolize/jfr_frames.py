@@ -37,6 +37,7 @@ import subprocess
 import sys
 
 PH = re.compile(r"^0x[0-9a-f]+$")
+FRAME = re.compile(r"^(.*) \S*:(\d+)(?:\(\S*\))?$")
 
 
 def jfr_json(path):
@@ -65,9 +66,9 @@ def truth_of(path):
                 continue
             chain = []
             for part in fr.split(";"):
-                func, _, fileline = part.rpartition(" ")
-                line_no = fileline.rpartition(":")[2] if ":" in fileline else "0"
-                chain.append("%s:%s" % (func or fileline, line_no if line_no.isdigit() else "0"))
+                # "func file:line", and "(mangled name)" when it differs
+                m = FRAME.match(part)
+                chain.append("%s:%s" % (m.group(1), m.group(2)) if m else "%s:0" % part)
             out[key] = chain
     return out
 
