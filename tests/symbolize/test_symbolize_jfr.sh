@@ -10,6 +10,10 @@
 # `emberprof top` ranks the names, and a second run changes no byte. Then
 # a stripped program (symbolizing run: its code written as addresses)
 # named from a --debug-dir tree. For an -O2 C and an -O2 C++ program.
+if [ "${EMBER_TEST_ENGINE:-}" = tree ]; then
+	echo "--engine tree writes pprof only, no JFR recording to symbolize: skipped"
+	exit 77
+fi
 . "$(dirname "$0")/lib.sh"
 
 need jfr
@@ -133,6 +137,19 @@ for p in sym_c sym_cxx; do
 		ok "$p: a second symbolize changes nothing"
 	else
 		fail "$p: the second symbolize changed the files: $(cat "sym2-$p.err")"
+	fi
+
+	# a recording of two chunks (recordings concatenate): each named as
+	# it is named alone
+	f=$(ls "off-$p.orig"/*.jfr | head -1)
+	cat "$f" "$f" >"two-$p.jfr"
+	"$EMBERPROF" symbolize -q --no-debuginfod "two-$p.jfr"
+	check_exit "$p: symbolize of two chunks" 0 $?
+	g="off-$p/$(basename "$f")"
+	if cat "$g" "$g" | cmp -s - "two-$p.jfr" && jfr summary "two-$p.jfr" | grep -q "Chunks: 2"; then
+		ok "$p: two chunks: each as the chunk alone becomes"
+	else
+		fail "$p: two chunks: not the two named chunks"
 	fi
 
 	# -o: the result elsewhere, the input untouched

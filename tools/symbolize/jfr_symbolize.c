@@ -231,6 +231,7 @@ typedef struct jchunk {
 	jnew *new_methods, *new_symbols;
 	size_t nnew_methods, nnew_symbols;
 	uint64_t target_cp;       /* the checkpoint new constants go to */
+	int target_done;          /* it was written */
 	ember__profile *p;
 	int oom;
 } jchunk;
@@ -429,6 +430,7 @@ static int walk_checkpoint(jchunk *c, const uint8_t *body, const uint8_t *end, u
 	if (r.err || npools > (uint64_t)(end - r.p))
 		return -1;
 	int target = out && pos == c->target_cp;
+	c->target_done |= target;
 	int has_m = 0, has_s = 0;
 	if (out) {
 		put_raw(out, h, d);
@@ -946,7 +948,10 @@ static int symbolize_chunk(ember__symz *z, ember__jfr *j, size_t ci, const uint8
 		named |= c.phs[i].nframes > 0;
 	if (!rc && named) {
 		size_t at = out->len;
+		c.budget = 8 * info->size + 4096;
 		rc = walk_chunk(&c, out);
+		if (!rc && !c.target_done)
+			rc = -1; /* the header's constant pool offset is no checkpoint */
 		if (!rc)
 			*changed = out->len - at != info->size ||
 				   memcmp(out->data + at, c.base, info->size) != 0;
