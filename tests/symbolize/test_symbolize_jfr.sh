@@ -191,6 +191,40 @@ sort -u stripped.named | grep "^$id" >stripped.sorted
 same_frames "stripped: --debug-dir names = a symbolizing run of the unstripped build" \
 	truth-sym_c stripped.sorted 3
 
+# hostile input: damaged copies of a recording to name (bytes flipped at
+# fixed places, cuts) give a named file or an error naming the file, never
+# a crash
+mkdir -p mut
+python3 - "$(ls off-sym_c.orig/*.jfr | head -1)" mut <<'PY'
+import sys
+data = open(sys.argv[1], "rb").read()
+step = max(1, len(data) // 160)
+for i, at in enumerate(range(8, len(data), step)):
+    d = bytearray(data)
+    d[at] ^= 0xFF if i % 2 else 0x80
+    open("%s/flip%d.jfr" % (sys.argv[2], i), "wb").write(bytes(d))
+for i in range(1, 16):
+    open("%s/cut%d.jfr" % (sys.argv[2], i), "wb").write(data[:len(data) * i // 16])
+PY
+crashed=0 named=0 refused=0
+for f in mut/*.jfr; do
+	"$EMBERPROF" symbolize -q --no-debuginfod -o mut.out "$f" 2>mut.err
+	rc=$?
+	if [ "$rc" -eq 0 ]; then
+		named=$((named + 1))
+	elif [ "$rc" -eq 1 ] && grep -q "$f" mut.err; then
+		refused=$((refused + 1))
+	else
+		crashed=$((crashed + 1))
+		echo "    $f: exit $rc: $(cat mut.err)" >&2
+	fi
+done
+if [ "$crashed" -eq 0 ] && [ "$refused" -gt 0 ]; then
+	ok "damaged recordings: $named named, $refused refused naming the file, none crashed"
+else
+	fail "damaged recordings: $crashed crashed or gave no reason ($named named, $refused refused)"
+fi
+
 printf 'FLR\0\0\2\0\0garbage' >bad.jfr
 "$EMBERPROF" symbolize bad.jfr 2>bad.err
 check_exit "symbolize of a malformed JFR file" 1 $?

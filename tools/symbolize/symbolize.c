@@ -350,6 +350,15 @@ static int write_atomically(const char *path, const uint8_t *data, size_t len, m
 	return 0;
 }
 
+/* err again, its message (ember_last_error(), the buffer it is written
+ * to) prefixed with the file's name. */
+static int name_error(int err, const char *in)
+{
+	char why[512];
+	snprintf(why, sizeof(why), "%s", ember_last_error());
+	return ember__error(err, "%s: %s", in, why);
+}
+
 int ember__symz_file(ember__symz *z, const char *in, const char *out, int *changed)
 {
 	*changed = 0;
@@ -366,7 +375,7 @@ int ember__symz_file(ember__symz *z, const char *in, const char *out, int *chang
 		z->st.files++;
 		err = ember__symz_jfr(z, data, len, &named, &nlen, changed);
 		if (err)
-			err = ember__error(err, "%s: %s", in, ember_last_error());
+			err = name_error(err, in);
 		else if (*changed || (out && strcmp(out, in) != 0))
 			err = write_atomically(out ? out : in, named ? named : data,
 					       named ? nlen : len, mode);
@@ -381,7 +390,7 @@ int ember__symz_file(ember__symz *z, const char *in, const char *out, int *chang
 	err = ember__pprof_read(data, len, &p);
 	free(data);
 	if (err)
-		return ember__error(err, "%s: %s", in, ember_last_error());
+		return name_error(err, in);
 	z->st.files++;
 	err = ember__symz_profile(z, p, changed);
 	int write = !err && (*changed || (out && strcmp(out, in) != 0));
