@@ -130,6 +130,17 @@ int ember__jfr_constant(ember__jfr *j, size_t chunk, int64_t class_id, int64_t i
 			ember__jfr_value *out);
 
 /*
+ * Skips one value at *p, bytes of chunk i's in [*p, end): of field f (an
+ * array, a pool key or an inline value) when f is given, else of class
+ * cls; *p moves past it. Each value skipped takes one from *budget (the
+ * caller's bound on the work). 0 or EMBER_ERR_FORMAT. For rewriters
+ * (tools/symbolize/jfr_symbolize.c) that copy what they do not change.
+ */
+int ember__jfr_skip(ember__jfr *j, size_t chunk, const ember__jfr_field *f,
+		    const ember__jfr_class *cls, const uint8_t **p, const uint8_t *end,
+		    uint64_t *budget);
+
+/*
  * Decodes the next event (metadata and checkpoints are skipped) into *ev.
  * 1: an event; 0: no more; negative: EMBER_ERR_FORMAT or EMBER_ERR_NOMEM
  * (the reader stops there). Start again with ember__jfr_rewind().

@@ -33,9 +33,10 @@
  *
  * Only chunks with compressed integers (format 2, features bit 0: ours,
  * async-profiler's, the JDK's) are rewritten; another is kept and counted
- * unnamed. Input is hostile: every read is bounded by its event, values
- * nest at most MAX_DEPTH deep, and the work is bounded by the chunk's
- * size. Not async-signal-safe.
+ * unnamed. Input is hostile: every read is bounded by its event, the
+ * values skipped are skipped by the reader (jfr_read.h: its nesting and
+ * type checks), and the work is bounded by the chunk's size. Not
+ * async-signal-safe.
  */
 #include "symbolize/symbolize.h"
 #include "symbolize/symbolize_internal.h"
@@ -51,9 +52,7 @@
 #include "util/error.h"
 #include "util/hashmap.h"
 
-#define MAX_DEPTH 32
-
-/* ---- reading and writing compressed values ---- */
+/* ---- reading and writing compressed values (the reader skips the rest) ---- */
 
 typedef struct jr {
 	const uint8_t *p, *end;
@@ -80,79 +79,6 @@ static uint64_t jr_var(jr *r)
 			return v;
 	}
 	return v | (uint64_t)jr_u8(r) << 56;
-}
-
-static void jr_skip(jr *r, uint64_t n)
-{
-	if (n > (uint64_t)(r->end - r->p)) {
-		r->err = 1;
-		r->p = r->end;
-	} else {
-		r->p += n;
-	}
-}
-
-/* Skips one value of type cls (a pool key when cp; an array when array). */
-static void skip_value(jr *r, const ember__jfr_class *cls, int cp, int array, int depth)
-{
-	if (r->err || depth > MAX_DEPTH || !*r->budget) {
-		r->err = 1;
-		return;
-	}
-	--*r->budget;
-	if (array) {
-		uint64_t n = jr_var(r);
-		if (n > (uint64_t)(r->end - r->p))
-			r->err = 1;
-		for (uint64_t i = 0; i < n && !r->err; i++)
-			skip_value(r, cls, cp, 0, depth + 1);
-		return;
-	}
-	if (cp) {
-		jr_var(r);
-		return;
-	}
-	if (!cls) {
-		r->err = 1;
-		return;
-	}
-	switch (cls->prim) {
-	case EMBER_JFR_P_BOOLEAN:
-	case EMBER_JFR_P_BYTE:
-		jr_u8(r);
-		break;
-	case EMBER_JFR_P_FLOAT:
-		jr_skip(r, 4);
-		break;
-	case EMBER_JFR_P_DOUBLE:
-		jr_skip(r, 8);
-		break;
-	case EMBER_JFR_P_STRING: {
-		uint8_t enc = jr_u8(r);
-		if (enc == 2) {
-			jr_var(r);
-		} else if (enc == 3 || enc == 5) {
-			jr_skip(r, jr_var(r));
-		} else if (enc == 4) {
-			uint64_t n = jr_var(r);
-			if (n > (uint64_t)(r->end - r->p))
-				r->err = 1;
-			for (uint64_t i = 0; i < n && !r->err; i++)
-				jr_var(r);
-		} else if (enc > 1) {
-			r->err = 1;
-		}
-		break;
-	}
-	case EMBER_JFR_P_NONE:
-		for (uint32_t i = 0; i < cls->nfields && !r->err; i++)
-			skip_value(r, cls->fields[i].type, cls->fields[i].cp, cls->fields[i].array,
-				   depth + 1);
-		break;
-	default: /* char, short, int, long */
-		jr_var(r);
-		break;
-	}
 }
 
 static void put_var(ember__pbuf *b, uint64_t v)
@@ -236,6 +162,15 @@ typedef struct jchunk {
 	int oom;
 } jchunk;
 
+/* Skips a value of field f (or of class cls) with the reader's checks. */
+static void skip_field(jchunk *c, jr *r, const ember__jfr_field *f, const ember__jfr_class *cls)
+{
+	if (!r->err && ember__jfr_skip(c->j, c->ci, f, cls, &r->p, r->end, r->budget) != 0)
+		r->err = 1;
+	if (r->err)
+		r->p = r->end;
+}
+
 static int grow(void **v, size_t *cap, size_t n, size_t size)
 {
 	if (n < *cap)
@@ -264,7 +199,7 @@ static void read_method(jchunk *c, jr *r, jmethod *m)
 		else if (f->cp && !f->array && !strcmp(f->name, "name"))
 			m->name = (int64_t)jr_var(r);
 		else
-			skip_value(r, f->type, f->cp, f->array, 1);
+			skip_field(c, r, f, NULL);
 	}
 	m->end = r->p;
 }
@@ -287,7 +222,7 @@ static void read_frame(jchunk *c, jr *r, fparts *fp)
 		if ((int)i == fp->imethod)
 			fp->method = (int64_t)jr_var(r);
 		else
-			skip_value(r, f->type, f->cp, f->array, 1);
+			skip_field(c, r, f, NULL);
 	}
 	fp->at[fc->nfields] = r->p;
 }
@@ -319,7 +254,7 @@ static void stack_entry(jchunk *c, jr *r, ember__pbuf *out, int *rewrite)
 		const ember__jfr_field *f = &sc->fields[i];
 		const uint8_t *at = r->p;
 		if (!(f->array && !f->cp && f->type == c->c_frame)) {
-			skip_value(r, f->type, f->cp, f->array, 1);
+			skip_field(c, r, f, NULL);
 			if (out)
 				put_raw(out, at, r->p);
 			continue;
@@ -377,7 +312,7 @@ static void put_new_method(jchunk *c, ember__pbuf *out, const jnew *n)
 	for (uint32_t i = 0; i < c->c_method->nfields && !r.err; i++) {
 		const ember__jfr_field *f = &c->c_method->fields[i];
 		const uint8_t *at = r.p;
-		skip_value(&r, f->type, f->cp, f->array, 1);
+		skip_field(c, &r, f, NULL);
 		if (f->cp && !f->array && !strcmp(f->name, "name"))
 			put_var(out, (uint64_t)n->name);
 		else
@@ -485,7 +420,7 @@ static int walk_checkpoint(jchunk *c, const uint8_t *body, const uint8_t *end, u
 				}
 				c->max_method = key > c->max_method ? key : c->max_method;
 			} else {
-				skip_value(&r, cls, 0, 0, 0);
+				skip_field(c, &r, NULL, cls);
 				if (is_s && key > c->max_symbol)
 					c->max_symbol = key;
 				if (is_s && !out && !r.err) {
