@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "emberprof.h"
+#include "report/local.h"
 #include "symbols/symbolizer.h"
 #include "symbolize/symbolize.h"
 
@@ -186,26 +187,39 @@ int ember__cli_symbolize(int argc, char **argv)
 	return code;
 }
 
+/* Appends dir/NAME for the names of `now` not in `before`; -1 on OOM. */
+static int add_new(char **files, size_t *n, const char *dir, const ember__cli_names *now,
+		   const ember__cli_names *before)
+{
+	for (size_t i = 0; i < now->n; i++) {
+		if (before && ember__cli_names_has(before, now->v[i]))
+			continue;
+		size_t len = strlen(dir) + strlen(now->v[i]) + 2;
+		if (!(files[*n] = malloc(len)))
+			return -1;
+		snprintf(files[(*n)++], len, "%s/%s", dir, now->v[i]);
+	}
+	return 0;
+}
+
 int ember__cli_symbolize_new_files(const char *dir, const struct ember__cli_names *before,
-				   const char *lines, int quiet)
+				   const struct ember__cli_names *jfr_before, const char *lines,
+				   int quiet)
 {
 	if (!ember__dbgd_configured(NULL))
 		return 0;
-	ember__cli_names now = {0};
-	if (ember__cli_list_profiles(dir, &now) < 0) {
+	ember__cli_names now = {0}, jfr_now = {0};
+	if (ember__cli_list_profiles(dir, &now) < 0 ||
+	    ember__cli_list_files(dir, EMBER_LOCAL_JFR_SUFFIX, &jfr_now) < 0) {
 		ember__cli_error("run: %s", ember_last_error());
+		ember__cli_names_free(&now);
 		return -1;
 	}
-	char **files = calloc(now.n + 1, sizeof(*files));
+	char **files = calloc(now.n + jfr_now.n + 1, sizeof(*files));
 	size_t n = 0;
-	for (size_t i = 0; files && i < now.n; i++) {
-		if (ember__cli_names_has(before, now.v[i]))
-			continue;
-		size_t len = strlen(dir) + strlen(now.v[i]) + 2;
-		if (!(files[n] = malloc(len)))
-			break;
-		snprintf(files[n++], len, "%s/%s", dir, now.v[i]);
-	}
+	if (!files || add_new(files, &n, dir, &now, before) < 0 ||
+	    add_new(files, &n, dir, &jfr_now, jfr_before) < 0)
+		ember__cli_error("run: out of memory: not every new file is symbolized");
 	int failed = 0;
 	if (files && n) {
 		int policy = lines && !strcmp(lines, "all")    ? EMBER__LINES_ALL
@@ -228,5 +242,6 @@ int ember__cli_symbolize_new_files(const char *dir, const struct ember__cli_name
 		free(files[i]);
 	free(files);
 	ember__cli_names_free(&now);
+	ember__cli_names_free(&jfr_now);
 	return failed ? -1 : 0;
 }
