@@ -191,6 +191,37 @@ sort -u stripped.named | grep "^$id" >stripped.sorted
 same_frames "stripped: --debug-dir names = a symbolizing run of the unstripped build" \
 	truth-sym_c stripped.sorted 3
 
+# Two checkpoints chained by their delta, as the JDK writes them
+# (jfr_split.py): stack traces in the first, the header pointing at the
+# second, which has a Method pool and no Symbol pool
+id=$(cat ids/sym_c)
+f=$(ls off-sym_c.orig/*.jfr | head -1)
+python3 "$SYM_SRC/jfr_split.py" "$f" split.jfr
+jfrf frames "$f" | sort >split-a.frames
+jfrf frames split.jfr | sort >split-b.frames
+if [ -s split-a.frames ] && cmp -s split-a.frames split-b.frames; then
+	ok "two checkpoints: the JDK reads the reshaped recording as the original"
+else
+	fail "two checkpoints: the reshaped recording reads differently"
+fi
+cp split.jfr split.orig.jfr
+"$EMBERPROF" symbolize --no-debuginfod split.jfr 2>split.err
+check_exit "two checkpoints: symbolize" 0 $?
+if jfrf named on-sym_c.pframes split.orig.jfr split.jfr >split.named 2>split.nerr; then
+	ok "two checkpoints: every event and named frame as it was"
+else
+	fail "two checkpoints: $(cat split.nerr)"
+fi
+sort -u split.named | grep "^$id" >split.sorted
+same_frames "two checkpoints: names = a symbolizing run" truth-sym_c split.sorted 3
+sum1=$(md5sum <split.jfr)
+"$EMBERPROF" symbolize -q --no-debuginfod split.jfr
+if [ "$(md5sum <split.jfr)" = "$sum1" ]; then
+	ok "two checkpoints: a second symbolize changes nothing"
+else
+	fail "two checkpoints: the second symbolize changed the file"
+fi
+
 # hostile input: damaged copies of a recording to name (bytes flipped at
 # fixed places, cuts) give a named file or an error naming the file, never
 # a crash
