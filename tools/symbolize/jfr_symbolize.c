@@ -140,7 +140,8 @@ typedef struct jchunk {
 	size_t ci;
 	const uint8_t *base;
 	uint64_t size, budget;
-	const ember__jfr_class *c_method, *c_symbol, *c_stack, *c_frame, *c_ftype, *c_class;
+	const ember__jfr_class *c_method, *c_symbol, *c_stack, *c_frame, *c_ftype;
+	int f_method, f_line, f_type; /* StackFrame's fields: method, lineNumber, type */
 	const jmap *maps;
 	size_t nmaps;
 	jmethod *methods;
@@ -241,14 +242,7 @@ static const jph *frame_ph(const jchunk *c, int64_t method)
 static void stack_entry(jchunk *c, jr *r, ember__pbuf *out, int *rewrite)
 {
 	const ember__jfr_class *sc = c->c_stack;
-	fparts fp = {.imethod = -1, .iline = -1, .itype = -1};
-	for (uint32_t i = 0; i < c->c_frame->nfields; i++) {
-		const char *n = c->c_frame->fields[i].name;
-		int *slot = !strcmp(n, "method") ? &fp.imethod : !strcmp(n, "lineNumber") ? &fp.iline
-			    : !strcmp(n, "type")  ? &fp.itype : NULL;
-		if (slot)
-			*slot = (int)i;
-	}
+	fparts fp = {.imethod = c->f_method, .iline = c->f_line, .itype = c->f_type};
 	*rewrite = 0;
 	for (uint32_t i = 0; i < sc->nfields && !r->err; i++) {
 		const ember__jfr_field *f = &sc->fields[i];
@@ -382,9 +376,13 @@ static int walk_checkpoint(jchunk *c, const uint8_t *body, const uint8_t *end, u
 		if (!cls || n > (uint64_t)(end - r.p))
 			return -1;
 		int is_m = cls == c->c_method, is_s = cls == c->c_symbol;
+		/* the new constants go to the first pool of their type */
+		size_t add = !target       ? 0
+			     : is_m && !has_m ? c->nnew_methods
+			     : is_s && !has_s ? c->nnew_symbols
+					      : 0;
 		has_m |= is_m;
 		has_s |= is_s;
-		size_t add = !target ? 0 : is_m ? c->nnew_methods : is_s ? c->nnew_symbols : 0;
 		if (out) {
 			put_var(out, (uint64_t)id);
 			put_var(out, n + add);
@@ -859,10 +857,22 @@ static int symbolize_chunk(ember__symz *z, ember__jfr *j, size_t ci, const uint8
 	c.c_frame = ember__jfr_class_by_name(j, ci, "jdk.types.StackFrame");
 	c.c_ftype = ember__jfr_class_by_name(j, ci, "jdk.types.FrameType");
 	c.target_cp = be64(c.base + 16);
+	c.f_method = c.f_line = c.f_type = -1;
+	for (uint32_t i = 0; c.c_frame && i < c.c_frame->nfields; i++) {
+		const ember__jfr_field *f = &c.c_frame->fields[i];
+		int prim = f->type ? f->type->prim : 0;
+		if (!strcmp(f->name, "method") && f->cp && !f->array)
+			c.f_method = (int)i;
+		else if (!strcmp(f->name, "lineNumber") && !f->cp && !f->array &&
+			 (prim == EMBER_JFR_P_INT || prim == EMBER_JFR_P_LONG))
+			c.f_line = (int)i;
+		else if (!strcmp(f->name, "type") && f->cp && !f->array)
+			c.f_type = (int)i;
+	}
 	int rc = 0;
 	*changed = 0;
 	int usable = nmaps && c.c_method && c.c_symbol && c.c_stack && c.c_frame &&
-		     c.c_frame->nfields < 16 && c.c_symbol->nfields == 1 &&
+		     c.c_frame->nfields < 16 && c.f_method >= 0 && c.f_line >= 0 && c.c_symbol->nfields == 1 &&
 		     c.c_symbol->fields[0].type && c.c_symbol->fields[0].type->prim == EMBER_JFR_P_STRING;
 	if (usable && !(info->major == 2 && (info->features & 1))) {
 		/* fixed-width integers: frames left as they are (not written by us) */
