@@ -805,6 +805,16 @@ const ember__jfr_class *ember__jfr_class_by_name(const ember__jfr *j, size_t chu
 	return NULL;
 }
 
+uint64_t ember__jfr_varint(const uint8_t **p, const uint8_t *end, int *err)
+{
+	rd r = {*p, end, NULL, 0};
+	uint64_t v = get_varint(&r);
+	if (r.err)
+		*err = 1;
+	*p = r.p;
+	return v;
+}
+
 int ember__jfr_skip(ember__jfr *j, size_t chunk_i, const ember__jfr_field *f,
 		    const ember__jfr_class *cls, const uint8_t **p, const uint8_t *end,
 		    uint64_t *budget)

@@ -129,6 +129,10 @@ const ember__jfr_class *ember__jfr_class_by_id(const ember__jfr *j, size_t chunk
 int ember__jfr_constant(ember__jfr *j, size_t chunk, int64_t class_id, int64_t index,
 			ember__jfr_value *out);
 
+/* One compressed integer at *p (before end): LEB128, the ninth byte
+ * holding eight bits; *p moves past it. Truncated: *err set to 1, 0. */
+uint64_t ember__jfr_varint(const uint8_t **p, const uint8_t *end, int *err);
+
 /*
  * Skips one value at *p, bytes of chunk i's in [*p, end): of field f (an
  * array, a pool key or an inline value) when f is given, else of class

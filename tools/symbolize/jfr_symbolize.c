@@ -47,6 +47,7 @@
 #include <string.h>
 
 #include "emberprof.h"
+#include "encode/jfr_varint.h"
 #include "encode/protobuf.h"
 #include "read/jfr_read.h"
 #include "util/error.h"
@@ -71,26 +72,12 @@ static uint8_t jr_u8(jr *r)
 
 static uint64_t jr_var(jr *r)
 {
-	uint64_t v = 0;
-	for (int i = 0; i < 8; i++) {
-		uint8_t b = jr_u8(r);
-		v |= (uint64_t)(b & 0x7f) << (7 * i);
-		if (!(b & 0x80))
-			return v;
-	}
-	return v | (uint64_t)jr_u8(r) << 56;
+	return ember__jfr_varint(&r->p, r->end, &r->err);
 }
 
 static void put_var(ember__pbuf *b, uint64_t v)
 {
-	if (ember__pb_reserve(b, 9))
-		return;
-	uint8_t *p = b->data + b->len;
-	int i = 0;
-	for (; i < 8 && v > 0x7f; i++, v >>= 7)
-		p[i] = (uint8_t)(v | 0x80);
-	p[i++] = (uint8_t)v;
-	b->len += (size_t)i;
+	ember__jfr_put_varint(b, v);
 }
 
 static void put_raw(ember__pbuf *b, const uint8_t *from, const uint8_t *to)
