@@ -30,6 +30,7 @@
 #include "attach/attach_target.h"
 #include "attach/inject.h"
 #include "cli.h"
+#include "heap/gotpatch.h"
 #include "emberprof.h"
 #include "report/local.h"
 #include "tree/tree_engine.h"
@@ -63,8 +64,13 @@ void ember__cli_attach_usage(FILE *out)
 		"                           libemberprof into each process given (ptrace; not\n"
 		"                           its descendants), whose agent then profiles CPU and\n"
 		"                           wall-clock time, and stops it at the end (the library\n"
-		"                           stays loaded). Allocation profiling is not supported\n"
-		"                           by attach yet.\n"
+		"                           stays loaded)\n"
+		"      --alloc[=BYTES]      also allocation profiles (x86-64): loads libemberprof\n"
+		"                           as --wall does and points the process's calls of\n"
+		"                           malloc & co (their GOT entries) at it; restored at\n"
+		"                           the end. Allocations made before attach are not\n"
+		"                           seen: in-use figures count only blocks allocated\n"
+		"                           after it\n"
 		"\n"
 		"Every other option is run's, taken as run takes it ('emberprof help run'): the\n"
 		"rate, the window, the output directory and format, the depth, the application\n"
@@ -399,6 +405,34 @@ static char *agent_settings(void)
 	return NULL;
 }
 
+/* Is pid in our pid namespace (our pid is the same number there)? */
+static int same_pidns(pid_t pid)
+{
+	char path[64];
+	struct stat a, b;
+	snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)pid);
+	return stat("/proc/self/ns/pid", &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev &&
+	       a.st_ino == b.st_ino;
+}
+
+/* Adds EMBERPROF_ATTACHER_PID (our pid) to *settings, so that the agent
+ * stops by itself if we are killed before we stop it (the library's
+ * attach watch), when every target sees us by that number; else the
+ * settings stay as they are. 0, or -1 out of memory (*settings kept). */
+static int add_attacher(char **settings, const ember__pidlist *targets)
+{
+	for (size_t i = 0; i < targets->n; i++)
+		if (!same_pidns(targets->v[i]))
+			return 0;
+	size_t n = strlen(*settings);
+	char *s = realloc(*settings, n + 48);
+	if (!s)
+		return -1;
+	snprintf(s + n, 48, "EMBERPROF_ATTACHER_PID=%d\n", (int)getpid());
+	*settings = s;
+	return 0;
+}
+
 /* Is the library the same file from the process's root (not another
  * mount namespace's)? */
 static int lib_reachable(pid_t pid, const char *lib)
@@ -418,7 +452,7 @@ static int lib_reachable(pid_t pid, const char *lib)
  */
 static int attach_library(const ember__pidlist *targets, const char *dir, const attach_args *a,
 			  const ember__cli_names *before, const ember__cli_names *jfr_before,
-			  const char *app, const ember__cli_opts *o)
+			  const char *app, const ember__cli_opts *o, int alloc_hook)
 {
 	char *lib = NULL, *settings = NULL;
 	ember__inject **inj = calloc(targets->n, sizeof(*inj));
@@ -428,7 +462,7 @@ static int attach_library(const ember__pidlist *targets, const char *dir, const 
 		ember__cli_error("out of memory");
 		goto out;
 	}
-	if ((code = ember__cli_find_library(0, &lib)) != 0) {
+	if ((code = ember__cli_find_library(alloc_hook, &lib)) != 0) {
 		ember__cli_error("attach: %s", ember_last_error());
 		goto out;
 	}
@@ -449,6 +483,10 @@ static int attach_library(const ember__pidlist *targets, const char *dir, const 
 		    chown(dir, st.st_uid, st.st_gid) != 0)
 			ember__cli_error("attach: warning: cannot give %s to the process's user: %s", dir,
 					 strerror(errno));
+	}
+	if (add_attacher(&settings, targets) != 0) {
+		ember__cli_error("out of memory");
+		goto out;
 	}
 	int64_t t0 = mono_ms();
 	for (size_t i = 0; i < targets->n; i++) {
@@ -500,6 +538,8 @@ stop:
 		ember__cli_summary sum = {.dir = dir, .cmd = app};
 		ember__cli_opts_summary(o, &sum);
 		ember__cli_summarize(&sum, before, jfr_before);
+		if (alloc_hook && !sum.quiet)
+			fprintf(stderr, "\nnote: %s\n", EMBER_HEAP_ATTACH_NOTE);
 	}
 out:
 	for (size_t i = 0; inj && i < targets->n; i++)
@@ -530,15 +570,18 @@ int ember__cli_attach(int argc, char **argv)
 		goto out;
 
 	/* Each process checked before anything touches it. */
-	if (asked(a.argc, a.argv, "--alloc", "EMBERPROF_ALLOC")) {
-		ember__cli_error("attach: --alloc is not supported yet: a library loaded into a running "
-				 "process does not receive its malloc calls (they are bound to libc "
-				 "already); attach with --wall, or without, for CPU profiles");
+	int alloc = asked(a.argc, a.argv, "--alloc", "EMBERPROF_ALLOC");
+#if !defined(__x86_64__)
+	if (alloc) {
+		ember__cli_error("attach: --alloc is implemented on x86-64 only (it points the "
+				 "process's GOT entries of malloc & co at emberprof's); attach with "
+				 "--wall, or without, for CPU profiles");
 		code = EMBER_EXIT_USAGE;
 		goto out;
 	}
+#endif
 	ember__attach_check chk = {0};
-	int inject = asked(a.argc, a.argv, "--wall", "EMBERPROF_WALL");
+	int inject = alloc || asked(a.argc, a.argv, "--wall", "EMBERPROF_WALL");
 	chk.inject = inject;
 	for (size_t i = 0; i < targets.n; i++) {
 		if (ember__attach_check_process(targets.v[i], &chk) < 0) {
@@ -592,7 +635,7 @@ int ember__cli_attach(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	ember__inject_step_hook = test_pause;
 	if (inject) {
-		code = attach_library(&targets, dir, &a, &before, &jfr_before, app, o);
+		code = attach_library(&targets, dir, &a, &before, &jfr_before, app, o, alloc_hook);
 		goto out;
 	}
 	int follow = !a.follow_off;

@@ -16,6 +16,7 @@
 #define EMBER_CLI_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
 
@@ -99,6 +100,27 @@ struct ember__cli_names;
 int ember__cli_symbolize_new_files(const char *dir, const struct ember__cli_names *before,
 				   const struct ember__cli_names *jfr_before, const char *lines,
 				   int quiet);
+
+/* The environment variable `var` as a count of unit_ms (1000: seconds)
+ * in min..max, in ms: deflt_ms when unset, or when invalid (said). */
+int64_t ember__cli_debuginfod_ms(const char *var, int64_t deflt_ms, int64_t unit_ms,
+				 unsigned long min, unsigned long max);
+
+/*
+ * Names during a tree-engine run (docs/design/debuginfod.md, "Per
+ * window"): when debuginfod is configured and the run symbolizes, the
+ * debug files of the modules a window's profile has unnamed locations in
+ * are fetched in the background, each profile held for them at most
+ * EMBERPROF_DEBUGINFOD_WAIT ms (2000), and the engine's symbolizers use
+ * them once they are there. NULL in *out when not configured (or the
+ * client cannot load: said). ember__cli_tree_names_end says what could
+ * not be fetched and frees it (NULL ignored). Main thread only.
+ */
+typedef struct ember__cli_tree_names ember__cli_tree_names;
+struct ember__tree;
+int ember__cli_tree_names_new(ember__cli_tree_names **out, struct ember__tree *t, int lines,
+			      int verbose);
+void ember__cli_tree_names_end(ember__cli_tree_names *n, struct ember__tree *t);
 
 /* ---- top_cmd.c ---- */
 

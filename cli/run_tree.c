@@ -18,6 +18,7 @@
 #include "cli.h"
 #include "emberprof.h"
 #include "tree/perf_tree.h"
+#include "symbols/debugfile.h"
 #include "tree/tree_engine.h"
 #include "util/error.h"
 
@@ -26,6 +27,7 @@ struct ember__cli_tree {
 	ember__tree *t;
 	int verbose;
 	int kernel; /* kernel frames asked for */
+	ember__cli_tree_names *names; /* debuginfod during the run, or NULL (run_names.c) */
 	/* why the engine could not start on the held child ("" if it did) */
 	char attach_error[EMBER_ERROR_MAX];
 };
@@ -103,6 +105,11 @@ static void print_stats(const ember__cli_tree *ct)
 			(unsigned long long)st.lost, (unsigned long long)st.tables,
 			(double)st.table_build_ns / 1e6, (unsigned long long)st.tables_deferred,
 			(unsigned long long)st.report_failures);
+	if (ct->verbose && st.names_held)
+		fprintf(stderr, "emberprof: tree engine: %llu profiles held for debug files "
+				"fetched during the run, %llu reported at the bound "
+				"(EMBERPROF_DEBUGINFOD_WAIT) with fetches still under way\n",
+			(unsigned long long)st.names_held, (unsigned long long)st.names_expired);
 	if (ct->kernel && st.user_only && (st.samples || st.unsampled_ns))
 		fprintf(stderr, "emberprof: note: no kernel frames: perf events sample user mode "
 				"only here (perf_event_paranoid >= 2 without CAP_PERFMON)\n");
@@ -132,6 +139,8 @@ static int detach_collector(ember__cli_tree *ct, size_t alive)
 		return 0;
 	if (c == 0) {
 		setsid();
+		/* the fetches are the parent's: its threads are not here */
+		ember__debugfile_set_hooks(NULL);
 		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 		if (null >= 0) {
 			dup2(null, 0);
@@ -171,6 +180,13 @@ static int detach_collector(ember__cli_tree *ct, size_t alive)
 	return 1;
 }
 
+/* Debuginfod during the run: over (what failed said). */
+static void end_names(ember__cli_tree *ct)
+{
+	ember__cli_tree_names_end(ct->names, ct->t);
+	ct->names = NULL;
+}
+
 static void tree_finish(void *ud)
 {
 	ember__cli_tree *ct = ud;
@@ -178,12 +194,14 @@ static void tree_finish(void *ud)
 	(void)ember__tree_settle(ct->t);
 	size_t alive = ember__tree_alive(ct->t);
 	if (alive && detach_collector(ct, alive)) {
+		end_names(ct);
 		print_stats(ct);
 		return;
 	}
 	/* the tree is over and reaped: what it used by rusage */
 	ember__tree_set_waited(ct->t, (uint64_t)(rusage_s(RUSAGE_CHILDREN) * 1e9));
 	(void)ember__tree_finish(ct->t);
+	end_names(ct);
 	print_stats(ct);
 }
 
@@ -294,6 +312,13 @@ int ember__cli_tree_new(ember__cli_tree **out, int verbose, int follow)
 	}
 	ct->kernel = !(k && !strcmp(k, "0"));
 	ember__tree_set_kernel(ct->t, ct->kernel);
+	/* the windows' missing names from debuginfod, during the run */
+	rc = ember__cli_tree_names_new(&ct->names, ct->t, ember__config_lines_policy(&ct->b->cfg),
+				       verbose);
+	if (rc) {
+		ember__cli_tree_free(ct);
+		return rc;
+	}
 	*out = ct;
 	return 0;
 }
@@ -316,6 +341,7 @@ ember__tree *ember__cli_tree_engine(ember__cli_tree *ct)
 void ember__cli_tree_stop(ember__cli_tree *ct)
 {
 	(void)ember__tree_finish(ct->t);
+	end_names(ct);
 	print_stats(ct);
 }
 
@@ -323,6 +349,7 @@ void ember__cli_tree_free(ember__cli_tree *ct)
 {
 	if (!ct)
 		return;
+	end_names(ct);
 	ember__tree_free(ct->t);
 	ember_builder_free(ct->b); /* the reporters' destroy: flushes */
 	free(ct);

@@ -202,6 +202,22 @@ static int add_new(char **files, size_t *n, const char *dir, const ember__cli_na
 	return 0;
 }
 
+int64_t ember__cli_debuginfod_ms(const char *var, int64_t deflt_ms, int64_t unit_ms,
+				 unsigned long min, unsigned long max)
+{
+	unsigned long v = 0;
+	const char *t = getenv(var);
+	if (!t || !*t)
+		return deflt_ms;
+	if (ember__cli_parse_count(t, min, max, &v) < 0) {
+		ember__cli_error("run: %s \"%s\" is invalid: expected %s, %lu..%lu; %lld used", var,
+				 t, unit_ms == 1000 ? "seconds" : "milliseconds", min, max,
+				 (long long)(deflt_ms / unit_ms));
+		return deflt_ms;
+	}
+	return (int64_t)v * unit_ms;
+}
+
 int ember__cli_symbolize_new_files(const char *dir, const struct ember__cli_names *before,
 				   const struct ember__cli_names *jfr_before, const char *lines,
 				   int quiet)
@@ -227,14 +243,9 @@ int ember__cli_symbolize_new_files(const char *dir, const struct ember__cli_name
 							       : EMBER__LINES_APP;
 		/* after the program: bounded, and failures remembered for the
 		 * next runs (`emberprof symbolize` asks again) */
-		unsigned long secs = 30;
-		const char *t = getenv("EMBERPROF_DEBUGINFOD_TIMEOUT");
-		if (t && *t && ember__cli_parse_count(t, 1, 86400, &secs) < 0) {
-			ember__cli_error("run: EMBERPROF_DEBUGINFOD_TIMEOUT \"%s\" is invalid: "
-					 "expected seconds, 1..86400; 30 used", t);
-			secs = 30;
-		}
-		ember__symz_opts o = {.debuginfod = 1, .dbgd = {.total_ms = (int64_t)secs * 1000},
+		ember__symz_opts o = {.debuginfod = 1,
+				      .dbgd = {.total_ms = ember__cli_debuginfod_ms(
+						       "EMBERPROF_DEBUGINFOD_TIMEOUT", 30000, 1000, 1, 86400)},
 				      .lines = policy};
 		failed = symbolize_files(&o, files, n, NULL, quiet, "run: debuginfod");
 	}

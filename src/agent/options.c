@@ -486,8 +486,14 @@ const ember__option ember__options[] = {
 	 .flags = EMBER__OPTF_INTERNAL, .values = "PID", .where = "src/preload/preload.c"},
 	{.name = "EMBERPROF_RUN_PID", .reader = EMBER__OPT_ELSEWHERE,
 	 .flags = EMBER__OPTF_INTERNAL, .values = "PID", .where = "src/preload/preload.c"},
+	/* `emberprof attach --wall`: its own pid, so that the agent it injects
+	 * stops by itself if emberprof is killed (src/preload/attach_watch.h) */
+	{.name = "EMBERPROF_ATTACHER_PID", .reader = EMBER__OPT_ELSEWHERE,
+	 .flags = EMBER__OPTF_INTERNAL, .values = "PID", .where = "src/preload/attach_watch.c"},
 	{.name = "EMBERPROF_DEBUGINFOD_TIMEOUT", .reader = EMBER__OPT_ELSEWHERE, .values = "SECONDS",
 	 .deflt = "30", .where = "tools/symbolize/, emberprof's own debuginfod pass"},
+	{.name = "EMBERPROF_DEBUGINFOD_WAIT", .reader = EMBER__OPT_ELSEWHERE, .values = "MS",
+	 .deflt = "2000", .where = "cli/run_names.c, the tree engine's windows"},
 	{.name = "EMBERPROF_LIB", .reader = EMBER__OPT_ELSEWHERE, .values = "PATH",
 	 .where = "cli/program.c"},
 };

@@ -200,6 +200,35 @@ static void adopt_thread(ember__threads *t, int32_t tid)
 	send_probe(t, r);
 }
 
+/*
+ * Is tid, not sampled yet, one of emberprof's own threads (named
+ * "emberprof*" by engine/thread_start.c before it runs anything)? One
+ * read of its comm when first seen; the answer is kept while scans see
+ * the thread (a tid the kernel reuses later is asked again). With more
+ * than the table holds, the comm is read at each scan.
+ */
+static int is_ours(ember__threads *t, int32_t tid)
+{
+	size_t n = sizeof(t->ours) / sizeof(t->ours[0]), free_slot = n;
+	for (size_t i = 0; i < n; i++) {
+		if (t->ours[i].tid == tid && t->ours[i].seen_gen + 1 >= t->gen) {
+			t->ours[i].seen_gen = t->gen;
+			return 1;
+		}
+		if (free_slot == n && (t->ours[i].tid == 0 || t->ours[i].seen_gen + 1 < t->gen))
+			free_slot = i;
+	}
+	char comm[32];
+	if (ember__read_task_file(tid, "comm", comm, sizeof(comm)) < 0 ||
+	    strncmp(comm, "emberprof", 9) != 0)
+		return 0;
+	if (free_slot < n) {
+		t->ours[free_slot].tid = tid;
+		t->ours[free_slot].seen_gen = t->gen;
+	}
+	return 1;
+}
+
 static void forget_thread(ember__threads *t, ember__thread_rec *r)
 {
 	/* On the exiting thread itself (exit hook) its clock still reads. */
@@ -322,7 +351,7 @@ static void scan_tasks(ember__threads *t)
 		ember__thread_rec *r = rec_find(t, (int32_t)tid);
 		if (r)
 			r->seen_gen = t->gen;
-		else
+		else if (!is_ours(t, (int32_t)tid))
 			adopt_thread(t, (int32_t)tid);
 	}
 	for (size_t i = t->nrecs; i-- > 0;)

@@ -89,6 +89,13 @@ typedef struct ember__threads {
 	char engine_note[320]; /* why auto did not pick perf_events, for the log */
 	int32_t agent_tid;
 	int32_t excluded_tid; /* the wall-clock timer thread: never sampled */
+	/* other threads of emberprof found by a scan (named "emberprof*":
+	 * engine/thread_start.h; an uploader, the attach watch, another
+	 * agent's), never sampled; kept while a scan still sees them */
+	struct {
+		int32_t tid;
+		uint64_t seen_gen;
+	} ours[8];
 	int32_t wall_cursor;  /* tid of the last thread the wall-clock engine signalled */
 	pid_t pid;
 	uint64_t rng;

@@ -25,6 +25,14 @@
 #define COPY_MAX (512u << 10) /* live stack copied; deeper stacks are truncated */
 #define FP_CANDIDATES 32
 
+/* n bytes of this process at addr, code or data (process_vm_readv: an address
+ * that is not mapped is a "no"). */
+static int read_self(uintptr_t addr, void *buf, size_t n)
+{
+	struct iovec local = {buf, n}, remote = {(void *)addr, n};
+	return addr >= 4096 && process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)n;
+}
+
 int ember__wall_blocked_in(int32_t tid, long *nr, uintptr_t *sp, uintptr_t *pc)
 {
 	char buf[256];
@@ -50,9 +58,7 @@ int ember__wall_blocked_in(int32_t tid, long *nr, uintptr_t *sp, uintptr_t *pc)
 	 * call instruction (under qemu-user the file holds the emulator's
 	 * host registers; such a thread is left to the signal). */
 	uint8_t c[8];
-	struct iovec local = {c, sizeof(c)}, remote = {(void *)(v[7] - sizeof(c)), sizeof(c)};
-	if (v[7] < 4096 + sizeof(c) ||
-	    process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != (ssize_t)sizeof(c) ||
+	if (v[7] < 4096 + sizeof(c) || !read_self(v[7] - sizeof(c), c, sizeof(c)) ||
 	    !ember__regs_after_syscall(c))
 		return 0;
 	*nr = num;
@@ -98,12 +104,72 @@ static int called_from(uintptr_t ra)
 {
 	uint8_t c[8];
 	ra &= EMBER_ARCH_PC_MASK; /* a PAC-signed return address (aarch64) */
-	if (ra < 4096 + sizeof(c))
-		return 0;
-	struct iovec local = {c, sizeof(c)}, remote = {(void *)(ra - sizeof(c)), sizeof(c)};
-	if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != (ssize_t)sizeof(c))
-		return 0;
-	return ember__regs_after_call(c);
+	return ra >= 4096 + sizeof(c) && read_self(ra - sizeof(c), c, sizeof(c)) &&
+	       ember__regs_after_call(c);
+}
+
+/* The module of the unwind snapshot whose range holds code address a, or
+ * NULL. */
+static const ember__unwind_module *module_of(const ember__unwind_snapshot *snap, uintptr_t a)
+{
+	const ember__unwind_module *m = NULL;
+	(void)ember__unwind_find_row(snap, a, &m, NULL);
+	return m;
+}
+
+/*
+ * Whether the call before return address ra can have entered the module
+ * holding `callee` (the pc of the frame below ra's): 0 when its code says
+ * it went elsewhere - a direct call into another module's code that is not
+ * a PLT stub, or a stub or code pointer leading into another module - else
+ * 1 (it went there, or the code cannot tell: a call through a register, a
+ * lazy slot not bound yet, an unknown module, an undecoded architecture).
+ * A frame record guessed from the stack is a stale one when its return
+ * address called something else.
+ */
+static int call_reaches(const ember__unwind_snapshot *snap, uintptr_t ra, uintptr_t callee)
+{
+	const ember__unwind_module *want = module_of(snap, callee);
+	uint8_t c[16];
+	uintptr_t dest;
+	ra &= EMBER_ARCH_PC_MASK;
+	if (!want || ra < 4096 + 8 || !read_self(ra - 8, c, 8))
+		return 1;
+	int kind = ember__regs_call_dest(c, ra, &dest);
+	if (kind == 0)
+		return 1;
+	if (kind == 1) {
+		const ember__unwind_module *m = module_of(snap, dest);
+		if (m == want)
+			return 1;
+		/* a PLT stub: where its pointer leads */
+		if (!read_self(dest, c, sizeof(c)) || !ember__regs_plt_slot(c, dest, &dest))
+			return m == NULL;
+	}
+	uint64_t to = 0;
+	if (!read_self(dest, &to, sizeof(to)))
+		return 1;
+	const ember__unwind_module *tm = module_of(snap, (uintptr_t)to);
+	/* a lazy slot still points back into the caller's own module */
+	return tm == want || tm == NULL || tm == module_of(snap, ra);
+}
+
+/* How a walk ended, from least to most trusted: cut short; at a zero
+ * return address or frame pointer (any zero word read through a stale
+ * frame record ends a walk so); at the thread's outermost frame, as its
+ * unwind table marks it (clone's, _start's undefined return address). */
+enum { WALK_TRUNCATED, WALK_ENDED, WALK_OUTERMOST };
+
+static int walk_end(const ember__unwind_snapshot *snap, const uint64_t *pcs, int n, unsigned flags)
+{
+	if (flags & EMBER_UNWIND_TRUNCATED)
+		return WALK_TRUNCATED;
+	ember__cfi_row row;
+	uintptr_t last = (uintptr_t)pcs[n - 1] - (n > 1); /* a return address: its call */
+	if (snap && ember__unwind_find_row(snap, last, NULL, &row) &&
+	    (row.kind & EMBER_CFI_F_RA_UNDEF))
+		return WALK_OUTERMOST;
+	return WALK_ENDED;
 }
 
 /* Whether every caller in a walk (pcs[1..n)) was reached by a call. */
@@ -226,8 +292,18 @@ int ember__wall_remote_sample(ember__wall_remote *w, ember__sigstate *st, ember_
 	if (len && ((flags & EMBER_UNWIND_TRUNCATED) || n <= 1 ||
 		    st->unwind_mode == EMBER_UNWIND_MODE_FP)) {
 		/* The frame pointer is not in the syscall file: try the likely
-		 * frame records, keep the first complete walk, or the deepest. */
-		int tried = 0;
+		 * frame records. The walk without one stopped at the first
+		 * frame that needs it (n0 frames), so a record's return
+		 * address is the caller of pcs[n0 - 1] and must have called
+		 * into its module (call_reaches). Frames below a big frame
+		 * (ASan's interceptors keep 2 KiB of buffers) leave stale
+		 * records in it whose walks end early at a zero word, or at
+		 * the outermost frame through callers long returned: with
+		 * unwind tables, the first walk that reaches the outermost
+		 * frame a table marks and passes both checks wins, else the
+		 * best ended, deepest one; without tables, the first that
+		 * ends, as before. */
+		int n0 = n > 0 ? n : 1, best = WALK_TRUNCATED, tried = 0;
 		for (size_t i = 0; i + 1 < nw && tried < FP_CANDIDATES; i++) {
 			uint64_t saved = w->copy[i], ra = w->copy[i + 1];
 			/* the caller's saved fp: 0, garbage (code without frame
@@ -240,13 +316,17 @@ int ember__wall_remote_sample(ember__wall_remote *w, ember__sigstate *st, ember_
 			regs.fp = base + i * 8;
 			int m = ember__unwind(st->unwind_mode, snap, &regs, &cb, w->alt, w->max_depth,
 					      &f);
-			if ((m > n || !(f & EMBER_UNWIND_TRUNCATED)) && walk_plausible(w->alt, m)) {
-				memcpy(w->pcs, w->alt, (size_t)m * sizeof(uint64_t));
-				n = m;
-				flags = f;
-				if (!(f & EMBER_UNWIND_TRUNCATED))
-					break;
-			}
+			int end = walk_end(snap, w->alt, m, f);
+			if (end < best || (end == best && m <= n) || !walk_plausible(w->alt, m) ||
+			    (snap && m > n0 && !call_reaches(snap, (uintptr_t)w->alt[n0],
+							     (uintptr_t)w->alt[n0 - 1])))
+				continue;
+			memcpy(w->pcs, w->alt, (size_t)m * sizeof(uint64_t));
+			n = m;
+			flags = f;
+			best = end;
+			if (end == WALK_OUTERMOST || (!snap && end == WALK_ENDED))
+				break;
 		}
 	}
 	ember__sigpath_leave();

@@ -17,6 +17,7 @@
 #include <malloc.h>
 #include <stdlib.h>
 
+#include "heap/gotpatch.h"
 #include "heap/hook.h"
 
 #define EMBER_HEAP_EXPORT __attribute__((visibility("default"))) EMBER_HEAP_HOOK_SECTION
@@ -79,9 +80,48 @@ EMBER_HEAP_EXPORT void *pvalloc(size_t n)
 	return ember__heap_pvalloc(n);
 }
 
+/* Hidden names of the definitions above: a reference to one binds to
+ * this object's own definition, whatever comes first in the process's
+ * symbol search order (in a library loaded by dlopen, `malloc` itself
+ * would name libc's). */
+#if defined(__GNUC__) && !defined(__clang__)
+/* (the aliases need not repeat glibc's declarations' attributes) */
+#pragma GCC diagnostic ignored "-Wmissing-attributes"
+#endif
+#define EMBER_HEAP_SELF(fn) \
+	extern __typeof(fn) ember__heap_self_##fn __attribute__((alias(#fn), visibility("hidden")))
+EMBER_HEAP_SELF(malloc);
+EMBER_HEAP_SELF(free);
+EMBER_HEAP_SELF(calloc);
+EMBER_HEAP_SELF(realloc);
+EMBER_HEAP_SELF(reallocarray);
+EMBER_HEAP_SELF(posix_memalign);
+EMBER_HEAP_SELF(aligned_alloc);
+EMBER_HEAP_SELF(memalign);
+EMBER_HEAP_SELF(valloc);
+EMBER_HEAP_SELF(pvalloc);
+
 void *ember__heap_malloc_entry(void)
 {
-	return (void *)malloc;
+	return (void *)ember__heap_self_malloc;
+}
+
+const ember__got_fn *ember__heap_wrappers(size_t *n)
+{
+	static const ember__got_fn fns[] = {
+		{"malloc", (void *)ember__heap_self_malloc},
+		{"free", (void *)ember__heap_self_free},
+		{"calloc", (void *)ember__heap_self_calloc},
+		{"realloc", (void *)ember__heap_self_realloc},
+		{"reallocarray", (void *)ember__heap_self_reallocarray},
+		{"posix_memalign", (void *)ember__heap_self_posix_memalign},
+		{"aligned_alloc", (void *)ember__heap_self_aligned_alloc},
+		{"memalign", (void *)ember__heap_self_memalign},
+		{"valloc", (void *)ember__heap_self_valloc},
+		{"pvalloc", (void *)ember__heap_self_pvalloc},
+	};
+	*n = sizeof(fns) / sizeof(fns[0]);
+	return fns;
 }
 
 #endif

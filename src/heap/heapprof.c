@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "heap/gotpatch.h"
 #include "heap/hook.h"
 #include "heap/sampler.h"
 #include "heap/tsclock.h"
@@ -42,6 +43,9 @@ struct ember__heapprof {
 	uint64_t live_unknown;
 	ember__tsclock clock; /* the records' TSC times (tsclock.h) */
 	int tsc_on;
+	int got;     /* the GOT entries patched now (gotpatch.h) */
+	int got_run; /* ... this run: its profiles say what they miss */
+	const ember__logger *log; /* the agent's, for detach */
 };
 
 #define EVENTS_MAX 100000u
@@ -113,8 +117,22 @@ int ember__heapprof_start(ember__heapprof **hpp, const ember__heap_cfg *cfg, int
 	ember__heap_set_tsc(0);
 	hp->tsc_on = 0;
 	ember__tsclock_start(&hp->clock);
+	hp->log = cfg->log;
+	hp->got_run = 0;
 	void *entry = ember__heap_malloc_entry();
-	if (!entry)
+	if (ember__heap_got_requested()) {
+		/* loaded into a running process: its calls reach the hook only
+		 * once their GOT entries point at it */
+		size_t n = 0;
+		const ember__got_fn *fns = ember__heap_wrappers(&n);
+		ember__got_stats st;
+		if ((rc = ember__heap_got_patch(fns, n, cfg->log, &st)) != 0)
+			return rc;
+		hp->got = hp->got_run = 1;
+		if (!st.patched)
+			ember__logf(cfg->log, EMBER_LOG_WARN, "allocation profiling: no GOT entry of "
+				   "malloc & co could be patched: nothing will be seen");
+	} else if (!entry)
 		ember__logf(cfg->log, EMBER_LOG_WARN, "allocation profiling: this library does not interpose "
 			   "malloc (libemberprof_noalloc.so, or a sanitizer build); memory profiles "
 			   "will hold only other sources");
@@ -134,6 +152,17 @@ int ember__heapprof_start(ember__heapprof **hpp, const ember__heap_cfg *cfg, int
 
 void ember__heapprof_detach(ember__heapprof *hp)
 {
+	if (hp && hp->got) {
+		/* calls go back to the allocator before the hook goes */
+		ember__heap_got_restore();
+		unsigned patched, restored;
+		ember__heap_got_last(&patched, &restored);
+		ember__logf(hp->log, restored == patched ? EMBER_LOG_INFO : EMBER_LOG_WARN,
+			   "allocation profiling: %u of the %u GOT entries patched restored%s", restored,
+			   patched, restored == patched ? "" : " (the others' modules were unloaded, or "
+			   "someone else rewrote them: left)");
+		hp->got = 0;
+	}
 	if (hp && hp->attached) {
 		ember__heap_hook_detach();
 		ember__heap_set_tsc(0);
@@ -279,6 +308,8 @@ int ember__heapprof_window(ember__heapprof *hp, ember__symbolizer *sym, const em
 	if (!hp)
 		return 0;
 	int rc = 0;
+	if (hp->got)
+		ember__heap_got_rescan(cfg->log); /* modules dlopen'ed since (gotpatch.h) */
 	uint64_t allocs = hp->cur.samples;
 	if (hp->hook.live) {
 		live_ctx c = {hp, &hp->cur, 0};
@@ -299,6 +330,11 @@ int ember__heapprof_window(ember__heapprof *hp, ember__symbolizer *sym, const em
 	*nsamples = allocs;
 	if (hp->cur.n || final)
 		rc = ember__memagg_profile(&hp->cur, sym, &cfg->window, hp->mean, start_ns, end_ns, out) ?: rc;
+	if (*out && hp->got_run) {
+		(*out)->comment = ember__profile_strdup(*out, EMBER_HEAP_ATTACH_NOTE);
+		if (!(*out)->comment)
+			rc = rc ? rc : ember__error_oom("memory profile");
+	}
 	/* Each event names its stack's sample in that profile (JFR). */
 	for (size_t i = 0; i < hp->nev_cur; i++) {
 		const ember__memagg_stack *s = *out ? ember__memagg_find(&hp->cur, hp->ev_cur[i].stack) : NULL;

@@ -165,6 +165,21 @@ static int glibc_posix_memalign(void **out, size_t align, size_t n)
 	return 0;
 }
 
+/* Publishes r as the allocator (g_real_state RESOLVING, by the caller). */
+static void store_next(const ember__heap_next *r)
+{
+	__atomic_store_n(&ember__heap_next_fns.calloc, r->calloc, __ATOMIC_RELAXED);
+	__atomic_store_n(&ember__heap_next_fns.realloc, r->realloc, __ATOMIC_RELAXED);
+	__atomic_store_n(&ember__heap_next_fns.memalign, r->memalign, __ATOMIC_RELAXED);
+	__atomic_store_n(&ember__heap_next_fns.posix_memalign, r->posix_memalign, __ATOMIC_RELAXED);
+	__atomic_store_n(&ember__heap_next_fns.aligned_alloc, r->aligned_alloc, __ATOMIC_RELAXED);
+	__atomic_store_n(&ember__heap_next_fns.valloc, r->valloc, __ATOMIC_RELAXED);
+	__atomic_store_n(&ember__heap_next_fns.pvalloc, r->pvalloc, __ATOMIC_RELAXED);
+	__atomic_store_n(&ember__heap_next_fns.malloc, r->malloc, __ATOMIC_RELAXED);
+	__atomic_store_n(&ember__heap_next_fns.free, r->free, __ATOMIC_RELAXED);
+	atomic_store_explicit(&g_real_state, REAL_READY, memory_order_seq_cst);
+}
+
 #define NEXT(T, name) ((T)dlsym(RTLD_NEXT, name))
 
 /* Decides once where calls go. Returns with g_real_state READY, or
@@ -200,18 +215,29 @@ static int resolve(void)
 			r = n;
 		}
 	}
-	__atomic_store_n(&ember__heap_next_fns.calloc, r.calloc, __ATOMIC_RELAXED);
-	__atomic_store_n(&ember__heap_next_fns.realloc, r.realloc, __ATOMIC_RELAXED);
-	__atomic_store_n(&ember__heap_next_fns.memalign, r.memalign, __ATOMIC_RELAXED);
-	__atomic_store_n(&ember__heap_next_fns.posix_memalign, r.posix_memalign, __ATOMIC_RELAXED);
-	__atomic_store_n(&ember__heap_next_fns.aligned_alloc, r.aligned_alloc, __ATOMIC_RELAXED);
-	__atomic_store_n(&ember__heap_next_fns.valloc, r.valloc, __ATOMIC_RELAXED);
-	__atomic_store_n(&ember__heap_next_fns.pvalloc, r.pvalloc, __ATOMIC_RELAXED);
-	__atomic_store_n(&ember__heap_next_fns.malloc, r.malloc, __ATOMIC_RELAXED);
-	__atomic_store_n(&ember__heap_next_fns.free, r.free, __ATOMIC_RELAXED);
+	store_next(&r);
 	errno = saved;
-	atomic_store_explicit(&g_real_state, REAL_READY, memory_order_seq_cst);
 	return REAL_READY;
+}
+
+int ember__heap_use_next(const ember__heap_next *next)
+{
+	ember__heap_next r = glibc_fns;
+	if (next) {
+		r = *next;
+		if (!r.aligned_alloc)
+			r.aligned_alloc = r.memalign;
+	}
+	int st = REAL_NONE;
+	if (!atomic_compare_exchange_strong_explicit(&g_real_state, &st, REAL_RESOLVING,
+						     memory_order_acq_rel, memory_order_acquire))
+		/* resolved already: fine if to the same allocator */
+		return st == REAL_READY && ember__heap_next_fns.malloc == r.malloc &&
+			       ember__heap_next_fns.free == r.free
+			       ? 0
+			       : -1;
+	store_next(&r);
+	return 0;
 }
 
 static inline const ember__heap_next *real(void)
@@ -649,5 +675,11 @@ EMBER_HEAP_HOOK_SECTION void *ember__heap_pvalloc(size_t n)
 
 __attribute__((weak)) void *ember__heap_malloc_entry(void)
 {
+	return NULL;
+}
+
+__attribute__((weak)) const struct ember__got_fn *ember__heap_wrappers(size_t *n)
+{
+	*n = 0;
 	return NULL;
 }

@@ -89,6 +89,18 @@ void ember__heap_set_internal(int on);
  * that follows us in the symbol search order; see hook.c), for logs. */
 void *ember__heap_real_malloc(void);
 
+/*
+ * Sets the allocator the hook calls, instead of the dlsym(RTLD_NEXT)
+ * lookup of the first call: NULL for glibc's own (the __libc_* entry
+ * points), or `next` (malloc, free, calloc, realloc and memalign
+ * required; the others may be NULL: they fall back on memalign). For a
+ * library loaded by dlopen, whose RTLD_NEXT is not the process's
+ * allocator (gotpatch.h). 0, or -1 when the hook is bound to another
+ * allocator already (or a lookup is under way). Not async-signal-safe.
+ */
+struct ember__heap_next;
+int ember__heap_use_next(const struct ember__heap_next *next);
+
 /* The functions the exported names forward to (malloc and free are
  * ember__heap_malloc_fast and ember__heap_free_fast, below). */
 void *ember__heap_calloc(size_t n, size_t size);
@@ -99,6 +111,14 @@ void *ember__heap_aligned_alloc(size_t align, size_t n);
 void *ember__heap_memalign(size_t align, size_t n);
 void *ember__heap_valloc(size_t n);
 void *ember__heap_pvalloc(size_t n);
+
+/*
+ * The wrappers of this build for gotpatch.h (malloc, free and the rest,
+ * as exported), their count in *n; NULL (*n 0) when none is built.
+ * Defined with ember__heap_malloc_entry.
+ */
+struct ember__got_fn;
+const struct ember__got_fn *ember__heap_wrappers(size_t *n);
 
 /*
  * The exported malloc of this build, or NULL when none is built (the

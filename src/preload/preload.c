@@ -35,6 +35,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -44,7 +45,9 @@
 
 #include "agent/agent.h"
 #include "engine/sigsetup.h"
+#include "heap/gotpatch.h"
 #include "emberprof.h"
+#include "preload/attach_watch.h"
 #include "preload/preload_env.h"
 #include "preload/exit_hook.h"
 #include "preload/fork_child.h"
@@ -93,11 +96,14 @@ static void preload_complain(const char *what, const char *msg)
 static void preload_stop(void)
 {
 	ember__fork_child_settle();
-	ember_running *r = preload_running;
 	/* A forked child inherits this handler but not the agent's thread. */
-	if (!r || getpid() != preload_pid)
+	if (!preload_running || getpid() != preload_pid)
 		return;
-	preload_running = NULL;
+	/* one stopper: the exit handler, emberprof's attach stop and the
+	 * attach watch (attach_watch.h) may race */
+	ember_running *r = atomic_exchange(&preload_running, NULL);
+	if (!r)
+		return;
 	ember_agent *a = NULL;
 	if (ember_running_stop(&a, r) < 0)
 		preload_complain("final profile not fully reported", ember_last_error());
@@ -371,6 +377,12 @@ out:
  *
  * ember__attach_start: 0 once the agent runs; -1 (said on stderr) if it
  * cannot start, or if an agent runs already.
+ * With allocation profiling the agent's start points the modules' GOT
+ * entries of malloc & co at our wrappers (heap/gotpatch.h) and
+ * ember__attach_stop restores them first (the agent's stop does too, on
+ * any other way it stops).
+ * With EMBERPROF_ATTACHER_PID in the settings (emberprof's pid), a watch
+ * (attach_watch.h) stops the agent if that process exits first.
  * ember__attach_stop: stops the agent, which reports its final window
  * and leaves nothing behind (its threads joined, its signal handler and
  * timers removed, its descriptors closed); the library stays loaded
@@ -389,8 +401,21 @@ int ember__attach_start(const char *settings)
 		preload_complain("an agent runs already in this process, not starting another", NULL);
 	else if (!settings || ember__env_snapshot_set(settings) != 0)
 		preload_complain("cannot read the attach settings, not profiling", NULL);
-	else
+	else {
+		/* malloc & co reach the hook only through their patched GOT
+		 * entries (gotpatch.h): the agent's start patches them when
+		 * allocation profiling is on */
+		ember__heap_got_request(1);
 		rc = preload_start();
+	}
+	/* stop by ourselves if emberprof is killed before it stops us */
+	const char *attacher = rc == 0 ? ember__getenv("EMBERPROF_ATTACHER_PID") : NULL;
+	if (attacher && *attacher) {
+		const char *why = NULL;
+		if (ember__attach_watch_start((pid_t)atoi(attacher), preload_stop, &why) != 0)
+			preload_complain("the agent will not stop by itself if emberprof is killed",
+					 why);
+	}
 	errno = saved_errno;
 	return rc;
 }
@@ -398,7 +423,14 @@ int ember__attach_start(const char *settings)
 int ember__attach_stop(void)
 {
 	int saved_errno = errno;
+	if (ember__attach_watch_end()) {
+		errno = saved_errno;
+		return -1; /* the watch stopped it: emberprof had gone */
+	}
 	int rc = preload_running ? 0 : -1;
+	/* the program's calls back to its allocator before the agent stops
+	 * (the agent's stop logs how many were restored) */
+	ember__heap_got_restore();
 	preload_stop();
 	errno = saved_errno;
 	return rc;

@@ -233,13 +233,20 @@ void ember__symbolizer_jit_stats(const ember__symbolizer *s, ember__jit_stats *o
 /*
  * Functions without symbols. An address of a module that no symbol (and no
  * DWARF subprogram) names gets its outermost frame named after the function
- * that holds it,
- * "MODULE+0xSTART": MODULE is the file's base name ("gzip",
+ * that holds it, the nearest start at or below the address among: the
+ * start of the .eh_frame FDE covering it (fdetab.h; when no FDE covers
+ * it, the end of the closest FDE below it), and the closest symbol
+ * starting at or below it (the floor), whatever its size. A floor symbol
+ * at or after the FDE's start names the address (its name, e.g. an
+ * exported .dynsym label inside a function, sizeless or with a size that
+ * ends before the address: the code from it to the FDE's end is one
+ * function); otherwise the FDE does, as "MODULE+0xSTART". A sized symbol
+ * covering the address always names it; a sizeless one (taken to run to
+ * the next symbol) only when no FDE starts between it and the address.
+ * MODULE is the file's base name ("gzip",
  * "liblzma.so.5.4.1"), START the ELF virtual address (hex, lowercase, as
  * nm, objdump, addr2line, gdb and readelf print it; not a file offset, not
- * an address of the process) where that function starts: the start of the
- * .eh_frame FDE covering the address (fdetab.h), or, when no FDE covers
- * it, the end of the closest FDE below it. Stable across runs and
+ * an address of the process) where that function starts. Stable across runs and
  * machines for one build ID; `addr2line -f -e FILE.debug 0xSTART` names it.
  * function and system_name are that string (file and line stay what DWARF
  * says, if anything: usually NULL and 0); the module's has_symbols still

@@ -151,13 +151,12 @@ void ember__symbolizer_set_lines(ember__symbolizer *s, int policy)
 /* Functions without symbols                                               */
 
 /*
- * Names the function holding addr, which nothing else names, after the
- * FDE covering it (symbolizer.h, "Functions without symbols") into
- * buf: 1, or 0 when no FDE is at or below it, or EMBER_ERR_NOMEM. The
- * module's FDE table is read on its first such address.
+ * The start of the function holding addr by the module's FDEs (ELF
+ * virtual address, fdetab.h), reading the table on the module's first
+ * such address: 1 or 2 (ember__fdetab_find) and *start, 0 when no FDE is
+ * at or below it, or EMBER_ERR_NOMEM.
  */
-static int fde_function(ember__symbolizer *s, sym_module *m, uint64_t addr, char *buf,
-			size_t len)
+static int fde_start(ember__symbolizer *s, sym_module *m, uint64_t addr, uint64_t *start)
 {
 	Dwarf_Addr bias = 0;
 	Elf *elf = dwfl_module_getelf(m->dm, &bias);
@@ -173,15 +172,55 @@ static int fde_function(ember__symbolizer *s, sym_module *m, uint64_t addr, char
 			s->fde.last_why = m->fdes.why;
 		}
 	}
-	uint64_t start;
-	if (!elf || ember__fdetab_find(&m->fdes, addr - bias, &start) == 0) {
-		s->fde.unnamed++;
+	return elf ? ember__fdetab_find(&m->fdes, addr - bias, start) : 0;
+}
+
+/*
+ * The symbol that names addr, by "nearest start wins" (symbolizer.h,
+ * "Functions without symbols"): *symname is what the symbol table says
+ * covers addr (NULL: nothing); it becomes the floor symbol when that one
+ * starts at or after the start of the FDE holding addr and does not
+ * reach it (a sized symbol that ends before, exported with a short or
+ * wrong size), or NULL when the only cover is a sizeless floor symbol
+ * that starts before that FDE (it is taken to run to the next symbol,
+ * but a function starts in between). *fde is set to 1 and *start to the
+ * FDE's start when the caller may name addr after it. 0 or
+ * EMBER_ERR_NOMEM.
+ */
+static int nearest_start(ember__symbolizer *s, sym_module *m, uint64_t addr, const char **symname,
+			 int *fde, uint64_t *start)
+{
+	*fde = 0;
+	ember__sym_floor fl; /* (an address only scanned: the scan kept its floor) */
+	int has = ember__symindex_floor(&m->ix, addr, &fl);
+	if (has < 0)
+		return has;
+	/* a sized symbol covering addr is the function: nothing to compare */
+	if (*symname && !(has && fl.size == 0))
+		return 0;
+	int found = fde_start(s, m, addr, start);
+	if (found < 0)
+		return found;
+	if (!found)
+		return 0; /* no FDE to compare with: what the symbols say */
+	Dwarf_Addr bias = 0;
+	(void)dwfl_module_getelf(m->dm, &bias);
+	if (has && fl.addr - bias >= *start) {
+		*symname = fl.name; /* the symbol starts closer */
 		return 0;
 	}
+	*symname = NULL;
+	*fde = 1;
+	return 0;
+}
+
+/* "MODULE+0xSTART" (symbolizer.h) into buf. */
+static void fde_name(ember__symbolizer *s, const sym_module *m, uint64_t start, char *buf,
+		     size_t len)
+{
 	const char *slash = strrchr(m->info.path, '/');
 	snprintf(buf, len, "%s+0x%" PRIx64, slash ? slash + 1 : m->info.path, start);
 	s->fde.named++;
-	return 1;
 }
 
 int ember__symbolizer_resolve(ember__symbolizer *s, sym_module *m, uint64_t addr, cache_entry *e)
@@ -202,6 +241,11 @@ int ember__symbolizer_resolve(ember__symbolizer *s, sym_module *m, uint64_t addr
 		}
 		symname = ember__symindex_symbol_at(&m->ix, addr);
 	}
+	int by_fde = 0;
+	uint64_t fstart = 0;
+	int nerr = nearest_start(s, m, addr, &symname, &by_fde, &fstart);
+	if (nerr)
+		return nerr;
 	const char *file = NULL;
 	int line = 0;
 	int dwarf = wants_dwarf(s, m);
@@ -247,13 +291,15 @@ int ember__symbolizer_resolve(ember__symbolizer *s, sym_module *m, uint64_t addr
 	 * line from DWARF): the placeholder of its FDE. */
 	char placeholder[256];
 	if (n == 0 || !raw[n - 1].system_name) {
-		int err = fde_function(s, m, addr, placeholder, sizeof(placeholder));
-		if (err < 0)
-			return err;
-		if (err > 0 && n == 0)
-			raw[n++] = (ember__raw_frame){placeholder, NULL, 0};
-		else if (err > 0)
-			raw[n - 1].system_name = placeholder;
+		if (by_fde) {
+			fde_name(s, m, fstart, placeholder, sizeof(placeholder));
+			if (n == 0)
+				raw[n++] = (ember__raw_frame){placeholder, NULL, 0};
+			else
+				raw[n - 1].system_name = placeholder;
+		} else if (!symname) {
+			s->fde.unnamed++;
+		}
 	}
 
 	ember__symbol_frame frames[EMBER_MAX_INLINE];

@@ -23,6 +23,7 @@ void ember__symindex_reset(ember__symindex *ix)
 	free(ix->funcs);
 	ember__arena_release(&ix->names);
 	ember__u64map_free(&ix->scanned);
+	ember__u64map_free(&ix->scanned_floor);
 	*ix = (ember__symindex)EMBER_SYMINDEX_INIT;
 }
 
@@ -286,6 +287,7 @@ int ember__symindex_build_syms_ex(ember__symindex *ix, Dwfl_Module *dm, uint64_t
 	ix->nsyms = 0;
 	ember__arena_release(&ix->names);
 	ember__u64map_free(&ix->scanned); /* (its names were in the arena) */
+	ember__u64map_free(&ix->scanned_floor);
 	ix->syms_built = 1;
 	int total = dm ? dwfl_module_getsymtab(dm) : -1;
 	if (total < 1)
@@ -341,7 +343,9 @@ static const char *entry_name(ember__symindex *ix, ember__sym_entry *e)
 	return e->name[0] ? e->name : NULL;
 }
 
-const char *ember__symindex_symbol_at(ember__symindex *ix, uint64_t addr)
+/* How many symbols of the index start at or below addr (a binary search):
+ * the floor of addr is the one before. */
+static size_t count_at_or_below(const ember__symindex *ix, uint64_t addr)
 {
 	size_t lo = 0, hi = ix->nsyms;
 	while (lo < hi) {
@@ -351,6 +355,12 @@ const char *ember__symindex_symbol_at(ember__symindex *ix, uint64_t addr)
 		else
 			hi = mid;
 	}
+	return lo;
+}
+
+const char *ember__symindex_symbol_at(ember__symindex *ix, uint64_t addr)
+{
+	size_t lo = count_at_or_below(ix, addr);
 	if (lo == 0)
 		return NULL;
 	ember__sym_entry *e = &ix->syms[lo - 1];
@@ -363,6 +373,26 @@ const char *ember__symindex_symbol_at(ember__symindex *ix, uint64_t addr)
 			return name;
 	}
 	return NULL;
+}
+
+int ember__symindex_floor(ember__symindex *ix, uint64_t addr, ember__sym_floor *out)
+{
+	if (!ix->syms_built) {
+		const uint64_t *v = ember__u64map_get(&ix->scanned_floor, addr);
+		if (!v || !*v)
+			return 0;
+		*out = *(const ember__sym_floor *)(uintptr_t)*v;
+		return 1;
+	}
+	size_t lo = count_at_or_below(ix, addr);
+	if (lo == 0)
+		return 0;
+	ember__sym_entry *e = &ix->syms[lo - 1];
+	const char *name = entry_name(ix, e);
+	if (!name)
+		return e->name[0] ? ember__error_oom("symbol name") : 0;
+	*out = (ember__sym_floor){e->addr, e->size, name};
+	return 1;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -412,11 +442,16 @@ static void scan_one(const ember__sym_entry *e, const uint64_t *addrs, size_t n,
 			enc[k] = *e;
 }
 
-int ember__symindex_scan(ember__symindex *ix, Dwfl_Module *dm, uint64_t start, uint64_t limit,
-			 const uint64_t *addrs, size_t n, const char **names)
+/* ember__symindex_scan, with floors[i] (if floors) the floor of addrs[i]
+ * (name NULL: none). */
+static int scan(ember__symindex *ix, Dwfl_Module *dm, uint64_t start, uint64_t limit,
+		const uint64_t *addrs, size_t n, const char **names, ember__sym_floor *floors)
 {
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		names[i] = NULL;
+		if (floors)
+			floors[i] = (ember__sym_floor){0};
+	}
 	if (!n || !dm)
 		return 0;
 	ember__sym_entry *gap = calloc(2 * n, sizeof(*gap)), *enc = gap + n;
@@ -448,6 +483,14 @@ int ember__symindex_scan(ember__symindex *ix, Dwfl_Module *dm, uint64_t start, u
 	for (size_t i = 0; !err && i < n; i++) {
 		if (gap[i].name && better_floor(&gap[i], &floor))
 			floor = gap[i];
+		if (floors && floor.name && floor.name[0]) {
+			ember__sym_entry f = floor;
+			const char *fname = entry_name(ix, &f);
+			if (!fname)
+				err = ember__error_oom("symbol name");
+			else
+				floors[i] = (ember__sym_floor){f.addr, f.size, fname};
+		}
 		ember__sym_entry *e = &floor;
 		if (!e->name || (e->size && addrs[i] - e->addr >= e->size) || !e->name[0])
 			e = enc[i].name ? &enc[i] : NULL;
@@ -458,27 +501,54 @@ int ember__symindex_scan(ember__symindex *ix, Dwfl_Module *dm, uint64_t start, u
 	return err;
 }
 
+int ember__symindex_scan(ember__symindex *ix, Dwfl_Module *dm, uint64_t start, uint64_t limit,
+			 const uint64_t *addrs, size_t n, const char **names)
+{
+	return scan(ix, dm, start, limit, addrs, n, names, NULL);
+}
+
 int ember__symindex_scan_into(ember__symindex *ix, Dwfl_Module *dm, uint64_t start,
 			      uint64_t limit, const uint64_t *addrs, size_t n)
 {
 	ember__u64map_free(&ix->scanned);
+	ember__u64map_free(&ix->scanned_floor);
 	ix->scanned = (ember__u64map)EMBER_U64MAP_INIT;
+	ix->scanned_floor = (ember__u64map)EMBER_U64MAP_INIT;
 	ix->scans++;
 	const char **names = malloc((n ? n : 1) * sizeof(*names));
-	if (!names)
+	ember__sym_floor *floors = malloc((n ? n : 1) * sizeof(*floors));
+	if (!names || !floors) {
+		free(names);
+		free(floors);
 		return ember__error_oom("symbol scan");
-	int err = ember__symindex_scan(ix, dm, start, limit, addrs, n, names);
+	}
+	int err = scan(ix, dm, start, limit, addrs, n, names, floors);
 	for (size_t i = 0; !err && i < n; i++) {
 		int inserted;
 		uint64_t *v = ember__u64map_put(&ix->scanned, addrs[i], &inserted);
-		if (!v)
+		if (!v) {
 			err = ember__error_oom("symbol scan");
-		else
-			*v = (uint64_t)(uintptr_t)names[i];
+			break;
+		}
+		*v = (uint64_t)(uintptr_t)names[i];
+		if (!floors[i].name)
+			continue;
+		/* the floors live with the names, in the index's arena */
+		ember__sym_floor *f = ember__arena_alloc(&ix->names, sizeof(*f));
+		v = f ? ember__u64map_put(&ix->scanned_floor, addrs[i], &inserted) : NULL;
+		if (!v) {
+			err = ember__error_oom("symbol scan");
+			break;
+		}
+		*f = floors[i];
+		*v = (uint64_t)(uintptr_t)f;
 	}
 	free(names);
-	if (err)
+	free(floors);
+	if (err) {
 		ember__u64map_free(&ix->scanned);
+		ember__u64map_free(&ix->scanned_floor);
+	}
 	return err;
 }
 

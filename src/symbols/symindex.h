@@ -61,6 +61,7 @@ typedef struct ember__symindex {
 	 * -> name, 0 for none) and how many scans there were
 	 * (ember__symindex_scan_into) */
 	ember__u64map scanned;
+	ember__u64map scanned_floor; /* address -> its ember__sym_floor (in names) */
 	unsigned scans;
 } ember__symindex;
 
@@ -141,6 +142,24 @@ int ember__symindex_scan_into(ember__symindex *ix, Dwfl_Module *dm, uint64_t sta
 /* Whether the last scan named addr; if so *name is its answer (NULL: no
  * symbol covers it). */
 int ember__symindex_scanned(const ember__symindex *ix, uint64_t addr, const char **name);
+
+/* The symbol nearest at or below an address, whatever its size. */
+typedef struct ember__sym_floor {
+	uint64_t addr;    /* where it starts */
+	uint32_t size;    /* its size, 0 if it has none */
+	const char *name; /* non-empty, versionless; borrowed as symbol_at's */
+} ember__sym_floor;
+
+/*
+ * The floor of addr: the preferred symbol with a name at the highest
+ * address at or below it (sized or not, reaching addr or not), from the
+ * symbol index when it is built, else from the last scan's answers when
+ * addr was among them. 1 and *out, 0 when there is none or it is not
+ * known (no index, not scanned), or EMBER_ERR_NOMEM. The symbolizer
+ * compares it with the FDE covering addr (symbolizer.h, "Functions without
+ * symbols").
+ */
+int ember__symindex_floor(ember__symindex *ix, uint64_t addr, ember__sym_floor *out);
 
 /*
  * Loads dm's DWARF (setting dw and dwbias; dw stays NULL when there is

@@ -115,6 +115,22 @@ int ember__regs_after_syscall(const uint8_t c[8])
 	return ((uint32_t)c[4] | (uint32_t)c[5] << 8 | (uint32_t)c[6] << 16 |
 		(uint32_t)c[7] << 24) == SVC_0;
 }
+/* Not decoded on aarch64 (bl's target, the adrp/ldr/br stubs): the
+ * callers take "cannot tell". */
+int ember__regs_call_dest(const uint8_t c[8], uintptr_t ra, uintptr_t *dest)
+{
+	(void)c;
+	(void)ra;
+	(void)dest;
+	return 0;
+}
+int ember__regs_plt_slot(const uint8_t code[16], uintptr_t at, uintptr_t *slot)
+{
+	(void)code;
+	(void)at;
+	(void)slot;
+	return 0;
+}
 #endif
 
 /*

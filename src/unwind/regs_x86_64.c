@@ -103,6 +103,43 @@ int ember__regs_after_syscall(const uint8_t c[8])
 {
 	return c[6] == 0x0f && c[7] == 0x05;
 }
+
+static int32_t rel32(const uint8_t *p)
+{
+	return (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+			 (uint32_t)p[3] << 24);
+}
+
+/* call rel32 (e8): its target; call *disp32(%rip) (ff 15): the pointer's
+ * address. Other indirect calls (through a register, or memory an
+ * address register names) say nothing from their bytes. */
+int ember__regs_call_dest(const uint8_t c[8], uintptr_t ra, uintptr_t *dest)
+{
+	if (c[3] == 0xe8) {
+		*dest = ra + (uintptr_t)(intptr_t)rel32(c + 4);
+		return 1;
+	}
+	if (c[2] == 0xff && c[3] == 0x15) {
+		*dest = ra + (uintptr_t)(intptr_t)rel32(c + 4);
+		return 2;
+	}
+	return 0;
+}
+
+/* jmp *disp32(%rip) (ff 25), after endbr64 (f3 0f 1e fa) and a bnd
+ * prefix (f2) where the stub has them (.plt, .plt.got, .plt.sec). */
+int ember__regs_plt_slot(const uint8_t code[16], uintptr_t at, uintptr_t *slot)
+{
+	size_t i = 0;
+	if (code[0] == 0xf3 && code[1] == 0x0f && code[2] == 0x1e && code[3] == 0xfa)
+		i = 4;
+	if (code[i] == 0xf2)
+		i++;
+	if (code[i] != 0xff || code[i + 1] != 0x25)
+		return 0;
+	*slot = at + i + 6 + (uintptr_t)(intptr_t)rel32(code + i + 2);
+	return 1;
+}
 #endif
 
 /*

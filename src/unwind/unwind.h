@@ -376,6 +376,23 @@ int ember__regs_after_call(const uint8_t before[8]);
 int ember__regs_after_syscall(const uint8_t before[8]);
 
 /*
+ * Architecture part: where the call instruction that ends just before the
+ * return address `ra` (`before`: its 8 code bytes, as above) went. 1: a
+ * direct call, *dest its target; 2: a call through the code pointer
+ * stored at *dest; 0: the bytes do not say (a call through a register,
+ * or an architecture that does not decode them). Async-signal-safe.
+ */
+int ember__regs_call_dest(const uint8_t before[8], uintptr_t ra, uintptr_t *dest);
+
+/*
+ * Architecture part: whether the 16 code bytes at address `at` are a PLT
+ * stub that jumps through a code pointer: 1 and *slot, that pointer's
+ * address; else 0 (also where the architecture does not decode them).
+ * Async-signal-safe.
+ */
+int ember__regs_plt_slot(const uint8_t code[16], uintptr_t at, uintptr_t *slot);
+
+/*
  * Architecture part, used by the table builder on the agent thread (pure
  * functions of their arguments: no allocation, no I/O; async-signal-safe
  * though no handler calls them): rows for a PLT section that the linker

@@ -5,8 +5,8 @@
 # another user's process, a process already profiled by an emberprof
 # agent, perf events refused (by a seccomp filter, standing in for
 # perf_event_paranoid), --wall on a statically linked program (whose CPU
-# profile, without --wall, is made); --alloc is not supported (one line,
-# exit 2). Not tested here: Yama's refusal (a sysctl this shared machine
+# profile, without --wall, is made) and --alloc there; --alloc on a
+# machine other than x86-64 (one line, exit 2). Not tested here: Yama's refusal (a sysctl this shared machine
 # keeps; its message names the setting).
 . "$(dirname "$0")/../cli/lib.sh"
 . "$(dirname "$0")/lib_attach.sh"
@@ -81,8 +81,10 @@ else
 	echo "skip: the loader call fails (no libz found)"
 fi
 
-refused "--alloc" 2 "--alloc is not supported yet" "$EMBERPROF" attach --alloc -o none "$TPID"
-untouched "$TPID" before
+if [ "$(uname -m)" != x86_64 ]; then
+	refused "--alloc" 2 "--alloc is implemented on x86-64 only" "$EMBERPROF" attach --alloc -o none "$TPID"
+	untouched "$TPID" before
+fi
 stop_target
 
 # a process profiled already: the library preloaded, its agent running
@@ -92,6 +94,8 @@ i=0
 while ! grep -qx emberprof /proc/"$pre"/task/*/comm 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
 refused "already profiled" 1 "already profiled by an emberprof agent" "$EMBERPROF" attach -o none "$pre"
 refused "already profiled, --wall" 1 "not starting a second" "$EMBERPROF" attach --wall -o none "$pre"
+[ "$(uname -m)" = x86_64 ] &&
+	refused "already profiled, --alloc" 1 "not starting a second" "$EMBERPROF" attach --alloc -o none "$pre"
 kill $pre
 wait $pre 2>/dev/null
 
@@ -101,6 +105,9 @@ EMBER_ATTACH_WORK=$EMBER_ATTACH_WORK_STATIC
 start_target idle
 holdings "$TPID" >before
 refused "static, --wall" 1 "is statically linked" "$EMBERPROF" attach --wall -o none "$TPID"
+untouched "$TPID" before
+[ "$(uname -m)" = x86_64 ] &&
+	refused "static, --alloc" 1 "is statically linked" "$EMBERPROF" attach --alloc -o none "$TPID"
 untouched "$TPID" before
 "$EMBERPROF" attach -q --duration 200ms -o static "$TPID" >/dev/null 2>static.err
 check_exit "static, CPU" 0 $?

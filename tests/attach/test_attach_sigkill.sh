@@ -8,7 +8,10 @@
 # (registers back), 6 the stub's registers set (not detached), 7
 # detached, the call under way, 8 the agent running. Past step 6 the
 # agent runs on in the process (emberprof is not there to stop it): the
-# process keeps running all the same.
+# process keeps running all the same. Killed at step 8, the agent's watch
+# sees emberprof gone and stops the agent: the process's threads, caught
+# signals and descriptors are back as they were before the attach (waited
+# for, up to 30 s), and the final window is written.
 . "$(dirname "$0")/../cli/lib.sh"
 . "$(dirname "$0")/lib_attach.sh"
 attach_probe
@@ -35,6 +38,7 @@ for run in "cpu 1" "cpu 2" "wall 1" "wall 3" "wall 4" "wall 5" "wall 6" "wall 7"
 	opt=
 	[ "$mode" = wall ] && opt=--wall
 	start_target blocked
+	holdings "$TPID" >before
 	rm -f ep.err
 	EMBER_TEST_ATTACH_PAUSE=$n "$EMBERPROF" attach $opt -o "out.$mode.$n" "$TPID" >/dev/null 2>ep.err &
 	EP=$!
@@ -55,6 +59,21 @@ for run in "cpu 1" "cpu 2" "wall 1" "wall 3" "wall 4" "wall 5" "wall 6" "wall 7"
 	else
 		fail "$mode, killed at step $n: a thread of the target is stopped"
 		cat /proc/"$TPID"/task/*/stat >&2
+	fi
+	if [ "$mode $n" = "wall 8" ]; then
+		i=0
+		while holdings "$TPID" >after && ! cmp -s before after && [ $i -lt 300 ]; do
+			sleep 0.1
+			i=$((i + 1))
+		done
+		if cmp -s before after; then
+			ok "wall, killed with the agent running: it stopped by itself, threads, SigCgt and descriptors as before"
+		else
+			fail "wall, killed with the agent running: the agent still holds something:"
+			diff before after >&2
+		fi
+		ls out.wall.8/*.pb.gz >/dev/null 2>&1 && ok "wall, killed at step 8: the agent wrote its final window" ||
+			fail "wall, killed at step 8: no profile in out.wall.8"
 	fi
 	echo release >&3
 	wait_grep state done || fail "$mode step $n: the target's calls did not complete"

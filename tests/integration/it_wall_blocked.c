@@ -27,7 +27,6 @@
 #include "it_common.h"
 
 #include <errno.h>
-#include <string.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -495,17 +494,6 @@ int main(int argc, char **argv)
 			 blocked ? "sleeping" : "running");
 		/* late: a running thread's samples are leaf-only until the
 		 * answer to its bounds probe is read (blocked ones need none) */
-#if defined(__SANITIZE_ADDRESS__)
-		/* KNOWN DEFECT in the sanitizer build only: a thread blocked in
-		 * ppoll, sampled from outside, is walked from ASan's interceptor
-		 * and does not reach its caller (0 % here since the merges of
-		 * this change; the normal build still checks it). Reported, not
-		 * judged, until it is found. */
-		if (!strcmp(names[k], "b_ppoll")) {
-			printf("KNOWN DEFECT (sanitizer build): %s: %.1f%% of its stacks hold %s\n",
-			       names[k], total[k] ? 100 * in_func[k] / total[k] : 0, funcs[k]);
-		} else
-#endif
 		IT_CHECK(in_func[k] >= (late_mode && !blocked ? 0.95 : 0.98) * total[k],
 			 "%s: only %.1f%% of its stacks hold %s",
 			 names[k], total[k] ? 100 * in_func[k] / total[k] : 0, funcs[k]);

@@ -4,31 +4,16 @@
 # graceful quit (SIGQUIT) from the client.
 . "$(dirname "$0")/lib.sh"
 need nginx curl python3
+. "$(dirname "$0")/../tree/nginx_conf.sh"
 
 # setup_dir DIR: a private config on a free port, and the client started in
 # the background: it waits for the server (bounded), sends 100 requests,
 # writes what it got to DIR/client.out and asks nginx to quit.
 setup_dir() {
-	port=$(free_port)
-	mkdir -p "$1/html" "$1/logs" "$1/tmp"
 	# nginx's worker runs as nobody: the scratch directory (mode 700) must
 	# let it reach html/
-	chmod a+x "$T" "$T/nginx" "$1" "$1/html"
-	seq 20000 >"$1/html/index.html"
-	cat >"$1/nginx.conf" <<CEOF
-daemon off;
-master_process on;
-worker_processes 1;
-pid $1/nginx.pid;
-error_log $1/logs/error.log;
-events { worker_connections 64; }
-http {
-	access_log off;
-	client_body_temp_path $1/tmp; proxy_temp_path $1/tmp; fastcgi_temp_path $1/tmp;
-	uwsgi_temp_path $1/tmp; scgi_temp_path $1/tmp;
-	server { listen 127.0.0.1:$port; root $1/html; }
-}
-CEOF
+	chmod a+x "$T" "$T/nginx"
+	nginx_conf "$1" 1 "" ""
 	(
 		i=0
 		until [ -s "$1/nginx.pid" ] && curl -s -o /dev/null "http://127.0.0.1:$port/"; do

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # lib.sh - helpers of the symbolize tests, sourced after ../cli/lib.sh's
-# set-up (scratch directory $T, fail/ok/done_tests, need).
+# set-up (scratch directory $T, fail/ok/done_tests, need); the debuginfod
+# server of the tests (start_server, below).
 #
 #   build_programs          bin/sym_c, bin/sym_cxx: -O2 -g; stripped/NAME:
 #                           the same file stripped (--strip-all keeps the
@@ -53,4 +54,44 @@ has_frame() {
 		fail "$1: no frame matches /$3/ in $2"
 		head -20 "$2" | sed 's/^/    /' >&2
 	fi
+}
+
+# The debuginfod server of the tests (Debian's `debuginfod`):
+#   start_server   serves $T/srv on a free port once it serves ids/sym_c's
+#                  debug file; sets URL and DPID
+#   stop_server    stops it (if running)
+#   free_port      a TCP port nobody listens on (now)
+DPID=
+stop_server() {
+	if [ -n "$DPID" ]; then
+		kill "$DPID" 2>/dev/null
+		wait "$DPID" 2>/dev/null
+		DPID=
+	fi
+}
+
+free_port() {
+	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# (0.188 has no listen-address option; it is only ever asked at 127.0.0.1)
+start_server() {
+	port=$(free_port)
+	debuginfod -p "$port" -F "$T/srv" -d "$T/db.sqlite" -t 0 -g 0 >>"$T/debuginfod.log" 2>&1 &
+	DPID=$!
+	URL=http://127.0.0.1:$port
+	# ready once it serves a debug file it indexed (a wait, not a check)
+	python3 - "$URL" "$(cat ids/sym_c)" <<'PY' || { fail "debuginfod never served"; cat "$T/debuginfod.log" >&2; done_tests; }
+import sys, time, urllib.request
+for _ in range(1200):
+    try:
+        with urllib.request.urlopen("%s/buildid/%s/debuginfo" % (sys.argv[1], sys.argv[2]), timeout=5) as r:
+            if r.status == 200:
+                sys.exit(0)
+    except Exception:
+        pass
+    time.sleep(0.1)
+sys.exit(1)
+PY
+	ok "debuginfod serving at $URL"
 }

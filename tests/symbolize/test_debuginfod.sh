@@ -17,43 +17,8 @@
 need debuginfod
 
 tab=$(printf '\t')
-DPID=
 HPID=
-stop_server() {
-	if [ -n "$DPID" ]; then
-		kill "$DPID" 2>/dev/null
-		wait "$DPID" 2>/dev/null
-		DPID=
-	fi
-}
 trap 'stop_server; [ -n "$HPID" ] && kill "$HPID" 2>/dev/null; rm -rf "$T"' EXIT
-
-free_port() {
-	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
-# start_server: debuginfod on a free port serving srv/ (0.188 has no
-# listen-address option; it is only ever asked at 127.0.0.1); URL set
-start_server() {
-	port=$(free_port)
-	debuginfod -p "$port" -F "$T/srv" -d "$T/db.sqlite" -t 0 -g 0 >>"$T/debuginfod.log" 2>&1 &
-	DPID=$!
-	URL=http://127.0.0.1:$port
-	# ready once it serves a debug file it indexed (a wait, not a check)
-	python3 - "$URL" "$(cat ids/sym_c)" <<'PY' || { fail "debuginfod never served"; cat "$T/debuginfod.log" >&2; done_tests; }
-import sys, time, urllib.request
-for _ in range(1200):
-    try:
-        with urllib.request.urlopen("%s/buildid/%s/debuginfo" % (sys.argv[1], sys.argv[2]), timeout=5) as r:
-            if r.status == 200:
-                sys.exit(0)
-    except Exception:
-        pass
-    time.sleep(0.1)
-sys.exit(1)
-PY
-	ok "debuginfod serving at $URL"
-}
 
 build_programs
 mkdir -p srv refdir

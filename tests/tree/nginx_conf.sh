@@ -1,9 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
 # nginx_conf.sh - sourced by the tests that run nginx (tests/tree,
-# tests/attach): nginx_conf DIR writes DIR/nginx.conf for a master and 2
-# workers in the foreground, serving DIR/html/index.html (20000 lines) on
-# 127.0.0.1:$port (a free port it picks and sets), logs and temp files
-# under DIR. The workers run as nobody: DIR and html/ are made reachable.
+# tests/attach, tests/realprog):
+#   nginx_conf DIR [WORKERS [LISTEN_OPTS [SERVER_OPTS]]]
+# writes DIR/nginx.conf for a master and WORKERS workers (2) in the
+# foreground, serving DIR/html/index.html (20000 lines) on 127.0.0.1:$port
+# (a free port it picks and sets; LISTEN_OPTS after it, "reuseport" unless
+# given), with SERVER_OPTS in the server block (a keepalive of 100000
+# requests unless given), logs and temp files under DIR. The workers run as
+# nobody: DIR and html/ are made reachable.
 nginx_conf() {
 	port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')
 	mkdir -p "$1/html" "$1/logs" "$1/tmp"
@@ -12,7 +16,7 @@ nginx_conf() {
 	cat >"$1/nginx.conf" <<CEOF
 daemon off;
 master_process on;
-worker_processes 2;
+worker_processes ${2:-2};
 pid $1/nginx.pid;
 error_log $1/logs/error.log;
 events { worker_connections 64; }
@@ -20,7 +24,7 @@ http {
 	access_log off;
 	client_body_temp_path $1/tmp; proxy_temp_path $1/tmp; fastcgi_temp_path $1/tmp;
 	uwsgi_temp_path $1/tmp; scgi_temp_path $1/tmp;
-	server { listen 127.0.0.1:$port reuseport; root $1/html; keepalive_requests 100000; }
+	server { listen 127.0.0.1:$port ${3-reuseport}; root $1/html; ${4-keepalive_requests 100000;} }
 }
 CEOF
 }

@@ -33,9 +33,9 @@ log_num() {
 	sed -n "s/.* \([0-9.]*\) s $2.*/\1/p" "$1" | head -1
 }
 
-# cover NAME DIR ERR RUSAGE_FILE
+# cover NAME DIR ERR RUSAGE_FILE TOP_PID
 cover() {
-	name=$1 dir=$2 err=$3
+	name=$1 dir=$2 err=$3 top=$5
 	read -r waited _ <"$4"
 	self=$(sed -n 's/.*emberprof itself \([0-9.]*\) s.*/\1/p' "$err")
 	held=$(sed -n 's/.*the profiles hold \([0-9.]*\) s of CPU.*/\1/p' "$err")
@@ -75,15 +75,18 @@ PY
 	# a file of its own only for the command's process and for processes
 	# that used the CPU of ten samples (0.1 s at 100 Hz): a cc1 that a
 	# loaded machine slows past that may have one, as the rule says
-	python3 "$COVER" files "$dir" >"$dir.files"
-	alone=$(awk '$3 == 1 && $2 < 0.1 { n++ } END { print n + 0 }' "$dir.files")
+	python3 "$COVER" files "$dir" 10 >"$dir.files"
+	# the most single-process files under 0.1 s in one window, the
+	# command's own left out (a shared one may hold a single process)
+	alone=$(grep -v -e "-$top-[0-9]*\.pb\.gz" "$dir.files" |
+		awk '$3 == 1 && $2 < 0.1 { n[$4]++ } END { m = 0; for (w in n) if (n[w] > m) m = n[w]; print m }')
 	big=$(awk '$3 == 1 && $2 >= 0.1 { n++ } END { print n + 0 }' "$dir.files")
-	if [ "$alone" -le 2 ] && [ "$per_window" -le 3 ]; then
+	if [ "$alone" -le 1 ] && [ "$per_window" -le 3 ]; then
 		ok "$name: $files files, at most $per_window per 10 s window"
-	elif [ "$alone" -le 2 ]; then
+	elif [ "$alone" -le 1 ]; then
 		ok "$name: $files files, $big of them processes of >= 0.1 s of CPU (a file of their own, as the rule says)"
 	else
-		fail "$name: $alone files of single processes under 0.1 s of CPU (at most the command's own in each of 2 windows):"
+		fail "$name: $alone files of single processes under 0.1 s of CPU in one window besides the command's ($top):"
 		sed 's/^/    /' "$dir.files" >&2
 	fi
 }
@@ -92,8 +95,8 @@ PY
 python3 "$COVER" run loop.ru -- "$EMBERPROF" run -q --log-level info --interval 10s -o loop -- \
 	bash -c 'echo $$ >bash.pid; for i in $(seq 500); do /bin/true; done' >loop.out 2>loop.err
 check_exit "shell loop" 0 $?
-cover "shell loop" loop loop.err loop.ru
 bash_pid=$(cat bash.pid)
+cover "shell loop" loop loop.err loop.ru "$bash_pid"
 own=$(ls loop | grep -c -e "-$bash_pid-[0-9]*\.pb\.gz")
 [ "$own" -ge 1 ] && ok "shell loop: the shell has a file of its own" || fail "shell loop: no file of the shell ($bash_pid): $(ls loop)"
 # the shell forks every millisecond and still takes samples of its own
@@ -101,12 +104,14 @@ raw=$(for f in loop/*-"$bash_pid"-*.pb.gz; do go tool pprof -raw "$f"; done)
 n=$(echo "$raw" | sed -n '/^Samples:/,/^Locations/p' | awk '/^ +[0-9]+ +[0-9]+:/ { n += $1 } END { print n + 0 }')
 [ "$n" -ge 2 ] && ok "shell loop: the forking shell took $n samples" ||
 	fail "shell loop: the forking shell took $n samples"
-# the /bin/true processes: one shared file, split by their pid labels
+# the /bin/true processes: a shared file per window (one, unless the loop
+# ran past a window's end), split by their pid labels
 shared=$(ls loop | grep -v -e "-$bash_pid-[0-9]*\.pb\.gz" | head -1)
 if [ -n "$shared" ]; then
-	pids=$(go tool pprof -raw "loop/$shared" | grep -o 'pid:\[[0-9]*\]' | sort -u | wc -l)
-	[ "$pids" -ge 400 ] && ok "shell loop: $pids processes in the shared profile, each with its pid label" ||
-		fail "shell loop: $pids pid labels in the shared profile"
+	pids=$(for f in $(ls loop | grep -v -e "-$bash_pid-[0-9]*\.pb\.gz"); do go tool pprof -raw "loop/$f"; done |
+		grep -o 'pid:\[[0-9]*\]' | sort -u | wc -l)
+	[ "$pids" -ge 400 ] && ok "shell loop: $pids processes in the shared profiles, each with its pid label" ||
+		fail "shell loop: $pids pid labels in the shared profiles"
 	go tool pprof -top -tagfocus comm=true "loop/$shared" 2>/dev/null | grep -q '\[unsampled\]' &&
 		ok "shell loop: -tagfocus comm=true selects the /bin/true processes' [unsampled] time" ||
 		fail "shell loop: -tagfocus comm=true finds no [unsampled] time"
@@ -123,10 +128,10 @@ while [ $i -lt 200 ]; do
 done
 printf 'OBJS := $(patsubst %%.c,%%.o,$(wildcard *.c))\nall: $(OBJS)\n%%.o: %%.c\n\tcc -O1 -c $< -o $@\n' >src/Makefile
 python3 "$COVER" run make.ru -- "$EMBERPROF" run -q --log-level info --interval 10s -o make -- \
-	make -s -C src -j2 >make.out 2>make.err
+	sh -c 'echo $$ >make.pid; exec make -s -C src -j2' >make.out 2>make.err
 check_exit "make -j2" 0 $?
 [ "$(ls src/*.o | wc -l)" = 200 ] && ok "make -j2: 200 objects" || fail "make -j2: $(ls src/*.o | wc -l) objects"
-cover "make -j2" make make.err make.ru
+cover "make -j2" make make.err make.ru "$(cat make.pid)"
 # stacks wherever one can be had: the time after a process's last sample
 # goes to its stacks; only processes without a sample (the drivers, as,
 # collect2: a few ms each) are [unsampled]

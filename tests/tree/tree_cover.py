@@ -15,9 +15,10 @@
       every pprof CPU profile of DIR (wall-clock and memory ones left out) as `go tool pprof -raw` reads them, how many
       files, and the most whose start (pprof time_nanos) falls in one
       window of INTERVAL_S seconds aligned on the epoch.
-  tree_cover.py files DIR
-      prints "NAME CPU_S PIDS" for every pprof CPU profile of DIR: its CPU
-      and how many processes (distinct pid labels) its samples come from.
+  tree_cover.py files DIR INTERVAL_S
+      prints "NAME CPU_S PIDS WINDOW" for every pprof CPU profile of DIR:
+      its CPU, how many processes (distinct pid labels) its samples come
+      from, and the number of the epoch-aligned window its start is in.
 """
 import os
 import re
@@ -96,14 +97,15 @@ def profiles(d, interval_s):
     print("%.6f %d %d" % (total / 1e9, len(files), max(per_window.values(), default=0)))
 
 
-def files(d):
+def files(d, interval_s):
     for f in sorted(os.listdir(d)):
         if not f.endswith(".pb.gz"):
             continue
         pids = set()
         got = profile(os.path.join(d, f), pids)
         if got is not None:
-            print("%s %.6f %d" % (f, got[0] / 1e9, len(pids)))
+            w = got[1] // int(float(interval_s) * 1e9)
+            print("%s %.6f %d %d" % (f, got[0] / 1e9, len(pids), w))
 
 
 if __name__ == "__main__":
@@ -113,6 +115,6 @@ if __name__ == "__main__":
         profiles(sys.argv[2], sys.argv[3])
         sys.exit(0)
     if sys.argv[1] == "files":
-        files(sys.argv[2])
+        files(sys.argv[2], sys.argv[3])
         sys.exit(0)
-    sys.exit("usage: tree_cover.py run FILE -- ARGV... | profiles DIR INTERVAL_S | files DIR")
+    sys.exit("usage: tree_cover.py run FILE -- ARGV... | profiles DIR INTERVAL_S | files DIR INTERVAL_S")

@@ -461,6 +461,99 @@ static void test_debuglink(void)
 	ember__symbolizer_free(s);
 }
 
+/* The outermost name of addr, "" if none (copied into buf). */
+static const char *outer_name(ember__symbolizer *s, uint64_t addr, char *buf, size_t len)
+{
+	ember__symbol_info si;
+	buf[0] = '\0';
+	if (ember__symbolizer_lookup(s, addr, &si) == 0 && si.nframes > 0 &&
+	    si.frames[si.nframes - 1].function)
+		snprintf(buf, len, "%s", si.frames[si.nframes - 1].function);
+	return buf;
+}
+
+/* The names test_nearest_symbol expects (see there). */
+static void nearest_names(ember__symbolizer *s, uint64_t o, uint64_t shorty, uint64_t sizeless,
+			  uint64_t a, uint64_t bias)
+{
+	char want[128], got[256];
+	/* the function's own start: its FDE's */
+	snprintf(want, sizeof(want), "ember_fixture_nearest.so+0x%" PRIx64, o - bias);
+	CHECK_EQ_STR(outer_name(s, o, got, sizeof(got)), want);
+	CHECK_EQ_STR(outer_name(s, shorty - 1, got, sizeof(got)), want);
+	/* within the short label's byte: the label covers it */
+	CHECK_EQ_STR(outer_name(s, shorty, got, sizeof(got)), "ember_nearest_short");
+	/* past it, no symbol covers: the label starts closer than the FDE */
+	CHECK_EQ_STR(outer_name(s, shorty + 1, got, sizeof(got)), "ember_nearest_short");
+	CHECK_EQ_STR(outer_name(s, sizeless - 1, got, sizeof(got)), "ember_nearest_short");
+	/* the sizeless label, to the end of the FDE */
+	CHECK_EQ_STR(outer_name(s, sizeless, got, sizeof(got)), "ember_nearest_sizeless");
+	CHECK_EQ_STR(outer_name(s, sizeless + 1, got, sizeof(got)), "ember_nearest_sizeless");
+	/* the next function: its FDE starts after the sizeless label */
+	snprintf(want, sizeof(want), "ember_fixture_nearest.so+0x%" PRIx64, a - bias);
+	CHECK_EQ_STR(outer_name(s, a, got, sizeof(got)), want);
+	CHECK_EQ_STR(outer_name(s, a + 1, got, sizeof(got)), want);
+}
+
+/*
+ * "Nearest start wins" for code no symbol covers (symbolizer.h): in the
+ * stripped fixture (nearest.c), the code of the static nearest_outer
+ * before its exported 1-byte label is named after its FDE, the code after
+ * that label's byte by the label (it starts closer than the FDE), the
+ * code after the sizeless label by it, and the static function after it
+ * by its own FDE (a function starts between the sizeless label and it).
+ */
+static void test_nearest_symbol(void)
+{
+	void *h = dlopen(EMBER_FIXTURE_NEAREST, RTLD_NOW | RTLD_LOCAL);
+	CHECK(h != NULL);
+	if (!h) {
+		fprintf(stderr, "dlopen: %s\n", dlerror());
+		return;
+	}
+	void *(*outer)(void) = (void *(*)(void))dlsym(h, "ember_nearest_outer");
+	void *(*after)(void) = (void *(*)(void))dlsym(h, "ember_nearest_after");
+	uint64_t shorty = (uint64_t)(uintptr_t)dlsym(h, "ember_nearest_short");
+	uint64_t sizeless = (uint64_t)(uintptr_t)dlsym(h, "ember_nearest_sizeless");
+	struct link_map *lm = NULL;
+	CHECK_EQ_INT(dlinfo(h, RTLD_DI_LINKMAP, &lm), 0);
+	CHECK(outer && after && shorty && sizeless && lm);
+	ember__symbolizer *s = NULL;
+	CHECK_EQ_INT(ember__symbolizer_new(&s), 0);
+	if (!outer || !after || !shorty || !sizeless || !lm || !s) {
+		ember__symbolizer_free(s);
+		dlclose(h);
+		return;
+	}
+	uint64_t o = (uint64_t)(uintptr_t)outer(), a = (uint64_t)(uintptr_t)after();
+	uint64_t bias = (uint64_t)lm->l_addr;
+	/* the layout nearest.c asks the compiler for */
+	CHECK(o < shorty && shorty < sizeless && sizeless < a);
+	if (!(o < shorty && shorty < sizeless && sizeless < a))
+		fprintf(stderr, "layout: outer %#" PRIx64 " short %#" PRIx64 " sizeless %#" PRIx64
+				" after %#" PRIx64 "\n", o, shorty, sizeless, a);
+	/* twice: names from the module's symbol index, then from a scan
+	 * (ember__symbolizer_prefetch, a fresh symbolizer: no index yet) */
+	for (int pass = 0; pass < 2; pass++) {
+		if (pass == 1) {
+			ember__symbolizer_free(s);
+			s = NULL;
+			CHECK_EQ_INT(ember__symbolizer_new(&s), 0);
+			if (!s)
+				break;
+			uint64_t addrs[] = {o, shorty - 1, shorty, shorty + 1, sizeless - 1,
+					    sizeless, sizeless + 1, a, a + 1};
+			CHECK_EQ_INT(ember__symbolizer_prefetch(s, addrs, sizeof(addrs) / sizeof(*addrs)), 0);
+		}
+		nearest_names(s, o, shorty, sizeless, a, bias);
+	}
+	ember__fde_stats fs;
+	ember__symbolizer_fde_stats(s, &fs);
+	CHECK(fs.modules >= 1 && fs.named >= 4);
+	ember__symbolizer_free(s);
+	dlclose(h);
+}
+
 /* The build id as readelf prints it, independently of libdwfl. */
 static int readelf_build_id(const char *path, char *out, size_t len)
 {
@@ -855,6 +948,7 @@ int main(void)
 	RUN(test_dlclose_kept);
 	RUN(test_poll_mapped_over);
 	RUN(test_debuglink);
+	RUN(test_nearest_symbol);
 	RUN(test_build_id);
 	RUN(test_vdso);
 	RUN(test_no_module);

@@ -274,9 +274,15 @@ static int name_locations(ember__symz *z, ember__profile *p, ember__symbolizer *
 	return err;
 }
 
+size_t ember__symz_pending(const ember__symz *z)
+{
+	return z->pending;
+}
+
 int ember__symz_profile(ember__symz *z, ember__profile *p, int *changed)
 {
 	*changed = 0;
+	z->pending = 0;
 	ember__symz_modules_reset(z);
 	ptrdiff_t *modix = calloc(p->nmappings + 1, sizeof(*modix));
 	if (!modix)
@@ -303,6 +309,11 @@ int ember__symz_profile(ember__symz *z, ember__profile *p, int *changed)
 	}
 	if (!err && wanted)
 		err = ember__symz_fetch(z);
+	/* in the background, during a run: without a debug file that has
+	 * arrived, the files read would be those that named p (the same
+	 * code): nothing to add, and no symbolizer to make for each window */
+	if (!err && wanted && z->o.bg && !ember__symz_any_fetched(z))
+		wanted = 0;
 	for (size_t i = 0; !err && i < z->nmods; i++)
 		z->st.no_file += !z->mods[i].elf[0];
 	ember__procmaps layout = EMBER_PROCMAPS_INIT;

@@ -32,6 +32,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "debuginfod/dbgd_bg.h"
 #include "debuginfod/debuginfod.h"
 #include "profile/profile.h"
 
@@ -41,6 +42,10 @@ typedef struct ember__symz_opts {
 	const char *sysroot;           /* NULL: none */
 	int debuginfod;                /* use debuginfod when configured */
 	ember__dbgd_opts dbgd;         /* its options (urls NULL: $DEBUGINFOD_URLS) */
+	ember__dbgd_bg *bg;            /* non-NULL (borrowed): debuginfod through this
+					* background fetcher instead, never waited for:
+					* what has not arrived is asked for and counted
+					* (ember__symz_pending); dbgd is then unused */
 	int lines;                     /* EMBER__LINES_* (symbols/symbolizer.h) */
 } ember__symz_opts;
 
@@ -68,6 +73,10 @@ void ember__symz_free(ember__symz *z);
  * named; still a valid profile).
  */
 int ember__symz_profile(ember__symz *z, ember__profile *p, int *changed);
+
+/* The build ids the last ember__symz_profile wanted from debuginfod that
+ * had not arrived (background fetcher only; 0 otherwise). */
+size_t ember__symz_pending(const ember__symz *z);
 
 /*
  * Reads the pprof file or JFR recording `in`, names it, and writes it to

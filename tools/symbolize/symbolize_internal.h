@@ -36,6 +36,7 @@ struct ember__symz {
 	size_t nmods;
 	symz_fetched *fetched; /* kept across profiles */
 	size_t nfetched;
+	size_t pending; /* the last profile's ids still under way (o.bg) */
 };
 
 /* The profile's module for path and build id, added if new (NULL: out
@@ -49,6 +50,9 @@ void ember__symz_modules_reset(ember__symz *z);
  * need one and were not asked before (a debuginfod failure is said in
  * z->dbgd_problem, not returned). 0 or EMBER_ERR_NOMEM. */
 int ember__symz_fetch(ember__symz *z);
+
+/* Whether a module wanted has a debug file from debuginfod. */
+int ember__symz_any_fetched(const ember__symz *z);
 
 /* The image's load bias for a mapping of `elf` at [start, ...) from file
  * offset `offset`, and the address the image starts at (what libdwfl

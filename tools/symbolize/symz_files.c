@@ -183,7 +183,52 @@ void ember__symz_modules_reset(ember__symz *z)
 	z->nmods = 0;
 }
 
-int ember__symz_fetch(ember__symz *z)
+/* The answer for id in the fetched list (path "" for none). 0 or OOM. */
+static int add_fetched(ember__symz *z, const char *id, char *path)
+{
+	symz_fetched *v = realloc(z->fetched, (z->nfetched + 1) * sizeof(*v));
+	char *c = strdup(id), *p = path ? path : strdup("");
+	if (!v || !c || !p) {
+		if (v)
+			z->fetched = v;
+		free(c);
+		free(p);
+		return ember__error_oom("debuginfod answers");
+	}
+	z->fetched = v;
+	v[z->nfetched++] = (symz_fetched){c, p};
+	return 0;
+}
+
+/* ember__symz_fetch through the background fetcher: what has arrived is
+ * kept, the rest asked for and counted in z->pending. */
+static int fetch_bg(ember__symz *z)
+{
+	int err = 0;
+	z->pending = 0;
+	for (size_t i = 0; !err && i < z->nmods; i++) {
+		symz_mod *m = &z->mods[i];
+		if (!m->wanted || !m->need_debug || !m->build_id[0])
+			continue;
+		int asked = 0;
+		for (size_t k = 0; k < z->nfetched && !asked; k++)
+			asked = !strcmp(z->fetched[k].id, m->build_id);
+		if (asked)
+			continue;
+		char *path = NULL;
+		int rc = ember__dbgd_bg_get(z->o.bg, m->build_id, &path);
+		if (rc < 0)
+			err = rc;
+		else if (rc == 0)
+			z->pending++;
+		else
+			err = add_fetched(z, m->build_id, path);
+	}
+	return err;
+}
+
+/* ember__symz_fetch now, in one parallel batch. */
+static int fetch_now(ember__symz *z)
 {
 	if (!z->o.debuginfod || !ember__dbgd_configured(z->o.dbgd.urls))
 		return 0;
@@ -250,6 +295,20 @@ int ember__symz_fetch(ember__symz *z)
 		free(paths[i]);
 	free(ids);
 	free(paths);
+	return err;
+}
+
+int ember__symz_any_fetched(const ember__symz *z)
+{
+	for (size_t i = 0; i < z->nmods; i++)
+		if (z->mods[i].wanted && fetched_path(z, z->mods[i].build_id))
+			return 1;
+	return 0;
+}
+
+int ember__symz_fetch(ember__symz *z)
+{
+	int err = z->o.bg ? fetch_bg(z) : fetch_now(z);
 	/* modules with no file of their own read the debug file fetched */
 	for (size_t i = 0; !err && i < z->nmods; i++) {
 		symz_mod *m = &z->mods[i];

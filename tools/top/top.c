@@ -2,8 +2,8 @@
 /*
  * top.c - the "top functions" table (see top.h).
  *
- * Rows live in a growing array indexed by an open-addressing hash table on
- * (function, module). Adding a profile first resolves every location's
+ * Rows live in a growing array indexed by the encoders' intern table
+ * (encode/intern.h) on "function\0module". Adding a profile first resolves every location's
  * lines to row numbers once, so the per-sample work is a walk over row
  * numbers; "counted once per sample" uses a per-row stamp set to the
  * current sample's serial number. After each profile the printing order
@@ -16,21 +16,20 @@
 #include <string.h>
 
 #include "emberprof.h"
+#include "encode/intern.h"
 #include "util/error.h"
 
 typedef struct row {
-	const char *function, *module; /* in the table's arena */
-	uint64_t hash;
+	const char *function, *module; /* in the key table's copy */
 	int64_t flat, cum;
 	uint64_t stamp; /* serial of the last sample that counted this row's cum */
 } row;
 
 struct ember__top {
 	ember__arena arena;
+	ember__intern keys; /* "function\0module" -> row index + 1 */
 	row *rows;
 	uint32_t nrows, cap;
-	uint32_t *slots; /* 0 = empty, else row index + 1 */
-	size_t nslots;   /* a power of two, more than twice nrows */
 	uint32_t *order; /* row indices in printing order */
 	uint32_t nordered; /* rows in order[]: nrows unless sorting failed */
 	int64_t total;
@@ -39,25 +38,13 @@ struct ember__top {
 	const char *type, *unit; /* of the first profile, "" before */
 };
 
-static uint64_t hash_key(const char *fn, const char *mod)
-{
-	uint64_t h = 1469598103934665603ull;
-	for (const unsigned char *s = (const unsigned char *)fn; *s; s++)
-		h = (h ^ *s) * 1099511628211ull;
-	h = (h ^ 0xff) * 1099511628211ull; /* separator: "ab","c" != "a","bc" */
-	for (const unsigned char *s = (const unsigned char *)mod; *s; s++)
-		h = (h ^ *s) * 1099511628211ull;
-	return h;
-}
-
 ember__top *ember__top_new(void)
 {
 	ember__top *t = calloc(1, sizeof(*t));
 	if (!t)
 		return NULL;
-	t->nslots = 256;
-	t->slots = calloc(t->nslots, sizeof(*t->slots));
-	if (!t->slots) {
+	if (ember__intern_init(&t->keys, 256, 1)) {
+		ember__intern_free(&t->keys);
 		free(t);
 		return NULL;
 	}
@@ -70,39 +57,32 @@ void ember__top_free(ember__top *t)
 	if (!t)
 		return;
 	ember__arena_release(&t->arena);
+	ember__intern_free(&t->keys);
 	free(t->rows);
-	free(t->slots);
 	free(t->order);
 	free(t);
-}
-
-static int rehash(ember__top *t, size_t nslots)
-{
-	uint32_t *slots = calloc(nslots, sizeof(*slots));
-	if (!slots)
-		return -1;
-	for (uint32_t i = 0; i < t->nrows; i++) {
-		size_t j = (size_t)t->rows[i].hash & (nslots - 1);
-		while (slots[j])
-			j = (j + 1) & (nslots - 1);
-		slots[j] = i + 1;
-	}
-	free(t->slots);
-	t->slots = slots;
-	t->nslots = nslots;
-	return 0;
 }
 
 /* Returns the row for (fn, mod), creating it; UINT32_MAX on OOM. */
 static uint32_t find_row(ember__top *t, const char *fn, const char *mod)
 {
-	uint64_t h = hash_key(fn, mod);
-	size_t j = (size_t)h & (t->nslots - 1);
-	for (uint32_t v; (v = t->slots[j]) != 0; j = (j + 1) & (t->nslots - 1)) {
-		const row *r = &t->rows[v - 1];
-		if (r->hash == h && strcmp(r->function, fn) == 0 && strcmp(r->module, mod) == 0)
-			return v - 1;
-	}
+	size_t lf = strlen(fn), lm = strlen(mod);
+	char small[512];
+	char *key = lf + lm + 1 <= sizeof(small) ? small : malloc(lf + lm + 1);
+	if (!key)
+		return UINT32_MAX;
+	memcpy(key, fn, lf + 1); /* the separator: "ab","c" != "a","bc" */
+	memcpy(key + lf + 1, mod, lm);
+	int64_t k = ember__intern_bytes(&t->keys, key, lf + lm + 1);
+	if (key != small)
+		free(key);
+	if (k < 1)
+		return UINT32_MAX;
+	uint32_t idx = (uint32_t)k - 1; /* the table's index 0 is "" */
+	if (idx < t->nrows)
+		return idx;
+	if (idx > t->nrows) /* a row lost to an earlier failure */
+		return UINT32_MAX;
 	if (t->nrows == t->cap) {
 		uint32_t ncap = t->cap ? t->cap * 2 : 256;
 		row *rows = ncap > t->cap ? realloc(t->rows, (size_t)ncap * sizeof(*rows)) : NULL;
@@ -111,20 +91,14 @@ static uint32_t find_row(ember__top *t, const char *fn, const char *mod)
 		t->rows = rows;
 		t->cap = ncap;
 	}
-	row r = {ember__arena_strdup(&t->arena, fn), ember__arena_strdup(&t->arena, mod), h, 0, 0, 0};
-	if (!r.function || !r.module)
+	/* the key's bytes are not terminated after the module: keep a
+	 * terminated copy of the module in the arena */
+	const char *copy = (const char *)t->keys.ents[k].data;
+	const char *m = ember__arena_strdup(&t->arena, mod);
+	if (!m)
 		return UINT32_MAX;
-	uint32_t idx = t->nrows++;
-	t->rows[idx] = r;
-	if ((size_t)t->nrows * 2 >= t->nslots) {
-		if (rehash(t, t->nslots * 2)) {
-			t->nrows--;
-			return UINT32_MAX;
-		}
-	} else {
-		t->slots[j] = idx + 1;
-	}
-	return idx;
+	t->rows[t->nrows] = (row){copy, m, 0, 0, 0};
+	return t->nrows++;
 }
 
 /* The module of a location: its mapping file's basename, or "?". */

@@ -22,6 +22,7 @@
 #include "symbols/symbolizer.h"
 #include "tree/perf_tree.h"
 #include "tree/tree_kernel.h"
+#include "tree/tree_names.h"
 #include "tree/tree_profile.h"
 #include "tree/tree_space.h"
 #include "util/error.h"
@@ -45,6 +46,7 @@ typedef struct tproc {
 	int64_t fork_mono; /* its FORK record's time (CLOCK_MONOTONIC ns), 0: none seen */
 	int profiled;
 	ember__symbolizer *sym;
+	uint64_t sym_answered; /* names.answered() when sym was made */
 	int64_t start_ns;     /* epoch ns: its fork, or when it was first seen */
 	uint64_t sampled_ns;  /* CPU time its samples weigh, over its life */
 	uint64_t counted_ns;  /* CPU time its exited threads used (READ records) */
@@ -77,6 +79,7 @@ struct ember__tree {
 				  the top's own count follows from it; not with attach_task) */
 	ember__tkern *kern;    /* their names, when samples carry them */
 	int only_top;          /* --no-follow-children: the others' records are ignored */
+	ember__tnames held;    /* profiles held for names on their way (tree_names.h) */
 	ember__tree_stats st;
 };
 
@@ -221,6 +224,13 @@ static void set_thread_name(ember__tree *t, int32_t tid, const char *comm)
 static void symbolizer_for(ember__tree *t, tproc *p)
 {
 	ember__procmaps maps = EMBER_PROCMAPS_INIT;
+	/* a debug file it lacked may have arrived: made anew, it looks again */
+	uint64_t answered = t->held.h.answered ? t->held.h.answered(t->held.h.arg) : 0;
+	if (p->sym && answered != p->sym_answered) {
+		ember__symbolizer_free(p->sym);
+		p->sym = NULL;
+	}
+	p->sym_answered = answered;
 	int rc = ember__tspace_procmaps(&p->space, t->mods, &maps);
 	if (rc == 0)
 		rc = p->sym ? ember__symbolizer_set_maps(p->sym, &maps)
@@ -237,11 +247,12 @@ static void symbolizer_for(ember__tree *t, tproc *p)
 			   ember_last_error());
 }
 
-/* Encodes prof and hands it to the reporters as [start, end) of `pid`
- * (0: the shared profile, named after this process). */
-static void report_profile(ember__tree *t, ember__profile *prof, int32_t pid, uint32_t seq,
-			   int64_t start, int64_t end, uint64_t samples, int final)
+/* Encodes a profile and hands it to the reporters as [start, end) of
+ * its pid (0: the shared profile, named after this process); frees it. */
+static void send_profile(void *ctx, ember__theld *e)
 {
+	ember__tree *t = ctx;
+	ember__profile *prof = e->prof;
 	uint8_t *pb = NULL;
 	size_t pblen = 0;
 	int rc = ember__pprof_encode(prof, &pb, &pblen);
@@ -249,25 +260,26 @@ static void report_profile(ember__tree *t, ember__profile *prof, int32_t pid, ui
 		ember__log(t->cfg, EMBER_LOG_ERROR,
 			   "process %d: window %" PRIu32 " could not be encoded, %" PRIu64
 			   " samples lost: %s",
-			   (int)pid, seq, samples, ember_last_error());
+			   (int)e->pid, e->seq, e->samples, ember_last_error());
 		t->st.report_failures++;
 		if (!t->err)
 			t->err = rc;
+		ember__profile_free(prof);
 		return;
 	}
 	ember_report rep = {
 		.app_name = t->cfg->app_name,
 		.profile_type = "cpu",
-		.start_ns = start,
-		.end_ns = end,
-		.samples = samples,
+		.start_ns = e->start,
+		.end_ns = e->end,
+		.samples = e->samples,
 		.pprof = pb,
 		.pprof_len = pblen,
-		.seq = seq,
-		.final = final,
+		.seq = e->seq,
+		.final = e->final,
 		.format = EMBER_FORMAT_PPROF,
 		.interval_ms = t->cfg->interval_ms,
-		.pid = pid,
+		.pid = e->pid,
 	};
 	ember__otlp_window_profile(prof); /* the model, for the OTLP reporter */
 	if (ember__config_call_reporters(t->cfg, &rep, &t->st.report_failures) != 0 && !t->err)
@@ -275,6 +287,28 @@ static void report_profile(ember__tree *t, ember__profile *prof, int32_t pid, ui
 	ember__otlp_window_done();
 	t->st.profiles++;
 	free(pb);
+	ember__profile_free(prof);
+}
+
+/* Hands prof (which it takes) to the reporters as [start, end) of `pid`
+ * (0: the shared profile), once the names on their way for it are there
+ * or its wait is over (tree_names.h). */
+static void report_profile(ember__tree *t, ember__profile *prof, int32_t pid, uint32_t seq,
+			   int64_t start, int64_t end, uint64_t samples, int final)
+{
+	ember__theld e = {prof, pid, seq, start, end, samples, final,
+			  clock_ns(CLOCK_MONOTONIC) + t->held.h.wait_ms * 1000000, 0, 0};
+	if (ember__tnames_submit(&t->held, &e, send_profile, t) != 0)
+		ember__log(t->cfg, EMBER_LOG_WARN, "process %d: window %" PRIu32
+			   " reported before the names on their way: %s",
+			   (int)pid, seq, ember_last_error());
+}
+
+void ember__tree_set_names(ember__tree *t, const ember__tree_names *names)
+{
+	/* what is held goes with the hooks it was held for */
+	ember__tnames_flush(&t->held, clock_ns(CLOCK_MONOTONIC), 1, send_profile, t);
+	t->held.h = names ? *names : (ember__tree_names){0};
 }
 
 /* The window's shared profile, [t->win_start, end), to the reporters. */
@@ -288,7 +322,6 @@ static void flush_shared(ember__tree *t, int64_t end, int final)
 	prof->duration_nanos = end - t->win_start;
 	report_profile(t, prof, 0, t->shared_seq++, t->win_start, end, samples, final);
 	t->st.shared_profiles++;
-	ember__profile_free(prof);
 }
 
 /*
@@ -367,6 +400,7 @@ static void report_window(ember__tree *t, tproc *p, int64_t end, int final)
 			t->err = rc;
 	} else if (!shared) {
 		report_profile(t, prof, p->pid, p->seq, p->win_start, end, p->agg.samples, final);
+		prof = NULL; /* the report's now */
 		p->seq++;
 	}
 	if (rc == 0) {
@@ -755,6 +789,24 @@ size_t ember__tree_alive(ember__tree *t)
 	return alive;
 }
 
+/*
+ * Every profile held for names reported: the run is over (or goes on in a
+ * fork child without the fetches), so the wait is here, each profile's
+ * bound at most (the last deadline, and one more pass at it).
+ */
+static void flush_names(ember__tree *t)
+{
+	int64_t last = ember__tnames_last_deadline(&t->held);
+	while (t->held.n) {
+		int64_t now = clock_ns(CLOCK_MONOTONIC);
+		ember__tnames_flush(&t->held, now, now >= last, send_profile, t);
+		if (t->held.n) {
+			struct timespec ts = {0, 20000000};
+			nanosleep(&ts, NULL);
+		}
+	}
+}
+
 /* final: every record read is delivered and every process's window is
  * its last; all (not final): every record read is delivered. */
 static int drain(ember__tree *t, int final, int all)
@@ -782,6 +834,9 @@ static int drain(ember__tree *t, int final, int all)
 		 * are complete */
 		close_windows(t, now - WINDOW_MARGIN_NS);
 	}
+	ember__tnames_flush(&t->held, clock_ns(CLOCK_MONOTONIC), 0, send_profile, t);
+	if (final || all)
+		flush_names(t);
 	return t->err;
 }
 
@@ -821,6 +876,9 @@ int ember__tree_after_fork(ember__tree *t, ember__config *cfg)
 		t->pcs = pcs;
 	}
 	t->cfg = cfg;
+	/* the fetches are the parent's (its threads): none here */
+	ember__tnames_release(&t->held);
+	t->held.h = (ember__tree_names){0};
 	return t->pt ? ember__ptree_after_fork(t->pt) : 0;
 }
 
@@ -847,6 +905,8 @@ void ember__tree_get_stats(ember__tree *t, ember__tree_stats *out)
 	out->table_build_ns = ms.build_ns;
 	out->table_failures = ms.table_failures;
 	out->tables_deferred = ms.deferred;
+	out->names_held = t->held.held;
+	out->names_expired = t->held.expired;
 }
 
 void ember__tree_free(ember__tree *t)
@@ -861,6 +921,7 @@ void ember__tree_free(ember__tree *t)
 	ember__u64map_free(&t->procs);
 	ember__u64map_free(&t->names);
 	ember__tshared_release(&t->shared);
+	ember__tnames_release(&t->held);
 	free(t->tnames);
 	free(t->exited);
 	ember__ptree_free(t->pt);

@@ -37,6 +37,7 @@
 #include <sys/types.h>
 
 #include "agent/agent.h"
+#include "profile/profile.h"
 
 typedef struct ember__tree ember__tree;
 
@@ -67,7 +68,33 @@ typedef struct ember__tree_stats {
 	int kernel_named;   /* ... named from /proc/kallsyms (else one [kernel] frame) */
 	const char *kernel_why; /* why not named ("" if named); borrowed */
 	uint64_t kernel_samples; /* samples with kernel frames */
+	uint64_t names_held;     /* profiles held for names under way (ember__tree_set_names) */
+	uint64_t names_expired;  /* ... of them, reported at the bound with some still under way */
 } ember__tree_stats;
+
+/*
+ * Names that arrive while the run goes on (docs/design/debuginfod.md,
+ * "Per window"): each window's profile is handed to `name` before it is
+ * reported, and held back (the drain going on) while that says something
+ * is still under way for it, at most wait_ms; the engine's symbolizers are
+ * made anew when `answered` grows (a debug file they did not have may be
+ * there now). The callbacks never wait; they run on the engine's thread.
+ */
+typedef struct ember__tree_names {
+	/* Names what it can of prof's unnamed locations with what has
+	 * arrived, asking for what would name the rest: how much of that
+	 * is still under way (0: report it now), or < 0 on an error (the
+	 * profile is reported as it is). */
+	int (*name)(void *arg, ember__profile *prof);
+	/* Grows each time something asked for is answered. */
+	uint64_t (*answered)(void *arg);
+	void *arg;
+	int64_t wait_ms; /* how long a profile is held at most */
+} ember__tree_names;
+
+/* Sets the naming hooks (copied; NULL: none, every profile reported as
+ * made). Set before the first window, or NULL in a fork child. */
+void ember__tree_set_names(ember__tree *t, const ember__tree_names *names);
 
 /*
  * An engine reporting to cfg's reporters (borrowed: cfg must outlive the
