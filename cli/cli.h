@@ -88,8 +88,9 @@ void ember__cli_symbolize_usage(FILE *out);
 
 /*
  * `run`'s pass when debuginfod is configured (DEBUGINFOD_URLS, or run
- * --debuginfod): names the profiles in `dir` not in `before` (the files
- * the run wrote), in place, after the program has exited. `lines` is
+ * --debuginfod): names the pprof profiles in `dir` not in `before` and
+ * the JFR recordings not in `jfr_before` (the files the run wrote), in
+ * place, after the program has exited. `lines` is
  * EMBERPROF_LINES (NULL: app). Bounded: EMBERPROF_DEBUGINFOD_TIMEOUT
  * seconds (30) for all fetches, failures remembered; says on
  * stderr what could not be fetched. 0, or -1 if a file could not be
@@ -97,7 +98,8 @@ void ember__cli_symbolize_usage(FILE *out);
  */
 struct ember__cli_names;
 int ember__cli_symbolize_new_files(const char *dir, const struct ember__cli_names *before,
-				   const char *lines, int quiet);
+				   const struct ember__cli_names *jfr_before, const char *lines,
+				   int quiet);
 
 /* The environment variable `var` as a count of unit_ms (1000: seconds)
  * in min..max, in ms: deflt_ms when unset, or when invalid (said). */

@@ -733,8 +733,8 @@ static int run_and_summarize(const run_opts *o, run_engine *e, const char *path,
 	 * (docs/design/debuginfod.md); not for files written addresses-only */
 	const char *symbolize = getenv("EMBERPROF_SYMBOLIZE");
 	if (!(symbolize && !strcmp(symbolize, "0")))
-		(void)ember__cli_symbolize_new_files(dir, &before, getenv("EMBERPROF_LINES"),
-						     o->quiet);
+		(void)ember__cli_symbolize_new_files(dir, &before, &jfr_before,
+						     getenv("EMBERPROF_LINES"), o->quiet);
 	if (killed_by)
 		ember__cli_error("%s was killed by signal %d (%s)", cmd_argv[0], killed_by,
 				 strsignal(killed_by));

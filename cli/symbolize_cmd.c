@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * symbolize_cmd.c - `emberprof symbolize`: names for the frames of pprof
- * files already written (tools/symbolize/), from local debug files,
+ * files and JFR recordings already written (tools/symbolize/), from local debug files,
  * --debug-dir trees, a sysroot or debuginfod; and `run`'s pass over the
  * files it wrote when debuginfod is configured.
  */
@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "emberprof.h"
+#include "report/local.h"
 #include "symbols/symbolizer.h"
 #include "symbolize/symbolize.h"
 
@@ -19,11 +20,13 @@ void ember__cli_symbolize_usage(FILE *out)
 	fprintf(out,
 		"usage: emberprof symbolize [options] FILE...\n"
 		"\n"
-		"Adds function names, file:line and inlined frames to pprof files written\n"
-		"without them (EMBERPROF_SYMBOLIZE=0, stripped programs, another machine),\n"
-		"in place (through a temporary file renamed over each) or into -o. Frames that\n"
-		"have a name already are kept; placeholders (module+0xOFFSET) are replaced.\n"
-		"Running it again changes nothing.\n"
+		"Adds function names, file:line and inlined frames to pprof files and JFR\n"
+		"recordings written without them (EMBERPROF_SYMBOLIZE=0, stripped programs,\n"
+		"another machine), in place (through a temporary file renamed over each) or\n"
+		"into -o. Frames that have a name already are kept; placeholders are replaced:\n"
+		"module+0xOFFSET in pprof, module.0xOFFSET in JFR (there with the line number,\n"
+		"JFR frames have no file; every other event is kept byte for byte). Running it\n"
+		"again changes nothing.\n"
 		"\n"
 		"Options:\n"
 		"      --debug-dir DIR      also look for debug files in DIR: DIR/.build-id/xx/\n"
@@ -184,6 +187,21 @@ int ember__cli_symbolize(int argc, char **argv)
 	return code;
 }
 
+/* Appends dir/NAME for the names of `now` not in `before`; -1 on OOM. */
+static int add_new(char **files, size_t *n, const char *dir, const ember__cli_names *now,
+		   const ember__cli_names *before)
+{
+	for (size_t i = 0; i < now->n; i++) {
+		if (before && ember__cli_names_has(before, now->v[i]))
+			continue;
+		size_t len = strlen(dir) + strlen(now->v[i]) + 2;
+		if (!(files[*n] = malloc(len)))
+			return -1;
+		snprintf(files[(*n)++], len, "%s/%s", dir, now->v[i]);
+	}
+	return 0;
+}
+
 int64_t ember__cli_debuginfod_ms(const char *var, int64_t deflt_ms, int64_t unit_ms,
 				 unsigned long min, unsigned long max)
 {
@@ -201,25 +219,23 @@ int64_t ember__cli_debuginfod_ms(const char *var, int64_t deflt_ms, int64_t unit
 }
 
 int ember__cli_symbolize_new_files(const char *dir, const struct ember__cli_names *before,
-				   const char *lines, int quiet)
+				   const struct ember__cli_names *jfr_before, const char *lines,
+				   int quiet)
 {
 	if (!ember__dbgd_configured(NULL))
 		return 0;
-	ember__cli_names now = {0};
-	if (ember__cli_list_profiles(dir, &now) < 0) {
+	ember__cli_names now = {0}, jfr_now = {0};
+	if (ember__cli_list_profiles(dir, &now) < 0 ||
+	    ember__cli_list_files(dir, EMBER_LOCAL_JFR_SUFFIX, &jfr_now) < 0) {
 		ember__cli_error("run: %s", ember_last_error());
+		ember__cli_names_free(&now);
 		return -1;
 	}
-	char **files = calloc(now.n + 1, sizeof(*files));
+	char **files = calloc(now.n + jfr_now.n + 1, sizeof(*files));
 	size_t n = 0;
-	for (size_t i = 0; files && i < now.n; i++) {
-		if (ember__cli_names_has(before, now.v[i]))
-			continue;
-		size_t len = strlen(dir) + strlen(now.v[i]) + 2;
-		if (!(files[n] = malloc(len)))
-			break;
-		snprintf(files[n++], len, "%s/%s", dir, now.v[i]);
-	}
+	if (!files || add_new(files, &n, dir, &now, before) < 0 ||
+	    add_new(files, &n, dir, &jfr_now, jfr_before) < 0)
+		ember__cli_error("run: out of memory: not every new file is symbolized");
 	int failed = 0;
 	if (files && n) {
 		int policy = lines && !strcmp(lines, "all")    ? EMBER__LINES_ALL
@@ -237,5 +253,6 @@ int ember__cli_symbolize_new_files(const char *dir, const struct ember__cli_name
 		free(files[i]);
 	free(files);
 	ember__cli_names_free(&now);
+	ember__cli_names_free(&jfr_now);
 	return failed ? -1 : 0;
 }

@@ -74,6 +74,10 @@ typedef struct enc {
 	ember__u64map tids;  /* threads with events (-> wall carry without w->wall_carry) */
 	ember__u64map names; /* tid -> index + 1 in w->threads */
 	uint32_t descriptor; /* symbol key of "()L;" */
+	/* the mappings address placeholders lie in, for emberprof.NativeMapping */
+	const ember__mapping **unnamed_maps;
+	const char **unnamed_mods; /* each one's module (class) name */
+	uint32_t nunnamed_maps, cap_unnamed_maps;
 	int oom;
 } enc;
 
@@ -145,14 +149,49 @@ static uint32_t module_class(enc *e, const ember__profile *p, const ember__locat
 	return class_key(e, slash && slash[1] ? slash + 1 : file);
 }
 
-/* A method for a location no symbol names: its address in the module. */
+/* Remembers that a placeholder lies in mapping m of module class `cls`
+ * (the same file at the same place once, whichever profile has it). */
+static void note_unnamed_map(enc *e, const ember__mapping *m, uint32_t cls)
+{
+	for (uint32_t i = 0; i < e->nunnamed_maps; i++) {
+		const ember__mapping *o = e->unnamed_maps[i];
+		if (o == m || (o->start == m->start && o->limit == m->limit &&
+			       o->offset == m->offset && !strcmp(o->file ? o->file : "", m->file ? m->file : "")))
+			return;
+	}
+	if (e->nunnamed_maps == e->cap_unnamed_maps) {
+		uint32_t ncap = e->cap_unnamed_maps ? e->cap_unnamed_maps * 2 : 16;
+		const ember__mapping **nm = realloc(e->unnamed_maps, ncap * sizeof(*nm));
+		const char **nn = nm ? realloc(e->unnamed_mods, ncap * sizeof(*nn)) : NULL;
+		if (nm)
+			e->unnamed_maps = nm;
+		if (!nn) {
+			e->oom = 1;
+			return;
+		}
+		e->unnamed_mods = nn;
+		e->cap_unnamed_maps = ncap;
+	}
+	e->unnamed_maps[e->nunnamed_maps] = m;
+	e->unnamed_mods[e->nunnamed_maps++] = cls ? e->classes.v[cls - 1] : "";
+}
+
+/*
+ * A method for a location no symbol names: "0xOFFSET", its offset in the
+ * module's file, in the module's class; its mapping is noted for an
+ * emberprof.NativeMapping event (what `emberprof symbolize` reads).
+ */
 static uint32_t address_method(enc *e, const ember__profile *p, const ember__location *loc)
 {
 	uint64_t a = loc->address;
+	uint32_t cls = module_class(e, p, loc);
 	if (loc->mapping && loc->mapping <= p->nmappings) {
 		const ember__mapping *m = &p->mappings[loc->mapping - 1];
-		if (a >= m->start)
+		if (a >= m->start) {
 			a = a - m->start + m->offset;
+			if (m->file && m->file[0] == '/')
+				note_unnamed_map(e, m, cls);
+		}
 	}
 	char buf[24];
 	snprintf(buf, sizeof(buf), "0x%" PRIx64, a);
@@ -161,7 +200,7 @@ static uint32_t address_method(enc *e, const ember__profile *p, const ember__loc
 		e->oom = 1;
 		return 0;
 	}
-	return method_key(e, module_class(e, p, loc), s, FRAME_NATIVE);
+	return method_key(e, cls, s, FRAME_NATIVE);
 }
 
 static int is_cpp(const ember__function *f)
@@ -183,10 +222,33 @@ static uint32_t function_method(enc *e, int kind, const ember__profile *p,
 	return k;
 }
 
-static int named(const ember__profile *p, const ember__line *l)
+/*
+ * Is name only the symbolizer's stand-in for a function of a stripped
+ * module, "<file name>+0xSTART" (known by its .eh_frame entry alone)? Such
+ * a frame is written as an address (address_method) instead, which
+ * `emberprof symbolize` can name from a debug file; the start alone could
+ * give neither the line nor the inlined frames.
+ */
+static int start_placeholder(const ember__profile *p, const ember__location *loc,
+			     const char *name)
 {
-	return l->function && l->function <= p->nfunctions && p->functions[l->function - 1].name &&
-	       p->functions[l->function - 1].name[0];
+	const char *file = loc->mapping && loc->mapping <= p->nmappings
+				   ? p->mappings[loc->mapping - 1].file
+				   : NULL;
+	if (!file || file[0] != '/')
+		return 0;
+	const char *base = strrchr(file, '/') + 1;
+	size_t n = strlen(base);
+	return n && !strncmp(name, base, n) && !strncmp(name + n, "+0x", 3) && name[n + 3] &&
+	       strspn(name + n + 3, "0123456789abcdef") == strlen(name + n + 3);
+}
+
+static int named(const ember__profile *p, const ember__location *loc, const ember__line *l)
+{
+	const char *name = l->function && l->function <= p->nfunctions
+				   ? p->functions[l->function - 1].name
+				   : NULL;
+	return name && name[0] && !start_placeholder(p, loc, name);
 }
 
 static void write_stack(enc *e, ember__pbuf *b, int kind, uint32_t sample)
@@ -204,7 +266,7 @@ static void write_stack(enc *e, ember__pbuf *b, int kind, uint32_t sample)
 		const ember__location *loc = &p->locations[s->locs[d] - 1];
 		for (uint32_t i = 0; i < (loc->nlines ? loc->nlines : 1); i++) {
 			const ember__line *l = loc->nlines ? &loc->lines[i] : NULL;
-			uint32_t m = l && named(p, l) ? function_method(e, kind, p, loc, l->function)
+			uint32_t m = l && named(p, loc, l) ? function_method(e, kind, p, loc, l->function)
 						      : address_method(e, p, loc);
 			int64_t line = l ? l->line : 0;
 			put_var(b, m);
@@ -253,17 +315,41 @@ static void write_thread(enc *e, ember__pbuf *b, int32_t tid)
 	put_var(b, 0);             /* group: none */
 }
 
-/* The checkpoint event: every pool the events refer to. Stacks are
- * written first, since they intern the methods, classes and symbols. */
-static void write_cpool(enc *e, ember__pbuf *b, ember__pbuf *scratch)
+/* The stack trace pool's entries into st, which interns the methods,
+ * classes and symbols (and notes the mappings of placeholders). */
+static void render_stacks(enc *e, ember__pbuf *st)
 {
-	/* Stack traces into scratch, so their methods are known. */
-	ember__pbuf *st = scratch;
 	st->len = 0;
 	for (uint32_t i = 0; i < e->nstacks; i++) {
 		put_var(st, i + 1);
 		write_stack(e, st, e->stacks[i].kind, e->stacks[i].sample);
 	}
+}
+
+/* One emberprof.NativeMapping event per mapping a placeholder lies in. */
+static void write_unnamed_maps(enc *e, ember__pbuf *b, ember__pbuf *ev)
+{
+	for (uint32_t i = 0; i < e->nunnamed_maps; i++) {
+		const ember__mapping *m = e->unnamed_maps[i];
+		ev->len = 0;
+		put_var(ev, T_NATIVE_MAPPING);
+		put_var(ev, 0); /* startTicks: the window's start */
+		put_str(ev, e->unnamed_mods[i]);
+		put_str(ev, m->file);
+		put_str(ev, m->build_id ? m->build_id : "");
+		put_var(ev, m->start);
+		put_var(ev, m->limit);
+		put_var(ev, m->offset);
+		if (ev->failed)
+			b->failed = 1;
+		put_event(b, ev);
+	}
+}
+
+/* The checkpoint event: every pool the events refer to; st holds the
+ * stack traces render_stacks wrote. */
+static void write_cpool(enc *e, ember__pbuf *b, ember__pbuf *st)
+{
 	size_t at = reserve_size(b);
 	put_var(b, T_CPOOL);
 	put_var(b, 0); /* start ticks */
@@ -546,6 +632,8 @@ static void enc_free(enc *e)
 	free(e->stacks);
 	ember__u64map_free(&e->tids);
 	ember__u64map_free(&e->names);
+	free(e->unnamed_maps);
+	free(e->unnamed_mods);
 }
 
 static int enc_init(enc *e, const ember__jfr_window *w)
@@ -582,7 +670,7 @@ int ember__jfr_encode(const ember__jfr_window *w, uint8_t **out, size_t *out_len
 	if (rc)
 		return rc;
 	enc e;
-	ember__pbuf b = EMBER_PBUF_INIT, ev = EMBER_PBUF_INIT;
+	ember__pbuf b = EMBER_PBUF_INIT, ev = EMBER_PBUF_INIT, st = EMBER_PBUF_INIT;
 	order *ord = NULL;
 	if ((rc = enc_init(&e, w)) != 0)
 		goto done;
@@ -621,8 +709,12 @@ int ember__jfr_encode(const ember__jfr_window *w, uint8_t **out, size_t *out_len
 			write_event(&e, &b, &ev, &w->events[ord[i].i]);
 		else
 			write_poll(&e, &b, &ev, &w->polls[ord[i].i - w->nevents]);
+	render_stacks(&e, &st);
+	write_unnamed_maps(&e, &b, &ev);
 	size_t cpool_at = b.len;
-	write_cpool(&e, &b, &ev);
+	write_cpool(&e, &b, &st);
+	if (st.failed)
+		b.failed = 1;
 	if (e.oom || b.failed) {
 		rc = EMBER_ERR_NOMEM;
 		goto done;
@@ -641,6 +733,7 @@ done:
 		ember__error_oom("JFR recording");
 	free(ord);
 	ember__pb_free(&ev);
+	ember__pb_free(&st);
 	ember__pb_free(&b);
 	enc_free(&e);
 	return rc;

@@ -45,6 +45,26 @@
  * demangled C++ symbol, else "Native". Threads are java.lang.Thread
  * {osName, osThreadId = the tid, javaName null, javaThreadId 0, group null}.
  *
+ * A frame no symbol names (symbolization off, EMBERPROF_SYMBOLIZE=0, or
+ * code of a stripped module, which the symbolizer calls "<file
+ * name>+0xSTART" after its .eh_frame entry) has the method {type: the
+ * module's class, name "0xOFFSET": the address's offset in the module's
+ * file, lowercase hex}, type Native and lineNumber 0: one method per
+ * address, not per function, so that the address survives for `emberprof
+ * symbolize`. For each mapping such a frame lies in the
+ * chunk holds one event of emberprof's own type
+ *
+ *   emberprof.NativeMapping {startTime, module, path, buildId, start, end,
+ *                    offset}
+ *                    (module: the class name its frames have; path: the
+ *                    mapped file; buildId: its GNU build id, lowercase
+ *                    hex, "" unknown; start, end: the mapping's addresses;
+ *                    offset: its file offset), written after the samples,
+ *                    before the checkpoint. `emberprof symbolize`
+ *                    (tools/symbolize/jfr_symbolize.c) reads these to name
+ *                    such frames later. A chunk whose frames all have names
+ *                    has none.
+ *
  * Every chunk starts, as async-profiler's do, with one jdk.ActiveRecording
  * {startTime, id, name, destination, maxAge, maxSize, recordingStart,
  * recordingDuration} and jdk.ActiveSetting {startTime, id, name, value}

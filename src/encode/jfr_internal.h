@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "encode/jfr_varint.h"
 #include "encode/protobuf.h"
 #include "util/arena.h"
 #include "util/hashmap.h"
@@ -49,6 +50,7 @@ enum {
 	T_WALL_CLOCK_SAMPLE = 118,
 	T_MALLOC = 119,
 	T_LONG_POLL = 150,
+	T_NATIVE_MAPPING = 151,
 	T_ACTIVE_RECORDING = 160, /* as async-profiler declares them (jfrMetadata.cpp) */
 	T_ACTIVE_SETTING = 161,
 	T_LABEL = 201,
@@ -80,14 +82,7 @@ static inline void put_be(ember__pbuf *b, uint64_t v, int bytes)
 /* A compressed integer: at most nine bytes, the ninth holding eight bits. */
 static inline void put_var(ember__pbuf *b, uint64_t v)
 {
-	if (ember__pb_reserve(b, 9))
-		return;
-	uint8_t *p = b->data + b->len;
-	int i = 0;
-	for (; i < 8 && v > 0x7f; i++, v >>= 7)
-		p[i] = (uint8_t)(v | 0x80);
-	p[i++] = (uint8_t)v;
-	b->len += (size_t)i;
+	ember__jfr_put_varint(b, v);
 }
 
 static inline void put_bytes(ember__pbuf *b, const void *d, size_t n)

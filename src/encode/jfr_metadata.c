@@ -125,6 +125,17 @@ static const cdef classes[] = {
 	  {"eventThread", T_THREAD, F_CPOOL, "Event Thread"},
 	  {"pollId", T_LONG, 0, "Poll Id"},
 	  {"open", T_BOOLEAN, 0, "Still Running"}}},
+	/* The mapping of a module some frame without a name lies in (jfr.h):
+	 * what `emberprof symbolize` needs to name it later */
+	{"emberprof.NativeMapping", T_NATIVE_MAPPING, C_EVENT, "Native Mapping", 0,
+	 {"emberprof", "Symbolization"},
+	 {START_TIME,
+	  {"module", T_STRING, 0, "Module"},
+	  {"path", T_STRING, 0, "Path"},
+	  {"buildId", T_STRING, 0, "Build Id"},
+	  {"start", T_LONG, F_ADDRESS, "Start Address"},
+	  {"end", T_LONG, F_ADDRESS, "End Address"},
+	  {"offset", T_LONG, 0, "File Offset"}}},
 	/* The recording and its settings, as async-profiler writes them: its
 	 * converter reads jdk.ActiveSetting {name, value} (JfrReader
 	 * readActiveSetting: the fields up to `id` are numbers). */

@@ -67,6 +67,23 @@ for p in sym_c sym_cxx; do
 	all_named "$p: run with debuginfod" "dd-$p.frames"
 	same_frames "$p: run with debuginfod = the unstripped build" "ref-$p.frames" "dd-$p.frames" 3
 	hot_and_inline "$p: run with debuginfod" "dd-$p.frames"
+	# ... and the JFR recording of such a run: the stripped code, written
+	# as addresses, named by the same pass (tools/symbolize/jfr_symbolize.c)
+	if ! command -v jfr >/dev/null 2>&1; then
+		echo "note: the JDK's jfr is not installed: the JFR run not checked"
+	else
+	DEBUGINFOD_URLS=$URL "$EMBERPROF" run -q --format jfr -o "ddj-$p" -- "stripped/$p" 150000000 \
+		>/dev/null 2>"ddj-$p.err"
+	check_exit "$p: run --format jfr, stripped, DEBUGINFOD_URLS" 0 $?
+	python3 "$SYM_SRC/jfr_frames.py" frames "ddj-$p"/*.jfr | grep "^$p$tab" >"ddj-$p.frames"
+	if [ -s "ddj-$p.frames" ] && ! grep -q "^$p${tab}0x" "ddj-$p.frames"; then
+		ok "$p: JFR with debuginfod: every frame of the program named"
+	else
+		fail "$p: JFR with debuginfod: addresses left: $(grep "^$p${tab}0x" "ddj-$p.frames" | head -3)"
+	fi
+	has_frame "$p: JFR with debuginfod: the hot function with its line" "ddj-$p.frames" \
+		"^$p${tab}(sym_hot_loop|symfx::Mixer::run[^$tab]*)$tab[1-9]"
+	fi
 	if [ -s "$T/cache/$id/debuginfo" ]; then
 		ok "$p: the debug file in libdebuginfod's cache layout"
 	else

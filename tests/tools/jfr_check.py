@@ -24,9 +24,12 @@ object whose keys are all optional:
   "frame_types": ["Native", ...]  every frame's type is one of these
   "settings": {"name": "value", ...}  the recording's jdk.ActiveSetting
              events hold these (async-profiler's converter reads them)
+  "mappings": [{"module", "path", "buildId", "start", "end", "offset"}, ...]
+             the emberprof.NativeMapping events (the mappings of frames
+             without a name, for `emberprof symbolize`), all of them, in order
 
-The recording's own events, jdk.ActiveRecording (exactly one) and
-jdk.ActiveSetting, are checked apart: they are not in "counts" or
+The recording's own events, jdk.ActiveRecording (exactly one),
+jdk.ActiveSetting and emberprof.NativeMapping, are checked apart: they are not in "counts" or
 "events", and the other keys do not apply to them.
 
 Prints what it found; exits 0 when everything matches, 1 on a mismatch,
@@ -135,7 +138,7 @@ def main():
     summary = run([tool, "summary", path])
     printed = json.loads(run([tool, "print", "--json", path]))
     failures = []
-    own = ("jdk.ActiveRecording", "jdk.ActiveSetting")
+    own = ("jdk.ActiveRecording", "jdk.ActiveSetting", "emberprof.NativeMapping")
     settings = {}
     nrec = 0
     for e in printed["recording"]["events"]:
@@ -148,6 +151,12 @@ def main():
         if settings.get(k) != want:
             failures.append("setting %s is %r, expected %r" % (k, settings.get(k), want))
     events = [e for e in printed["recording"]["events"] if e["type"] not in own]
+    if "mappings" in expect:
+        keys = ("module", "path", "buildId", "start", "end", "offset")
+        maps = [{k: e["values"].get(k) for k in keys}
+                for e in printed["recording"]["events"] if e["type"] == "emberprof.NativeMapping"]
+        if maps != expect["mappings"]:
+            failures.append("emberprof.NativeMapping events are %r, expected %r" % (maps, expect["mappings"]))
 
     got = {k: v for k, v in summary_counts(summary).items() if k not in own}
     by_type = {}

@@ -172,6 +172,10 @@ static void test_window_read_by_jdk(void)
 		 " \"frame_types\": [\"Native\", \"C++\"],"
 		 " \"settings\": {\"interval\": \"10000000\", \"wall\": \"50000000\","
 		 " \"nativemem\": \"524288\", \"event\": \"cpu\", \"enabled\": \"true\"},"
+		 /* the one mapping a frame without a name lies in (for symbolize) */
+		 " \"mappings\": [{\"module\": \"libwidget.so.3\","
+		 " \"path\": \"/usr/lib/x86_64-linux-gnu/libwidget.so.3\", \"buildId\": \"\","
+		 " \"start\": %lld, \"end\": %lld, \"offset\": 4096}],"
 		 " \"events\": ["
 		 "{\"type\": \"jdk.ExecutionSample\", \"time_ns\": %lld, \"tid\": 101,"
 		 " \"thread\": \"worker-a\", \"state\": \"STATE_DEFAULT\", \"truncated\": false,"
@@ -193,7 +197,7 @@ static void test_window_read_by_jdk(void)
 		 " \"size\": 4096, \"address\": %lld,"
 		 " \"frames\": [[\"server\", \"make_buffer\", \"Native\", 5]]}"
 		 "]}",
-		 T0 + 1000, T0 + 2000, T0 + 3000, T0 + 4000, T0 + 5000, T0 + 9876543210LL,
+		 (long long)0x7f0000000000, (long long)0x7f0000100000, T0 + 1000, T0 + 2000, T0 + 3000, T0 + 4000, T0 + 5000, T0 + 9876543210LL,
 		 (long long)0x7f1234567890);
 	CHECK_EQ_INT(jfr_check(out, len, expect), 0);
 

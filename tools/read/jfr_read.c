@@ -805,6 +805,44 @@ const ember__jfr_class *ember__jfr_class_by_name(const ember__jfr *j, size_t chu
 	return NULL;
 }
 
+uint64_t ember__jfr_varint(const uint8_t **p, const uint8_t *end, int *err)
+{
+	rd r = {*p, end, NULL, 0};
+	uint64_t v = get_varint(&r);
+	if (r.err)
+		*err = 1;
+	*p = r.p;
+	return v;
+}
+
+int ember__jfr_skip(ember__jfr *j, size_t chunk_i, const ember__jfr_field *f,
+		    const ember__jfr_class *cls, const uint8_t **p, const uint8_t *end,
+		    uint64_t *budget)
+{
+	if (chunk_i >= j->nchunks || (!f && !cls))
+		return ember__error(EMBER_ERR_FORMAT, "JFR: no such chunk or type to skip");
+	chunk *ch = &j->chunks[chunk_i];
+	rd r = {*p, end, ch, 0};
+	ctx c = {ch, NULL, budget};
+	int rc = f ? decode_field(&c, &r, f, 0, NULL) : decode_type(&c, &r, cls, 0, NULL);
+	*p = r.p;
+	return rc;
+}
+
+int ember__jfr_constant(ember__jfr *j, size_t chunk_i, int64_t class_id, int64_t index,
+			ember__jfr_value *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (chunk_i >= j->nchunks)
+		return 0;
+	return resolve(&j->chunks[chunk_i], class_id, index, 0, out);
+}
+
+const ember__jfr_class *ember__jfr_class_by_id(const ember__jfr *j, size_t chunk_i, int64_t id)
+{
+	return chunk_i < j->nchunks ? class_by_id(&j->chunks[chunk_i], id) : NULL;
+}
+
 void ember__jfr_rewind(ember__jfr *j)
 {
 	j->cur_chunk = 0;

@@ -117,6 +117,32 @@ size_t ember__jfr_nchunks(const ember__jfr *j);
 const ember__jfr_chunk_info *ember__jfr_chunk(const ember__jfr *j, size_t i);
 /* The class named `name` in chunk i, or NULL. */
 const ember__jfr_class *ember__jfr_class_by_name(const ember__jfr *j, size_t chunk, const char *name);
+/* The class with type id `id` in chunk i, or NULL. */
+const ember__jfr_class *ember__jfr_class_by_id(const ember__jfr *j, size_t chunk, int64_t id);
+
+/*
+ * The constant of type class_id with key `index` in chunk i's pools,
+ * references resolved (decoded once, kept while the reader lives) into
+ * *out; a key no pool has is null. The first definition of a key wins.
+ * 0, EMBER_ERR_FORMAT or EMBER_ERR_NOMEM.
+ */
+int ember__jfr_constant(ember__jfr *j, size_t chunk, int64_t class_id, int64_t index,
+			ember__jfr_value *out);
+
+/* One compressed integer at *p (before end): LEB128, the ninth byte
+ * holding eight bits; *p moves past it. Truncated: *err set to 1, 0. */
+uint64_t ember__jfr_varint(const uint8_t **p, const uint8_t *end, int *err);
+
+/*
+ * Skips one value at *p, bytes of chunk i's in [*p, end): of field f (an
+ * array, a pool key or an inline value) when f is given, else of class
+ * cls; *p moves past it. Each value skipped takes one from *budget (the
+ * caller's bound on the work). 0 or EMBER_ERR_FORMAT. For rewriters
+ * (tools/symbolize/jfr_symbolize.c) that copy what they do not change.
+ */
+int ember__jfr_skip(ember__jfr *j, size_t chunk, const ember__jfr_field *f,
+		    const ember__jfr_class *cls, const uint8_t **p, const uint8_t *end,
+		    uint64_t *budget);
 
 /*
  * Decodes the next event (metadata and checkpoints are skipped) into *ev.

@@ -19,6 +19,7 @@
 
 #include "emberprof.h"
 #include "encode/pprof.h"
+#include "read/jfr_profile.h"
 #include "read/pprof_read.h"
 #include "symbols/procmaps.h"
 #include "symbols/symbolizer.h"
@@ -360,6 +361,15 @@ static int write_atomically(const char *path, const uint8_t *data, size_t len, m
 	return 0;
 }
 
+/* err again, its message (ember_last_error(), the buffer it is written
+ * to) prefixed with the file's name. */
+static int name_error(int err, const char *in)
+{
+	char why[512];
+	snprintf(why, sizeof(why), "%s", ember_last_error());
+	return ember__error(err, "%s: %s", in, why);
+}
+
 int ember__symz_file(ember__symz *z, const char *in, const char *out, int *changed)
 {
 	*changed = 0;
@@ -370,12 +380,28 @@ int ember__symz_file(ember__symz *z, const char *in, const char *out, int *chang
 		return err;
 	struct stat st;
 	mode_t mode = stat(in, &st) == 0 ? st.st_mode : 0644;
+	if (ember__jfr_magic(data, len)) {
+		uint8_t *named = NULL;
+		size_t nlen = 0;
+		z->st.files++;
+		err = ember__symz_jfr(z, data, len, &named, &nlen, changed);
+		if (err)
+			err = name_error(err, in);
+		else if (*changed || (out && strcmp(out, in) != 0))
+			err = write_atomically(out ? out : in, named ? named : data,
+					       named ? nlen : len, mode);
+		if (!err && *changed)
+			z->st.rewritten++;
+		free(named);
+		free(data);
+		return err;
+	}
 	int gz = len >= 2 && data[0] == 0x1f && data[1] == 0x8b;
 	ember__profile *p = NULL;
 	err = ember__pprof_read(data, len, &p);
 	free(data);
 	if (err)
-		return ember__error(err, "%s: %s", in, ember_last_error());
+		return name_error(err, in);
 	z->st.files++;
 	err = ember__symz_profile(z, p, changed);
 	int write = !err && (*changed || (out && strcmp(out, in) != 0));

@@ -79,13 +79,24 @@ int ember__symz_profile(ember__symz *z, ember__profile *p, int *changed);
 size_t ember__symz_pending(const ember__symz *z);
 
 /*
- * Reads the pprof file `in`, names it, and writes it to `out` (NULL: in
- * place) through a temporary file renamed over it, gzip'd or raw as `in`
- * was. Nothing is written when nothing changed (and out is NULL or `in`);
+ * Reads the pprof file or JFR recording `in`, names it, and writes it to
+ * `out` (NULL: in place) through a temporary file renamed over it (a
+ * pprof file gzip'd or raw as `in` was). Nothing is written when nothing changed (and out is NULL or `in`);
  * with another `out` the profile is written either way. 0 or an ember_err
  * naming the file.
  */
 int ember__symz_file(ember__symz *z, const char *in, const char *out, int *changed);
+
+/*
+ * Names the placeholder frames of the JFR recording data[0..len)
+ * (borrowed) as jfr_symbolize.c says: on success with *changed set,
+ * *out is the new recording, malloc'd, the caller's; with nothing named
+ * *changed is 0 and *out NULL (the recording is right as it is). Counts:
+ * a placeholder method is a location. 0 or an ember_err (EMBER_ERR_FORMAT
+ * for a malformed recording).
+ */
+int ember__symz_jfr(ember__symz *z, const uint8_t *data, size_t len, uint8_t **out,
+		    size_t *out_len, int *changed);
 
 /* Counts so far (borrowed). */
 const ember__symz_stats *ember__symz_get_stats(const ember__symz *z);
