@@ -71,6 +71,8 @@ for p in sym_c sym_cxx; do
 	# as addresses, named by the same pass (tools/symbolize/jfr_symbolize.c)
 	if ! command -v jfr >/dev/null 2>&1; then
 		echo "note: the JDK's jfr is not installed: the JFR run not checked"
+	elif [ "${EMBER_TEST_ENGINE:-}" = tree ]; then
+		echo "note: --engine tree writes pprof only: the JFR run not checked"
 	else
 	DEBUGINFOD_URLS=$URL "$EMBERPROF" run -q --format jfr -o "ddj-$p" -- "stripped/$p" 150000000 \
 		>/dev/null 2>"ddj-$p.err"
