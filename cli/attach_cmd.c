@@ -459,7 +459,13 @@ static int attach_library(const ember__pidlist *targets, const char *dir, const 
 		ember__cli_error("out of memory");
 		goto out;
 	}
-	if ((code = ember__cli_find_library(alloc_hook, &lib)) != 0) {
+	/* always the library with malloc & co (libemberprof.so), for --wall
+	 * too: a dlopen'ed library interposes nothing by itself, and a
+	 * second agent library could not be loaded later (its static TLS
+	 * does not fit once the first one took the loader's surplus), so one
+	 * file serves every later attach, with --alloc or without */
+	(void)alloc_hook;
+	if ((code = ember__cli_find_library(1, &lib)) != 0) {
 		ember__cli_error("attach: %s", ember_last_error());
 		goto out;
 	}

@@ -31,7 +31,7 @@ case "$T/" in "$HIDE"/*)
 	exit 77
 	;;
 esac
-LIB=$HIDE/libemberprof_noalloc.so
+LIB=$HIDE/libemberprof.so
 [ -e "$LIB" ] || { fail "no $LIB next to emberprof"; done_tests; }
 cp "$EMBER_ATTACH_WORK" "$T/work" || exit 1
 
@@ -145,7 +145,7 @@ stop_target
 # library in a directory it sees, EMBERPROF_LIB): no copy of ours beside it
 mkdir stage && cp "$LIB" stage/ || exit 1
 start_ns_target ""
-EMBERPROF_LIB="$T/stage/libemberprof_noalloc.so" "$EMBERPROF" attach -q --wall --duration 300ms \
+EMBERPROF_LIB="$T/stage/libemberprof.so" "$EMBERPROF" attach -q --wall --duration 300ms \
 	-o "$T/staged" "$TPID" >staged.err 2>&1
 check_exit "attach --wall with a library the process sees" 0 $?
 holdings "$TPID" >before

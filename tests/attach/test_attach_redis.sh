@@ -2,7 +2,9 @@
 # test_attach_redis.sh - `emberprof attach` on redis-server (a real server
 # nobody here wrote) under redis-benchmark on 127.0.0.1: the CPU profile
 # names redis's own functions (readQueryFromClient, processCommand...);
-# --wall loads the library into it and stops it again; redis answers
+# --wall loads the library into it and stops it again; --alloc (x86-64)
+# gives an allocation profile whose zmalloc samples carry redis's callers
+# (redis allocates through jemalloc, not glibc's malloc); redis answers
 # every command as before (the benchmark's requests all complete, PING
 # gives PONG after detach) and exits 0 on SHUTDOWN.
 . "$(dirname "$0")/../cli/lib.sh"
@@ -26,6 +28,23 @@ check_exit "attach redis" 0 $?
 "$EMBERPROF" attach --wall --duration 1s -o wall "$RP" >wall.err 2>&1
 check_exit "attach --wall redis" 0 $?
 check_grep "attach --wall redis" wall.err "library loaded and agent started"
+case $(uname -m) in
+x86_64)
+	"$EMBERPROF" attach --alloc --duration 1s -o alloc "$RP" >alloc.err 2>&1
+	check_exit "attach --alloc redis" 0 $?
+	# a stack whose leaf is zmalloc and whose next frame is a named function
+	traces=$(go tool pprof -traces -sample_index=alloc_space alloc/*.memory.pb.gz 2>/dev/null)
+	callers=$(echo "$traces" | awk '/^-+\+/ { leaf = ""; next }
+		leaf == "" && $2 ~ /^zmalloc/ { leaf = $2; next }
+		leaf != "" && NF == 1 { if ($1 !~ /^zmalloc|\+0x/) print $1; leaf = "x" }' | sort -u)
+	if [ -n "$callers" ]; then
+		ok "attach --alloc redis: zmalloc's callers named ($(echo $callers | tr ' ' ','))"
+	else
+		fail "attach --alloc redis: no named caller of zmalloc:"
+		echo "$traces" | head -30 >&2
+	fi
+	;;
+esac
 wait $BP
 check_exit "redis-benchmark" 0 $?
 grep -q "GET: " bench.out && grep -q "SET: " bench.out && ok "the benchmark's SET and GET completed" ||
