@@ -845,8 +845,11 @@ void ember__log_symbolizer_stats(const ember__config *cfg, ember__symbolizer *sy
 	ember__dlclosed_stats ds;
 	ember__symbolizer_dlclosed_use(sym, &du);
 	ember__dlclosed_stats_get(&ds);
+	/* info, also for records dropped: they cost names only where samples
+	 * fell in those libraries, which the summary's unnamed share says
+	 * (the soak test's 23,000 dlopen/dlclose rounds fill the journal) */
 	if (du.taken || ds.dropped || ds.skipped)
-		ember__log(cfg, ds.dropped || ds.skipped ? EMBER_LOG_WARN : EMBER_LOG_INFO,
+		ember__log(cfg, EMBER_LOG_INFO,
 			   "dlclose'd libraries: %" PRIu64 " recorded, %" PRIu64 " named as gone "
 			   "modules (never seen mapped), %" PRIu64 " whose addresses a later library "
 			   "took; %" PRIu64 " not recorded (journal full), %" PRIu64 " not recordable",
