@@ -203,7 +203,8 @@ static void adopt_thread(ember__threads *t, int32_t tid)
 
 /*
  * Is tid, not sampled yet, one of emberprof's own threads (named
- * "emberprof*" by engine/thread_start.c before it runs anything)? One
+ * "emberprof" or "emberprof-..." by engine/thread_start.c before it runs
+ * anything)? One
  * read of its comm when first seen; the answer is kept while scans see
  * the thread (a tid the kernel reuses later is asked again). With more
  * than the table holds, the comm is read at each scan.
@@ -219,9 +220,13 @@ static int is_ours(ember__threads *t, int32_t tid)
 		if (free_slot == n && (t->ours[i].tid == 0 || t->ours[i].seen_gen + 1 < t->gen))
 			free_slot = i;
 	}
+	/* our names: "emberprof" and "emberprof-..." (never a program's
+	 * main thread: emberprof_demo's threads are the program's) */
 	char comm[32];
-	if (ember__read_task_file(tid, "comm", comm, sizeof(comm)) < 0 ||
-	    strncmp(comm, "emberprof", 9) != 0)
+	if (tid == t->pid || ember__read_task_file(tid, "comm", comm, sizeof(comm)) < 0)
+		return 0;
+	comm[strcspn(comm, "\n")] = 0;
+	if (strcmp(comm, "emberprof") != 0 && strncmp(comm, "emberprof-", 10) != 0)
 		return 0;
 	if (free_slot < n) {
 		t->ours[free_slot].tid = tid;
