@@ -779,7 +779,13 @@ int ember__inject_unmap(ember__inject *inj)
 		return rc;
 	uint64_t args[6] = {inj->page, EMBER_INJ_PAGE_LEN, 0, 0, 0, 0};
 	long ret = remote_syscall(tid, &orig, SYS_munmap, args);
-	/* the thread's own call restarts as the kernel would have it */
+	/* the thread's own call restarts as the kernel would have it, made
+	 * explicit: its registers go back at munmap's exit stop, after which
+	 * the kernel restarts nothing (an epoll_wait's EINTR at the stop, or
+	 * an -ERESTART code, would reach the program) */
+	ember__iregs resume = orig;
+	ember__iarch_restart(&resume, eintr_call(nr) && ember__iarch_syscall(&orig) == nr, pre[0]);
+	(void)ember__iarch_set(tid, &resume);
 	ptrace(PTRACE_DETACH, tid, NULL, NULL);
 	if (ret != 0)
 		return ember__error(EMBER_ERR_INVALID,
