@@ -121,6 +121,28 @@ exec 3>&-
 wait $TPID
 echo "VM: target exit status $?"
 grep 'wall clock' target.out | tail -1 | sed 's/^/VM: target log: /'
+# a target whose one thread waits in epoll_wait: borrowed there, its
+# -EINTR at the stop made a restart (with the epoll descriptor /proc
+# showed before the stop)
+rm -f ctl state
+mkfifo ctl
+/opt/ember/ember_attach_work epoll state <ctl >target2.out 2>&1 &
+EPID=$!
+exec 3>ctl
+n=0
+while ! grep -q ready state 2>/dev/null && [ $n -lt 600 ]; do sleep 0.1; n=$((n + 1)); done
+echo "VM: epoll target: $(cat /proc/$EPID/syscall)"
+emberprof attach -q --wall --duration 300ms -o /tmp/epoll $EPID >epoll.err 2>&1
+echo "VM: epoll attach exit status $?"
+sed 's/^/VM: epoll attach: /' epoll.err
+echo "VM: epoll target after: $(cat /proc/$EPID/syscall)"
+echo release >&3
+n=0
+while ! grep -q done state 2>/dev/null && [ $n -lt 300 ]; do sleep 0.1; n=$((n + 1)); done
+echo "VM: epoll target says: $(grep done state)"
+exec 3>&-
+wait $EPID
+echo "VM: epoll target exit status $?"
 echo "VM: end"
 sync
 poweroff -f
@@ -174,6 +196,9 @@ chk "the second attach wrote a wall profile" '^VM: second files: .*wall.*\.pb\.g
 chk "threads and SigCgt as before after the second" '^VM: second: threads and SigCgt as before'
 chk "no waiting call returned EINTR" '^VM: target says: done ok'
 chk "the target exited 0" '^VM: target exit status 0'
+chk "attach to a thread in epoll_wait exited 0" '^VM: epoll attach exit status 0'
+chk "its epoll_wait did not return EINTR" '^VM: epoll target says: done ok'
+chk "the epoll target exited 0" '^VM: epoll target exit status 0'
 if [ $fails -ne 0 ]; then
 	echo "vm_attach: $fails check(s) failed; the console log:"
 	tr -d '\r' <"$LOG" | tail -80
