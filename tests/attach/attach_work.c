@@ -19,6 +19,12 @@
  *   and OUT gets "done ok", or "done EINTR in CALL" (exit 3) if a call
  *   returned EINTR; then it waits for EOF and exits 0.
  *
+ *   attach_work epoll OUT: one thread, waiting in epoll_wait (no timeout)
+ *   on its standard input, the only call a borrowed thread can be in (the
+ *   one whose EINTR at a stop the attach must turn into a restart);
+ *   "ready" in OUT; on "release", "done ok" in OUT (exit 3 if epoll_wait
+ *   returned EINTR); then it waits for EOF and exits 0.
+ *
  * Every count comes from the threads' own CPU clocks, never from a wall
  * clock: the test compares the profiles with what was burnt, whatever the
  * machine's load. It fails (exit 3) if a call returns EINTR.
@@ -226,6 +232,35 @@ static int blocked(const char *out)
 	return eintr_in ? 3 : 0;
 }
 
+/* ---- epoll ---- */
+
+static int epoll_only(const char *out)
+{
+	char line[256];
+	struct epoll_event ev = {.events = EPOLLIN};
+	int ep = epoll_create1(0);
+	if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, 0, &ev) != 0)
+		return 1;
+	write_file(out, "ready\n");
+	for (;;) {
+		int n = epoll_wait(ep, &ev, 1, -1);
+		if (n < 0 && errno == EINTR) {
+			write_file(out, "done EINTR in epoll_wait\n");
+			return 3;
+		}
+		if (n < 0)
+			return 1;
+		if (!read_line(line, sizeof(line)))
+			return 1;
+		if (!strcmp(line, "release"))
+			break;
+	}
+	write_file(out, "done ok\n");
+	while (read_line(line, sizeof(line)))
+		;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	char line[256];
@@ -239,6 +274,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "blocked"))
 		return blocked(argv[2]);
+	if (!strcmp(argv[1], "epoll"))
+		return epoll_only(argv[2]);
 	if (strcmp(argv[1], "busy"))
 		return 2;
 	pthread_t a, b, late;

@@ -6,7 +6,8 @@
 # samples the agent says it took (its own count, never a clock); detach
 # leaves the threads, caught signals (SigCgt) and descriptors as they
 # were; the waiting calls then complete normally, none returns EINTR (the
-# program fails if one does); the program exits 0. Skipped (77) where
+# program fails if one does); the program exits 0. Then the same for a
+# program whose one thread waits in epoll_wait. Skipped (77) where
 # ptrace or perf events are refused.
 . "$(dirname "$0")/../cli/lib.sh"
 . "$(dirname "$0")/lib_attach.sh"
@@ -53,5 +54,17 @@ same_holdings "the second detach" before
 echo release >&3
 wait_grep state done || fail "the program did not finish its calls"
 check_grep "no call returned EINTR" state "done ok"
+stop_target
+
+# a process whose one thread waits in epoll_wait, which returns EINTR at
+# every stop (the kernel never restarts it): borrowed there, for the
+# loader call and again to unmap the page, its call is restarted both
+# times and the program never sees EINTR
+start_target epoll
+"$EMBERPROF" attach -q --wall --duration 300ms -o epoll "$TPID" >epoll.err 2>&1
+check_exit "attach --wall to a thread in epoll_wait" 0 $?
+echo release >&3
+wait_grep state done || fail "the epoll program did not finish"
+check_grep "epoll_wait did not return EINTR (attach and unmap)" state "done ok"
 stop_target
 done_tests

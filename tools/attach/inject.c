@@ -540,12 +540,16 @@ static void read_string(ember__inject *inj, uint64_t addr, char *buf, size_t n)
 
 /*
  * Borrows a thread of pid (pick_thread), seizes and interrupts it: 0 with
- * *tid stopped (its call's number in *nr, its registers in *orig), or
+ * *tid stopped (its call's number in *nr, its registers in *orig, the
+ * call's arguments as /proc showed them before the stop in args: once
+ * stopped, aarch64's /proc/TID/syscall shows no call), or
  * EMBER_ERR_INVALID with the reason (nothing left seized).
  */
-static int seize(pid_t pid, pid_t *tid_out, long *nr, ember__iregs *orig)
+static int seize(pid_t pid, pid_t *tid_out, long *nr, ember__iregs *orig, uint64_t args[6])
 {
 	pid_t tid = pick_thread(pid, nr);
+	if (tid > 0 && waiting_in(pid, tid, args) != *nr)
+		memset(args, 0, 6 * sizeof(args[0]));
 	if (tid == -ESRCH)
 		return ember__error(EMBER_ERR_INVALID, "process %d has exited", (int)pid);
 	if (tid <= 0)
@@ -622,7 +626,8 @@ int ember__inject_call(ember__inject **injp, pid_t pid, const char *lib, int cop
 	long nr = -1;
 	pid_t tid = 0;
 	ember__iregs orig, resume, entry;
-	if ((rc = seize(pid, &tid, &nr, &orig)) < 0)
+	uint64_t args[6] = {0};
+	if ((rc = seize(pid, &tid, &nr, &orig, args)) < 0)
 		return rc;
 	int err = 0;
 	char why[512] = "";
@@ -657,8 +662,9 @@ int ember__inject_call(ember__inject **injp, pid_t pid, const char *lib, int cop
 	/* the page: strings, then the stub with the registers to go back to */
 	uint8_t *page = calloc(1, EMBER_INJ_PAGE_LEN);
 	resume = orig;
-	uint64_t args[6] = {0};
-	(void)waiting_in(pid, tid, args); /* stopped: the call's saved arguments */
+	uint64_t now[6];
+	if (waiting_in(pid, tid, now) == nr) /* stopped: the call's saved arguments */
+		memcpy(args, now, sizeof(now));
 	ember__iarch_restart(&resume, eintr_call(nr) && ember__iarch_syscall(&orig) == nr, args[0]);
 	if (!page || ember__iarch_stub(page, inj->page, &resume, &addrs, &entry) != 0) {
 		free(page);
@@ -767,12 +773,19 @@ int ember__inject_unmap(ember__inject *inj)
 	pid_t tid = 0;
 	long nr = -1;
 	ember__iregs orig;
-	int rc = seize(inj->pid, &tid, &nr, &orig);
+	uint64_t pre[6];
+	int rc = seize(inj->pid, &tid, &nr, &orig, pre);
 	if (rc < 0)
 		return rc;
 	uint64_t args[6] = {inj->page, EMBER_INJ_PAGE_LEN, 0, 0, 0, 0};
 	long ret = remote_syscall(tid, &orig, SYS_munmap, args);
-	/* the thread's own call restarts as the kernel would have it */
+	/* the thread's own call restarts as the kernel would have it, made
+	 * explicit: its registers go back at munmap's exit stop, after which
+	 * the kernel restarts nothing (an epoll_wait's EINTR at the stop, or
+	 * an -ERESTART code, would reach the program) */
+	ember__iregs resume = orig;
+	ember__iarch_restart(&resume, eintr_call(nr) && ember__iarch_syscall(&orig) == nr, pre[0]);
+	(void)ember__iarch_set(tid, &resume);
 	ptrace(PTRACE_DETACH, tid, NULL, NULL);
 	if (ret != 0)
 		return ember__error(EMBER_ERR_INVALID,

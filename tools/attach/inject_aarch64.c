@@ -2,10 +2,18 @@
 /*
  * inject_aarch64.c - inject_arch.h for aarch64: user_pt_regs and the
  * system call number through PTRACE_GETREGSET (NT_PRSTATUS,
- * NT_ARM_SYSTEM_CALL), and the stub in A64 machine code. Written to the
- * same design as x86-64 but not run yet (no aarch64 machine here): the
- * one difference in what it leaves is x16 (IP0, a scratch register no
- * caller relies on across a call), which holds the address it returns to.
+ * NT_ARM_SYSTEM_CALL), and the stub in A64 machine code. Run in an arm64
+ * kernel by tests/aarch64/vm_attach.sh (qemu-system-aarch64). The one
+ * difference in what it leaves is x16 (IP0, a scratch register no caller
+ * relies on across a call), which holds the address it returns to.
+ *
+ * Where arm64 differs from x86-64 at a stop: its do_signal prepares the
+ * restart of an interrupted call *before* the tracer sees the thread (pc
+ * back on `svc #0`, x0 its first argument again, the -ERESTART... code
+ * gone) and forgets the call (NT_ARM_SYSTEM_CALL reads -1). get() turns
+ * that back into the x86-64 picture inject.c works with: the call's
+ * number (x8, still in place), pc after the `svc`, x0 -ERESTARTNOINTR,
+ * the first argument kept aside; set() and restart() undo it.
  */
 #if defined(__aarch64__)
 #include "attach/inject_arch.h"
@@ -17,7 +25,22 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 
-enum { R_SP = 31, R_PC = 32, R_PSTATE = 33, R_N = 34 };
+/* w[] beyond user_pt_regs: the first argument of a call the kernel had
+ * rewound (R_X0), and how syscall_nr was found (R_HOW, HOW_ bits). */
+enum { R_SP = 31, R_PC = 32, R_PSTATE = 33, R_N = 34, R_X0 = 35, R_HOW = 36 };
+enum { HOW_INFERRED = 1, HOW_REWOUND = 2 };
+#define SVC0 0xD4000001u
+#define ERESTARTNOINTR_ 513
+
+/* The instruction at addr in tid, or 0 when unreadable. */
+static uint32_t insn_at(pid_t tid, uint64_t addr)
+{
+	errno = 0;
+	long v = ptrace(PTRACE_PEEKTEXT, tid, (void *)(addr & ~(uint64_t)7), NULL);
+	if (errno)
+		return 0;
+	return (uint32_t)((uint64_t)v >> ((addr & 4) ? 32 : 0));
+}
 
 int ember__iarch_get(pid_t tid, ember__iregs *r)
 {
@@ -29,11 +52,34 @@ int ember__iarch_get(pid_t tid, ember__iregs *r)
 	    ptrace(PTRACE_GETREGSET, tid, (void *)NT_ARM_SYSTEM_CALL, &sc) != 0)
 		return -errno;
 	r->syscall_nr = nr;
+	if (nr >= 0) /* a system call stop: the call is known */
+		return 0;
+	/* a signal-delivery (interrupt) stop: the call was forgotten */
+	uint64_t pc = r->w[R_PC];
+	if (insn_at(tid, pc) == SVC0) {
+		/* rewound for its restart (or stopped just before a call) */
+		r->w[R_X0] = r->w[0];
+		r->w[0] = (uint64_t)-ERESTARTNOINTR_;
+		r->w[R_PC] = pc + 4;
+		r->w[R_HOW] = HOW_INFERRED | HOW_REWOUND;
+		r->syscall_nr = (int64_t)r->w[8];
+	} else if (pc >= 4 && insn_at(tid, pc - 4) == SVC0) {
+		/* returned: its result (or -EINTR) in x0 */
+		r->w[R_HOW] = HOW_INFERRED;
+		r->syscall_nr = (int64_t)r->w[8];
+	}
 	return 0;
 }
 
-int ember__iarch_set(pid_t tid, const ember__iregs *r)
+int ember__iarch_set(pid_t tid, const ember__iregs *in)
 {
+	ember__iregs c = *in, *r = &c;
+	if ((r->w[R_HOW] & HOW_REWOUND) && r->w[0] == (uint64_t)-ERESTARTNOINTR_) {
+		r->w[0] = r->w[R_X0]; /* as the kernel left it: on the `svc` again */
+		r->w[R_PC] -= 4;
+	}
+	if (r->w[R_HOW] & HOW_INFERRED)
+		r->syscall_nr = -1; /* what the kernel had */
 	struct iovec io = {(void *)r->w, R_N * 8};
 	int nr = (int)r->syscall_nr;
 	struct iovec sc = {&nr, sizeof(nr)};
@@ -65,6 +111,7 @@ void ember__iarch_setup_syscall(ember__iregs *r, uint64_t insn, long nr, const u
 	for (int i = 0; i < 6; i++)
 		r->w[i] = a[i];
 	r->syscall_nr = -1; /* no restart of the interrupted call */
+	r->w[R_HOW] = 0;
 }
 
 void ember__iarch_restart(ember__iregs *r, int eintr_too, uint64_t arg0)
@@ -73,13 +120,17 @@ void ember__iarch_restart(ember__iregs *r, int eintr_too, uint64_t arg0)
 	if (r->syscall_nr < 0)
 		return;
 	if (ret == -512 || ret == -513 || ret == -514 || (eintr_too && ret == -EINTR)) {
-		r->w[0] = arg0; /* x8 still holds the number */
+		/* x8 still holds the number; a call the kernel rewound kept
+		 * its first argument (arg0 is not known then: once stopped,
+		 * /proc/TID/syscall shows no call) */
+		r->w[0] = (r->w[R_HOW] & HOW_REWOUND) ? r->w[R_X0] : arg0;
 		r->w[R_PC] -= 4;
 	} else if (ret == -516) { /* -ERESTART_RESTARTBLOCK */
 		r->w[8] = SYS_restart_syscall;
 		r->w[R_PC] -= 4;
 	}
 	r->syscall_nr = -1;
+	r->w[R_HOW] = 0;
 }
 
 /* ---- the stub ---- */
@@ -224,6 +275,7 @@ int ember__iarch_stub(uint8_t *page, uint64_t base, const ember__iregs *resume,
 	*entry = *resume;
 	entry->w[R_PC] = base;
 	entry->syscall_nr = -1;
+	entry->w[R_HOW] = 0;
 	return 0;
 }
 #endif
