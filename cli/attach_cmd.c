@@ -68,9 +68,10 @@ void ember__cli_attach_usage(FILE *out)
 		"                           stays loaded). Into a container (another mount\n"
 		"                           namespace), an in-memory copy of the library is\n"
 		"                           loaded; -o must then be a directory it sees too.\n"
-		"      --alloc[=BYTES]      also allocation profiles (x86-64): loads libemberprof\n"
-		"                           as --wall does and points the process's calls of\n"
-		"                           malloc & co (their GOT entries) at it; restored at\n"
+		"      --alloc[=BYTES]      also allocation profiles (x86-64, aarch64): loads\n"
+		"                           libemberprof as --wall does and points the\n"
+		"                           process's calls of malloc & co (their GOT\n"
+		"                           entries) at it; restored at\n"
 		"                           the end. Allocations made before attach are not\n"
 		"                           seen: in-use figures count only blocks allocated\n"
 		"                           after it\n"
@@ -585,9 +586,9 @@ int ember__cli_attach(int argc, char **argv)
 
 	/* Each process checked before anything touches it. */
 	int alloc = asked(a.argc, a.argv, "--alloc", "EMBERPROF_ALLOC");
-#if !defined(__x86_64__)
+#if !defined(__x86_64__) && !defined(__aarch64__)
 	if (alloc) {
-		ember__cli_error("attach: --alloc is implemented on x86-64 only (it points the "
+		ember__cli_error("attach: --alloc is implemented on x86-64 and aarch64 only (it points the "
 				 "process's GOT entries of malloc & co at emberprof's); attach with "
 				 "--wall, or without, for CPU profiles");
 		code = EMBER_EXIT_USAGE;

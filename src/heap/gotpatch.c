@@ -53,7 +53,19 @@ void ember__heap_got_last(unsigned *patched, unsigned *restored)
 	pthread_mutex_unlock(&g_mu);
 }
 
+#if defined(__x86_64__) || defined(__aarch64__)
+
+/* The relocations that bind a call site (the PLT's slot, a GOT slot of
+ * -fno-plt code) and an absolute data reference, per architecture. */
 #if defined(__x86_64__)
+#define R_SLOT_JUMP R_X86_64_JUMP_SLOT
+#define R_SLOT_GLOB R_X86_64_GLOB_DAT
+#define R_ABS R_X86_64_64
+#else
+#define R_SLOT_JUMP R_AARCH64_JUMP_SLOT
+#define R_SLOT_GLOB R_AARCH64_GLOB_DAT
+#define R_ABS R_AARCH64_ABS64
+#endif
 
 /* One slot patched: restored to `old` while it still holds `now`. */
 typedef struct got_slot {
@@ -251,7 +263,7 @@ static int patch_module(struct dl_phdr_info *info, size_t size, void *ud)
 		for (size_t k = 0; k < m.nrel[t]; k++) {
 			const ElfW(Rela) *r = &m.rel[t][k];
 			unsigned type = (unsigned)ELF64_R_TYPE(r->r_info);
-			if (type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT && type != R_X86_64_64)
+			if (type != R_SLOT_JUMP && type != R_SLOT_GLOB && type != R_ABS)
 				continue;
 			const ElfW(Sym) *sym = &m.sym[ELF64_R_SYM(r->r_info)];
 			if (!sym->st_name)
@@ -264,7 +276,7 @@ static int patch_module(struct dl_phdr_info *info, size_t size, void *ud)
 			uintptr_t w = (uintptr_t)g_fns[i].wrapper;
 			if (v == w)
 				continue; /* patched already (a rescan) */
-			if (type == R_X86_64_64) {
+			if (type == R_ABS) {
 				st->absolute++; /* data, not a call site: left (gotpatch.h) */
 				continue;
 			}
@@ -277,7 +289,7 @@ static int patch_module(struct dl_phdr_info *info, size_t size, void *ud)
 				continue;
 			}
 			int own_def = sym->st_shndx != SHN_UNDEF && m.base + sym->st_value == v;
-			int lazy = type == R_X86_64_JUMP_SLOT && !own_def && v >= m.lo && v < m.hi;
+			int lazy = type == R_SLOT_JUMP && !own_def && v >= m.lo && v < m.hi;
 			if (!g_orig[i] || (v != g_orig[i] && !lazy)) {
 				st->elsewhere++;
 				continue;
@@ -456,7 +468,7 @@ unsigned ember__heap_got_restore(void)
 	return n;
 }
 
-#else /* not x86-64 */
+#else /* neither x86-64 nor aarch64 */
 
 int ember__heap_got_patch(const ember__got_fn *fns, size_t n, const ember__logger *log,
 			  ember__got_stats *st)
@@ -466,7 +478,7 @@ int ember__heap_got_patch(const ember__got_fn *fns, size_t n, const ember__logge
 	(void)log;
 	memset(st, 0, sizeof(*st));
 	return ember__error(EMBER_ERR_UNSUPPORTED, "allocation profiling of a running process "
-			    "(GOT patching) is implemented for x86-64 only");
+			    "(GOT patching) is implemented for x86-64 and aarch64 only");
 }
 
 void ember__heap_got_rescan(const ember__logger *log)

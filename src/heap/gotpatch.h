@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * gotpatch.h - allocation profiling of a process emberprof was loaded
- * into after its start (`emberprof attach --alloc`, x86-64): the
+ * into after its start (`emberprof attach --alloc`, x86-64 and aarch64): the
  * modules' GOT entries for malloc & co pointed at the hook's wrappers,
  * and back again at detach.
  *
@@ -9,7 +9,7 @@
  * program's calls to malloc stay bound to libc's. So, from inside the
  * process, on the agent's start path (never the signal path), every
  * loaded module (dl_iterate_phdr; not the vDSO, not libemberprof) has its
- * R_X86_64_JUMP_SLOT and R_X86_64_GLOB_DAT relocations against the names
+ * JUMP_SLOT and GLOB_DAT relocations (R_X86_64_*, R_AARCH64_*) against the names
  * below rewritten: the slot now holds the wrapper (heap/exports.h), which
  * calls the process's allocator. Only a slot that holds what the dynamic
  * loader would have put there is touched: the process's allocator itself
@@ -20,7 +20,7 @@
  * and counted. Slots in the module's RELRO region have their page made
  * writable for the one 8-byte store and read-only again.
  *
- * Not patched, by choice: R_X86_64_64 (absolute) references to these
+ * Not patched, by choice: R_X86_64_64 / R_AARCH64_ABS64 (absolute) references to these
  * names. They are data (an allocator table such as {malloc, free} that
  * the program may have copied or compares against), not call sites: the
  * allocations made through them are not seen (counted and logged). Not
@@ -86,7 +86,7 @@ int ember__heap_got_requested(void);
  * Sets the hook's allocator (heap/hook.h ember__heap_use_next) to the
  * process's and patches every module's slots of `fns` (n entries, the
  * wrappers: ember__heap_wrappers). 0 with *st filled, or ember_err (not
- * x86-64, no allocator found, the hook bound to another allocator
+ * x86-64 or aarch64, no allocator found, the hook bound to another allocator
  * already): nothing patched then. Logs what it did.
  */
 int ember__heap_got_patch(const ember__got_fn *fns, size_t n, const ember__logger *log,

@@ -60,6 +60,18 @@ for a in sh mount mkdir cat ls grep sed sleep echo poweroff mkfifo sync head tr 
 	ln -s busybox "$R/bin/$a"
 done
 cp "$B/emberprof" "$WORK" "$R/opt/ember/"
+# attach --alloc: tests/attach/alloc_work, its library and its late one
+AW=$B/tests/attach/ember_alloc_work
+ALLOC=0
+if [ -x "$AW" ] && [ -r "$B/tests/attach/libember_alloc_work_lib.so" ] &&
+	[ -r "$B/tests/attach/libember_alloc_work_late.so" ]; then
+	cp "$AW" "$R/opt/ember/"
+	cp -L "$B/tests/attach/libember_alloc_work_lib.so" "$R/lib/"
+	cp -L "$B/tests/attach/libember_alloc_work_late.so" "$R/opt/ember/"
+	ALLOC=1
+else
+	echo "vm_attach: note: ember_alloc_work not built: the --alloc run is left out"
+fi
 cp -L "$B/libemberprof.so" "$R/opt/ember/libemberprof.so"
 # the libraries the binaries need (NEEDED, followed), from the cross
 # sysroot's glibc or the multiarch arm64 packages; and the ones they
@@ -131,7 +143,7 @@ echo "VM: state $(sed 's/.*) \(.\).*/\1/' /proc/$TPID/stat)"
 echo "VM: files: $(ls /tmp/out | tr '\n' ' ')"
 for f in /tmp/out/*wall*.pb.gz; do
 	[ -e "$f" ] || continue
-	emberprof top "$f" 2>&1 | head -15 | sed 's/^/VM: top: /'
+	emberprof top "$f" 2>&1 | head -30 | sed 's/^/VM: top: /'
 done
 # again: the library loaded already, its agent stopped: started again
 emberprof attach -q --wall --duration 300ms -o /tmp/again $TPID >again.err 2>&1
@@ -152,6 +164,47 @@ echo "VM: epoll attach exit status $?"
 sed 's/^/VM: epoll attach: /' epoll.err
 echo "VM: epoll target after: $(cat /proc/$TPID/syscall)"
 finish "epoll target"
+# attach --alloc: the program's GOT entries of malloc & co patched while
+# attached, a library dlopen'ed meanwhile patched at the next window,
+# every entry back at detach, no block corrupted
+if [ -x /opt/ember/ember_alloc_work ]; then
+	rm -f ctl state
+	mkfifo ctl
+	/opt/ember/ember_alloc_work state /opt/ember/libember_alloc_work_late.so <ctl >alloc.stdout 2>alloc.out &
+	TPID=$!
+	exec 3>ctl
+	n=0
+	while ! grep -q ready state 2>/dev/null && [ $n -lt 600 ]; do sleep 0.1; n=$((n + 1)); done
+	echo "VM: alloc target: $(grep ready state)"
+	emberprof attach --alloc=4096 --interval 200ms --log-level info -o /tmp/alloc $TPID >alloc.err 2>&1 &
+	EPID=$!
+	n=0
+	while ! grep -q "slots patched" alloc.out 2>/dev/null && [ $n -lt 600 ]; do sleep 0.1; n=$((n + 1)); done
+	echo late >&3
+	n=0
+	while ! grep -q "more slots patched" alloc.out 2>/dev/null && [ $n -lt 600 ]; do sleep 0.1; n=$((n + 1)); done
+	echo check >&3
+	n=0
+	while ! grep -q "^check" state 2>/dev/null && [ $n -lt 300 ]; do sleep 0.1; n=$((n + 1)); done
+	echo "VM: alloc attached: $(grep '^late' state) $(grep '^check' state)"
+	kill -INT $EPID
+	wait $EPID
+	echo "VM: alloc attach exit status $?"
+	grep -E "GOT|slots patched|alloc_work" alloc.out | sed 's/^/VM: alloc target log: /'
+	for f in /tmp/alloc/*.memory.pb.gz; do
+		[ -e "$f" ] || continue
+		emberprof top "$f" 2>&1 | head -12 | sed 's/^/VM: alloc top: /'
+	done
+	grep -E "alloc_work|libc" /proc/$TPID/maps | sed 's/^/VM: alloc maps: /'
+	echo stop >&3
+	n=0
+	while ! grep -q "^done" state 2>/dev/null && [ $n -lt 300 ]; do sleep 0.1; n=$((n + 1)); done
+	echo "VM: alloc target says: $(grep '^done' state)"
+	exec 3>&-
+	wait $TPID
+	echo "VM: alloc target exit status $?"
+	grep "GOT entry at" alloc.out | sed 's/^/VM: alloc: /'
+fi
 echo "VM: end"
 sync
 poweroff -f
@@ -192,7 +245,9 @@ timeout 600 qemu-system-aarch64 -M virt -cpu cortex-a57 -m 1024 -nographic -no-r
 qrc=$?
 tr -d '\r' <"$LOG" | grep '^VM: '
 fails=0
-chk() { if tr -d '\r' <"$LOG" | grep -q "$2"; then echo "ok - $1"; else echo "not ok - $1"; fails=$((fails + 1)); fi; }
+chk() { if tr -d '\r' <"$LOG" | grep "$2" >/dev/null; then echo "ok - $1"; else echo "not ok - $1"; fails=$((fails + 1)); fi; }
+# (grep reads to the end: with pipefail, grep -q leaving early made tr die of
+# SIGPIPE and a line that is there read as missing)
 [ $qrc -eq 124 ] && { echo "not ok - the VM did not power off within 600 s"; fails=$((fails + 1)); }
 chk "the VM ran /init" '^VM: kernel'
 chk "attach --wall exited 0" '^VM: attach exit status 0'
@@ -208,6 +263,14 @@ chk "the target exited 0" '^VM: target exit status 0'
 chk "attach to a thread in epoll_wait exited 0" '^VM: epoll attach exit status 0'
 chk "its epoll_wait did not return EINTR" '^VM: epoll target says: done ok'
 chk "the epoll target exited 0" '^VM: epoll target exit status 0'
+if [ $ALLOC = 1 ]; then
+	chk "attach --alloc exited 0" '^VM: alloc attach exit status 0'
+	chk "--alloc: every GOT entry changed while attached, the late library's too" '^VM: alloc attached: late \([0-9]*\) check changed=\1/\1'
+	chk "--alloc: the agent restored every entry it patched" 'VM: alloc target log: .*allocation profiling: \([0-9]*\) of the \1 GOT entries patched restored'
+	chk "--alloc: a memory profile read by emberprof top" '^VM: alloc top: Total'
+	chk "--alloc: after detach every entry as before, no block corrupted" '^VM: alloc target says: done restored=\([0-9]*\)/\1 bad=0'
+	chk "--alloc: the target exited 0" '^VM: alloc target exit status 0'
+fi
 if [ $NAMES = 1 ]; then
 	chk "the wall profile names the waiting threads' functions" '^VM: top: .* blk_read'
 else

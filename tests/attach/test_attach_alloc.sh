@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-# test_attach_alloc.sh - `emberprof attach --alloc PID` (x86-64): the
+# test_attach_alloc.sh - `emberprof attach --alloc PID` (x86-64, aarch64): the
 # library loaded into a running program (alloc_work.c) whose three threads
 # allocate in a loop, one of them in a shared library built with -fno-plt
 # and -z now (GLOB_DAT entries in a read-only GOT); the agent points every
@@ -25,9 +25,9 @@
 : "${EMBER_ALLOC_WORK:?EMBER_ALLOC_WORK must name the alloc_work program}"
 : "${EMBER_ALLOC_WORK_LATE:?EMBER_ALLOC_WORK_LATE must name the library alloc_work loads late}"
 case "$(uname -m)" in
-x86_64) ;;
+x86_64 | aarch64) ;;
 *)
-	echo "attach --alloc patches x86-64 GOT entries only: not on $(uname -m)"
+	echo "attach --alloc patches x86-64 and aarch64 GOT entries only: not on $(uname -m)"
 	exit 77
 	;;
 esac
