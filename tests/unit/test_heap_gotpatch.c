@@ -53,8 +53,11 @@ static void test_patch_and_restore(void)
 	ember__got_stats st;
 	allocate_100(); /* lazy entries bound first, as they would be */
 	int rc = ember__heap_got_patch(fns, 2, NULL, &st);
-#if !defined(__x86_64__) && !defined(__aarch64__)
+#if (!defined(__x86_64__) && !defined(__aarch64__)) || defined(__SANITIZE_ADDRESS__)
+	/* elsewhere, and in the sanitizer build (AddressSanitizer owns
+	 * malloc: this build defines none to point the entries at) */
 	CHECK_EQ_INT(rc, EMBER_ERR_UNSUPPORTED);
+	CHECK(!ember__heap_got_active());
 #else
 	CHECK_EQ_INT(rc, 0);
 	CHECK(ember__heap_got_active());
