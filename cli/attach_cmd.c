@@ -465,7 +465,6 @@ static int attach_library(const ember__pidlist *targets, const char *dir, const 
 	 * second agent library could not be loaded later (its static TLS
 	 * does not fit once the first one took the loader's surplus), so one
 	 * file serves every later attach, with --alloc or without */
-	(void)alloc_hook;
 	if ((code = ember__cli_find_library(1, &lib)) != 0) {
 		ember__cli_error("attach: %s", ember_last_error());
 		goto out;
