@@ -77,8 +77,10 @@ ptrace_probe() {
 	fi
 }
 
-# check_wall_threads DIR LOG [any]: the wall profiles in DIR (read by go
-# tool pprof) hold exactly the samples the agent counted ("wall clock: N
+# check_wall_threads DIR LOG [any]: the wall profiles in DIR (*.wall.pb.gz,
+# read by go tool pprof, which refuses to merge them with a CPU profile:
+# one is written beside them when the target's own CPU while it loads the
+# library was sampled, as on a slow machine) hold exactly the samples the agent counted ("wall clock: N
 # samples" in its log LOG, the target's stderr), spread evenly over the
 # blocked mode's threads (blk_read blk_sleep blk_epoll blk_cond main),
 # each with the same wall-clock time (each sample weighs the interval).
@@ -87,7 +89,7 @@ check_wall_threads() {
 	exact=1
 	[ "${3:-}" = any ] && exact=0
 	samples=$(sed -n 's/.*wall clock: \([0-9]*\) samples.*/\1/p' "$2" | tail -1)
-	files=$(ls "$1"/*.pb.gz 2>/dev/null)
+	files=$(ls "$1"/*.wall.pb.gz 2>/dev/null)
 	python3 "$FNCPU" wall $files >wall.txt || fail "the wall profile cannot be read"
 	python3 "$FNCPU" samples $files >count.txt || fail "the wall profile cannot be read"
 	walls="" counts=""
