@@ -7,6 +7,7 @@
  * process calls itself, once per process and window.
  */
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,12 +135,25 @@ static void print_stats(const ember__cli_tree *ct)
 static int detach_collector(ember__cli_tree *ct, size_t alive)
 {
 	fflush(NULL);
-	pid_t c = fork();
-	if (c < 0)
+	/* the child says when it has mapped the rings: until then ours keep
+	 * them, and what the processes write to them (the records of an exec
+	 * under way, seen lost otherwise) */
+	int ready[2];
+	if (pipe2(ready, O_CLOEXEC) != 0)
 		return 0;
+	pid_t c = fork();
+	if (c < 0) {
+		close(ready[0]);
+		close(ready[1]);
+		return 0;
+	}
 	if (c == 0) {
+		close(ready[0]);
+		int mapped = ember__tree_remap_after_fork(ct->t);
+		(void)!write(ready[1], mapped == 0 ? "y" : "n", 1);
+		close(ready[1]);
 		setsid();
-		/* the fetches are the parent's: its threads are not here */
+		/* the parent's fetches (its threads are not here): its hooks go */
 		ember__debugfile_set_hooks(NULL);
 		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 		if (null >= 0) {
@@ -158,20 +172,34 @@ static int detach_collector(ember__cli_tree *ct, size_t alive)
 		if (rc == 0)
 			rc = ember__config_bind_reporters(&b->cfg);
 		if (rc == 0)
-			rc = ember__tree_after_fork(ct->t, &b->cfg);
+			rc = mapped ? mapped : ember__tree_after_fork(ct->t, &b->cfg);
 		if (rc != 0) {
 			fprintf(stderr, "emberprof: the background sampler cannot go on, the "
 					"processes still running are not profiled: %s\n",
 				ember_last_error());
 			_exit(1);
 		}
+		/* Debuginfod for its windows, as in the command's run: a fetcher
+		 * of its own (the parent's, and its threads, are not here; what
+		 * they fetched is in the cache). Without one (not configured, or
+		 * it cannot start: said), the windows go as they are. */
+		ember__cli_tree_names *names = NULL;
+		(void)ember__cli_tree_names_new(&names, ct->t, ember__config_lines_policy(&b->cfg),
+						 0);
 		while (ember__tree_alive(ct->t) > 0)
 			(void)ember__tree_step(ct->t, 100);
 		(void)ember__tree_finish(ct->t);
+		ember__cli_tree_names_end(names, ct->t);
 		ember__tree_free(ct->t);
 		ember_builder_free(b); /* flushes its reporters */
 		_exit(0);
 	}
+	close(ready[1]);
+	char answer = 0;
+	struct pollfd pfd = {.fd = ready[0], .events = POLLIN};
+	if (poll(&pfd, 1, 10000) == 1) /* bounded: a child that hangs is not waited for */
+		(void)!read(ready[0], &answer, 1);
+	close(ready[0]);
 	fprintf(stderr, "emberprof: %zu process%s of the tree still run%s (a daemon?): sampled "
 			"until %s, by emberprof %ld in the background\n",
 		alive, alive == 1 ? "" : "es", alive == 1 ? "s" : "",

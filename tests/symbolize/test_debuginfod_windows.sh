@@ -8,7 +8,9 @@
 # profiles are never touched after they are sent, so their names can only
 # come from the fetches made during the run: every pushed profile with the
 # program's frames must have them all named, with the unstripped build's
-# names. Counted, never timed: each window may wait for its fetch
+# names; the same for a program that outlives the command (a daemon),
+# whose windows the background emberprof reports. Counted, never timed:
+# each window may wait for its fetch
 # (EMBERPROF_DEBUGINFOD_WAIT, set high here) while sampling goes on.
 # Skipped (77) where debuginfod is not installed, and outside the tree
 # engine (symbolize_engine.test_debuginfod_windows runs it).
@@ -63,15 +65,20 @@ count_named() { # DIR PATTERN: "WITH NAMED" over the files
 	done
 	echo "$with $named"
 }
-set -- $(count_named "$T/recv" '*.pb')
-echo "pushed: $1 profile(s) with the program's frames, $2 with all of them named"
-if [ "$1" -ge 2 ] && [ "$2" -eq "$1" ]; then
-	ok "every pushed profile (not only the last) carries the names: $2 of $1"
-else
-	fail "pushed profiles named: $2 of $1 (expected all, at least 2)"
-fi
-sort -u recv.frames >recv.sorted
-same_frames "pushed profiles = the unstripped build" ref.frames recv.sorted 1
+# check_pushed WHO: every profile in $T/recv (at least 2) has all the
+# program's frames named, as the unstripped build names them
+check_pushed() {
+	set -- "$1" $(count_named "$T/recv" '*.pb')
+	echo "pushed by $1: $2 profile(s) with the program's frames, $3 with all of them named"
+	if [ "$2" -ge 2 ] && [ "$3" -eq "$2" ]; then
+		ok "every profile $1 pushed (not only the last) carries the names: $3 of $2"
+	else
+		fail "profiles $1 pushed, named: $3 of $2 (expected all, at least 2)"
+	fi
+	sort -u recv.frames >recv.sorted
+	same_frames "$1: pushed profiles = the unstripped build" ref.frames recv.sorted 1
+}
+check_pushed "the run"
 has_frame "pushed: the hot function with file and line" recv.sorted "${tab}sym_hot_loop [^ ]*sym_c\.c:[1-9]"
 
 set -- $(count_named local '*.pb.gz')
@@ -85,5 +92,33 @@ if [ -s "$T/cache/$id/debuginfo" ]; then
 else
 	fail "no $T/cache/$id/debuginfo"
 fi
+
+# A program that outlives the command (a daemon): its windows are the
+# background emberprof's, which fetches for them as the command's run
+# does. The cache is emptied first: the names must come from the server.
+rm -rf "$T/cache" recv.frames
+mkdir -p "$T/recv.fg"
+mv "$T"/recv/*.pb "$T/recv.fg/" 2>/dev/null
+DEBUGINFOD_URLS=$URL EMBERPROF_DEBUGINFOD_WAIT=200000 "$EMBERPROF" run -q --interval 1s \
+	--server "http://127.0.0.1:$pport" -o daemon -- \
+	sh -c 'stripped/sym_c 1200000000 </dev/null >/dev/null 2>&1 &' >/dev/null 2>daemon.err
+check_exit "run, a daemon outliving the command" 0 $?
+sed 's/^/    /' daemon.err
+bg=$(sed -n 's/.*by emberprof \([0-9]*\) in the background.*/\1/p' daemon.err)
+if [ -n "$bg" ]; then
+	ok "a background emberprof samples the daemon ($bg)"
+	i=0
+	# (not ours to reap: ended is gone or a zombie)
+	running() { [ -r "/proc/$1/stat" ] && [ "$(sed 's/.*) \(.\).*/\1/' "/proc/$1/stat")" != Z ]; }
+	while running "$bg" && [ $i -lt 1200 ]; do sleep 0.1; i=$((i + 1)); done
+	running "$bg" && fail "the background emberprof $bg has not ended in 120 s"
+else
+	fail "no background emberprof said"
+fi
+before=$failures
+check_pushed "the background emberprof"
+[ "$failures" = "$before" ] || sed 's/^/    daemon.err: /' daemon.err
+[ -s "$T/cache/$id/debuginfo" ] && ok "the background emberprof fetched the debug file" ||
+	fail "the background emberprof did not fetch the debug file"
 stop_server
 done_tests

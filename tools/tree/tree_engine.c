@@ -491,7 +491,7 @@ static void on_record(void *arg, const ember__ptree_rec *r)
 						  r->u.mmap.min, r->u.mmap.ino);
 		if (p && m)
 			(void)ember__tspace_map(&p->space, r->u.mmap.start, r->u.mmap.len,
-						r->u.mmap.pgoff, m);
+						r->u.mmap.pgoff, m, r->time);
 		if (p && p->want_exe && r->u.mmap.path[0] == '/') {
 			/* the kernel maps the exec'd file first, then its interpreter */
 			free(p->exe);
@@ -526,7 +526,7 @@ static void on_record(void *arg, const ember__ptree_rec *r)
 			free(p->exe_alias);
 			p->exe_alias = NULL;
 			p->alias_done = 0;
-			ember__tspace_clear(&p->space);
+			ember__tspace_clear_before(&p->space, r->time);
 			ember__symbolizer_free(p->sym);
 			p->sym = NULL;
 			p->want_exe = 1;
@@ -633,7 +633,8 @@ static void adopt_mapping(ember__tree *t, tproc *p, const char *line)
 		return;
 	ember__tmod *m = ember__tmods_get(t->mods, path, maj, min, ino);
 	if (m)
-		(void)ember__tspace_map(&p->space, start, end - start, off, m);
+		(void)ember__tspace_map(&p->space, start, end - start, off, m,
+					(uint64_t)clock_ns(CLOCK_MONOTONIC));
 }
 
 int ember__tree_adopt(ember__tree *t, pid_t pid)
@@ -879,6 +880,11 @@ int ember__tree_after_fork(ember__tree *t, ember__config *cfg)
 	/* the fetches are the parent's (its threads): none here */
 	ember__tnames_release(&t->held);
 	t->held.h = (ember__tree_names){0};
+	return 0;
+}
+
+int ember__tree_remap_after_fork(ember__tree *t)
+{
 	return t->pt ? ember__ptree_after_fork(t->pt) : 0;
 }
 

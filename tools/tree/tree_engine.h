@@ -185,11 +185,19 @@ void ember__tree_set_waited(ember__tree *t, uint64_t ns);
 int ember__tree_finish(ember__tree *t);
 
 /*
- * In a child forked to go on sampling (a background collector): the rings
- * mapped again, and the reports go to `cfg`'s reporters from now on (a
- * configuration built in the child: a network reporter's upload thread
- * does not survive fork; borrowed, bound by the caller, must outlive the
- * engine). 0, or EMBER_ERR_SYS when the rings cannot be mapped again.
+ * In a child forked to go on sampling (a background collector), first
+ * thing: the rings mapped again (fork does not copy them). The kernel
+ * keeps a ring, and the records written to it, only while some process
+ * maps it, so the parent must not unmap its own (free the engine) before
+ * this has returned in the child. 0, or EMBER_ERR_SYS.
+ */
+int ember__tree_remap_after_fork(ember__tree *t);
+
+/*
+ * Then: the reports go to `cfg`'s reporters from now on (a configuration
+ * built in the child: a network reporter's upload thread does not survive
+ * fork; borrowed, bound by the caller, must outlive the engine). 0 or
+ * EMBER_ERR_NOMEM.
  */
 int ember__tree_after_fork(ember__tree *t, ember__config *cfg);
 

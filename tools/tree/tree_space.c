@@ -45,7 +45,7 @@ static int reserve(ember__tspace *sp, size_t n)
 }
 
 int ember__tspace_map(ember__tspace *sp, uint64_t start, uint64_t len, uint64_t pgoff,
-		      ember__tmod *m)
+		      ember__tmod *m, uint64_t time)
 {
 	if (!len || start + len < start)
 		return 0;
@@ -77,7 +77,7 @@ int ember__tspace_map(ember__tspace *sp, uint64_t start, uint64_t len, uint64_t 
 		}
 	}
 	sp->n = w;
-	ember__tmap add = {start, end, pgoff, m, 0, 0, 0, 0};
+	ember__tmap add = {start, end, pgoff, m, 0, 0, 0, 0, time};
 	/* insert add (and tail) in order */
 	size_t at = 0;
 	while (at < sp->n && sp->maps[at].start < start)
@@ -91,9 +91,13 @@ int ember__tspace_map(ember__tspace *sp, uint64_t start, uint64_t len, uint64_t 
 	return 0;
 }
 
-void ember__tspace_clear(ember__tspace *sp)
+void ember__tspace_clear_before(ember__tspace *sp, uint64_t time)
 {
-	sp->n = 0;
+	size_t w = 0;
+	for (size_t i = 0; i < sp->n; i++)
+		if (sp->maps[i].time >= time)
+			sp->maps[w++] = sp->maps[i];
+	sp->n = w;
 	invalidate(sp);
 }
 

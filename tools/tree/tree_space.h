@@ -5,9 +5,12 @@
  * them, and the walk of its samples' copied stacks with the modules'
  * tables (tree_mods.h).
  *
- * The mappings follow the records in time order: a fork copies the
- * parent's, an exec empties them, a new mapping replaces whatever it
- * overlaps. Unmaps are not reported by the kernel: an address keeps the
+ * The mappings follow the records: a fork copies the parent's, an exec
+ * forgets those mapped before it, a new mapping replaces whatever it
+ * overlaps. Each mapping keeps its record's time, so an exec read after
+ * the new image's first mappings (one read of every CPU's ring that
+ * missed the exec's record on one CPU and found the mappings that
+ * followed it on another) keeps them. Unmaps are not reported by the kernel: an address keeps the
  * module last mapped there, which is what a sample taken there ran
  * unless the program mapped code over code.
  *
@@ -34,6 +37,7 @@ typedef struct ember__tmap {
 	ember__tmod *mod;
 	int bias_state;        /* 0: not computed, 1: bias/lo/hi known, -1: unknown */
 	uint64_t bias, lo, hi; /* load bias; the image's span in this process */
+	uint64_t time;         /* its record's time (CLOCK_MONOTONIC ns) */
 } ember__tmap;
 
 typedef struct ember__tspace {
@@ -49,13 +53,13 @@ typedef struct ember__tspace {
 
 void ember__tspace_release(ember__tspace *sp);
 
-/* Adds an executable mapping of m (replacing what it overlaps). 0 or
- * EMBER_ERR_NOMEM. */
+/* Adds an executable mapping of m, made at `time` (CLOCK_MONOTONIC ns),
+ * replacing what it overlaps. 0 or EMBER_ERR_NOMEM. */
 int ember__tspace_map(ember__tspace *sp, uint64_t start, uint64_t len, uint64_t pgoff,
-		      ember__tmod *m);
+		      ember__tmod *m, uint64_t time);
 
-/* An exec: forgets every mapping. */
-void ember__tspace_clear(ember__tspace *sp);
+/* An exec at `time`: forgets every mapping made before it. */
+void ember__tspace_clear_before(ember__tspace *sp, uint64_t time);
 
 /* A fork: dst (empty or not) becomes a copy of src's mappings. 0 or
  * EMBER_ERR_NOMEM. */
