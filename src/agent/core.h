@@ -107,6 +107,7 @@ typedef struct ember__core {
 	_Atomic uint64_t fd_reopens; /* /proc/self/task reopened (threads.c) */
 	_Atomic uint64_t wall_asleep, wall_unweighed;
 	_Atomic uint64_t unwind_pending; /* samples walked by fp: table not built yet */
+	_Atomic uint64_t interrupted_calls; /* the program's calls our signals made return EINTR */
 	int run_reported; /* this run reported a window (ember__core_close_window) */
 	int stopping;     /* ember__core_final_window: no more table builds */
 

@@ -305,10 +305,18 @@ void ember__sigpath_handler(int sig, siginfo_t *si, void *uc)
 		/* kill(), raise(), another process, the program's own itimer. */
 		foreign = 1;
 	}
-	if (foreign)
+	if (foreign) {
 		atomic_fetch_add_explicit(&st->foreign, 1, memory_order_relaxed);
-	else
+	} else {
 		ember__sigvirt_count_ours();
+		if (!redeliver) {
+			ember__regs r;
+			ember__regs_from_ucontext(uc, &r);
+			if (ember__regs_in_syscall(uc, r.pc) == 2)
+				atomic_fetch_add_explicit(&st->interrupted_calls, 1,
+							  memory_order_relaxed);
+		}
+	}
 out:
 	atomic_fetch_sub_explicit(&g_inflight, 1, memory_order_release);
 	ember__sig_depth--;

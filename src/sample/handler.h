@@ -84,6 +84,10 @@ typedef struct ember__sigstate {
 	_Atomic uint64_t kernel_missing; /* ... whose ring held no record: none taken */
 	_Atomic uint32_t wall_seq;   /* numbers sleeping wall samples (engine_wall.h) */
 	_Atomic uint64_t unwind_pending; /* samples with EMBER_UNWIND_PENDING (lazy tables) */
+	/* Our signals that found the thread returning EINTR from a system
+	 * call: the call began as the signal was sent, and the program sees
+	 * the EINTR (docs/design/limits.md). */
+	_Atomic uint64_t interrupted_calls;
 } ember__sigstate;
 
 /*

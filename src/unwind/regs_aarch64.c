@@ -67,7 +67,7 @@ EMBER_STACK_READ int ember__regs_in_syscall(const void *ucontext, uintptr_t pc)
 	if ((pc & 4095u) == 0)
 		return -1;
 	if (*(const volatile uint32_t *)(pc - 4) == SVC_0 && x0 == -EINTR)
-		return 1; /* interrupted, not restarted */
+		return 2; /* interrupted, not restarted */
 	return 0;
 }
 

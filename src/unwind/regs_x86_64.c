@@ -70,7 +70,7 @@ EMBER_STACK_READ int ember__regs_in_syscall(const void *ucontext, uintptr_t pc)
 	if (off >= 2) {
 		const volatile uint8_t *p = (const volatile uint8_t *)(pc - 2);
 		if (p[0] == 0x0f && p[1] == 0x05 && ax == -EINTR)
-			return 1; /* interrupted, not restarted */
+			return 2; /* interrupted, not restarted */
 		told = 1;
 	}
 	return told ? 0 : -1;

@@ -336,8 +336,9 @@ int ember__regs_from_sigframe(uintptr_t sp, uintptr_t hi, ember__regs *out);
 
 /*
  * Architecture part: whether the thread a signal interrupted (ucontext,
- * its pc) was blocked in a system call - 1 - or running - 0 - or -1 when
- * that cannot be told. Reads the code bytes next to pc only inside pc's
+ * its pc) was blocked in a system call - 1 if the kernel restarts the
+ * call, 2 if the call returns EINTR to the program once the handler is
+ * done - or running - 0 - or -1 when that cannot be told. Reads the code bytes next to pc only inside pc's
  * page. Async-signal-safe.
  */
 int ember__regs_in_syscall(const void *ucontext, uintptr_t pc);

@@ -392,7 +392,7 @@ static void test_in_syscall(void)
 	ucontext_t uc;
 	memset(&uc, 0, sizeof(uc));
 	uc.uc_mcontext.regs[0] = (uint64_t)(int64_t)-EINTR;
-	CHECK_EQ_INT(ember__regs_in_syscall(&uc, (uintptr_t)&code[11]), 1); /* EINTR */
+	CHECK_EQ_INT(ember__regs_in_syscall(&uc, (uintptr_t)&code[11]), 2); /* EINTR */
 	CHECK_EQ_INT(ember__regs_in_syscall(&uc, (uintptr_t)&code[10]), 1); /* restart */
 	uc.uc_mcontext.regs[0] = 3; /* a quick call's result: running */
 	CHECK_EQ_INT(ember__regs_in_syscall(&uc, (uintptr_t)&code[11]), 0);
