@@ -53,6 +53,7 @@ typedef struct otlp {
 	int32_t wpid;
 	uint32_t seq;
 	int64_t start_ns, end_ns;
+	char wexe[PATH_MAX]; /* the window's main mapping's file ("" if none) */
 	exe_memo exe[NEXE];
 	unsigned nexe_next;
 } otlp;
@@ -197,7 +198,9 @@ static const char *find_attr(const ember__otlp_attr *a, size_t n, const char *ke
 }
 
 /* Remembers the process's executable and container while /proc has them,
- * and puts them back in det (room for 8) once it has not. Returns the count. */
+ * and puts them back in det (room for 8) once it has not; for a process
+ * /proc never showed, the executable is the window's main mapping.
+ * Returns the count. */
 static size_t remember_exe(otlp *o, ember__otlp_attr det[8], size_t nd)
 {
 	int32_t pid = o->wpid > 0 ? o->wpid : (int32_t)getpid();
@@ -216,7 +219,18 @@ static size_t remember_exe(otlp *o, ember__otlp_attr det[8], size_t nd)
 		snprintf(m->container, sizeof(m->container), "%s", cid ? cid : "");
 		return nd;
 	}
-	if (!m || nd + 3 > 8)
+	if (!m) {
+		/* a process gone before any window of it was sent (the tree
+		 * engine reports a short one's only window at its end): the
+		 * executable its profile names as its main mapping */
+		if (o->wexe[0] && nd + 2 <= 8) {
+			const char *s = strrchr(o->wexe, '/');
+			det[nd++] = (ember__otlp_attr){"process.executable.path", o->wexe, 0};
+			det[nd++] = (ember__otlp_attr){"process.executable.name", s ? s + 1 : o->wexe, 0};
+		}
+		return nd;
+	}
+	if (nd + 3 > 8)
 		return nd;
 	const char *slash = strrchr(m->path, '/');
 	det[nd++] = (ember__otlp_attr){"process.executable.path", m->path, 0};
@@ -347,7 +361,10 @@ static int otlp_report(void *ud, const ember_report *r)
 		o->seq = r->seq;
 		o->start_ns = r->start_ns;
 		o->end_ns = r->end_ns;
+		o->wexe[0] = '\0';
 	}
+	if (!o->wexe[0] && p->nmappings && p->mappings[0].file && p->mappings[0].file[0] == '/')
+		snprintf(o->wexe, sizeof(o->wexe), "%s", p->mappings[0].file);
 	if (r->final)
 		o->final = 1;
 	if (p->nsamples) {
