@@ -21,6 +21,7 @@
 
 static atomic_long eintrs, loops;
 static atomic_int stop;
+static volatile unsigned sink; /* the work's result: kept */
 
 static void *sleeper(void *arg)
 {
@@ -31,9 +32,8 @@ static void *sleeper(void *arg)
 			atomic_fetch_add(&eintrs, 1);
 			ts = rem;
 		}
-		volatile unsigned x = 0;
 		for (unsigned i = 0; i < 20000; i++)
-			x += i;
+			sink += i;
 		atomic_fetch_add(&loops, 1);
 	}
 	return NULL;
