@@ -135,9 +135,9 @@ static void print_stats(const ember__cli_tree *ct)
 static int detach_collector(ember__cli_tree *ct, size_t alive)
 {
 	fflush(NULL);
-	/* the child says when it has mapped the rings: until then ours keep
-	 * them, and what the processes write to them (the records of an exec
-	 * under way, seen lost otherwise) */
+	/* the child closes its end once it has mapped the rings: until then
+	 * ours keep them, and what the processes write to them (the records
+	 * of an exec under way, seen lost otherwise) */
 	int ready[2];
 	if (pipe2(ready, O_CLOEXEC) != 0)
 		return 0;
@@ -150,7 +150,6 @@ static int detach_collector(ember__cli_tree *ct, size_t alive)
 	if (c == 0) {
 		close(ready[0]);
 		int mapped = ember__tree_remap_after_fork(ct->t);
-		(void)!write(ready[1], mapped == 0 ? "y" : "n", 1);
 		close(ready[1]);
 		setsid();
 		/* the parent's fetches (its threads are not here): its hooks go */
@@ -195,10 +194,8 @@ static int detach_collector(ember__cli_tree *ct, size_t alive)
 		_exit(0);
 	}
 	close(ready[1]);
-	char answer = 0;
 	struct pollfd pfd = {.fd = ready[0], .events = POLLIN};
-	if (poll(&pfd, 1, 10000) == 1) /* bounded: a child that hangs is not waited for */
-		(void)!read(ready[0], &answer, 1);
+	(void)poll(&pfd, 1, 10000); /* POLLHUP; bounded: a child that hangs is not waited for */
 	close(ready[0]);
 	fprintf(stderr, "emberprof: %zu process%s of the tree still run%s (a daemon?): sampled "
 			"until %s, by emberprof %ld in the background\n",

@@ -219,23 +219,16 @@ static size_t remember_exe(otlp *o, ember__otlp_attr det[8], size_t nd)
 		snprintf(m->container, sizeof(m->container), "%s", cid ? cid : "");
 		return nd;
 	}
-	if (!m) {
-		/* a process gone before any window of it was sent (the tree
-		 * engine reports a short one's only window at its end): the
-		 * executable its profile names as its main mapping */
-		if (o->wexe[0] && nd + 2 <= 8) {
-			const char *s = strrchr(o->wexe, '/');
-			det[nd++] = (ember__otlp_attr){"process.executable.path", o->wexe, 0};
-			det[nd++] = (ember__otlp_attr){"process.executable.name", s ? s + 1 : o->wexe, 0};
-		}
+	/* a process gone before any window of it was sent (the tree engine
+	 * reports a short one's only window at its end): the executable its
+	 * profile names as its main mapping */
+	const char *known = m ? m->path : o->wexe;
+	if (!known[0] || nd + 3 > 8)
 		return nd;
-	}
-	if (nd + 3 > 8)
-		return nd;
-	const char *slash = strrchr(m->path, '/');
-	det[nd++] = (ember__otlp_attr){"process.executable.path", m->path, 0};
-	det[nd++] = (ember__otlp_attr){"process.executable.name", slash ? slash + 1 : m->path, 0};
-	if (m->container[0] && !cid)
+	const char *slash = strrchr(known, '/');
+	det[nd++] = (ember__otlp_attr){"process.executable.path", known, 0};
+	det[nd++] = (ember__otlp_attr){"process.executable.name", slash ? slash + 1 : known, 0};
+	if (m && m->container[0] && !cid)
 		det[nd++] = (ember__otlp_attr){"container.id", m->container, 0};
 	return nd;
 }
