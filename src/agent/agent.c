@@ -200,6 +200,16 @@ static void log_blocked_threads(ember__core *c, int at_stop)
 	}
 }
 
+/* The current window starts now; it ends at the next multiple of the
+ * window interval (windows are wall-clock aligned). Agent state: the
+ * thread calling start before the agent thread runs, then that thread. */
+static void set_window_start(ember__core *c)
+{
+	int64_t interval = (int64_t)c->cfg.interval_ms * 1000000;
+	c->win_start = now_ns(CLOCK_REALTIME);
+	c->win_end = (c->win_start / interval + 1) * interval;
+}
+
 static void *agent_main(void *arg)
 {
 	ember__core *c = arg;
@@ -235,6 +245,10 @@ static void *agent_main(void *arg)
 	 * no sample never opens its ELF files. A kept one is refreshed here. */
 	if (c->sym)
 		ember__symbolizer_refresh(c->sym);
+	/* The first window starts with the sampling, not with the call to
+	 * start: the tables above may take a while (seconds for a big
+	 * program), during which nothing is sampled. */
+	set_window_start(c);
 	int rc = ember__threads_start(&c->threads, &c->sig, c->cfg.signo, c->period_ns,
 				      c->cfg.engine, c->cfg.perf_refuse, c->cfg.kernel, (int32_t)gettid());
 	if (rc == 0)
@@ -510,9 +524,8 @@ EMBER_API int ember_agent_start(ember_running **out, ember_agent *a)
 	ember__pollres_init(&c->polls, c->cfg.poll_threshold_ms);
 	ember__pollres_discard_records();
 	memset(&c->wall, 0, sizeof(c->wall));
-	int64_t interval = (int64_t)c->cfg.interval_ms * 1000000;
-	c->win_start = now_ns(CLOCK_REALTIME);
-	c->win_end = (c->win_start / interval + 1) * interval; /* wall-clock aligned */
+	set_window_start(c); /* again on the agent thread, when sampling starts */
+	c->sampling_end = 0;
 	c->stop_req = 0;
 	c->run_reported = 0;
 	c->stopping = 0;
@@ -714,6 +727,7 @@ EMBER_API int ember_running_stop(ember_agent **out, ember_running *r)
 	log_blocked_threads(c, 1);
 	ember__wall_stop(&c->wall);
 	ember__threads_stop(&c->threads);
+	c->sampling_end = now_ns(CLOCK_REALTIME); /* the final window ends here */
 	ember__heapprof_detach(c->heap); /* the uninstall's quiesce waits for the hook too */
 	ember__sigpath_uninstall(c->cfg.signo, &c->old_action);
 	ember__tls_exiting = was_exiting;

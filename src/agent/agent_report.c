@@ -372,6 +372,8 @@ void ember__core_final_window(ember__core *c)
 	c->stopping = 1;
 	ember__core_drain(c);
 	int64_t end = now_ns(CLOCK_REALTIME);
+	if (c->sampling_end > 0 && c->sampling_end < end)
+		end = c->sampling_end;
 	int64_t interval = (int64_t)c->cfg.interval_ms * 1000000;
 	while (end >= c->win_end) {
 		ember__core_close_window(c, c->win_end, 0);

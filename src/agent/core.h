@@ -92,6 +92,10 @@ typedef struct ember__core {
 	int32_t starter_tid;        /* the thread that called start, and its TCB */
 	uintptr_t starter_self;
 	int64_t win_start, win_end;
+	/* CLOCK_REALTIME when stop() ended the sampling (0: not stopped that
+	 * way): the final window's end, rather than the time its last drain
+	 * finished. Written before the agent thread is told to stop. */
+	int64_t sampling_end;
 	uint32_t seq;
 	int64_t last_scan;
 	int64_t drain_ns; /* the agent thread's wait between drains */

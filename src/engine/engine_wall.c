@@ -131,12 +131,18 @@ int ember__wall_record_last(ember__sigstate *st, ember__thread_ent *e, int32_t t
 }
 
 /*
- * At stop, the thread stopping the agent runs emberprof's stop code (it
- * waits for this thread), which the program did not run: its time since
- * its last wall sample repeats that sample, as a thread's exit hook does
- * (threads.c), rather than being sampled there. Nothing if it has none.
+ * At stop, a thread's time since its last wall sample repeats that
+ * sample (in its state), as a thread's exit hook does (threads.c):
+ * - the thread stopping the agent runs emberprof's stop code (it waits
+ *   for this thread), which the program did not run, so it is not sampled
+ *   there;
+ * - a running thread cannot be signalled any more (no signal may arrive
+ *   after the handler is gone): without this its time since its last
+ *   sample, a tick or more when the machine is loaded, would be in no
+ *   sample.
+ * Nothing if the thread has no sample.
  */
-static void stopper_final(ember__wall *w, int32_t tid)
+static void record_tail(ember__wall *w, int32_t tid)
 {
 	ember__sigstate *st = w->threads->sig;
 	ember__threadtab *tab = atomic_load(&st->tab);
@@ -149,7 +155,8 @@ static void stopper_final(ember__wall *w, int32_t tid)
  * One tick: the next threads of the rotation, each recorded again (left
  * asleep), sampled without a signal (blocked in a system call) or
  * signalled (running). With `final` (at stop) running threads are not
- * signalled: no signal may arrive after the handler is gone. Returns how
+ * signalled (no signal may arrive after the handler is gone): their last
+ * sample is repeated for the time since (record_tail). Returns how
  * many threads were picked; *nthreads is how many there are.
  */
 static size_t tick(ember__wall *w, int64_t now, int final, size_t *nthreads)
@@ -169,7 +176,7 @@ static size_t tick(ember__wall *w, int64_t now, int final, size_t *nthreads)
 		}
 		if (tids[i] == atomic_load(&w->stopping)) {
 			if (final) /* else: stopping the agent, the last pass records it */
-				stopper_final(w, tids[i]);
+				record_tail(w, tids[i]);
 			continue;
 		}
 		if (w->skip_idle) { /* blocked: sampled without waking it */
@@ -184,7 +191,9 @@ static size_t tick(ember__wall *w, int64_t now, int final, size_t *nthreads)
 			if (rr != EMBER_WALL_REMOTE_RUNNING)
 				continue;
 		}
-		if (!final && send_wall(w, tids[i], weights[i]) == 0)
+		if (final)
+			record_tail(w, tids[i]);
+		else if (send_wall(w, tids[i], weights[i]) == 0)
 			sent++;
 	}
 	atomic_fetch_add(&w->signals, sent);
