@@ -105,7 +105,7 @@ for mode in no-symbolize stripped; do
 		"$EMBERPROF" run -q --format both --interval 1s -o "$T/$mode" -- "$T/hw" 2 20000000 >out 2>err
 	fi
 	check_exit "emberprof run ($mode)" 0 $?
-	n=0 maps=0
+	n=0 maps=0 addr=0
 	for f in "$T/$mode"/*.jfr; do
 		b=${f%.jfr}
 		[ -e "$b.pb.gz" ] || continue
@@ -116,13 +116,21 @@ for mode in no-symbolize stripped; do
 		"$J" --cpu -o collapsed "$f" "$T/cpu.j" >/dev/null 2>"$T/jerr" || fail "$w: jfrconv --cpu: $(cat "$T/jerr")"
 		[ -s "$T/jerr" ] && fail "$w: jfrconv --cpu complained: $(cat "$T/jerr")"
 		st pprof "$b.pb.gz" samples >"$T/cpu.p"
+		if [ ! -s "$T/cpu.p" ] && [ ! -s "$T/cpu.j" ]; then
+			ok "$w: no CPU sample in either" && continue
+		fi
 		st same "$w cpu (${m:-0} NativeMapping events)" "$T/cpu.j" "$T/cpu.p" >"$T/r" && ok "$(cat "$T/r")" || fail "$(cat "$T/r")"
-		grep -q '0x[0-9a-f]' "$T/cpu.j" || fail "$w: no frame left as an address"
+		# a frame written as an address needs its module's NativeMapping event
+		if grep -q '0x[0-9a-f]' "$T/cpu.j"; then
+			addr=$((addr + 1))
+			[ "${m:-0}" -ge 1 ] || fail "$w: frames as addresses but no NativeMapping event"
+		fi
 		"$J" --cpu -o pprof "$f" "$T/cpu.pb" >/dev/null 2>"$T/jerr" || fail "$w: jfrconv -o pprof: $(cat "$T/jerr")"
 		st pprof "$T/cpu.pb" >"$T/cpu.jp"
 		st same "$w cpu via its pprof" "$T/cpu.jp" "$T/cpu.p" >"$T/r" && ok "$(cat "$T/r")" || fail "$(cat "$T/r")"
 	done
-	[ $n -ge 1 ] && [ $maps -ge $n ] && ok "$mode: $n windows, $maps NativeMapping events read past" ||
-		fail "$mode: $n windows, $maps NativeMapping events (expected at least one per window)"
+	[ $addr -ge 1 ] && [ $maps -ge $addr ] &&
+		ok "$mode: $n windows, $addr with frames as addresses, $maps NativeMapping events read past" ||
+		fail "$mode: $n windows, $addr with frames as addresses, $maps NativeMapping events"
 done
 done_tests
