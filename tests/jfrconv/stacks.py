@@ -110,15 +110,24 @@ def load(path):
 
 def frame_names(p, loc_id):
     """Leaf-first names of one location: its (inlined) functions, or, as
-    emberprof's JFR writer names an unsymbolized frame, 0x<file offset>."""
+    emberprof's JFR writer names an unsymbolized frame, 0x<file offset>;
+    so is a line whose function is only the symbolizer's stand-in for a
+    function of a stripped module, "<file name>+0x<start>" (the writer's
+    start_placeholder, src/encode/jfr.c)."""
     loc = p["locs"][loc_id]
-    if loc["lines"]:
-        return [p["strs"][p["funcs"][fid]] for fid in loc["lines"]]
     a = loc.get(3, 0)
     m = p["maps"].get(loc.get(2, 0))
+    path = p["strs"][m.get(5, 0)] if m else ""
+    base = path.rsplit("/", 1)[-1] if path.startswith("/") else ""
     if m and a >= m.get(2, 0):
         a = a - m.get(2, 0) + m.get(4, 0)
-    return ["0x%x" % a]
+    addr = "0x%x" % a
+    if not loc["lines"]:
+        return [addr]
+    names = [p["strs"][p["funcs"][fid]] for fid in loc["lines"]]
+    return [addr if not n or (base and n.startswith(base + "+0x") and len(n) > len(base) + 3
+                              and all(c in "0123456789abcdef" for c in n[len(base) + 3:]))
+            else n for n in names]
 
 
 def folded(path, type_name=None):

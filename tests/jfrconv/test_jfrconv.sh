@@ -15,9 +15,13 @@
 #                           async-profiler's own native recordings
 #   --cpu -o html           a flame graph with the CPU profile's hottest leaf
 # and without --cpu/--wall the CPU and wall samples mix (as they do in
-# async-profiler's own recordings).
+# async-profiler's own recordings). Then, for `run --no-symbolize` and for
+# a symbolizing run of a stripped program (frames as addresses, with
+# emberprof.NativeMapping events), the CPU stacks, collapsed and through
+# its pprof output, with nothing printed on its error stream.
 . "$EMBER_TEST_SRCDIR/tests/cli/lib.sh"
 : "${EMBER_HEAP_WORKLOAD:?}" "${EMBER_PYTHON3:?}"
+need jfr strip
 J=${JFRCONV:-}
 for d in "${ASYNC_PROFILER_HOME:-/nonexistent}" "${ASYNC_PROFILER_HOME:-/nonexistent}/build"; do
 	[ -z "$J" ] && [ -x "$d/bin/jfrconv" ] && J=$d/bin/jfrconv
@@ -84,4 +88,49 @@ for f in $(ls "$T"/rec/*.jfr | sort -t- -k4,4n); do
 		fail "$w: the flame graph has $total samples (not $c) or lacks $hot"
 done
 [ $n -ge 2 ] && ok "$n windows compared" || fail "only $n windows with all three profiles"
+
+# Recordings with frames left as addresses: `run --no-symbolize` (every
+# frame a "0xOFFSET" method) and a symbolizing run of a stripped copy of
+# the workload (its code as addresses, the symbolizer knowing only its
+# functions' starts); both carry emberprof.NativeMapping events
+# (docs/design/debuginfod.md, "JFR recordings"), which the converter must
+# read past without error. Each window's CPU stacks as the pprof written
+# beside it says (stacks.py names the same frames 0x<file offset>).
+cp "$EMBER_HEAP_WORKLOAD" "$T/hw" && strip --strip-all "$T/hw" || fail "cannot strip a copy of the workload"
+for mode in no-symbolize stripped; do
+	if [ $mode = no-symbolize ]; then
+		"$EMBERPROF" run -q --no-symbolize --format both --interval 1s -o "$T/$mode" \
+			-- "$EMBER_HEAP_WORKLOAD" 2 20000000 >out 2>err
+	else
+		"$EMBERPROF" run -q --format both --interval 1s -o "$T/$mode" -- "$T/hw" 2 20000000 >out 2>err
+	fi
+	check_exit "emberprof run ($mode)" 0 $?
+	n=0 maps=0 addr=0
+	for f in "$T/$mode"/*.jfr; do
+		b=${f%.jfr}
+		[ -e "$b.pb.gz" ] || continue
+		n=$((n + 1))
+		w="$mode $(basename "$b")"
+		m=$(jfr summary "$f" | awk '$1 == "emberprof.NativeMapping" {print $2}')
+		maps=$((maps + ${m:-0}))
+		"$J" --cpu -o collapsed "$f" "$T/cpu.j" >/dev/null 2>"$T/jerr" || fail "$w: jfrconv --cpu: $(cat "$T/jerr")"
+		[ -s "$T/jerr" ] && fail "$w: jfrconv --cpu complained: $(cat "$T/jerr")"
+		st pprof "$b.pb.gz" samples >"$T/cpu.p"
+		if [ ! -s "$T/cpu.p" ] && [ ! -s "$T/cpu.j" ]; then
+			ok "$w: no CPU sample in either" && continue
+		fi
+		st same "$w cpu (${m:-0} NativeMapping events)" "$T/cpu.j" "$T/cpu.p" >"$T/r" && ok "$(cat "$T/r")" || fail "$(cat "$T/r")"
+		# a frame written as an address needs its module's NativeMapping event
+		if grep -q '0x[0-9a-f]' "$T/cpu.j"; then
+			addr=$((addr + 1))
+			[ "${m:-0}" -ge 1 ] || fail "$w: frames as addresses but no NativeMapping event"
+		fi
+		"$J" --cpu -o pprof "$f" "$T/cpu.pb" >/dev/null 2>"$T/jerr" || fail "$w: jfrconv -o pprof: $(cat "$T/jerr")"
+		st pprof "$T/cpu.pb" >"$T/cpu.jp"
+		st same "$w cpu via its pprof" "$T/cpu.jp" "$T/cpu.p" >"$T/r" && ok "$(cat "$T/r")" || fail "$(cat "$T/r")"
+	done
+	[ $addr -ge 1 ] && [ $maps -ge $addr ] &&
+		ok "$mode: $n windows, $addr with frames as addresses, $maps NativeMapping events read past" ||
+		fail "$mode: $n windows, $addr with frames as addresses, $maps NativeMapping events"
+done
 done_tests
