@@ -147,6 +147,8 @@ static void make_info(siginfo_t *si, int code)
 	si->si_code = code;
 	si->si_pid = getpid();
 	si->si_uid = getuid();
+	if (code == SI_TIMER) /* one of the agent's timers, not the program's */
+		si->si_value.sival_ptr = (void *)EMBER_TIMER_VALUE;
 }
 
 /* Frames the handler would record for the context `uc` (-1: unknown). */
@@ -362,6 +364,9 @@ int main(int argc, char **argv)
 	static const int depths[] = {8, 32, 128};
 	enum { NDEPTHS = sizeof(depths) / sizeof(depths[0]) };
 
+	/* The foreign signals go where the program asked (sigvirt.h): SIGPROF's
+	 * default action would end the process, so this program ignores it. */
+	signal(SIGPROF, SIG_IGN);
 	static tally t;
 	if (start_agent(rate, 160, unwind, &t) != 0)
 		return 1;
