@@ -411,6 +411,10 @@ static void add_sig_totals(ember__core *c)
 	atomic_fetch_add(&c->interrupted_calls, atomic_load(&c->sig.interrupted_calls));
 	atomic_fetch_add(&c->wall_signals, atomic_load(&c->wall.signals));
 	atomic_fetch_add(&c->wall_asleep, atomic_load(&c->wall.remote_samples));
+	atomic_fetch_add(&c->wall_cpu_asked, atomic_load(&c->wall.cpu_asked));
+	atomic_fetch_add(&c->wall_at_cpu, atomic_load(&c->sig.wall_at_cpu));
+	atomic_fetch_add(&c->wall_want_left, atomic_load(&c->sig.wall_want_left));
+	atomic_fetch_add(&c->wall_want_lost, atomic_load(&c->sig.wall_want_lost));
 	uint64_t m = atomic_load(&c->wall.max_per_tick);
 	if (m > atomic_load(&c->wall_max_per_tick))
 		atomic_store(&c->wall_max_per_tick, m);
@@ -772,10 +776,15 @@ EMBER_API int ember_running_stop(ember_agent **out, ember_running *r)
 			   "wall clock: %" PRIu64 " samples, %" PRIu64 " signals, %" PRIu64
 			   " threads left asleep recorded without a signal, %" PRIu64
 			   " of them lost, %" PRIu64 " blocked threads sampled without waking them, %" PRIu64
-			   " samples that could not be weighed",
+			   " times a running thread's time was left to its next CPU sample instead of a signal, %" PRIu64
+			   " samples taken so by CPU signals, %" PRIu64
+			   " threads with such time left at exit or stop (added to a repeat of their last sample; %" PRIu64
+			   " of them lost: no sample to repeat), %" PRIu64 " samples that could not be weighed",
 			   atomic_load(&c->wall_samples), atomic_load(&c->wall_signals),
 			   atomic_load(&c->wreplay.repeated), atomic_load(&c->wreplay.lost),
-			   atomic_load(&c->wall_asleep), atomic_load(&c->wall_unweighed));
+			   atomic_load(&c->wall_asleep), atomic_load(&c->wall_cpu_asked),
+			   atomic_load(&c->wall_at_cpu), atomic_load(&c->wall_want_left),
+			   atomic_load(&c->wall_want_lost), atomic_load(&c->wall_unweighed));
 	ember__threads_release(&c->threads);
 	ember__sampbuf_destroy(&c->sig.buf);
 	ember__agg_release(&c->cur);

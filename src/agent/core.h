@@ -110,6 +110,10 @@ typedef struct ember__core {
 	_Atomic uint64_t perf_events, wall_samples, wall_signals, wall_max_per_tick;
 	_Atomic uint64_t fd_reopens; /* /proc/self/task reopened (threads.c) */
 	_Atomic uint64_t wall_asleep, wall_unweighed;
+	/* running threads' wall time left to their CPU samples: ticks that
+	 * did so, samples that took it, and what was left at exit or stop
+	 * (given to a repeat, or lost): engine/engine_wall.h */
+	_Atomic uint64_t wall_cpu_asked, wall_at_cpu, wall_want_left, wall_want_lost;
 	_Atomic uint64_t unwind_pending; /* samples walked by fp: table not built yet */
 	_Atomic uint64_t interrupted_calls; /* the program's calls our signals made return EINTR */
 	int run_reported; /* this run reported a window (ember__core_close_window) */

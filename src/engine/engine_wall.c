@@ -118,16 +118,50 @@ int ember__wall_record_last(ember__sigstate *st, ember__thread_ent *e, int32_t t
 			    uint64_t start_pc)
 {
 	uint32_t seq = atomic_load_explicit(&e->wall_last_seq, memory_order_acquire);
-	if (!seq && !start_pc)
+	/* time found running that no CPU sample took (wall_want_ns) */
+	int64_t want = atomic_exchange(&e->wall_want_ns, 0);
+	if (want > 0)
+		atomic_fetch_add_explicit(&st->wall_want_left, 1, memory_order_relaxed);
+	if (!seq && !start_pc) {
+		if (want > 0)
+			atomic_fetch_add_explicit(&st->wall_want_lost, 1, memory_order_relaxed);
 		return 0;
+	}
 	int64_t now = mono_ns(), last = atomic_exchange(&e->wall_last_ns, now);
-	if (last > 0 && now > last) {
+	int64_t d = (last > 0 && now > last ? now - last : 0) + (want > 0 ? want : 0);
+	if (d > 0) {
 		if (seq)
-			ember__wall_record_repeat(st, tid, now - last, seq);
+			ember__wall_record_repeat(st, tid, d, seq);
 		else /* never sampled: it ran its start routine */
-			record_stackless(st, tid, now - last, EMBER_SAMPLE_WALL, 0, start_pc, 1);
+			record_stackless(st, tid, d, EMBER_SAMPLE_WALL, 0, start_pc, 1);
 	}
 	return 1;
+}
+
+/* The table entry of thread `tid`, or NULL. */
+static ember__thread_ent *entry_of(ember__wall *w, int32_t tid)
+{
+	ember__sigstate *st = w->threads->sig;
+	ember__threadtab *tab = atomic_load(&st->tab);
+	return tab ? ember__threadtab_find(tab, tid) : NULL;
+}
+
+/*
+ * At stop, the time ticks found thread `tid` (entry `e`) running for and
+ * left to a CPU sample that never came (wall_want_ns): a repeat of the
+ * thread's last wall sample, or lost (counted) if it has none.
+ */
+static void settle_want(ember__sigstate *st, ember__thread_ent *e, int32_t tid)
+{
+	int64_t want = atomic_exchange(&e->wall_want_ns, 0);
+	if (want <= 0)
+		return;
+	atomic_fetch_add_explicit(&st->wall_want_left, 1, memory_order_relaxed);
+	uint32_t seq = atomic_load_explicit(&e->wall_last_seq, memory_order_acquire);
+	if (seq)
+		ember__wall_record_repeat(st, tid, want, seq);
+	else
+		atomic_fetch_add_explicit(&st->wall_want_lost, 1, memory_order_relaxed);
 }
 
 /*
@@ -144,32 +178,39 @@ int ember__wall_record_last(ember__sigstate *st, ember__thread_ent *e, int32_t t
  */
 static void record_tail(ember__wall *w, int32_t tid)
 {
-	ember__sigstate *st = w->threads->sig;
-	ember__threadtab *tab = atomic_load(&st->tab);
-	ember__thread_ent *e = tab ? ember__threadtab_find(tab, tid) : NULL;
+	ember__thread_ent *e = entry_of(w, tid);
 	if (e)
-		ember__wall_record_last(st, e, tid, 0);
+		ember__wall_record_last(w->threads->sig, e, tid, 0);
 }
 
 /*
  * One tick: the next threads of the rotation, each recorded again (left
- * asleep), sampled without a signal (blocked in a system call) or
- * signalled (running). With `final` (at stop) running threads are not
- * signalled (no signal may arrive after the handler is gone): their last
- * sample is repeated for the time since (record_tail). Returns how
- * many threads were picked; *nthreads is how many there are.
+ * asleep), sampled without a signal (blocked in a system call), asked
+ * for a wall sample at its next CPU sample (running, and getting CPU
+ * sampling signals of its own: wall_want_ns in sample/threadtab.h) or
+ * signalled (running otherwise, or labelled or in a poll). With `final`
+ * (at stop) nothing is signalled or left to CPU samples any more (no
+ * signal may arrive after the handler is gone): time still left to one
+ * goes to a repeat of the thread's last sample (settle_want), and a
+ * running thread's last sample is repeated for the time since
+ * (record_tail). Returns how many threads were picked; *nthreads is how
+ * many there are.
  */
 static size_t tick(ember__wall *w, int64_t now, int final, size_t *nthreads)
 {
 	int32_t tids[EMBER__WALL_MAX_PER_TICK];
 	int64_t weights[EMBER__WALL_MAX_PER_TICK];
 	uint32_t repeat[EMBER__WALL_MAX_PER_TICK];
+	uint8_t cpu_signals[EMBER__WALL_MAX_PER_TICK];
 	size_t n = ember__threads_wall_pick(w->threads, now, w->skip_idle, tids, weights, repeat,
-					    EMBER__WALL_MAX_PER_TICK, nthreads);
+					    cpu_signals, EMBER__WALL_MAX_PER_TICK, nthreads);
 	uint64_t sent = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (weights[i] < 0) /* none: the agent counts it as unweighed */
 			weights[i] = 0;
+		ember__thread_ent *e = entry_of(w, tids[i]);
+		if (final && e)
+			settle_want(w->threads->sig, e, tids[i]);
 		if (repeat[i]) { /* counted by the agent as it resolves them */
 			ember__wall_record_repeat(w->threads->sig, tids[i], weights[i], repeat[i]);
 			continue;
@@ -181,15 +222,24 @@ static size_t tick(ember__wall *w, int64_t now, int final, size_t *nthreads)
 		}
 		if (w->skip_idle) { /* blocked: sampled without waking it */
 			ember__sigstate *st = w->threads->sig;
-			ember__threadtab *tab = atomic_load(&st->tab);
-			ember__thread_ent *e = tab ? ember__threadtab_find(tab, tids[i]) : NULL;
 			int rr = e ? ember__wall_remote_sample(&w->remote, st, e, tids[i],
 							       &w->stopping)
-				   : EMBER_WALL_REMOTE_RUNNING;
+				   : EMBER_WALL_REMOTE_SIGNAL;
 			if (rr == EMBER_WALL_REMOTE_TAKEN)
 				atomic_fetch_add(&w->remote_samples, 1);
-			if (rr != EMBER_WALL_REMOTE_RUNNING)
+			if (rr == EMBER_WALL_REMOTE_TAKEN || rr == EMBER_WALL_REMOTE_SKIP)
 				continue;
+			if (rr == EMBER_WALL_REMOTE_RUNNING && cpu_signals[i] && !final) {
+				/* no signal of its own (one could land as it enters
+				 * a call, which would return EINTR): the time since
+				 * its previous wall sample, weighed now as a sample
+				 * would be, goes to its next CPU sample's handler */
+				int64_t t = mono_ns(), last = atomic_exchange(&e->wall_last_ns, t);
+				if (last > 0 && t > last)
+					atomic_fetch_add(&e->wall_want_ns, t - last);
+				atomic_fetch_add(&w->cpu_asked, 1);
+				continue;
+			}
 		}
 		if (final)
 			record_tail(w, tids[i]);

@@ -14,6 +14,12 @@
  * thread's table entry, so a signal lost by merging into another pending
  * one loses no time). The signal is the sampling signal, queued
  * with rt_tgsigqueueinfo and a value the handler recognizes (handler.h).
+ * By default (not EMBERPROF_WALL_SIGNAL_IDLE) few threads get it: one
+ * blocked in a system call is sampled from outside (wall_remote.h), one
+ * running that gets CPU sampling signals of its own has its wall time
+ * left in its table entry for its next CPU sample's handler to record
+ * (wall_want_ns in sample/threadtab.h): a signal sent to a thread seen
+ * running can land as it enters a call, which then returns EINTR.
  *
  * The timer thread is not the agent thread: the agent thread spends tens
  * of milliseconds symbolizing and encoding at each window boundary, which
@@ -72,6 +78,10 @@ typedef struct ember__wall {
 	/* blocked threads sampled without a signal (wall_remote.h), and the
 	 * timer thread's buffers for it */
 	_Atomic uint64_t remote_samples;
+	/* ticks that found a thread running and, rather than signal it, left
+	 * its time to its next CPU sample (wall_want_ns in sample/threadtab.h;
+	 * the handler counts the samples it took in ember__sigstate) */
+	_Atomic uint64_t cpu_asked;
 	ember__wall_remote remote;
 } ember__wall;
 
@@ -99,9 +109,10 @@ void ember__wall_record_repeat(struct ember__sigstate *st, int32_t tid, int64_t 
 
 /*
  * Records, without a signal, the time of thread `tid` (entry `e`) since
- * its last wall sample as that sample again (a repeat, in its state), or,
- * if it has none, as a one-frame sample of `start_pc` (its start routine;
- * 0: unknown). For a thread whose time must not be sampled where it is
+ * its last wall sample, plus the time ticks found it running for that no
+ * CPU sample took (its entry's wall_want_ns), as that sample again (a
+ * repeat, in its state), or, if it has none, as a one-frame sample of
+ * `start_pc` (its start routine; 0: unknown). For a thread whose time must not be sampled where it is
  * now: in its exit hook, or stopping the agent. Returns 0 if neither was
  * known (nothing recorded), else 1. Any thread; async-signal-safe.
  */

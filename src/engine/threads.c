@@ -195,6 +195,7 @@ static void adopt_thread(ember__threads *t, int32_t tid)
 		return;
 	atomic_store_explicit(&e->wall_seq, 0, memory_order_release); /* a reused entry */
 	atomic_store_explicit(&e->wall_last_seq, 0, memory_order_release);
+	atomic_store_explicit(&e->wall_want_ns, 0, memory_order_relaxed);
 	atomic_store_explicit(&e->probe_self, 0, memory_order_relaxed);
 	atomic_store_explicit(&e->wall_last_ns, r->wall_last, memory_order_relaxed);
 	ember__threads_arm_thread(t, r, e);
@@ -256,6 +257,9 @@ static void forget_thread(ember__threads *t, ember__thread_rec *r)
 		/* a thread that reuses the id has no sleeping sample to repeat */
 		atomic_store_explicit(&e->wall_seq, 0, memory_order_release);
 		atomic_store_explicit(&e->wall_last_seq, 0, memory_order_release);
+		/* time left to a CPU sample that never came (engine_wall.h) */
+		if (atomic_exchange(&e->wall_want_ns, 0) > 0 && t->sig)
+			atomic_fetch_add_explicit(&t->sig->wall_want_lost, 1, memory_order_relaxed);
 	}
 	rec_remove(t, r);
 }
@@ -634,9 +638,19 @@ static uint32_t still_asleep(ember__threads *t, int32_t tid)
 	return now >= then && now - then <= EMBER__WALL_IDLE_CPU_NS ? seq : 0;
 }
 
+/* Whether thread r gets CPU sampling signals of its own: a per-thread
+ * timer or perf event armed, and the signal not really blocked by it
+ * (threads_blocked.c). Not with the process timer, whose signals go to
+ * whichever thread the kernel picks. `mu` held. */
+static int gets_cpu_signals(const ember__threads *t, const ember__thread_rec *r)
+{
+	return !t->process_timer && !t->stopped && !atomic_load(&t->suspended) && r->armed &&
+	       !r->parked && (r->has_timer || r->perf_fd1) && r->blocks_signal < 2 && !r->own;
+}
+
 size_t ember__threads_wall_pick(ember__threads *t, int64_t now_ns, int skip_idle, int32_t *tids,
-				int64_t *weights_ns, uint32_t *repeat_seq, size_t max,
-				size_t *nthreads)
+				int64_t *weights_ns, uint32_t *repeat_seq, uint8_t *cpu_signals,
+				size_t max, size_t *nthreads)
 {
 	size_t idx[EMBER__WALL_MAX_PER_TICK];
 	if (max > EMBER__WALL_MAX_PER_TICK)
@@ -651,6 +665,7 @@ size_t ember__threads_wall_pick(ember__threads *t, int64_t now_ns, int skip_idle
 		weights_ns[i] = now_ns > r->wall_last ? now_ns - r->wall_last : 0;
 		r->wall_last = now_ns;
 		repeat_seq[i] = skip_idle ? still_asleep(t, r->tid) : 0;
+		cpu_signals[i] = (uint8_t)gets_cpu_signals(t, r);
 		if (repeat_seq[i]) {
 			/* no handler runs: the repeat takes the time since the
 			 * thread's last wall sample, as a handler would */
@@ -820,6 +835,7 @@ void ember__threads_on_start(void)
 		if (r && e) {
 			atomic_store_explicit(&e->wall_seq, 0, memory_order_release);
 			atomic_store_explicit(&e->wall_last_seq, 0, memory_order_release);
+			atomic_store_explicit(&e->wall_want_ns, 0, memory_order_relaxed);
 			/* its TCB, where wall_remote.c finds its labels and poll */
 			atomic_store_explicit(&e->probe_self, (uintptr_t)pthread_self(),
 					      memory_order_relaxed);

@@ -204,12 +204,15 @@ void ember__threads_exclude(ember__threads *t, int32_t tid);
  * weights_ns. With `skip_idle`, repeat_seq[i] is nonzero for a thread
  * that was asleep at its last wall sample and has not run since: the
  * number of that sample, to be recorded again rather than the thread
- * signalled (engine_wall.h); else 0. `now_ns` is CLOCK_MONOTONIC;
+ * signalled (engine_wall.h); else 0. cpu_signals[i] is 1 if the thread
+ * gets CPU sampling signals of its own (a per-thread timer or perf event,
+ * the signal not blocked by it), which can carry its wall sample when it
+ * runs (engine_wall.h), else 0. `now_ns` is CLOCK_MONOTONIC;
  * *nthreads gets how many threads are known. Returns the batch size.
  */
 size_t ember__threads_wall_pick(ember__threads *t, int64_t now_ns, int skip_idle, int32_t *tids,
-				int64_t *weights_ns, uint32_t *repeat_seq, size_t max,
-				size_t *nthreads);
+				int64_t *weights_ns, uint32_t *repeat_seq, uint8_t *cpu_signals,
+				size_t max, size_t *nthreads);
 
 /*
  * Agent-thread housekeeping: resolves answered probes; with `scan`, also

@@ -239,14 +239,14 @@ int ember__wall_remote_sample(ember__wall_remote *w, ember__sigstate *st, ember_
 		return EMBER_WALL_REMOTE_RUNNING;
 	/* in a pollcatch poll or labelled: the handler's sample (one EINTR) */
 	if (needs_handler(atomic_load_explicit(&e->probe_self, memory_order_relaxed)) == 1)
-		return EMBER_WALL_REMOTE_RUNNING;
+		return EMBER_WALL_REMOTE_SIGNAL;
 	if (!w->copy || w->max_depth != st->max_depth) {
 		ember__wall_remote_free(w);
 		w->copy = malloc(COPY_MAX);
 		w->pcs = malloc(2 * (size_t)(st->max_depth > 0 ? st->max_depth : 1) * sizeof(uint64_t));
 		if (!w->copy || !w->pcs) {
 			ember__wall_remote_free(w);
-			return EMBER_WALL_REMOTE_RUNNING;
+			return EMBER_WALL_REMOTE_SIGNAL;
 		}
 		w->alt = w->pcs + st->max_depth;
 		w->max_depth = st->max_depth;

@@ -58,9 +58,11 @@ typedef struct ember__wall_remote {
 } ember__wall_remote;
 
 enum {
-	EMBER_WALL_REMOTE_RUNNING = 0, /* not blocked in a call, or labelled/in a poll: signal it */
+	EMBER_WALL_REMOTE_RUNNING = 0, /* not blocked in a call: running */
 	EMBER_WALL_REMOTE_TAKEN = 1,   /* sample recorded; repeats may follow */
-	EMBER_WALL_REMOTE_SKIP = 2     /* it ran meanwhile or vanished: nothing this tick */
+	EMBER_WALL_REMOTE_SKIP = 2,    /* it ran meanwhile or vanished: nothing this tick */
+	EMBER_WALL_REMOTE_SIGNAL = 3   /* blocked, but labelled or in a poll (only the handler
+					  reads those), or no memory for the copy: signal it */
 };
 
 /*

@@ -109,6 +109,67 @@ static void note_wall_state(ember__sigstate *st, int32_t tid, uint32_t seq, uint
 	atomic_store_explicit(&e->wall_last_seq, last_seq, memory_order_release);
 }
 
+/* A new wall sample number (0 means none). */
+static uint32_t next_wall_seq(ember__sigstate *st)
+{
+	uint32_t seq = atomic_fetch_add_explicit(&st->wall_seq, 1, memory_order_relaxed) + 1;
+	if (!seq) /* wrapped: 0 means none */
+		seq = atomic_fetch_add_explicit(&st->wall_seq, 1, memory_order_relaxed) + 1;
+	return seq;
+}
+
+/*
+ * The wall time the wall-clock thread found this thread running for,
+ * without signalling it (threadtab.h, wall_want_ns): recorded by the
+ * handler of the thread's CPU sample `cpu` (claimed, filled, not yet
+ * committed: the caller commits it after) as a wall sample of the same
+ * stack without its first `nk` (kernel) frames, its state from the
+ * interrupted registers as a wall signal's handler would say it. The
+ * time was already weighed by the ticks (they swapped wall_last_ns), so
+ * wall_last_ns is left alone here. Nothing unless time is wanted; taken
+ * whether or not the ring has room (a full ring counts it in
+ * dropped_full, as a wall signal's sample). Async-signal-safe.
+ */
+static void wall_from_cpu(ember__sigstate *st, ember__thread_ent *self, int32_t tid,
+			  const ember__sample_rec *cpu, int nk, void *uc, uintptr_t pc)
+{
+	if (ember__tls_exiting || !atomic_load_explicit(&self->wall_want_ns, memory_order_relaxed))
+		return;
+	int64_t want = atomic_exchange_explicit(&self->wall_want_ns, 0, memory_order_acq_rel);
+	if (want <= 0)
+		return;
+	uint64_t weight = (uint64_t)want;
+	note_wall_state(st, tid, 0, 0); /* if no sample is recorded: nothing to repeat */
+	ember__sample_rec *r = ember__sampbuf_claim(&st->buf);
+	if (!r) {
+		atomic_fetch_add_explicit(&st->dropped_full, 1, memory_order_relaxed);
+		return;
+	}
+	int sys = in_syscall(uc, pc);
+	unsigned kind = EMBER_SAMPLE_WALL |
+			(sys > 0 ? EMBER_SAMPLE_SLEEPING : sys == 0 ? EMBER_SAMPLE_RUNNING : 0);
+	uint32_t depth = cpu->depth > (uint32_t)nk ? cpu->depth - (uint32_t)nk : 0;
+	for (uint32_t i = 0; i < depth; i++)
+		r->pcs[i] = cpu->pcs[nk + (int)i];
+	const uint8_t *lab = ember__sample_labels(&st->buf, (ember__sample_rec *)cpu);
+	uint8_t *to = ember__sample_labels(&st->buf, r);
+	for (uint32_t i = 0; i < cpu->label_len; i++)
+		to[i] = lab[i];
+	r->label_len = cpu->label_len;
+	r->depth = depth;
+	r->tid = tid;
+	r->weight = weight;
+	r->flags = cpu->flags | kind;
+	r->time_ns = cpu->time_ns;
+	r->poll_start = ember__poll_on_sample(tid);
+	uint32_t seq = next_wall_seq(st);
+	r->reserved = seq;
+	ember__sampbuf_commit(r);
+	note_wall_state(st, tid, (kind & EMBER_SAMPLE_SLEEPING) ? seq : 0, seq);
+	atomic_fetch_add_explicit(&st->wall_samples, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&st->wall_at_cpu, 1, memory_order_relaxed);
+}
+
 /* Claims a slot, unwinds into it and publishes it. `kind` holds the
  * EMBER_SAMPLE_* bits; `weight` is in nanoseconds; kips[0..nk): kernel
  * frames (perf events), put below the user stack. */
@@ -171,13 +232,13 @@ static void take_sample(ember__sigstate *st, uint64_t weight, unsigned kind, voi
 	r->flags = flags | kind;
 	r->time_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 	r->poll_start = ember__poll_on_sample(tid);
-	uint32_t wall_seq = 0;
-	if (kind & EMBER_SAMPLE_WALL) {
-		wall_seq = atomic_fetch_add_explicit(&st->wall_seq, 1, memory_order_relaxed) + 1;
-		if (!wall_seq) /* wrapped: 0 means none */
-			wall_seq = atomic_fetch_add_explicit(&st->wall_seq, 1, memory_order_relaxed) + 1;
-	}
+	uint32_t wall_seq = (kind & EMBER_SAMPLE_WALL) ? next_wall_seq(st) : 0;
 	r->reserved = wall_seq;
+	/* A CPU sample of a thread the wall-clock thread saw running: its wall
+	 * sample too, sharing this unwind (before this record's commit: the
+	 * agent may take and reuse a committed slot). */
+	if (self && !(kind & EMBER_SAMPLE_WALL))
+		wall_from_cpu(st, self, tid, r, nk, uc, regs.pc);
 	ember__sampbuf_commit(r);
 	if (wall_seq) /* after the commit: a repeat is claimed after this sample */
 		note_wall_state(st, tid, (kind & EMBER_SAMPLE_SLEEPING) ? wall_seq : 0, wall_seq);

@@ -79,6 +79,12 @@ typedef struct ember__sigstate {
 	_Atomic uint64_t probes;
 	_Atomic uint64_t labels_truncated;
 	_Atomic uint64_t wall_samples;
+	/* ... of which recorded by a CPU sample's handler for the time the
+	 * wall-clock thread found its thread running (threadtab.h,
+	 * wall_want_ns); such time no CPU sample took before the thread
+	 * exited or sampling stopped, given to a repeat of the thread's last
+	 * wall sample (left), or lost when it had none (lost) */
+	_Atomic uint64_t wall_at_cpu, wall_want_left, wall_want_lost;
 	_Atomic uint64_t perf_stale; /* perf signals for a descriptor no longer ours */
 	_Atomic uint64_t kernel_samples; /* perf samples with kernel frames (sample/kring.h) */
 	_Atomic uint64_t kernel_missing; /* ... whose ring held no record: none taken */

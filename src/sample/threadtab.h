@@ -57,6 +57,15 @@ typedef struct ember__thread_ent {
 	 * the samples' weights tile the thread's time even when a signal is
 	 * lost (merged into another pending SIGPROF) or delayed. */
 	_Atomic int64_t wall_last_ns;
+	/* The wall time (ns) the wall-clock thread found this thread running
+	 * for and wants recorded without a signal of its own (0: none;
+	 * engine_wall.h): the ticks that saw it running add the time since its
+	 * previous wall sample (swapping their own time into wall_last_ns, as
+	 * a sample does); the handler of the thread's next CPU sample takes it
+	 * (exchange to 0) and records it as a wall sample of that stack; what
+	 * is left when the thread exits or sampling stops goes to its last
+	 * sample's repeat (ember__wall_record_last). */
+	_Atomic int64_t wall_want_ns;
 	/* The CPU time (ns, wraps) that the CPU sampling signals delivered to
 	 * this thread stand for, recorded or dropped (a full buffer), merged
 	 * expirations included: read by the blocked-signal scan. A thread
