@@ -18,6 +18,7 @@
 
 #include "util/error.h"
 #include "util/redact.h"
+#include "util/utctime.h"
 #include "util/dep_jansson.h"
 
 #define INI_MAX (1 << 20)
@@ -278,8 +279,10 @@ int64_t ember__aws_parse_time(const char *s)
 			;
 	if (strcmp(p, "Z") && strcmp(p, "+00:00"))
 		return -1;
-	time_t t = timegm(&tm);
-	return t == (time_t)-1 ? -1 : (int64_t)t;
+	/* not timegm, which may read TZ with getenv here (util/utctime.h) */
+	ember__utc u = {(int64_t)tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+			tm.tm_hour, tm.tm_min, tm.tm_sec};
+	return ember__utc_to_unix(&u);
 }
 
 int ember__aws_parse_creds_json(const char *what, const char *text, size_t len,

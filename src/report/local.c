@@ -41,6 +41,7 @@
 #include "emberprof.h"
 #include "encode/pprof.h"
 #include "util/error.h"
+#include "util/utctime.h"
 #include "util/fileio.h"
 #include "util/ownfd.h"
 #include "upload/pipeline.h"
@@ -100,19 +101,17 @@ int ember__local_filename_ext(char *buf, size_t n, const char *app, int64_t star
 		kind[k] = '\0';
 	}
 	char safe[EMBER_LOCAL_APP_MAX + 1];
-	struct tm tm;
+	ember__utc tm;
 
 	sanitize_app(safe, sizeof(safe), app);
 	if (start_ns < 0)
 		start_ns = 0;
-	time_t secs = (time_t)(start_ns / 1000000000);
 	int ms = (int)((start_ns % 1000000000) / 1000000);
-	if (!gmtime_r(&secs, &tm))
-		return ember__error(EMBER_ERR_INVALID, "local reporter: start time %lld is out of range",
-				    (long long)start_ns);
-	int w = snprintf(buf, n, "%s-%04d%02d%02dT%02d%02d%02d.%03dZ-%ld-%u%s%s", safe,
-			 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-			 ms, (long)pid, (unsigned)seq, kind, suffix);
+	/* not gmtime_r, which may read TZ with getenv here (util/utctime.h) */
+	ember__utc_from_unix(start_ns / 1000000000, &tm);
+	int w = snprintf(buf, n, "%s-%04d%02d%02dT%02d%02d%02d.%03dZ-%ld-%u%s%s", safe, (int)tm.year,
+			 tm.mon, tm.mday, tm.hour, tm.min, tm.sec, ms, (long)pid, (unsigned)seq, kind,
+			 suffix);
 	if (w < 0 || (size_t)w >= n)
 		return ember__error(EMBER_ERR_INVALID, "local reporter: file name buffer too small");
 	return 0;

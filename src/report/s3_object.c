@@ -21,6 +21,7 @@
 
 #include "util/error.h"
 #include "util/forkguard.h"
+#include "util/utctime.h"
 
 static struct zip_api {
 	zip_source_t *(*source_buffer_create)(const void *d, zip_uint64_t n, int freep,
@@ -188,13 +189,14 @@ int ember__s3_zip(const uint8_t *jfr, size_t jfr_len, const char *metadata_json,
 
 void ember__s3_time(time_t t, char out[32])
 {
-	struct tm tm;
-	gmtime_r(&t, &tm);
-	/* Not strftime: glibc's calls tzset(), which reads TZ with getenv()
-	 * on the uploader thread, unsafe while the program calls setenv. */
-	snprintf(out, 32, "%04u-%02u-%02uT%02u-%02u-%02uZ", (unsigned)(tm.tm_year + 1900) % 10000u,
-		 (unsigned)(tm.tm_mon + 1) % 100u, (unsigned)tm.tm_mday % 100u,
-		 (unsigned)tm.tm_hour % 100u, (unsigned)tm.tm_min % 100u, (unsigned)tm.tm_sec % 100u);
+	/* Neither strftime nor gmtime_r: glibc's read TZ with getenv() (at a
+	 * process's first call) on the uploader thread, unsafe while the
+	 * program calls setenv (util/utctime.h). */
+	ember__utc tm;
+	ember__utc_from_unix((int64_t)t, &tm);
+	snprintf(out, 32, "%04u-%02u-%02uT%02u-%02u-%02uZ", (unsigned)tm.year % 10000u,
+		 (unsigned)tm.mon % 100u, (unsigned)tm.mday % 100u, (unsigned)tm.hour % 100u,
+		 (unsigned)tm.min % 100u, (unsigned)tm.sec % 100u);
 }
 
 int ember__s3_key(char *out, size_t cap, const char *group, const char *machine, long pid,

@@ -16,7 +16,15 @@
  *
  * What it cannot see: calls inside glibc itself (its resolver reads
  * LOCALDOMAIN and RES_OPTIONS through internal symbols), which no
- * interposer reaches; the test resolves no names for that reason.
+ * interposer reaches; the test resolves no names for that reason. The
+ * same holds for TZ, which glibc's time functions read at their first
+ * call in a process (gmtime_r, localtime_r, timegm) or at every call
+ * (localtime, mktime, strftime, tzset): those functions themselves are
+ * wrapped, and a call of one from libemberprof's code on our threads is
+ * recorded as "tz_getenv FUNCTION THREAD" (host.test_setenv once crashed
+ * in getenv under gmtime_r on the agent thread). Calls from the libraries
+ * we load (OpenSSL checks certificate times with gmtime_r) are not
+ * recorded: see docs/design/host.md.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -28,6 +36,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #define EXPORT __attribute__((visibility("default")))
@@ -105,4 +114,80 @@ EXPORT char *secure_getenv(const char *name)
 {
 	static getenv_fn real;
 	return audited("secure_getenv", &real, name);
+}
+
+/* Whether the return address `ra` is in libemberprof's code. */
+static int from_emberprof(void *ra)
+{
+	Dl_info di;
+	return dladdr(ra, &di) && di.dli_fname && strstr(di.dli_fname, "libemberprof");
+}
+
+#define TZ_AUDIT(fn)                                                       \
+	do {                                                               \
+		if (ours() && from_emberprof(__builtin_return_address(0))) \
+			record("tz_getenv", fn);                           \
+	} while (0)
+#define REAL(type, fn) static type real_##fn; if (!real_##fn) real_##fn = (type)dlsym(RTLD_NEXT, #fn)
+
+typedef struct tm *(*tm_r_fn)(const time_t *, struct tm *);
+typedef struct tm *(*tm_fn)(const time_t *);
+typedef time_t (*mk_fn)(struct tm *);
+typedef size_t (*strftime_fn)(char *, size_t, const char *, const struct tm *);
+typedef void (*tzset_fn)(void);
+
+EXPORT struct tm *gmtime_r(const time_t *t, struct tm *tm)
+{
+	TZ_AUDIT("gmtime_r");
+	REAL(tm_r_fn, gmtime_r);
+	return real_gmtime_r(t, tm);
+}
+
+EXPORT struct tm *localtime_r(const time_t *t, struct tm *tm)
+{
+	TZ_AUDIT("localtime_r");
+	REAL(tm_r_fn, localtime_r);
+	return real_localtime_r(t, tm);
+}
+
+EXPORT struct tm *gmtime(const time_t *t)
+{
+	TZ_AUDIT("gmtime");
+	REAL(tm_fn, gmtime);
+	return real_gmtime(t);
+}
+
+EXPORT struct tm *localtime(const time_t *t)
+{
+	TZ_AUDIT("localtime");
+	REAL(tm_fn, localtime);
+	return real_localtime(t);
+}
+
+EXPORT time_t timegm(struct tm *tm)
+{
+	TZ_AUDIT("timegm");
+	REAL(mk_fn, timegm);
+	return real_timegm(tm);
+}
+
+EXPORT time_t mktime(struct tm *tm)
+{
+	TZ_AUDIT("mktime");
+	REAL(mk_fn, mktime);
+	return real_mktime(tm);
+}
+
+EXPORT size_t strftime(char *s, size_t max, const char *fmt, const struct tm *tm)
+{
+	TZ_AUDIT("strftime");
+	REAL(strftime_fn, strftime);
+	return real_strftime(s, max, fmt, tm);
+}
+
+EXPORT void tzset(void)
+{
+	TZ_AUDIT("tzset");
+	REAL(tzset_fn, tzset);
+	real_tzset();
 }
