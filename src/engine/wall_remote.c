@@ -56,11 +56,12 @@ int ember__wall_blocked_in(int32_t tid, long *nr, uintptr_t *sp, uintptr_t *pc)
 		return 0;
 	/* Only the kernel's own record of a call: the pc follows the system-
 	 * call instruction (under qemu-user the file holds the emulator's
-	 * host registers; such a thread is left to the signal). */
+	 * host registers; such a thread is left to the signal: 2, in a call
+	 * we cannot read). */
 	uint8_t c[8];
 	if (v[7] < 4096 + sizeof(c) || !read_self(v[7] - sizeof(c), c, sizeof(c)) ||
 	    !ember__regs_after_syscall(c))
-		return 0;
+		return 2;
 	*nr = num;
 	*sp = (uintptr_t)v[6];
 	*pc = (uintptr_t)v[7];
@@ -237,6 +238,8 @@ int ember__wall_remote_sample(ember__wall_remote *w, ember__sigstate *st, ember_
 		return EMBER_WALL_REMOTE_SKIP;
 	if (b == 0)
 		return EMBER_WALL_REMOTE_RUNNING;
+	if (b == 2) /* in a call we cannot read (qemu-user): the handler's sample */
+		return EMBER_WALL_REMOTE_SIGNAL;
 	/* in a pollcatch poll or labelled: the handler's sample (one EINTR) */
 	if (needs_handler(atomic_load_explicit(&e->probe_self, memory_order_relaxed)) == 1)
 		return EMBER_WALL_REMOTE_SIGNAL;

@@ -44,9 +44,10 @@
  * What /proc/self/task/<tid>/syscall says: 1 and *sp, *pc (the user
  * registers at the call; pc just after the syscall instruction) and *nr
  * when the thread is blocked in a system call; 0 when it is running or
- * blocked elsewhere (a page fault), or when the pc does not follow the
- * system-call instruction (an emulator's registers: qemu-user); -1 when the file cannot be read (the
- * thread is gone, or the kernel lacks the file).
+ * blocked elsewhere (a page fault); 2 when it is in a call whose pc does
+ * not follow the system-call instruction (an emulator's registers:
+ * qemu-user), which only a signal's handler can sample; -1 when the file
+ * cannot be read (the thread is gone, or the kernel lacks the file).
  */
 int ember__wall_blocked_in(int32_t tid, long *nr, uintptr_t *sp, uintptr_t *pc);
 
