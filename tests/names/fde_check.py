@@ -10,8 +10,11 @@ independently of emberprof's own reader (src/symbols/fdetab.c). For each
 location in MODULE_PATH's mapping, its address is turned into the file's
 ELF virtual address (through the mapping's start and file offset and the
 file's program headers, from `readelf -lW`), and it is checked that:
-  - it has a function name: one .dynsym defines (or a PLT stub's), else
-    of the form BASENAME+0xSTART;
+  - it has a function name: one .dynsym defines, else of the form
+    BASENAME+0xSTART; in a PLT section, a stub's "foo@plt" or, for the
+    lazy-binding header and unknown entries, the section's own name
+    (src/symbols/pltsyms.h); PLT names are not counted per FDE, since one
+    FDE covers a whole PLT section;
   - START is the start of the FDE covering the address (or, where no FDE
     covers it, the end of the FDE below it);
   - the nearest start wins (src/symbols/symbolizer.h): a placeholder
@@ -88,12 +91,25 @@ def parse_raw(text, path):
     return [(a, maps[mid], n) for a, mid, n in locs if mid in maps]
 
 
+def plt_sections(path):
+    """The PLT sections: (name, lo, hi) in file virtual addresses."""
+    text = subprocess.run(["readelf", "-SW", path], capture_output=True, text=True,
+                          check=True).stdout
+    out = []
+    for m in re.finditer(r"\]\s+(\.plt(?:\.sec|\.got|\.bnd)?)\s+\w+\s+([0-9a-f]+)\s+[0-9a-f]+"
+                         r"\s+([0-9a-f]+)", text):
+        lo = int(m.group(2), 16)
+        out.append((m.group(1), lo, lo + int(m.group(3), 16)))
+    return out
+
+
 def main():
     path, frames = sys.argv[1], sys.argv[2]
     base = os.path.basename(os.path.realpath(path))
     table = fdes(open(frames).read())
     segs = loads(path)
     exported = dynsyms(path)
+    plts = plt_sections(path)
     starts = sorted(a for addrs in exported.values() for a in addrs)
     failures = 0
     names = {}      # name -> the FDE indexes of its addresses
@@ -106,8 +122,13 @@ def main():
             va = vaddr_of(segs, addr - start + off)
             cover = [i for i, (lo, hi) in enumerate(table) if va is not None and lo <= va < hi]
             m = pat.match(name)
-            if not m and (name in exported or name.endswith("@plt")):
-                # named from .dynsym (or a PLT stub): one name per FDE still
+            plt = [s for s, lo, hi in plts if va is not None and lo <= va < hi]
+            if plt and (name.endswith("@plt") or name == plt[0]):
+                for i in cover:
+                    touched.add(i)
+                continue
+            if not m and name in exported:
+                # named from .dynsym: one name per FDE still
                 for i in cover:
                     touched.add(i)
                     names.setdefault(name, set()).add(i)
