@@ -174,7 +174,9 @@ realprog() {
 			fi
 		fi
 		for h in $rp_hot; do
-			if grep -q -- " $h[ @]" "$rp_dir/$rp_mode.raw"; then
+			# the name, then its end: " file:line", "@plt" or a
+			# C++ parameter list
+			if grep -q -- " $h[ @(]" "$rp_dir/$rp_mode.raw"; then
 				ok "$rp_what: $h in the profiles"
 			else
 				fail "$rp_what: $h not in the profiles"
