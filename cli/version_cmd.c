@@ -121,9 +121,17 @@ static void print_perf(void)
 
 static void print_dwarf(void)
 {
-	if (ember__lazydep_load(&ember__elfutils) < 0) {
+	/* The unwind tables need libelf only; names and lines need libdw too
+	 * (util/dep_elfutils.h). */
+	if (ember__lazydep_load(&ember__libelf) < 0) {
 		printf("  DWARF unwinding (.eh_frame/.debug_frame tables): no; symbols and lines: "
 		       "no: %s\n",
+		       ember_last_error());
+		return;
+	}
+	if (ember__lazydep_load(&ember__elfutils) < 0) {
+		printf("  DWARF unwinding (.eh_frame/.debug_frame tables): yes, built in (libelf); "
+		       "symbols and lines: no: %s\n",
 		       ember_last_error());
 		return;
 	}

@@ -16,11 +16,11 @@
 #include "emberprof.h"
 #include "unwind/arch.h"
 #include "util/dep_elfutils.h"
+#include "util/elfnote.h"
 #include "util/dep_zlib.h"
 #include "util/error.h"
 
 #define SHT_X86_64_UNWIND_ 0x70000001 /* .eh_frame's type in some x86-64 objects */
-#define NT_GNU_BUILD_ID_ 3
 #define BUILD_ID_MAX 64
 
 /* Priorities of the sources (cfi.h: the higher wins on overlap). */
@@ -48,7 +48,7 @@ static int open_elf(int fd, const void *image, size_t image_size, const char *wh
 {
 	memset(f, 0, sizeof(*f));
 	f->fd = fd;
-	int lrc = ember__lazydep_load(&ember__elfutils);
+	int lrc = ember__lazydep_load(&ember__libelf);
 	if (lrc < 0) {
 		close_elf(f);
 		return lrc;
@@ -238,32 +238,6 @@ static int add_plt(ember__cfi_builder *b, const elf_file *f)
 	return 0;
 }
 
-/* The GNU build id (raw bytes) from the note sections; its length or 0. */
-static size_t build_id(Elf *e, uint8_t *out)
-{
-	Elf_Scn *scn = NULL;
-	GElf_Shdr sh;
-	while ((scn = elf_nextscn(e, scn))) {
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
-			continue;
-		Elf_Data *d = elf_getdata(scn, NULL);
-		if (!d)
-			continue;
-		size_t off = 0, name_off, desc_off, next;
-		GElf_Nhdr nh;
-		while (off < d->d_size && (next = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
-			if (nh.n_type == NT_GNU_BUILD_ID_ && nh.n_namesz == 4 &&
-			    !memcmp((const char *)d->d_buf + name_off, "GNU", 4) && nh.n_descsz > 0 &&
-			    nh.n_descsz <= BUILD_ID_MAX) {
-				memcpy(out, (const char *)d->d_buf + desc_off, nh.n_descsz);
-				return nh.n_descsz;
-			}
-			off = next;
-		}
-	}
-	return 0;
-}
-
 /* Copies s into dst[len], truncating. */
 static void copy_str(char *dst, size_t len, const char *s)
 {
@@ -294,7 +268,7 @@ static int open_debug_file(Elf *main_elf, const char *main_path, elf_file *df, c
 			   size_t found_len)
 {
 	uint8_t id[BUILD_ID_MAX], did[BUILD_ID_MAX];
-	size_t idlen = build_id(main_elf, id);
+	size_t idlen = ember__elf_build_id(main_elf, id, sizeof(id));
 	char path[4096];
 	if (idlen >= 2) {
 		int n = snprintf(path, sizeof(path), "/usr/lib/debug/.build-id/%02x/", id[0]);
@@ -302,7 +276,7 @@ static int open_debug_file(Elf *main_elf, const char *main_path, elf_file *df, c
 			n += snprintf(path + n, sizeof(path) - (size_t)n, "%02x", id[i]);
 		snprintf(path + n, sizeof(path) - (size_t)n, ".debug");
 		if (try_open(path, df) == 0) {
-			if (build_id(df->elf, did) == idlen && !memcmp(id, did, idlen)) {
+			if (ember__elf_build_id(df->elf, did, sizeof(did)) == idlen && !memcmp(id, did, idlen)) {
 				copy_str(found, found_len, path);
 				return 0;
 			}

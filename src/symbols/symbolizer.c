@@ -17,6 +17,12 @@
  * The vDSO has no file; libdwfl reads it from memory when it is reported
  * under the name "[vdso: PID]", which dwfl_linux_proc_find_elf recognises.
  *
+ * An addresses-only symbolizer of this process (EMBER__SYM_ADDRESSES_ONLY,
+ * `--no-symbolize`) has no Dwfl at all (elf_only): the same table, each
+ * module's build id read with libelf (module_load_elf), so libdw, liblzma
+ * and libbz2 are never loaded into the profiled process for it
+ * (util/dep_elfutils.h).
+ *
  * Strings handed out are copied into the owning module's arena and
  * interned there, so their number is bounded by the module's distinct
  * names and files, and they live exactly as long as the module. The
@@ -40,6 +46,7 @@
 #include "symbols/symbolizer.h"
 #include "symbols/symbolizer_internal.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +63,7 @@
 #include "symbols/symindex.h"
 #include "util/arena.h"
 #include "util/dep_elfutils.h"
+#include "util/elfnote.h"
 #include "util/error.h"
 #include "util/vdso.h"
 #include "util/sort.h"
@@ -185,6 +193,21 @@ static int attach_dwfl(ember__symbolizer *s, sym_module *m)
 	return 1;
 }
 
+/* m->info.build_id from the build id's bytes (arena-owned hex). */
+static int set_build_id(sym_module *m, const unsigned char *bits, size_t n)
+{
+	char *hex = ember__arena_alloc(&m->arena, n * 2 + 1);
+	if (!hex)
+		return ember__error_oom("build id");
+	for (size_t i = 0; i < n; i++)
+		snprintf(hex + 2 * i, 3, "%02x", bits[i]);
+	m->info.build_id = hex;
+	return 0;
+}
+
+static int module_load_elf(ember__symbolizer *s, sym_module *m);
+static const char *own_vdso_copy(size_t *size);
+
 /*
  * Loads what the module table advertises about a new module up front: its
  * build id and whether it has symbols. That opens the file (and, for a
@@ -195,7 +218,7 @@ static int attach_dwfl(ember__symbolizer *s, sym_module *m)
 static int module_load(ember__symbolizer *s, sym_module *m)
 {
 	if (!m->dm)
-		return 0;
+		return s->elf_only ? module_load_elf(s, m) : 0;
 	Dwarf_Addr bias;
 	if (!dwfl_module_getelf(m->dm, &bias)) {
 		/* Not an ELF file we can read (EMFILE, EACCES, out of memory...):
@@ -209,18 +232,53 @@ static int module_load(ember__symbolizer *s, sym_module *m)
 	const unsigned char *bits;
 	GElf_Addr vaddr;
 	int n = dwfl_module_build_id(m->dm, &bits, &vaddr);
-	if (n > 0) {
-		char *hex = ember__arena_alloc(&m->arena, (size_t)n * 2 + 1);
-		if (!hex)
-			return ember__error_oom("build id");
-		for (int i = 0; i < n; i++)
-			snprintf(hex + 2 * i, 3, "%02x", bits[i]);
-		m->info.build_id = hex;
-	}
+	if (n > 0 && set_build_id(m, bits, (size_t)n) != 0)
+		return EMBER_ERR_NOMEM;
 	/* addresses only: no symbol table read (nor debug file searched) */
 	if (!(s->flags & EMBER__SYM_ADDRESSES_ONLY))
 		m->info.has_symbols = dwfl_module_getsymtab(m->dm) > 0;
 	return 0;
+}
+
+/*
+ * module_load of an elf_only symbolizer (addresses only, this process): the
+ * build id read with libelf from the file, or for the vDSO from its image
+ * in memory, as libdwfl would read it (util/elfnote.h). A module of the
+ * dlclose journal has its record's already (symbolizer_closed.c). A file
+ * that cannot be read is counted as module_load counts it.
+ */
+static int module_load_elf(ember__symbolizer *s, sym_module *m)
+{
+	if (m->elf_failed || m->info.build_id[0] || s->elf_failures >= MAX_ELF_FAILURES)
+		return 0;
+	int fd = -1;
+	Elf *elf = NULL;
+	const char *why = NULL;
+	if (strcmp(m->info.path, "[vdso]") == 0) {
+		size_t n = 0;
+		const char *img = own_vdso_copy(&n); /* a copy: libelf may write */
+		elf = img ? elf_memory((char *)img, n) : NULL;
+		why = img ? NULL : "no vDSO image";
+	} else {
+		fd = open(m->info.path, O_RDONLY | O_CLOEXEC);
+		elf = fd >= 0 ? elf_begin(fd, ELF_C_READ_MMAP, NULL) : NULL;
+		why = fd < 0 ? strerror(errno) : NULL;
+	}
+	int err = 0;
+	if (elf && elf_kind(elf) == ELF_K_ELF) {
+		unsigned char id[64];
+		size_t n = ember__elf_build_id(elf, id, sizeof(id));
+		err = n ? set_build_id(m, id, n) : 0;
+	} else {
+		s->unreadable++;
+		snprintf(s->unreadable_last, sizeof(s->unreadable_last), "%s: %s", m->info.path,
+			 why ? why : elf ? "not an ELF file" : elf_errmsg(-1));
+	}
+	if (elf)
+		elf_end(elf);
+	if (fd >= 0)
+		close(fd);
+	return err;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -778,13 +836,14 @@ static int report_dwfl(ember__symbolizer *s, const ember__procmaps *maps)
 	size_t nimages = 0;
 	if (!images)
 		return ember__error_oom("image ranges");
-	dwfl_report_begin(s->dwfl);
+	if (s->dwfl)
+		dwfl_report_begin(s->dwfl);
 	for (size_t i = 0; !err && i < maps->n;) {
 		const ember__procmap *pm = &maps->maps[i];
 		if (is_vdso(pm)) {
 			char name[32];
 			snprintf(name, sizeof(name), "[vdso: %d]", (int)s->pid);
-			if (!dwfl_report_module(s->dwfl, name, pm->start, pm->end))
+			if (s->dwfl && !dwfl_report_module(s->dwfl, name, pm->start, pm->end))
 				err = ember__error(EMBER_ERR_SYS, "libdwfl cannot report the vDSO: %s",
 						   dwfl_errmsg(-1));
 			i++;
@@ -808,7 +867,8 @@ static int report_dwfl(ember__symbolizer *s, const ember__procmaps *maps)
 			last = j;
 			code |= (q->perms & EMBER_MAP_EXEC) != 0;
 		}
-		if (code && !dwfl_report_module(s->dwfl, pm->path, pm->start, maps->maps[last].end))
+		if (code && s->dwfl &&
+		    !dwfl_report_module(s->dwfl, pm->path, pm->start, maps->maps[last].end))
 			err = ember__error(EMBER_ERR_SYS, "libdwfl cannot report %s: %s", pm->path,
 					   dwfl_errmsg(-1));
 		if (code)
@@ -830,7 +890,7 @@ static int report_dwfl(ember__symbolizer *s, const ember__procmaps *maps)
 			m->keep = 0;
 	}
 	free(images);
-	if (dwfl_report_end(s->dwfl, NULL, NULL) != 0 && !err)
+	if (s->dwfl && dwfl_report_end(s->dwfl, NULL, NULL) != 0 && !err)
 		err = ember__error(EMBER_ERR_SYS, "libdwfl cannot finish reporting: %s",
 				   dwfl_errmsg(-1));
 	return err;
@@ -991,7 +1051,7 @@ static void elfutils_gave_up(ember__symbolizer *s, const char *why)
 		m->dm = NULL;
 		m->dm_low = m->dm_high = 0;
 	}
-	s->dwfl = s->elf_failures < MAX_ELF_FAILURES ? dwfl_begin(&callbacks) : NULL;
+	s->dwfl = !s->elf_only && s->elf_failures < MAX_ELF_FAILURES ? dwfl_begin(&callbacks) : NULL;
 }
 
 struct refresh_call {
@@ -1025,7 +1085,7 @@ static int refresh_cb(void *arg)
 	}
 	for (size_t i = 0; i < s->nmods; i++)
 		s->mods[i]->keep = 0; /* report_dwfl decides again; none without a Dwfl */
-	int rerr = s->dwfl ? report_dwfl(s, use) : 0;
+	int rerr = s->dwfl || s->elf_only ? report_dwfl(s, use) : 0;
 
 	/* libdwfl may have freed modules it no longer saw: re-attach every
 	 * surviving module before anything else can fail. */
@@ -1168,7 +1228,11 @@ static int symbolizer_new(ember__symbolizer **out, pid_t pid, const ember__procm
 			  unsigned flags)
 {
 	*out = NULL;
-	int lrc = ember__lazydep_load(&ember__elfutils);
+	/* Addresses only, of this process: libelf is enough (module_load_elf) */
+	int elf_only = (flags & EMBER__SYM_ADDRESSES_ONLY) && !maps;
+	int lrc = ember__lazydep_load(&ember__libelf);
+	if (lrc == 0 && !elf_only)
+		lrc = ember__lazydep_load(&ember__elfutils);
 	if (lrc < 0)
 		return lrc;
 	ember__symbolizer *s = calloc(1, sizeof(*s));
@@ -1177,6 +1241,7 @@ static int symbolizer_new(ember__symbolizer **out, pid_t pid, const ember__procm
 	s->pid = pid;
 	s->remote = maps != NULL;
 	s->flags = flags;
+	s->elf_only = elf_only;
 	s->pmf.target = maps ? pid : 0;
 	s->next_id = 1;
 	if (maps && ember__procmaps_copy(&s->layout, maps) != 0) {
@@ -1184,8 +1249,8 @@ static int symbolizer_new(ember__symbolizer **out, pid_t pid, const ember__procm
 		return EMBER_ERR_NOMEM;
 	}
 	elf_version(EV_CURRENT); /* libdwfl does this too; we call libelf directly */
-	s->dwfl = dwfl_begin(&callbacks);
-	if (!s->dwfl) {
+	s->dwfl = elf_only ? NULL : dwfl_begin(&callbacks);
+	if (!s->dwfl && !elf_only) {
 		ember__procmaps_free(&s->layout);
 		free(s);
 		return ember__error(EMBER_ERR_SYS, "dwfl_begin failed: %s", dwfl_errmsg(-1));

@@ -168,7 +168,8 @@ void ember__symbolizer_closed_report(ember__symbolizer *s, const ember__procmap 
 			if (m->keep && ranges_overlap(lo, hi, mlo, mhi))
 				m->keep = 0;
 		}
-		if (!dwfl_report_module(s->dwfl, r->path, lo, hi))
+		/* (no Dwfl: an addresses-only symbolizer, symbolizer.c) */
+		if (s->dwfl && !dwfl_report_module(s->dwfl, r->path, lo, hi))
 			continue; /* as a mapped image libdwfl refuses: no names */
 		s->closed_use[k] = 1;
 		s->closed_stats.added++;

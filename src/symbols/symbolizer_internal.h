@@ -81,6 +81,10 @@ struct ember__symbolizer {
 	ember__procmaps layout;
 	int remote;
 	unsigned flags; /* EMBER__SYM_* */
+	/* Addresses only, of this process: modules (path, range, build id)
+	 * read with libelf alone (module_load_elf), no Dwfl, so libdw and what
+	 * it brings (liblzma, libbz2) are never loaded */
+	int elf_only;
 	char *main_path; /* remote: the main executable, or NULL */
 	ember__perfmap_file pmf;
 	/* Modules whose ELF file could not be read (their frames stay

@@ -82,8 +82,7 @@ static void lazydep_run_guarded(struct ember__lazydep *d)
 			 * and then the library we loaded calls the program's
 			 * copies for its own internal calls too, so its
 			 * functions must not be mixed with the program's. Else
-			 * the library's (a handle's search covers its
-			 * dependencies: libelf's functions through libdw's). */
+			 * the library's. */
 			void *p = dlsym(RTLD_DEFAULT, d->names[i]);
 			if (!p)
 				p = dlsym(lib, d->names[i]);
@@ -125,24 +124,49 @@ static void lazydep_run_guarded(struct ember__lazydep *d)
 			       sizeof(void *) * (sizeof(name##_names) / sizeof(char *) - 1), \
 		       "one slot per name")
 
+LAZYDEP_LIB(ember__libelf, "libelf (elfutils)", "libelf1", EMBER__LIBELF_FNS, "libelf.so.1");
 LAZYDEP_LIB(ember__elfutils, "libdw (elfutils)", "libdw1", EMBER__ELFUTILS_FNS, "libdw.so.1");
 LAZYDEP_LIB(ember__zlib, "zlib", "zlib1g", EMBER__ZLIB_FNS, "libz.so.1");
 #ifdef EMBER_LAZYDEP_JANSSON
 LAZYDEP_LIB(ember__jansson, "jansson", "libjansson4", EMBER__JANSSON_FNS, "libjansson.so.4");
 #endif
 
+__thread int ember__libelf_thread_ready;
 __thread int ember__elfutils_thread_ready;
+
+/* Reserves and releases 64 KiB so that the dynamic TLS block glibc
+ * allocates at a library's first TLS access on this thread comes from
+ * memory the thread's arena holds (dep_elfutils.h). 0 when it could not. */
+static int tls_reserve(void)
+{
+	void *reserve = malloc(64 * 1024);
+	if (!reserve)
+		return 0;
+	free(reserve);
+	return 1;
+}
+
+void ember__libelf_thread_init(void)
+{
+	if (ember__lazydep_load(&ember__libelf) < 0)
+		return; /* the stubs touch no TLS; the next call tries again */
+	if (!tls_reserve())
+		return; /* not now: the next call tries again */
+	/* The first TLS access of libelf on this thread. */
+	(void)ember__libelf_fn.p_elf_errno();
+	ember__libelf_thread_ready = 1;
+}
 
 void ember__elfutils_thread_init(void)
 {
-	if (ember__lazydep_load(&ember__elfutils) < 0)
-		return; /* the stubs touch no TLS; the next call tries again */
-	void *reserve = malloc(64 * 1024);
-	if (!reserve)
-		return; /* not now: the next call tries again */
-	free(reserve);
-	/* The first TLS access of libelf and of libdw on this thread. */
-	(void)ember__elfutils_fn.p_elf_errno();
+	/* libdw calls into libelf on this thread: libelf's TLS first */
+	if (!ember__libelf_thread_ready)
+		ember__libelf_thread_init();
+	if (!ember__libelf_thread_ready || ember__lazydep_load(&ember__elfutils) < 0)
+		return;
+	if (!tls_reserve())
+		return;
+	/* The first TLS access of libdw on this thread. */
 	(void)ember__elfutils_fn.p_dwarf_errno();
 	ember__elfutils_thread_ready = 1;
 }

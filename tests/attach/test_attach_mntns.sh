@@ -120,7 +120,7 @@ check_grep "attach -o a directory hidden in the process's namespace" private.err
 same_holdings "the refusal" before
 "$EMBERPROF" attach --wall --log-level info --duration 1s -o "$T/bare" "$TPID" >bare.err 2>&1
 check_exit "attach --wall without elfutils and zlib in the process's filesystem" 0 $?
-check_grep "without elfutils: a note" target.out "no symbolizer, profiles will hold addresses only: cannot load libdw"
+check_grep "without elfutils: a note" target.out "no symbolizer, profiles will hold addresses only: cannot load libelf"
 check_grep "without zlib: a note" target.out "profiles are written gzip'd but not compressed"
 check_no_grep "without zlib: nothing lost" target.out "could not be encoded"
 samples=$(sed -n 's/.*wall clock: \([0-9]*\) samples.*/\1/p' target.out | tail -1)

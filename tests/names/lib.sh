@@ -71,3 +71,22 @@ check_first_mapping() {
 		ok "$1: mapping 1 is $3 in all $(wc -l <"$2.firstmaps") profiles"
 	fi
 }
+
+# minidebuginfo FULL OUT : OUT is FULL stripped the way Fedora's
+# find-debuginfo strips every package's binaries (its add_minidebug): the
+# function symbols not already in .dynsym, in a mini ELF without debug
+# sections, xz'd into .gnu_debugdata of the stripped binary. Leaves
+# $T/keep_symbols (those symbols) and $T/stripped (FULL stripped, without
+# .gnu_debugdata).
+minidebuginfo() {
+	objcopy --only-keep-debug "$1" "$T/debug"
+	nm -D "$1" --format=posix --defined-only | awk '{ print $1 }' | sort >"$T/dynsyms"
+	nm "$T/debug" --format=posix --defined-only |
+		awk '{ if ($2 == "T" || $2 == "t" || $2 == "D") print $1 }' | sort >"$T/funcsyms"
+	comm -13 "$T/dynsyms" "$T/funcsyms" >"$T/keep_symbols"
+	objcopy -S --remove-section .gdb_index --remove-section .comment \
+		--keep-symbols="$T/keep_symbols" "$T/debug" "$T/mini_debuginfo"
+	xz -f "$T/mini_debuginfo"
+	strip --strip-all -R .comment "$1" -o "$T/stripped"
+	objcopy --add-section .gnu_debugdata="$T/mini_debuginfo.xz" "$T/stripped" "$2"
+}

@@ -8,20 +8,8 @@
 need objcopy nm strip xz readelf
 : "${EMBER_MDI_PROG:?EMBER_MDI_PROG must name mdi_prog}"
 
-# find-debuginfo's steps (its add_minidebug): the debug file, the
-# function symbols not already in .dynsym, a mini ELF of those symbols
-# without debug sections, xz'd, added to the stripped binary.
 cp "$EMBER_MDI_PROG" "$T/full"
-objcopy --only-keep-debug "$T/full" "$T/debug"
-nm -D "$T/full" --format=posix --defined-only | awk '{ print $1 }' | sort >"$T/dynsyms"
-nm "$T/debug" --format=posix --defined-only | awk '{ if ($2 == "T" || $2 == "t" || $2 == "D") print $1 }' |
-	sort >"$T/funcsyms"
-comm -13 "$T/dynsyms" "$T/funcsyms" >"$T/keep_symbols"
-objcopy -S --remove-section .gdb_index --remove-section .comment \
-	--keep-symbols="$T/keep_symbols" "$T/debug" "$T/mini_debuginfo"
-xz -f "$T/mini_debuginfo"
-strip --strip-all -R .comment "$T/full" -o "$T/stripped"
-objcopy --add-section .gnu_debugdata="$T/mini_debuginfo.xz" "$T/stripped" "$T/mdi_prog"
+minidebuginfo "$T/full" "$T/mdi_prog"
 # the fixture is what it should be: no .symtab, a .gnu_debugdata holding
 # the local functions
 readelf -SW "$T/mdi_prog" >"$T/sections"

@@ -5,10 +5,15 @@
  * that is missing, or lacks a function, fails with a message naming it
  * and its package, and its table never leads to address 0.
  */
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "check.h"
+#include "selfmaps.h"
 #include "emberprof.h"
 #include "util/dep_elfutils.h"
 #include "util/dep_zlib.h"
@@ -23,12 +28,34 @@ static void test_zlib_through_table(void)
 	CHECK_EQ_INT(c, 0xCBF43926UL);
 }
 
+/* libelf alone: its functions work and neither libdw nor what libdw
+ * brings (liblzma, libbz2) is mapped. Run first, before anything loads
+ * libdw into this process. */
+static void test_libelf_alone(void)
+{
+	CHECK(!ember_test_mapped("/libdw"));
+	CHECK(ember__lazydep_load(&ember__libelf) == 0);
+	CHECK(elf_version(EV_CURRENT) != EV_NONE);
+	int fd = open("/proc/self/exe", O_RDONLY);
+	CHECK(fd >= 0);
+	Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	CHECK(e != NULL && elf_kind(e) == ELF_K_ELF);
+	elf_end(e);
+	close(fd);
+	CHECK(ember_test_mapped("/libelf"));
+	CHECK(!ember_test_mapped("/libdw"));
+	CHECK(!ember_test_mapped("/liblzma"));
+	CHECK(!ember_test_mapped("/libbz2"));
+	CHECK(atomic_load(&ember__elfutils.state) == 0);
+}
+
 static void test_elfutils_through_table(void)
 {
 	CHECK(ember__lazydep_load(&ember__elfutils) == 0);
 	CHECK(elf_version(EV_CURRENT) != EV_NONE);
 	const char *v = dwfl_version(NULL);
 	CHECK(v != NULL && *v != '\0');
+	CHECK(ember_test_mapped("/libdw"));
 }
 
 struct two_fns {
@@ -94,6 +121,7 @@ static void test_missing_function(void)
 
 int main(void)
 {
+	RUN(test_libelf_alone);
 	RUN(test_zlib_through_table);
 	RUN(test_elfutils_through_table);
 	RUN(test_missing_library);
