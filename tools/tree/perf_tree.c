@@ -771,8 +771,10 @@ size_t ember__ptree_drain(ember__ptree *t, int final, ember__ptree_cb cb, void *
 		}
 		free(t->q[i].rec);
 	}
-	memmove(t->q, t->q + n, (t->nq - n) * sizeof(*t->q));
-	t->nq -= n;
+	if (n > 0) { /* t->q may still be NULL when nothing was ever queued */
+		memmove(t->q, t->q + n, (t->nq - n) * sizeof(*t->q));
+		t->nq -= n;
+	}
 	if (final)
 		read_counts(t);
 	return n;
