@@ -80,6 +80,7 @@ __attribute__((noinline)) static void soak_burn(long iters)
 
 static void *short_worker(void *arg)
 {
+	pthread_setname_np(pthread_self(), "soak_worker"); /* named in any agent warning */
 	soak_burn((long)(intptr_t)arg);
 	return NULL;
 }
@@ -87,6 +88,7 @@ static void *short_worker(void *arg)
 static atomic_long dl_rounds, dl_errors;
 static void *churn_dlopen(void *arg)
 {
+	pthread_setname_np(pthread_self(), "soak_dlopen"); /* named in any agent warning */
 	(void)arg;
 	while (!atomic_load(&stop)) {
 		void *h = dlopen(module_path, RTLD_NOW | RTLD_LOCAL);
@@ -120,6 +122,7 @@ static void *churn_dlopen(void *arg)
 static atomic_long children, child_failures;
 static void *churn_exec(void *arg)
 {
+	pthread_setname_np(pthread_self(), "soak_exec"); /* named in any agent warning */
 	(void)arg;
 	while (!atomic_load(&stop)) {
 		pid_t p = fork();
@@ -149,6 +152,7 @@ static void *churn_exec(void *arg)
 static atomic_long prof_raised, usr1_raised, raise_mismatch;
 static void *churn_raise(void *arg)
 {
+	pthread_setname_np(pthread_self(), "soak_raise"); /* named in any agent warning */
 	(void)arg;
 	while (!atomic_load(&stop)) {
 		long before = atomic_load(&prof_raised_seen);
