@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * symbolizer.c - addresses of this process to modules, functions, files
- * and lines, on top of libdwfl.
+ * and lines, on top of libdwfl, or of libelf alone for the modules that
+ * need no DWARF (symbolizer_elf.c).
  *
  * Two views of the address space are kept in step:
  *   - our module table: one module per executable file mapping (plus the
@@ -19,9 +20,17 @@
  *
  * An addresses-only symbolizer of this process (EMBER__SYM_ADDRESSES_ONLY,
  * `--no-symbolize`) has no Dwfl at all (elf_only): the same table, each
- * module's build id read with libelf (module_load_elf), so libdw, liblzma
+ * module's build id read with libelf (symbolizer_elf.c), so libdw, liblzma
  * and libbz2 are never loaded into the profiled process for it
- * (util/dep_elfutils.h).
+ * (util/dep_elfutils.h). A symbolizer of this process that names functions
+ * (lazy) reads each module with libelf too: its build id, its debug file,
+ * whether it has DWARF or MiniDebugInfo, the symbol table libdwfl would
+ * choose. A module that needs no DWARF (none, or its DWARF unwanted by the
+ * line policy: system libraries by default) is named from that table; the
+ * Dwfl is begun, and libdw loaded, on the first lookup in a module that
+ * needs it (hand_to_dwfl), which from then on goes through libdwfl as
+ * before. Another process's symbolizer, and one the tools give files to
+ * (debugfile.h hooks), use libdwfl for every module.
  *
  * Strings handed out are copied into the owning module's arena and
  * interned there, so their number is bounded by the module's distinct
@@ -41,7 +50,7 @@
  * working on is then never handed to elfutils again (its frames keep their
  * addresses, no names), and the Dwfl, which may hold half-built state and
  * held locks, is leaked and replaced by a new one. After
- * MAX_ELF_FAILURES such failures the symbolizer stops using elfutils.
+ * EMBER__SYM_MAX_ELF_FAILURES such failures the symbolizer stops using elfutils.
  */
 #include "symbols/symbolizer.h"
 #include "symbols/symbolizer_internal.h"
@@ -70,7 +79,6 @@
 
 #define CACHE_MIN_SLOTS 1024u
 #define CACHE_MAX_SLOTS (1u << 16) /* at most 32K cached addresses, ~2.4 MB */
-#define MAX_ELF_FAILURES 4         /* then no more elfutils: each one leaks a Dwfl */
 #define EMBER_SYM_KEEP_GONE 16     /* unmapped modules kept named (keep_gone) */
 
 /* ---------------------------------------------------------------------- */
@@ -84,6 +92,7 @@ static void module_free(sym_module *m)
 	free(m->strs);
 	ember__symindex_reset(&m->ix);
 	ember__fdetab_reset(&m->fdes);
+	ember__symbolizer_elf_close(m);
 	free(m);
 }
 
@@ -113,6 +122,7 @@ static sym_module *module_new(ember__symbolizer *s, const ember__procmap *pm)
 	if (!m)
 		return NULL;
 	m->arena = (ember__arena)EMBER_ARENA_INIT;
+	m->elf_fd = m->dbg_fd = -1;
 	m->info.path = ember__arena_strdup(&m->arena, pm->path);
 	if (!m->info.path) {
 		module_free(m);
@@ -178,8 +188,11 @@ static Dwfl_Module *find_dwfl_module(Dwfl *dwfl, const sym_module *m)
  */
 static int attach_dwfl(ember__symbolizer *s, sym_module *m)
 {
-	/* none once elfutils gave up on m, or on everything (elfguard.h) */
-	Dwfl_Module *dm = s->dwfl && !m->elf_failed ? find_dwfl_module(s->dwfl, m) : NULL;
+	/* none once elfutils gave up on m, or on everything (elfguard.h);
+	 * none for a module a lazy symbolizer names with libelf */
+	Dwfl_Module *dm = s->dwfl && !m->elf_failed && (!s->lazy || m->use_dwfl)
+				  ? find_dwfl_module(s->dwfl, m)
+				  : NULL;
 	Dwarf_Addr low = 0, high = 0;
 	if (dm)
 		dwfl_module_info(dm, NULL, &low, &high, NULL, NULL, NULL, NULL);
@@ -193,8 +206,7 @@ static int attach_dwfl(ember__symbolizer *s, sym_module *m)
 	return 1;
 }
 
-/* m->info.build_id from the build id's bytes (arena-owned hex). */
-static int set_build_id(sym_module *m, const unsigned char *bits, size_t n)
+int ember__symbolizer_set_build_id(sym_module *m, const unsigned char *bits, size_t n)
 {
 	char *hex = ember__arena_alloc(&m->arena, n * 2 + 1);
 	if (!hex)
@@ -205,20 +217,21 @@ static int set_build_id(sym_module *m, const unsigned char *bits, size_t n)
 	return 0;
 }
 
-static int module_load_elf(ember__symbolizer *s, sym_module *m);
-static const char *own_vdso_copy(size_t *size);
-
 /*
  * Loads what the module table advertises about a new module up front: its
  * build id and whether it has symbols. That opens the file (and, for a
  * stripped file, finds its debug file and reads its .symtab). The DWARF,
  * which can be large and compressed, is loaded only when an address in
- * the module is first looked up; has_lines is set then.
+ * the module is first looked up; has_lines is set then. A lazy or an
+ * addresses-only symbolizer reads the module with libelf
+ * (symbolizer_elf.c).
  */
 static int module_load(ember__symbolizer *s, sym_module *m)
 {
+	if (s->lazy && !m->dm)
+		return ember__symbolizer_elf_load(s, m, 1);
 	if (!m->dm)
-		return s->elf_only ? module_load_elf(s, m) : 0;
+		return s->elf_only ? ember__symbolizer_elf_load(s, m, 0) : 0;
 	Dwarf_Addr bias;
 	if (!dwfl_module_getelf(m->dm, &bias)) {
 		/* Not an ELF file we can read (EMFILE, EACCES, out of memory...):
@@ -232,53 +245,12 @@ static int module_load(ember__symbolizer *s, sym_module *m)
 	const unsigned char *bits;
 	GElf_Addr vaddr;
 	int n = dwfl_module_build_id(m->dm, &bits, &vaddr);
-	if (n > 0 && set_build_id(m, bits, (size_t)n) != 0)
+	if (n > 0 && ember__symbolizer_set_build_id(m, bits, (size_t)n) != 0)
 		return EMBER_ERR_NOMEM;
 	/* addresses only: no symbol table read (nor debug file searched) */
 	if (!(s->flags & EMBER__SYM_ADDRESSES_ONLY))
 		m->info.has_symbols = dwfl_module_getsymtab(m->dm) > 0;
 	return 0;
-}
-
-/*
- * module_load of an elf_only symbolizer (addresses only, this process): the
- * build id read with libelf from the file, or for the vDSO from its image
- * in memory, as libdwfl would read it (util/elfnote.h). A module of the
- * dlclose journal has its record's already (symbolizer_closed.c). A file
- * that cannot be read is counted as module_load counts it.
- */
-static int module_load_elf(ember__symbolizer *s, sym_module *m)
-{
-	if (m->elf_failed || m->info.build_id[0] || s->elf_failures >= MAX_ELF_FAILURES)
-		return 0;
-	int fd = -1;
-	Elf *elf = NULL;
-	const char *why = NULL;
-	if (strcmp(m->info.path, "[vdso]") == 0) {
-		size_t n = 0;
-		const char *img = own_vdso_copy(&n); /* a copy: libelf may write */
-		elf = img ? elf_memory((char *)img, n) : NULL;
-		why = img ? NULL : "no vDSO image";
-	} else {
-		fd = open(m->info.path, O_RDONLY | O_CLOEXEC);
-		elf = fd >= 0 ? elf_begin(fd, ELF_C_READ_MMAP, NULL) : NULL;
-		why = fd < 0 ? strerror(errno) : NULL;
-	}
-	int err = 0;
-	if (elf && elf_kind(elf) == ELF_K_ELF) {
-		unsigned char id[64];
-		size_t n = ember__elf_build_id(elf, id, sizeof(id));
-		err = n ? set_build_id(m, id, n) : 0;
-	} else {
-		s->unreadable++;
-		snprintf(s->unreadable_last, sizeof(s->unreadable_last), "%s: %s", m->info.path,
-			 why ? why : elf ? "not an ELF file" : elf_errmsg(-1));
-	}
-	if (elf)
-		elf_end(elf);
-	if (fd >= 0)
-		close(fd);
-	return err;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -554,6 +526,42 @@ static int resolve_cb(void *arg)
 
 static void elfutils_gave_up(ember__symbolizer *s, const char *why);
 static int refresh(ember__symbolizer *s, int modules);
+static const Dwfl_Callbacks callbacks;
+
+/*
+ * A lazy symbolizer's module that needs libdwfl (DWARF, MiniDebugInfo:
+ * symbolizer_elf.c), at its first lookup: libdw loaded and the Dwfl begun
+ * if this is the first, the layout reported again and m attached, its
+ * libelf index and files dropped. If libdw cannot be loaded or libdwfl
+ * does not take the module, m keeps its libelf names (counted among the
+ * unreadable, with the reason). 0 or an ember_err.
+ */
+static int hand_to_dwfl(ember__symbolizer *s, sym_module *m)
+{
+	m->use_dwfl = 1;
+	if (!s->dwfl && !s->dwfl_started && !s->dwfl_refused) {
+		int lrc = ember__lazydep_load(&ember__elfutils);
+		s->dwfl = lrc == 0 ? dwfl_begin(&callbacks) : NULL;
+		if (!s->dwfl) {
+			s->dwfl_refused = 1;
+			s->unreadable++;
+			snprintf(s->unreadable_last, sizeof(s->unreadable_last),
+				 "%.300s: no DWARF read, only its symbols: %s", m->info.path,
+				 lrc == 0 ? dwfl_errmsg(-1) : ember_last_error());
+			ember__error_clear();
+			return 0;
+		}
+		s->dwfl_started = 1;
+	}
+	if (!s->dwfl)
+		return 0;
+	int err = refresh(s, 0); /* reports the layout, attaches m */
+	if (m->dm) {
+		ember__symindex_reset(&m->ix); /* (built from the files closed here) */
+		ember__symbolizer_elf_close(m);
+	}
+	return err;
+}
 
 int ember__symbolizer_lookup(ember__symbolizer *s, uint64_t addr, ember__symbol_info *out)
 {
@@ -569,6 +577,12 @@ int ember__symbolizer_lookup(ember__symbolizer *s, uint64_t addr, ember__symbol_
 	if (hit) {
 		ember__symbolizer_fill_info(s, hit, out);
 		return 0;
+	}
+	if (s->lazy && !s->mods[idx]->use_dwfl && !(s->flags & EMBER__SYM_ADDRESSES_ONLY) &&
+	    ember__symbolizer_elf_needs_dwfl(s, s->mods[idx])) {
+		int err = hand_to_dwfl(s, s->mods[idx]);
+		if (err)
+			return err;
 	}
 	cache_entry e;
 	char why[256];
@@ -604,8 +618,9 @@ static int scan_cb(void *arg)
 {
 	struct scan_call *c = arg;
 	c->s->busy = c->m;
-	return ember__symindex_scan_into(&c->m->ix, c->m->dm, c->m->info.start, c->m->info.limit,
-					 c->addrs, c->n);
+	const sym_module *m = c->m;
+	return ember__symindex_scan_into_src(&c->m->ix, m->dm, m->dm ? NULL : &m->syms_src,
+					     m->info.start, m->info.limit, c->addrs, c->n);
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -627,7 +642,9 @@ int ember__symbolizer_prefetch(ember__symbolizer *s, uint64_t *addrs, size_t n)
 		if (idx < 0 || cache_get(s, addrs[i]))
 			continue;
 		const sym_module *m = s->mods[idx];
-		if (m->dm && !m->elf_failed && !m->ix.syms_built &&
+		/* libdwfl's module, or the libelf path's that stays there */
+		int named = m->dm || (m->syms_src.main && !ember__symbolizer_elf_needs_dwfl(s, m));
+		if (named && !m->elf_failed && !m->ix.syms_built &&
 		    !(s->flags & EMBER__SYM_ADDRESSES_ONLY) &&
 		    m->ix.scans < EMBER_SYMINDEX_MAX_SCANS)
 			addrs[k++] = addrs[i];
@@ -671,30 +688,6 @@ static char *default_debuginfo_path = NULL; /* NULL: the standard search path */
 
 /* libdwfl's own finder, called through the lazily loaded table
  * (util/dep_elfutils.h): a static initializer cannot name it. */
-/*
- * This process's vDSO image, copied once (never freed: a few KiB, for
- * the life of the process): another process's vDSO is the same image on
- * this kernel, and a process that has exited has no memory to read it
- * from. NULL and *size 0 if there is none.
- */
-static const char *own_vdso_copy(size_t *size)
-{
-	static char *copy;
-	static size_t len;
-	if (!copy) {
-		size_t n;
-		const void *img = ember__vdso_image(&n);
-		char *c = img ? malloc(n) : NULL;
-		if (c) {
-			memcpy(c, img, n);
-			copy = c;
-			len = n;
-		}
-	}
-	*size = len;
-	return copy;
-}
-
 static int find_elf(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr base,
 		    char **file_name, Elf **elfp)
 {
@@ -702,7 +695,7 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_A
 	int pid;
 	if (sscanf(name, "[vdso: %d]", &pid) == 1 && pid != (int)getpid()) {
 		size_t size;
-		const char *img = own_vdso_copy(&size);
+		const char *img = ember__symbolizer_vdso_copy(&size);
 		*elfp = img ? elf_memory((char *)img, size) : NULL;
 		if (*elfp)
 			return -1; /* no file descriptor: the image is in memory */
@@ -1029,7 +1022,7 @@ static int rebuild_modules(ember__symbolizer *s, const ember__procmaps *maps)
  * Called when elfutils gave up inside a guarded call: the module it was
  * working on (s->busy) is never handed to it again, and the Dwfl, which
  * may hold that half-built state and held locks, is leaked and replaced
- * (none after MAX_ELF_FAILURES). Modules are detached; refresh()
+ * (none after EMBER__SYM_MAX_ELF_FAILURES). Modules are detached; refresh()
  * re-attaches them.
  */
 static void elfutils_gave_up(ember__symbolizer *s, const char *why)
@@ -1051,7 +1044,10 @@ static void elfutils_gave_up(ember__symbolizer *s, const char *why)
 		m->dm = NULL;
 		m->dm_low = m->dm_high = 0;
 	}
-	s->dwfl = !s->elf_only && s->elf_failures < MAX_ELF_FAILURES ? dwfl_begin(&callbacks) : NULL;
+	s->dwfl = !s->elf_only && (!s->lazy || s->dwfl_started) &&
+				  s->elf_failures < EMBER__SYM_MAX_ELF_FAILURES
+			  ? dwfl_begin(&callbacks)
+			  : NULL;
 }
 
 struct refresh_call {
@@ -1085,7 +1081,7 @@ static int refresh_cb(void *arg)
 	}
 	for (size_t i = 0; i < s->nmods; i++)
 		s->mods[i]->keep = 0; /* report_dwfl decides again; none without a Dwfl */
-	int rerr = s->dwfl || s->elf_only ? report_dwfl(s, use) : 0;
+	int rerr = s->dwfl || s->elf_only || s->lazy ? report_dwfl(s, use) : 0;
 
 	/* libdwfl may have freed modules it no longer saw: re-attach every
 	 * surviving module before anything else can fail. */
@@ -1228,10 +1224,13 @@ static int symbolizer_new(ember__symbolizer **out, pid_t pid, const ember__procm
 			  unsigned flags)
 {
 	*out = NULL;
-	/* Addresses only, of this process: libelf is enough (module_load_elf) */
+	/* Addresses only, of this process: libelf is enough; names for this
+	 * process: libelf first, libdw when a module needs it (lazy,
+	 * symbolizer_elf.c). The tools' hooks (debugfile.h) are libdwfl's. */
 	int elf_only = (flags & EMBER__SYM_ADDRESSES_ONLY) && !maps;
+	int lazy = !elf_only && !maps && !ember__debugfile_get_hooks();
 	int lrc = ember__lazydep_load(&ember__libelf);
-	if (lrc == 0 && !elf_only)
+	if (lrc == 0 && !elf_only && !lazy)
 		lrc = ember__lazydep_load(&ember__elfutils);
 	if (lrc < 0)
 		return lrc;
@@ -1242,6 +1241,7 @@ static int symbolizer_new(ember__symbolizer **out, pid_t pid, const ember__procm
 	s->remote = maps != NULL;
 	s->flags = flags;
 	s->elf_only = elf_only;
+	s->lazy = lazy;
 	s->pmf.target = maps ? pid : 0;
 	s->next_id = 1;
 	if (maps && ember__procmaps_copy(&s->layout, maps) != 0) {
@@ -1249,8 +1249,8 @@ static int symbolizer_new(ember__symbolizer **out, pid_t pid, const ember__procm
 		return EMBER_ERR_NOMEM;
 	}
 	elf_version(EV_CURRENT); /* libdwfl does this too; we call libelf directly */
-	s->dwfl = elf_only ? NULL : dwfl_begin(&callbacks);
-	if (!s->dwfl && !elf_only) {
+	s->dwfl = elf_only || lazy ? NULL : dwfl_begin(&callbacks);
+	if (!s->dwfl && !elf_only && !lazy) {
 		ember__procmaps_free(&s->layout);
 		free(s);
 		return ember__error(EMBER_ERR_SYS, "dwfl_begin failed: %s", dwfl_errmsg(-1));

@@ -12,8 +12,9 @@
  * binary search.
  *
  * An index points into data owned by libdwfl (symbol names, the Dwarf
- * handle and its DIEs), so it is valid only as long as the Dwfl_Module it
- * was built from; when that module is replaced, reset the index.
+ * handle and its DIEs), or by the libelf handles it was built from
+ * (ember__symtab_src), so it is valid only as long as the Dwfl_Module or
+ * those handles; when they are replaced or closed, reset the index.
  *
  * Used by the agent thread only; nothing here is async-signal-safe.
  */
