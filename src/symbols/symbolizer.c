@@ -40,9 +40,11 @@
  *
  * Resolving one address of a module into frames (symbol, file and line,
  * inlined calls, demangled and interned names) lives in
- * symbolizer_resolve.c (the state both files share: symbolizer_internal.h),
- * the per-module symbol and function indexes in symindex.c, the
- * local-disk search for separate debug files in debugfile.c.
+ * symbolizer_resolve.c (the state these files share: symbolizer_internal.h),
+ * the address cache in symbolizer_cache.c, JIT code in symbolizer_jit.c,
+ * the libelf path in symbolizer_elf.c, the per-module symbol and function
+ * indexes in symindex.c, the local-disk search for separate debug files in
+ * debugfile.c (libdwfl's callback) and util/elfdebug.c.
  *
  * Every call into elfutils runs inside a guard (elfguard.h): where libdw
  * would end the process (an allocation failure in its own allocator or its
@@ -72,13 +74,9 @@
 #include "symbols/symindex.h"
 #include "util/arena.h"
 #include "util/dep_elfutils.h"
-#include "util/elfnote.h"
 #include "util/error.h"
-#include "util/vdso.h"
 #include "util/sort.h"
 
-#define CACHE_MIN_SLOTS 1024u
-#define CACHE_MAX_SLOTS (1u << 16) /* at most 32K cached addresses, ~2.4 MB */
 #define EMBER_SYM_KEEP_GONE 16     /* unmapped modules kept named (keep_gone) */
 
 /* ---------------------------------------------------------------------- */
@@ -253,76 +251,6 @@ static int module_load(ember__symbolizer *s, sym_module *m)
 	return 0;
 }
 
-/* ---------------------------------------------------------------------- */
-/* The address cache                                                       */
-
-static size_t cache_slot(uint64_t addr, size_t cap)
-{
-	return (size_t)((addr * 0x9E3779B97F4A7C15ull) >> 20) & (cap - 1);
-}
-
-static void cache_clear(ember__symbolizer *s)
-{
-	for (size_t i = 0; i < s->cache_cap; i++) {
-		free(s->cache[i].rest);
-		s->cache[i] = (cache_entry){0};
-	}
-	s->cache_count = 0;
-}
-
-static cache_entry *cache_get(ember__symbolizer *s, uint64_t addr)
-{
-	if (!s->cache_count)
-		return NULL;
-	for (size_t i = cache_slot(addr, s->cache_cap);; i = (i + 1) & (s->cache_cap - 1)) {
-		if (!s->cache[i].mod)
-			return NULL;
-		if (s->cache[i].addr == addr)
-			return &s->cache[i];
-	}
-}
-
-static void cache_place(cache_entry *table, size_t cap, const cache_entry *e)
-{
-	size_t i = cache_slot(e->addr, cap);
-	while (table[i].mod)
-		i = (i + 1) & (cap - 1);
-	table[i] = *e;
-}
-
-/* Moves every entry into a new table of `cap` slots. */
-static int cache_grow(ember__symbolizer *s, size_t cap)
-{
-	cache_entry *n = calloc(cap, sizeof(*n));
-	if (!n)
-		return ember__error_oom("symbol cache");
-	for (size_t i = 0; i < s->cache_cap; i++) {
-		if (s->cache[i].mod)
-			cache_place(n, cap, &s->cache[i]);
-	}
-	free(s->cache);
-	s->cache = n;
-	s->cache_cap = cap;
-	return 0;
-}
-
-/* Takes ownership of e->rest. Never fails: when it cannot grow, it empties. */
-static void cache_put(ember__symbolizer *s, cache_entry *e)
-{
-	if ((s->cache_count + 1) * 2 > s->cache_cap) {
-		if (s->cache_cap >= CACHE_MAX_SLOTS ||
-		    cache_grow(s, s->cache_cap ? s->cache_cap * 2 : CACHE_MIN_SLOTS))
-			cache_clear(s);
-	}
-	if (!s->cache_cap) { /* could not even allocate the first table */
-		free(e->rest);
-		return;
-	}
-	cache_place(s->cache, s->cache_cap, e);
-	s->cache_count++;
-}
-
-
 /* Index of the range of v[0..n) (sorted, disjoint) containing addr, or -1. */
 static ptrdiff_t find_range(const ember__module_info *v, size_t n, uint64_t addr)
 {
@@ -345,144 +273,6 @@ static ptrdiff_t find_module(const ember__symbolizer *s, uint64_t addr)
 	return find_range(s->infos, s->nmods, addr);
 }
 
-/* ---------------------------------------------------------------------- */
-/* JIT code                                                                */
-
-/* Is pm memory a runtime may generate code into: executable, anonymous? */
-static int is_jit_mapping(const ember__procmap *pm)
-{
-	return (pm->perms & EMBER_MAP_EXEC) && (pm->path[0] == '\0' || !strncmp(pm->path, "[anon", 5));
-}
-
-/* JIT ranges no longer mapped that are still named (see rebuild_jits). */
-#define EMBER_JIT_KEEP_GONE 64
-
-/* The first range of v[0..n) (sorted, disjoint) ending after addr, or n. */
-static size_t jit_ending_after(const jit_range *v, size_t n, uint64_t addr)
-{
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (v[mid].info.limit <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-/* Index of the JIT mapping containing addr, or -1. */
-static ptrdiff_t find_jit(const ember__symbolizer *s, uint64_t addr)
-{
-	size_t i = jit_ending_after(s->jits, s->njits, addr);
-	return i < s->njits && s->jits[i].info.start <= addr ? (ptrdiff_t)i : -1;
-}
-
-/* Does [start, limit) overlap a range of v[0..n) (sorted, disjoint)? */
-static int overlaps(const jit_range *v, size_t n, uint64_t start, uint64_t limit)
-{
-	size_t i = jit_ending_after(v, n, start);
-	return i < n && v[i].info.start < limit;
-}
-
-static int jit_by_start(const void *a, const void *b)
-{
-	const jit_range *x = a, *y = b;
-	return x->info.start < y->info.start ? -1 : x->info.start > y->info.start;
-}
-
-static int jit_by_recent(const void *a, const void *b)
-{
-	const jit_range *x = a, *y = b;
-	return x->gone > y->gone ? -1 : x->gone < y->gone;
-}
-
-/*
- * The JIT mappings of `maps`, keeping the ids of those seen before.
- *
- * Ranges that were JIT code at an earlier refresh and are gone now stay,
- * named as before, unless something mapped since overlaps them: samples
- * taken there may still wait in the window being built. A runtime unmaps
- * its code space on the way out (node does, before exit_group), and
- * flips code pages between writable and executable while it compiles, so
- * the refresh before the last window often no longer sees the code most
- * samples of the run landed in. The EMBER_JIT_KEEP_GONE most recently
- * gone are kept; older ones are forgotten.
- */
-static int rebuild_jits(ember__symbolizer *s, const ember__procmaps *maps)
-{
-	size_t count = 0;
-	for (size_t i = 0; i < maps->n; i++)
-		count += is_jit_mapping(&maps->maps[i]);
-	jit_range *v = calloc(count + s->njits + 1, sizeof(*v));
-	if (!v)
-		return ember__error_oom("JIT mappings");
-	size_t n = 0;
-	for (size_t i = 0; i < maps->n; i++) {
-		const ember__procmap *pm = &maps->maps[i];
-		if (!is_jit_mapping(pm))
-			continue;
-		ptrdiff_t old = find_jit(s, pm->start);
-		uint32_t id = old >= 0 && s->jits[old].info.start == pm->start &&
-				      s->jits[old].info.limit == pm->end
-			      ? s->jits[old].info.id
-			      : s->next_id++;
-		v[n++].info = (ember__module_info){.id = id,
-						   .path = s->pmf.path,
-						   .start = pm->start,
-						   .limit = pm->end,
-						   .build_id = "",
-						   .has_symbols = 1};
-	}
-	size_t live = n;
-	for (size_t i = 0; i < s->njits; i++) {
-		if (overlaps(v, live, s->jits[i].info.start, s->jits[i].info.limit))
-			continue;
-		v[n] = s->jits[i];
-		if (!v[n].gone)
-			v[n].gone = s->refreshes;
-		n++;
-	}
-	if (n - live > EMBER_JIT_KEEP_GONE) {
-		qsort(v + live, n - live, sizeof(*v), jit_by_recent);
-		n = live + EMBER_JIT_KEEP_GONE;
-	}
-	if (n > live)
-		qsort(v, n, sizeof(*v), jit_by_start);
-	free(s->jits);
-	s->jits = v;
-	s->njits = n;
-	return 0;
-}
-
-/*
- * addr lies in no module: if it is in JIT code and the runtime writes a
- * perf map, its mapping is named after the map and its function comes
- * from the map (read again if it grew). Otherwise no module, as before.
- */
-static int jit_lookup(ember__symbolizer *s, uint64_t addr, ember__symbol_info *out)
-{
-	ptrdiff_t j = find_jit(s, addr);
-	if (j < 0 || (s->flags & EMBER__SYM_OFFLINE)) /* no process, no perf map */
-		return 0;
-	int err = ember__perfmap_file_update(&s->pmf, EMBER_PERFMAP_RECHECK_NS);
-	const char *name = s->pmf.found ? ember__perfmap_find(&s->pmf.map, addr) : NULL;
-	if (!name && s->pmf.found) {
-		/* perhaps written since the last look: look again, unless that
-		 * was just now (a window may hold many unnamed addresses) */
-		err = ember__perfmap_file_update(&s->pmf, EMBER_PERFMAP_MISS_RECHECK_NS) ?: err;
-		name = ember__perfmap_find(&s->pmf.map, addr);
-	}
-	if (!s->pmf.found)
-		return err;
-	out->module = &s->jits[j].info;
-	if (name) {
-		out->nframes = 1;
-		out->frames[0] = (ember__symbol_frame){.function = name, .system_name = name};
-	}
-	return err;
-}
-
 uint64_t ember__symbolizer_unreadable(const ember__symbolizer *s, const char **last)
 {
 	*last = s && s->unreadable ? s->unreadable_last : "";
@@ -494,20 +284,6 @@ void ember__symbolizer_fde_stats(const ember__symbolizer *s, ember__fde_stats *o
 	*out = s ? s->fde : (ember__fde_stats){0};
 	if (!out->last_why)
 		out->last_why = "";
-}
-
-void ember__symbolizer_jit_stats(const ember__symbolizer *s, ember__jit_stats *out)
-{
-	*out = (ember__jit_stats){0};
-	if (!s)
-		return;
-	out->path = s->pmf.found ? s->pmf.path : NULL;
-	out->symbols = s->pmf.map.n;
-	out->bad_lines = s->pmf.map.bad_lines;
-	out->dropped = s->pmf.map.dropped;
-	out->bytes = s->pmf.off;
-	out->capped = s->pmf.capped;
-	out->refused = s->pmf.refused;
 }
 
 struct resolve_call {
@@ -571,9 +347,9 @@ int ember__symbolizer_lookup(ember__symbolizer *s, uint64_t addr, ember__symbol_
 	out->nframes = 0;
 	ptrdiff_t idx = find_module(s, addr);
 	if (idx < 0)
-		return jit_lookup(s, addr, out);
+		return ember__symbolizer_jit_lookup(s, addr, out);
 
-	cache_entry *hit = cache_get(s, addr);
+	cache_entry *hit = ember__symbolizer_cache_get(s, addr);
 	if (hit) {
 		ember__symbolizer_fill_info(s, hit, out);
 		return 0;
@@ -603,7 +379,7 @@ int ember__symbolizer_lookup(ember__symbolizer *s, uint64_t addr, ember__symbol_
 	}
 	/* Fill from the local entry: cache_put may have to drop it. */
 	ember__symbolizer_fill_info(s, &e, out);
-	cache_put(s, &e);
+	ember__symbolizer_cache_put(s, &e);
 	return 0;
 }
 
@@ -639,7 +415,7 @@ int ember__symbolizer_prefetch(ember__symbolizer *s, uint64_t *addrs, size_t n)
 		if (k && addrs[k - 1] == addrs[i])
 			continue;
 		ptrdiff_t idx = find_module(s, addrs[i]);
-		if (idx < 0 || cache_get(s, addrs[i]))
+		if (idx < 0 || ember__symbolizer_cache_get(s, addrs[i]))
 			continue;
 		const sym_module *m = s->mods[idx];
 		/* libdwfl's module, or the libelf path's that stays there */
@@ -671,7 +447,7 @@ int ember__symbolizer_prefetch(ember__symbolizer *s, uint64_t *addrs, size_t n)
 
 int ember__symbolizer_covers(const ember__symbolizer *s, uint64_t addr)
 {
-	return s && (find_module(s, addr) >= 0 || find_jit(s, addr) >= 0);
+	return s && (find_module(s, addr) >= 0 || ember__symbolizer_find_jit(s, addr) >= 0);
 }
 
 size_t ember__symbolizer_modules(const ember__symbolizer *s, const ember__module_info **out)
@@ -998,7 +774,7 @@ static int rebuild_modules(ember__symbolizer *s, const ember__procmaps *maps)
 	 * cache (unmapping is rare; refilling it is cheap). */
 	for (size_t i = 0; i < s->nmods; i++) {
 		if (!s->mods[i]->seen) {
-			cache_clear(s);
+			ember__symbolizer_cache_clear(s);
 			break;
 		}
 	}
@@ -1094,11 +870,11 @@ static int refresh_cb(void *arg)
 	/* Cached frames of a re-attached module came from the old one's data
 	 * (or from none): resolve them again. */
 	if (replaced)
-		cache_clear(s);
+		ember__symbolizer_cache_clear(s);
 	if (c->modules) {
 		err = rebuild_modules(s, use);
 		if (!err)
-			err = rebuild_jits(s, use);
+			err = ember__symbolizer_jit_rebuild(s, use);
 		s->nclosed = 0; /* in the table now, or of no use */
 	}
 	ember__procmaps_free(&maps);
@@ -1268,7 +1044,7 @@ void ember__symbolizer_free(ember__symbolizer *s)
 {
 	if (!s)
 		return;
-	cache_clear(s);
+	ember__symbolizer_cache_clear(s);
 	free(s->cache);
 	for (size_t i = 0; i < s->nmods; i++)
 		module_free(s->mods[i]);

@@ -2,7 +2,8 @@
 /*
  * symbolizer_internal.h - the symbolizer's state (symbolizer.h), shared by
  * symbolizer.c (the module table kept in step with libdwfl's, the address
- * cache, JIT code, refreshing), symbolizer_resolve.c (one address of a
+ * refreshing; symbolizer_cache.c the address cache, symbolizer_jit.c JIT
+ * code), symbolizer_resolve.c (one address of a
  * module into frames: symbol, file and line, inlined calls, demangled
  * names interned into the module) and symbolizer_elf.c (modules read with
  * libelf alone, named without libdwfl when they need no DWARF). Private to src/symbols/. Agent thread
@@ -161,6 +162,25 @@ const ember__dlclosed_rec *ember__symbolizer_closed_map(const ember__symbolizer 
  * it among the unreadable files and detaches m for good (no names). */
 void ember__symbolizer_closed_check(ember__symbolizer *s, const ember__dlclosed_rec *r,
 				    sym_module *m);
+
+/* ---- symbolizer_cache.c: resolved addresses ---- */
+
+/* Empties the cache (frees the frame arrays, never the strings). */
+void ember__symbolizer_cache_clear(ember__symbolizer *s);
+/* The entry of addr, or NULL. */
+cache_entry *ember__symbolizer_cache_get(ember__symbolizer *s, uint64_t addr);
+/* Takes ownership of e->rest. Never fails: when it cannot grow, it empties. */
+void ember__symbolizer_cache_put(ember__symbolizer *s, cache_entry *e);
+
+/* ---- symbolizer_jit.c: JIT code ---- */
+
+/* The JIT mappings of `maps`, keeping the ids of those seen before and
+ * the recently gone ones. 0 or EMBER_ERR_NOMEM. */
+int ember__symbolizer_jit_rebuild(ember__symbolizer *s, const ember__procmaps *maps);
+/* Index of the JIT mapping containing addr, or -1. */
+ptrdiff_t ember__symbolizer_find_jit(const ember__symbolizer *s, uint64_t addr);
+/* addr in no module: named from the perf map if in JIT code. 0 or an ember_err. */
+int ember__symbolizer_jit_lookup(ember__symbolizer *s, uint64_t addr, ember__symbol_info *out);
 
 /* ---- symbolizer_elf.c: the libelf path ---- */
 
