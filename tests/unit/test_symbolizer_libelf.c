@@ -20,8 +20,8 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "self_dwfl.h"
 #include "selfmaps.h"
-#include "symbols/procmaps.h"
 #include "symbols/symbolizer.h"
 #include "symbols/symbolizer_internal.h"
 #include "symbols/symindex.h"
@@ -52,18 +52,6 @@ static void test_libc_without_libdw(void)
 	CHECK(!ember_test_mapped("/libbz2"));
 	CHECK(atomic_load(&ember__elfutils.state) == 0);
 	ember__symbolizer_free(s);
-}
-
-/* A symbolizer of this process naming every module through libdwfl. */
-static ember__symbolizer *dwfl_symbolizer(void)
-{
-	ember__procmaps maps = EMBER_PROCMAPS_INIT;
-	ember__symbolizer *s = NULL;
-	CHECK_EQ_INT(ember__lazydep_load(&ember__elfutils), 0);
-	CHECK_EQ_INT(ember__procmaps_read_self(&maps), 0);
-	CHECK_EQ_INT(ember__symbolizer_new_remote(&s, getpid(), &maps), 0);
-	ember__procmaps_free(&maps);
-	return s;
 }
 
 static sym_module *module_at(ember__symbolizer *s, uint64_t start)
@@ -177,7 +165,8 @@ static void test_same_as_libdwfl(void)
 {
 	ember__symbolizer *l = NULL;
 	CHECK_EQ_INT(ember__symbolizer_new(&l), 0);
-	ember__symbolizer *d = dwfl_symbolizer();
+	ember__symbolizer *d = ember_test_dwfl_symbolizer();
+	CHECK(d != NULL);
 	if (!l || !d) {
 		ember__symbolizer_free(l);
 		ember__symbolizer_free(d);

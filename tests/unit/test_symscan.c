@@ -15,10 +15,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "check.h"
-#include "symbols/procmaps.h"
+#include "self_dwfl.h"
 #include "symbols/symbolizer.h"
 #include "symbols/symbolizer_internal.h"
 #include "symbols/symindex.h"
@@ -111,24 +110,10 @@ static void check_module(sym_module *m, size_t *modules, size_t *raw_modules,
 	(*modules)++;
 }
 
-/* A symbolizer of this process that names every module through libdwfl:
- * one given our layout (ember__symbolizer_new reads most modules with
- * libelf alone, symbolizer_elf.c). */
-static ember__symbolizer *dwfl_symbolizer(void)
-{
-	ember__procmaps maps = EMBER_PROCMAPS_INIT;
-	ember__symbolizer *s = NULL;
-	/* libdw and what it brings among the modules, as before */
-	CHECK_EQ_INT(ember__lazydep_load(&ember__elfutils), 0);
-	CHECK_EQ_INT(ember__procmaps_read_self(&maps), 0);
-	CHECK_EQ_INT(ember__symbolizer_new_remote(&s, getpid(), &maps), 0);
-	ember__procmaps_free(&maps);
-	return s;
-}
-
 static void test_scan_and_raw_match_libdwfl(void)
 {
-	ember__symbolizer *s = dwfl_symbolizer();
+	ember__symbolizer *s = ember_test_dwfl_symbolizer();
+	CHECK(s != NULL);
 	if (!s)
 		return;
 	size_t modules = 0, raw_modules = 0, syms = 0, addrs = 0;
@@ -159,8 +144,8 @@ static void prefetch_case(int dwfl)
 {
 	ember__symbolizer *a = NULL, *b = NULL;
 	if (dwfl) {
-		a = dwfl_symbolizer();
-		b = dwfl_symbolizer();
+		a = ember_test_dwfl_symbolizer();
+		b = ember_test_dwfl_symbolizer();
 	} else {
 		CHECK_EQ_INT(ember__symbolizer_new(&a), 0);
 		CHECK_EQ_INT(ember__symbolizer_new(&b), 0);
