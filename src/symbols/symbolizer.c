@@ -74,6 +74,7 @@
 #include "symbols/symindex.h"
 #include "util/arena.h"
 #include "util/dep_elfutils.h"
+#include "util/elfnote.h"
 #include "util/error.h"
 #include "util/sort.h"
 
@@ -188,7 +189,7 @@ static int attach_dwfl(ember__symbolizer *s, sym_module *m)
 {
 	/* none once elfutils gave up on m, or on everything (elfguard.h);
 	 * none for a module a lazy symbolizer names with libelf */
-	Dwfl_Module *dm = s->dwfl && !m->elf_failed && (!s->lazy || m->use_dwfl)
+	Dwfl_Module *dm = s->dwfl && !m->elf_failed && (!s->lazy || m->use_dwfl == 1)
 				  ? find_dwfl_module(s->dwfl, m)
 				  : NULL;
 	Dwarf_Addr low = 0, high = 0;
@@ -304,13 +305,37 @@ static void elfutils_gave_up(ember__symbolizer *s, const char *why);
 static int refresh(ember__symbolizer *s, int modules);
 static const Dwfl_Callbacks callbacks;
 
+struct getelf_call {
+	sym_module *m;
+	int ok;
+};
+
+/* Has libdwfl read m's file, the one the libelf path read (by build id)?
+ * elfutils 0.188's dwfl_linux_proc_find_elf, when its strdup fails,
+ * returns ENOMEM where a descriptor is expected, and libdwfl then reads
+ * whatever file has that number. */
+static int getelf_cb(void *arg)
+{
+	struct getelf_call *c = arg;
+	Dwarf_Addr bias;
+	Elf *elf = dwfl_module_getelf(c->m->dm, &bias);
+	uint8_t id[64];
+	size_t n = elf ? ember__elf_build_id(elf, id, sizeof(id)) : 0;
+	char hex[2 * sizeof(id) + 1] = "";
+	for (size_t i = 0; i < n; i++)
+		snprintf(hex + 2 * i, 3, "%02x", id[i]);
+	c->ok = elf ? (strcmp(hex, c->m->info.build_id) == 0 ? 1 : -1) : 0;
+	return 0;
+}
+
 /*
  * A lazy symbolizer's module that needs libdwfl (DWARF, MiniDebugInfo:
  * symbolizer_elf.c), at its first lookup: libdw loaded and the Dwfl begun
  * if this is the first, the layout reported again and m attached, its
- * libelf index and files dropped. If libdw cannot be loaded or libdwfl
- * does not take the module, m keeps its libelf names (counted among the
- * unreadable, with the reason). 0 or an ember_err.
+ * libelf index and files dropped. If libdw cannot be loaded, or libdwfl
+ * cannot read the module's file (EMFILE, EACCES, out of memory...), m
+ * keeps its libelf names (counted among the unreadable, with the reason:
+ * use_dwfl 2, never attached). 0 or an ember_err.
  */
 static int hand_to_dwfl(ember__symbolizer *s, sym_module *m)
 {
@@ -332,10 +357,32 @@ static int hand_to_dwfl(ember__symbolizer *s, sym_module *m)
 	if (!s->dwfl)
 		return 0;
 	int err = refresh(s, 0); /* reports the layout, attaches m */
-	if (m->dm) {
-		ember__symindex_reset(&m->ix); /* (built from the files closed here) */
-		ember__symbolizer_elf_close(m);
+	if (!m->dm)
+		return err;
+	/* libdwfl opens the file as module_load would have (guarded) */
+	char why[256];
+	struct getelf_call c = {m, 0};
+	s->busy = m;
+	int g = ember__elfguard_run(getelf_cb, &c, why, sizeof(why));
+	if (g == EMBER__ELFGUARD_TRIPPED) {
+		elfutils_gave_up(s, why); /* m is asked no more */
+		int rerr = refresh(s, 0);
+		s->busy = NULL;
+		return err ? err : rerr;
 	}
+	s->busy = NULL;
+	if (c.ok != 1) {
+		s->unreadable++;
+		snprintf(s->unreadable_last, sizeof(s->unreadable_last),
+			 "%.300s: only its symbols, no DWARF: %s", m->info.path,
+			 c.ok ? "libdwfl read another file (its build id differs)" : dwfl_errmsg(-1));
+		m->use_dwfl = 2;
+		m->dm = NULL;
+		m->dm_low = m->dm_high = 0;
+		return err;
+	}
+	ember__symindex_reset(&m->ix); /* (built from the files closed here) */
+	ember__symbolizer_elf_close(m);
 	return err;
 }
 

@@ -48,7 +48,8 @@ typedef struct sym_module {
 	 * file (fds -1 and Elf NULL when not open), the symbol table libdwfl
 	 * would choose (syms_src.main NULL: none loaded), the load bias, what
 	 * the files hold (EMBER__MOD_*), and whether it was handed to libdwfl
-	 * (a lazy symbolizer, on its first lookup that needs it) */
+	 * (a lazy symbolizer, on its first lookup that needs it): 1, or 2
+	 * when libdwfl could not read it (it keeps its libelf names) */
 	int elf_fd, dbg_fd;
 	Elf *elf, *dbg;
 	ember__symtab_src syms_src;
