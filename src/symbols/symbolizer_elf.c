@@ -99,8 +99,9 @@ static unsigned scan_sections(Elf *e, Elf_Scn **symtab, Elf_Scn **dynsym)
 			what |= EMBER__MOD_OTHER;
 		if (!name || sh.sh_type == SHT_NOBITS)
 			continue;
-		if (!strcmp(name, ".debug_info") || !strcmp(name, ".debug_line"))
-			what |= EMBER__MOD_DWARF;
+		if (!strcmp(name, ".debug_info") || !strcmp(name, ".debug_line") ||
+		    !strcmp(name, ".zdebug_info") || !strcmp(name, ".zdebug_line"))
+			what |= EMBER__MOD_DWARF; /* (.zdebug_*: the old GNU compression) */
 		else if (!strcmp(name, ".gnu_debugdata"))
 			what |= EMBER__MOD_MDI;
 	}
