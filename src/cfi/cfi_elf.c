@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -16,8 +17,8 @@
 #include "emberprof.h"
 #include "unwind/arch.h"
 #include "util/dep_elfutils.h"
+#include "util/elfdebug.h"
 #include "util/elfnote.h"
-#include "util/dep_zlib.h"
 #include "util/error.h"
 
 #define SHT_X86_64_UNWIND_ 0x70000001 /* .eh_frame's type in some x86-64 objects */
@@ -78,22 +79,6 @@ static int open_elf(int fd, const void *image, size_t image_size, const char *wh
 	return 0;
 }
 
-static Elf_Scn *find_section(Elf *e, const char *name, GElf_Shdr *sh)
-{
-	size_t shstrndx;
-	if (elf_getshdrstrndx(e, &shstrndx) != 0)
-		return NULL;
-	Elf_Scn *scn = NULL;
-	while ((scn = elf_nextscn(e, scn))) {
-		if (!gelf_getshdr(scn, sh))
-			continue;
-		const char *n = elf_strptr(e, shstrndx, sh->sh_name);
-		if (n && !strcmp(n, name))
-			return scn;
-	}
-	return NULL;
-}
-
 static int find_phdr(Elf *e, uint32_t type, GElf_Phdr *out)
 {
 	size_t n;
@@ -118,34 +103,10 @@ static int load_for_vaddr(Elf *e, uint64_t vaddr, GElf_Phdr *out)
 	return 0;
 }
 
-/* Bias from an executable mapping at map_start of file offset map_offset. */
-static int load_bias(Elf *e, uint64_t map_start, uint64_t map_offset, uint64_t *bias)
-{
-	size_t n;
-	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
-	if (elf_getphdrnum(e, &n) != 0)
-		return 0;
-	int found = 0;
-	for (int pass = 0; pass < 2 && !found; pass++)
-		for (size_t i = 0; i < n && !found; i++) {
-			GElf_Phdr ph;
-			if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD)
-				continue;
-			if (pass == 0 && !(ph.p_flags & PF_X))
-				continue; /* prefer the code segment */
-			uint64_t lo = ph.p_offset & ~(page - 1);
-			if (map_offset >= lo && map_offset < ph.p_offset + (ph.p_filesz ? ph.p_filesz : 1)) {
-				*bias = map_start - (ph.p_vaddr + map_offset - ph.p_offset);
-				found = 1;
-			}
-		}
-	return found;
-}
-
 /* Section data, decompressed if needed; NULL if absent or without bits. */
 static Elf_Data *section_data(Elf *e, const char *name, GElf_Shdr *sh)
 {
-	Elf_Scn *scn = find_section(e, name, sh);
+	Elf_Scn *scn = ember__elf_find_section(e, name, sh);
 	if (!scn || sh->sh_type == SHT_NOBITS)
 		return NULL;
 	if ((sh->sh_flags & SHF_COMPRESSED) && elf_compress(scn, 0, 0) < 0)
@@ -172,7 +133,7 @@ static int add_eh_frame(ember__cfi_builder *b, elf_file *f, ember__cfi_module_in
 		if (off < seg_end) {
 			uint64_t len = seg_end - off;
 			/* The section header, where there is one, gives the exact size. */
-			if (find_section(f->elf, ".eh_frame", &sh) && sh.sh_addr == eh_vaddr &&
+			if (ember__elf_find_section(f->elf, ".eh_frame", &sh) && sh.sh_addr == eh_vaddr &&
 			    sh.sh_type != SHT_NOBITS && sh.sh_size < len)
 				len = sh.sh_size;
 			int rc = ember__cfi_add_eh_frame_hdr(b, f->raw + hp.p_offset, hp.p_filesz,
@@ -187,7 +148,7 @@ static int add_eh_frame(ember__cfi_builder *b, elf_file *f, ember__cfi_module_in
 				return rc;
 		}
 	}
-	Elf_Scn *scn = find_section(f->elf, ".eh_frame", &sh);
+	Elf_Scn *scn = ember__elf_find_section(f->elf, ".eh_frame", &sh);
 	if (!scn || (sh.sh_type != SHT_PROGBITS && sh.sh_type != SHT_X86_64_UNWIND_))
 		return 0;
 	Elf_Data *d = elf_getdata(scn, NULL);
@@ -222,7 +183,7 @@ static int add_plt(ember__cfi_builder *b, const elf_file *f)
 	static const char *const names[] = {".plt", ".iplt"};
 	for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++) {
 		GElf_Shdr sh;
-		if (!find_section(f->elf, names[i], &sh) || sh.sh_type != SHT_PROGBITS ||
+		if (!ember__elf_find_section(f->elf, names[i], &sh) || sh.sh_type != SHT_PROGBITS ||
 		    !(sh.sh_flags & SHF_EXECINSTR) || sh.sh_offset > f->rawsize)
 			continue;
 		size_t len = f->rawsize - sh.sh_offset;
@@ -248,79 +209,37 @@ static void copy_str(char *dst, size_t len, const char *s)
 	dst[n] = '\0';
 }
 
-static int try_open(const char *path, elf_file *f)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	if (open_elf(fd, NULL, 0, path, f) != 0) {
-		ember__error_clear();
-		return -1;
-	}
-	return 0;
-}
-
 /*
- * Opens the separate debug file of `main_elf` (found at main_path):
- * by build id, then by .gnu_debuglink. 0 and *df open, or -1.
+ * Opens the separate debug file of `main_elf` (found at main_path), as
+ * util/elfdebug.h searches for it. 0 and *df open, or -1.
  */
 static int open_debug_file(Elf *main_elf, const char *main_path, elf_file *df, char *found,
 			   size_t found_len)
 {
-	uint8_t id[BUILD_ID_MAX], did[BUILD_ID_MAX];
+	uint8_t id[BUILD_ID_MAX];
 	size_t idlen = ember__elf_build_id(main_elf, id, sizeof(id));
-	char path[4096];
-	if (idlen >= 2) {
-		int n = snprintf(path, sizeof(path), "/usr/lib/debug/.build-id/%02x/", id[0]);
-		for (size_t i = 1; i < idlen && n + 3 < (int)sizeof(path); i++)
-			n += snprintf(path + n, sizeof(path) - (size_t)n, "%02x", id[i]);
-		snprintf(path + n, sizeof(path) - (size_t)n, ".debug");
-		if (try_open(path, df) == 0) {
-			if (ember__elf_build_id(df->elf, did, sizeof(did)) == idlen && !memcmp(id, did, idlen)) {
-				copy_str(found, found_len, path);
-				return 0;
-			}
-			close_elf(df);
-		}
-	}
-	GElf_Shdr sh;
-	Elf_Data *d = main_path ? section_data(main_elf, ".gnu_debuglink", &sh) : NULL;
-	if (!d)
+	const char *link = NULL;
+	uint32_t crc = 0;
+	if (!ember__elf_debuglink(main_elf, &link, &crc))
+		link = NULL;
+	char *path = NULL;
+	int fd = ember__elf_debug_open(main_path, id, idlen, link, crc, &path);
+	if (fd < 0)
 		return -1;
-	const char *name = d->d_buf;
-	size_t nlen = strnlen(name, d->d_size);
-	size_t crc_off = (nlen + 4) & ~(size_t)3;
-	if (nlen == 0 || nlen == d->d_size || crc_off + 4 > d->d_size)
-		return -1;
-	uint32_t want;
-	memcpy(&want, (const char *)d->d_buf + crc_off, 4);
-	const char *slash = strrchr(main_path, '/');
-	int dirlen = slash ? (int)(slash - main_path) : 0;
-	const char *fmts[] = {"%.*s/%.*s", "%.*s/.debug/%.*s", "/usr/lib/debug%.*s/%.*s"};
-	for (size_t i = 0; i < sizeof(fmts) / sizeof(*fmts); i++) {
-		snprintf(path, sizeof(path), fmts[i], dirlen, main_path, (int)nlen, name);
-		if (!strcmp(path, main_path) || try_open(path, df) != 0)
-			continue;
-		uLong crc = crc32(0L, Z_NULL, 0);
-		for (size_t off = 0; off < df->rawsize;) {
-			uInt chunk = df->rawsize - off > (1u << 30) ? (1u << 30) : (uInt)(df->rawsize - off);
-			crc = crc32(crc, df->raw + off, chunk);
-			off += chunk;
-		}
-		if ((uint32_t)crc == want) {
-			copy_str(found, found_len, path);
-			return 0;
-		}
-		close_elf(df);
-	}
-	return -1;
+	int rc = open_elf(fd, NULL, 0, path, df);
+	if (rc == 0)
+		copy_str(found, found_len, path);
+	else
+		ember__error_clear();
+	free(path);
+	return rc == 0 ? 0 : -1;
 }
 
 /* Everything after the file is open: bias, sources, table. */
 static int build(elf_file *f, const char *path, const ember__cfi_module_src *src,
 		 ember__cfi_table **out, ember__cfi_module_info *info)
 {
-	if (src && !load_bias(f->elf, src->map_start, src->map_offset, &info->bias))
+	if (src && !ember__elf_load_bias(f->elf, src->map_start, src->map_offset, &info->bias))
 		return ember__error(EMBER_ERR_FORMAT, "%s: no loadable segment holds file offset 0x%llx",
 				    path, (unsigned long long)src->map_offset);
 	ember__cfi_builder *b;

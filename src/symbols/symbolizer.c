@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * symbolizer.c - addresses of this process to modules, functions, files
- * and lines, on top of libdwfl.
+ * and lines, on top of libdwfl, or of libelf alone for the modules that
+ * need no DWARF (symbolizer_elf.c).
  *
  * Two views of the address space are kept in step:
  *   - our module table: one module per executable file mapping (plus the
@@ -19,9 +20,17 @@
  *
  * An addresses-only symbolizer of this process (EMBER__SYM_ADDRESSES_ONLY,
  * `--no-symbolize`) has no Dwfl at all (elf_only): the same table, each
- * module's build id read with libelf (module_load_elf), so libdw, liblzma
+ * module's build id read with libelf (symbolizer_elf.c), so libdw, liblzma
  * and libbz2 are never loaded into the profiled process for it
- * (util/dep_elfutils.h).
+ * (util/dep_elfutils.h). A symbolizer of this process that names functions
+ * (lazy) reads each module with libelf too: its build id, its debug file,
+ * whether it has DWARF or MiniDebugInfo, the symbol table libdwfl would
+ * choose. A module that needs no DWARF (none, or its DWARF unwanted by the
+ * line policy: system libraries by default) is named from that table; the
+ * Dwfl is begun, and libdw loaded, on the first lookup in a module that
+ * needs it (hand_to_dwfl), which from then on goes through libdwfl as
+ * before. Another process's symbolizer, and one the tools give files to
+ * (debugfile.h hooks), use libdwfl for every module.
  *
  * Strings handed out are copied into the owning module's arena and
  * interned there, so their number is bounded by the module's distinct
@@ -31,9 +40,11 @@
  *
  * Resolving one address of a module into frames (symbol, file and line,
  * inlined calls, demangled and interned names) lives in
- * symbolizer_resolve.c (the state both files share: symbolizer_internal.h),
- * the per-module symbol and function indexes in symindex.c, the
- * local-disk search for separate debug files in debugfile.c.
+ * symbolizer_resolve.c (the state these files share: symbolizer_internal.h),
+ * the address cache in symbolizer_cache.c, JIT code in symbolizer_jit.c,
+ * the libelf path in symbolizer_elf.c, the per-module symbol and function
+ * indexes in symindex.c, the local-disk search for separate debug files in
+ * debugfile.c (libdwfl's callback) and util/elfdebug.c.
  *
  * Every call into elfutils runs inside a guard (elfguard.h): where libdw
  * would end the process (an allocation failure in its own allocator or its
@@ -41,7 +52,7 @@
  * working on is then never handed to elfutils again (its frames keep their
  * addresses, no names), and the Dwfl, which may hold half-built state and
  * held locks, is leaked and replaced by a new one. After
- * MAX_ELF_FAILURES such failures the symbolizer stops using elfutils.
+ * EMBER__SYM_MAX_ELF_FAILURES such failures the symbolizer stops using elfutils.
  */
 #include "symbols/symbolizer.h"
 #include "symbols/symbolizer_internal.h"
@@ -65,12 +76,8 @@
 #include "util/dep_elfutils.h"
 #include "util/elfnote.h"
 #include "util/error.h"
-#include "util/vdso.h"
 #include "util/sort.h"
 
-#define CACHE_MIN_SLOTS 1024u
-#define CACHE_MAX_SLOTS (1u << 16) /* at most 32K cached addresses, ~2.4 MB */
-#define MAX_ELF_FAILURES 4         /* then no more elfutils: each one leaks a Dwfl */
 #define EMBER_SYM_KEEP_GONE 16     /* unmapped modules kept named (keep_gone) */
 
 /* ---------------------------------------------------------------------- */
@@ -84,6 +91,7 @@ static void module_free(sym_module *m)
 	free(m->strs);
 	ember__symindex_reset(&m->ix);
 	ember__fdetab_reset(&m->fdes);
+	ember__symbolizer_elf_close(m);
 	free(m);
 }
 
@@ -113,6 +121,7 @@ static sym_module *module_new(ember__symbolizer *s, const ember__procmap *pm)
 	if (!m)
 		return NULL;
 	m->arena = (ember__arena)EMBER_ARENA_INIT;
+	m->elf_fd = m->dbg_fd = -1;
 	m->info.path = ember__arena_strdup(&m->arena, pm->path);
 	if (!m->info.path) {
 		module_free(m);
@@ -178,8 +187,11 @@ static Dwfl_Module *find_dwfl_module(Dwfl *dwfl, const sym_module *m)
  */
 static int attach_dwfl(ember__symbolizer *s, sym_module *m)
 {
-	/* none once elfutils gave up on m, or on everything (elfguard.h) */
-	Dwfl_Module *dm = s->dwfl && !m->elf_failed ? find_dwfl_module(s->dwfl, m) : NULL;
+	/* none once elfutils gave up on m, or on everything (elfguard.h);
+	 * none for a module a lazy symbolizer names with libelf */
+	Dwfl_Module *dm = s->dwfl && !m->elf_failed && (!s->lazy || m->use_dwfl == 1)
+				  ? find_dwfl_module(s->dwfl, m)
+				  : NULL;
 	Dwarf_Addr low = 0, high = 0;
 	if (dm)
 		dwfl_module_info(dm, NULL, &low, &high, NULL, NULL, NULL, NULL);
@@ -193,8 +205,7 @@ static int attach_dwfl(ember__symbolizer *s, sym_module *m)
 	return 1;
 }
 
-/* m->info.build_id from the build id's bytes (arena-owned hex). */
-static int set_build_id(sym_module *m, const unsigned char *bits, size_t n)
+int ember__symbolizer_set_build_id(sym_module *m, const unsigned char *bits, size_t n)
 {
 	char *hex = ember__arena_alloc(&m->arena, n * 2 + 1);
 	if (!hex)
@@ -205,20 +216,21 @@ static int set_build_id(sym_module *m, const unsigned char *bits, size_t n)
 	return 0;
 }
 
-static int module_load_elf(ember__symbolizer *s, sym_module *m);
-static const char *own_vdso_copy(size_t *size);
-
 /*
  * Loads what the module table advertises about a new module up front: its
  * build id and whether it has symbols. That opens the file (and, for a
  * stripped file, finds its debug file and reads its .symtab). The DWARF,
  * which can be large and compressed, is loaded only when an address in
- * the module is first looked up; has_lines is set then.
+ * the module is first looked up; has_lines is set then. A lazy or an
+ * addresses-only symbolizer reads the module with libelf
+ * (symbolizer_elf.c).
  */
 static int module_load(ember__symbolizer *s, sym_module *m)
 {
+	if (s->lazy && !m->dm)
+		return ember__symbolizer_elf_load(s, m, 1);
 	if (!m->dm)
-		return s->elf_only ? module_load_elf(s, m) : 0;
+		return s->elf_only ? ember__symbolizer_elf_load(s, m, 0) : 0;
 	Dwarf_Addr bias;
 	if (!dwfl_module_getelf(m->dm, &bias)) {
 		/* Not an ELF file we can read (EMFILE, EACCES, out of memory...):
@@ -232,124 +244,13 @@ static int module_load(ember__symbolizer *s, sym_module *m)
 	const unsigned char *bits;
 	GElf_Addr vaddr;
 	int n = dwfl_module_build_id(m->dm, &bits, &vaddr);
-	if (n > 0 && set_build_id(m, bits, (size_t)n) != 0)
+	if (n > 0 && ember__symbolizer_set_build_id(m, bits, (size_t)n) != 0)
 		return EMBER_ERR_NOMEM;
 	/* addresses only: no symbol table read (nor debug file searched) */
 	if (!(s->flags & EMBER__SYM_ADDRESSES_ONLY))
 		m->info.has_symbols = dwfl_module_getsymtab(m->dm) > 0;
 	return 0;
 }
-
-/*
- * module_load of an elf_only symbolizer (addresses only, this process): the
- * build id read with libelf from the file, or for the vDSO from its image
- * in memory, as libdwfl would read it (util/elfnote.h). A module of the
- * dlclose journal has its record's already (symbolizer_closed.c). A file
- * that cannot be read is counted as module_load counts it.
- */
-static int module_load_elf(ember__symbolizer *s, sym_module *m)
-{
-	if (m->elf_failed || m->info.build_id[0] || s->elf_failures >= MAX_ELF_FAILURES)
-		return 0;
-	int fd = -1;
-	Elf *elf = NULL;
-	const char *why = NULL;
-	if (strcmp(m->info.path, "[vdso]") == 0) {
-		size_t n = 0;
-		const char *img = own_vdso_copy(&n); /* a copy: libelf may write */
-		elf = img ? elf_memory((char *)img, n) : NULL;
-		why = img ? NULL : "no vDSO image";
-	} else {
-		fd = open(m->info.path, O_RDONLY | O_CLOEXEC);
-		elf = fd >= 0 ? elf_begin(fd, ELF_C_READ_MMAP, NULL) : NULL;
-		why = fd < 0 ? strerror(errno) : NULL;
-	}
-	int err = 0;
-	if (elf && elf_kind(elf) == ELF_K_ELF) {
-		unsigned char id[64];
-		size_t n = ember__elf_build_id(elf, id, sizeof(id));
-		err = n ? set_build_id(m, id, n) : 0;
-	} else {
-		s->unreadable++;
-		snprintf(s->unreadable_last, sizeof(s->unreadable_last), "%s: %s", m->info.path,
-			 why ? why : elf ? "not an ELF file" : elf_errmsg(-1));
-	}
-	if (elf)
-		elf_end(elf);
-	if (fd >= 0)
-		close(fd);
-	return err;
-}
-
-/* ---------------------------------------------------------------------- */
-/* The address cache                                                       */
-
-static size_t cache_slot(uint64_t addr, size_t cap)
-{
-	return (size_t)((addr * 0x9E3779B97F4A7C15ull) >> 20) & (cap - 1);
-}
-
-static void cache_clear(ember__symbolizer *s)
-{
-	for (size_t i = 0; i < s->cache_cap; i++) {
-		free(s->cache[i].rest);
-		s->cache[i] = (cache_entry){0};
-	}
-	s->cache_count = 0;
-}
-
-static cache_entry *cache_get(ember__symbolizer *s, uint64_t addr)
-{
-	if (!s->cache_count)
-		return NULL;
-	for (size_t i = cache_slot(addr, s->cache_cap);; i = (i + 1) & (s->cache_cap - 1)) {
-		if (!s->cache[i].mod)
-			return NULL;
-		if (s->cache[i].addr == addr)
-			return &s->cache[i];
-	}
-}
-
-static void cache_place(cache_entry *table, size_t cap, const cache_entry *e)
-{
-	size_t i = cache_slot(e->addr, cap);
-	while (table[i].mod)
-		i = (i + 1) & (cap - 1);
-	table[i] = *e;
-}
-
-/* Moves every entry into a new table of `cap` slots. */
-static int cache_grow(ember__symbolizer *s, size_t cap)
-{
-	cache_entry *n = calloc(cap, sizeof(*n));
-	if (!n)
-		return ember__error_oom("symbol cache");
-	for (size_t i = 0; i < s->cache_cap; i++) {
-		if (s->cache[i].mod)
-			cache_place(n, cap, &s->cache[i]);
-	}
-	free(s->cache);
-	s->cache = n;
-	s->cache_cap = cap;
-	return 0;
-}
-
-/* Takes ownership of e->rest. Never fails: when it cannot grow, it empties. */
-static void cache_put(ember__symbolizer *s, cache_entry *e)
-{
-	if ((s->cache_count + 1) * 2 > s->cache_cap) {
-		if (s->cache_cap >= CACHE_MAX_SLOTS ||
-		    cache_grow(s, s->cache_cap ? s->cache_cap * 2 : CACHE_MIN_SLOTS))
-			cache_clear(s);
-	}
-	if (!s->cache_cap) { /* could not even allocate the first table */
-		free(e->rest);
-		return;
-	}
-	cache_place(s->cache, s->cache_cap, e);
-	s->cache_count++;
-}
-
 
 /* Index of the range of v[0..n) (sorted, disjoint) containing addr, or -1. */
 static ptrdiff_t find_range(const ember__module_info *v, size_t n, uint64_t addr)
@@ -373,144 +274,6 @@ static ptrdiff_t find_module(const ember__symbolizer *s, uint64_t addr)
 	return find_range(s->infos, s->nmods, addr);
 }
 
-/* ---------------------------------------------------------------------- */
-/* JIT code                                                                */
-
-/* Is pm memory a runtime may generate code into: executable, anonymous? */
-static int is_jit_mapping(const ember__procmap *pm)
-{
-	return (pm->perms & EMBER_MAP_EXEC) && (pm->path[0] == '\0' || !strncmp(pm->path, "[anon", 5));
-}
-
-/* JIT ranges no longer mapped that are still named (see rebuild_jits). */
-#define EMBER_JIT_KEEP_GONE 64
-
-/* The first range of v[0..n) (sorted, disjoint) ending after addr, or n. */
-static size_t jit_ending_after(const jit_range *v, size_t n, uint64_t addr)
-{
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (v[mid].info.limit <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-/* Index of the JIT mapping containing addr, or -1. */
-static ptrdiff_t find_jit(const ember__symbolizer *s, uint64_t addr)
-{
-	size_t i = jit_ending_after(s->jits, s->njits, addr);
-	return i < s->njits && s->jits[i].info.start <= addr ? (ptrdiff_t)i : -1;
-}
-
-/* Does [start, limit) overlap a range of v[0..n) (sorted, disjoint)? */
-static int overlaps(const jit_range *v, size_t n, uint64_t start, uint64_t limit)
-{
-	size_t i = jit_ending_after(v, n, start);
-	return i < n && v[i].info.start < limit;
-}
-
-static int jit_by_start(const void *a, const void *b)
-{
-	const jit_range *x = a, *y = b;
-	return x->info.start < y->info.start ? -1 : x->info.start > y->info.start;
-}
-
-static int jit_by_recent(const void *a, const void *b)
-{
-	const jit_range *x = a, *y = b;
-	return x->gone > y->gone ? -1 : x->gone < y->gone;
-}
-
-/*
- * The JIT mappings of `maps`, keeping the ids of those seen before.
- *
- * Ranges that were JIT code at an earlier refresh and are gone now stay,
- * named as before, unless something mapped since overlaps them: samples
- * taken there may still wait in the window being built. A runtime unmaps
- * its code space on the way out (node does, before exit_group), and
- * flips code pages between writable and executable while it compiles, so
- * the refresh before the last window often no longer sees the code most
- * samples of the run landed in. The EMBER_JIT_KEEP_GONE most recently
- * gone are kept; older ones are forgotten.
- */
-static int rebuild_jits(ember__symbolizer *s, const ember__procmaps *maps)
-{
-	size_t count = 0;
-	for (size_t i = 0; i < maps->n; i++)
-		count += is_jit_mapping(&maps->maps[i]);
-	jit_range *v = calloc(count + s->njits + 1, sizeof(*v));
-	if (!v)
-		return ember__error_oom("JIT mappings");
-	size_t n = 0;
-	for (size_t i = 0; i < maps->n; i++) {
-		const ember__procmap *pm = &maps->maps[i];
-		if (!is_jit_mapping(pm))
-			continue;
-		ptrdiff_t old = find_jit(s, pm->start);
-		uint32_t id = old >= 0 && s->jits[old].info.start == pm->start &&
-				      s->jits[old].info.limit == pm->end
-			      ? s->jits[old].info.id
-			      : s->next_id++;
-		v[n++].info = (ember__module_info){.id = id,
-						   .path = s->pmf.path,
-						   .start = pm->start,
-						   .limit = pm->end,
-						   .build_id = "",
-						   .has_symbols = 1};
-	}
-	size_t live = n;
-	for (size_t i = 0; i < s->njits; i++) {
-		if (overlaps(v, live, s->jits[i].info.start, s->jits[i].info.limit))
-			continue;
-		v[n] = s->jits[i];
-		if (!v[n].gone)
-			v[n].gone = s->refreshes;
-		n++;
-	}
-	if (n - live > EMBER_JIT_KEEP_GONE) {
-		qsort(v + live, n - live, sizeof(*v), jit_by_recent);
-		n = live + EMBER_JIT_KEEP_GONE;
-	}
-	if (n > live)
-		qsort(v, n, sizeof(*v), jit_by_start);
-	free(s->jits);
-	s->jits = v;
-	s->njits = n;
-	return 0;
-}
-
-/*
- * addr lies in no module: if it is in JIT code and the runtime writes a
- * perf map, its mapping is named after the map and its function comes
- * from the map (read again if it grew). Otherwise no module, as before.
- */
-static int jit_lookup(ember__symbolizer *s, uint64_t addr, ember__symbol_info *out)
-{
-	ptrdiff_t j = find_jit(s, addr);
-	if (j < 0 || (s->flags & EMBER__SYM_OFFLINE)) /* no process, no perf map */
-		return 0;
-	int err = ember__perfmap_file_update(&s->pmf, EMBER_PERFMAP_RECHECK_NS);
-	const char *name = s->pmf.found ? ember__perfmap_find(&s->pmf.map, addr) : NULL;
-	if (!name && s->pmf.found) {
-		/* perhaps written since the last look: look again, unless that
-		 * was just now (a window may hold many unnamed addresses) */
-		err = ember__perfmap_file_update(&s->pmf, EMBER_PERFMAP_MISS_RECHECK_NS) ?: err;
-		name = ember__perfmap_find(&s->pmf.map, addr);
-	}
-	if (!s->pmf.found)
-		return err;
-	out->module = &s->jits[j].info;
-	if (name) {
-		out->nframes = 1;
-		out->frames[0] = (ember__symbol_frame){.function = name, .system_name = name};
-	}
-	return err;
-}
-
 uint64_t ember__symbolizer_unreadable(const ember__symbolizer *s, const char **last)
 {
 	*last = s && s->unreadable ? s->unreadable_last : "";
@@ -522,20 +285,6 @@ void ember__symbolizer_fde_stats(const ember__symbolizer *s, ember__fde_stats *o
 	*out = s ? s->fde : (ember__fde_stats){0};
 	if (!out->last_why)
 		out->last_why = "";
-}
-
-void ember__symbolizer_jit_stats(const ember__symbolizer *s, ember__jit_stats *out)
-{
-	*out = (ember__jit_stats){0};
-	if (!s)
-		return;
-	out->path = s->pmf.found ? s->pmf.path : NULL;
-	out->symbols = s->pmf.map.n;
-	out->bad_lines = s->pmf.map.bad_lines;
-	out->dropped = s->pmf.map.dropped;
-	out->bytes = s->pmf.off;
-	out->capped = s->pmf.capped;
-	out->refused = s->pmf.refused;
 }
 
 struct resolve_call {
@@ -554,6 +303,88 @@ static int resolve_cb(void *arg)
 
 static void elfutils_gave_up(ember__symbolizer *s, const char *why);
 static int refresh(ember__symbolizer *s, int modules);
+static const Dwfl_Callbacks callbacks;
+
+struct getelf_call {
+	sym_module *m;
+	int ok;
+};
+
+/* Has libdwfl read m's file, the one the libelf path read (by build id)?
+ * elfutils 0.188's dwfl_linux_proc_find_elf, when its strdup fails,
+ * returns ENOMEM where a descriptor is expected, and libdwfl then reads
+ * whatever file has that number. */
+static int getelf_cb(void *arg)
+{
+	struct getelf_call *c = arg;
+	Dwarf_Addr bias;
+	Elf *elf = dwfl_module_getelf(c->m->dm, &bias);
+	uint8_t id[64];
+	size_t n = elf ? ember__elf_build_id(elf, id, sizeof(id)) : 0;
+	char hex[2 * sizeof(id) + 1] = "";
+	for (size_t i = 0; i < n; i++)
+		snprintf(hex + 2 * i, 3, "%02x", id[i]);
+	c->ok = elf ? (strcmp(hex, c->m->info.build_id) == 0 ? 1 : -1) : 0;
+	return 0;
+}
+
+/*
+ * A lazy symbolizer's module that needs libdwfl (DWARF, MiniDebugInfo:
+ * symbolizer_elf.c), at its first lookup: libdw loaded and the Dwfl begun
+ * if this is the first, the layout reported again and m attached, its
+ * libelf index and files dropped. If libdw cannot be loaded, or libdwfl
+ * cannot read the module's file (EMFILE, EACCES, out of memory...), m
+ * keeps its libelf names (counted among the unreadable, with the reason:
+ * use_dwfl 2, never attached). 0 or an ember_err.
+ */
+static int hand_to_dwfl(ember__symbolizer *s, sym_module *m)
+{
+	m->use_dwfl = 1;
+	if (!s->dwfl && !s->dwfl_started && !s->dwfl_refused) {
+		int lrc = ember__lazydep_load(&ember__elfutils);
+		s->dwfl = lrc == 0 ? dwfl_begin(&callbacks) : NULL;
+		if (!s->dwfl) {
+			s->dwfl_refused = 1;
+			s->unreadable++;
+			snprintf(s->unreadable_last, sizeof(s->unreadable_last),
+				 "%.300s: no DWARF read, only its symbols: %s", m->info.path,
+				 lrc == 0 ? dwfl_errmsg(-1) : ember_last_error());
+			ember__error_clear();
+			return 0;
+		}
+		s->dwfl_started = 1;
+	}
+	if (!s->dwfl)
+		return 0;
+	int err = refresh(s, 0); /* reports the layout, attaches m */
+	if (!m->dm)
+		return err;
+	/* libdwfl opens the file as module_load would have (guarded) */
+	char why[256];
+	struct getelf_call c = {m, 0};
+	s->busy = m;
+	int g = ember__elfguard_run(getelf_cb, &c, why, sizeof(why));
+	if (g == EMBER__ELFGUARD_TRIPPED) {
+		elfutils_gave_up(s, why); /* m is asked no more */
+		int rerr = refresh(s, 0);
+		s->busy = NULL;
+		return err ? err : rerr;
+	}
+	s->busy = NULL;
+	if (c.ok != 1) {
+		s->unreadable++;
+		snprintf(s->unreadable_last, sizeof(s->unreadable_last),
+			 "%.300s: only its symbols, no DWARF: %s", m->info.path,
+			 c.ok ? "libdwfl read another file (its build id differs)" : dwfl_errmsg(-1));
+		m->use_dwfl = 2;
+		m->dm = NULL;
+		m->dm_low = m->dm_high = 0;
+		return err;
+	}
+	ember__symindex_reset(&m->ix); /* (built from the files closed here) */
+	ember__symbolizer_elf_close(m);
+	return err;
+}
 
 int ember__symbolizer_lookup(ember__symbolizer *s, uint64_t addr, ember__symbol_info *out)
 {
@@ -563,12 +394,18 @@ int ember__symbolizer_lookup(ember__symbolizer *s, uint64_t addr, ember__symbol_
 	out->nframes = 0;
 	ptrdiff_t idx = find_module(s, addr);
 	if (idx < 0)
-		return jit_lookup(s, addr, out);
+		return ember__symbolizer_jit_lookup(s, addr, out);
 
-	cache_entry *hit = cache_get(s, addr);
+	cache_entry *hit = ember__symbolizer_cache_get(s, addr);
 	if (hit) {
 		ember__symbolizer_fill_info(s, hit, out);
 		return 0;
+	}
+	if (s->lazy && !s->mods[idx]->use_dwfl && !(s->flags & EMBER__SYM_ADDRESSES_ONLY) &&
+	    ember__symbolizer_elf_needs_dwfl(s, s->mods[idx])) {
+		int err = hand_to_dwfl(s, s->mods[idx]);
+		if (err)
+			return err;
 	}
 	cache_entry e;
 	char why[256];
@@ -589,7 +426,7 @@ int ember__symbolizer_lookup(ember__symbolizer *s, uint64_t addr, ember__symbol_
 	}
 	/* Fill from the local entry: cache_put may have to drop it. */
 	ember__symbolizer_fill_info(s, &e, out);
-	cache_put(s, &e);
+	ember__symbolizer_cache_put(s, &e);
 	return 0;
 }
 
@@ -604,8 +441,9 @@ static int scan_cb(void *arg)
 {
 	struct scan_call *c = arg;
 	c->s->busy = c->m;
-	return ember__symindex_scan_into(&c->m->ix, c->m->dm, c->m->info.start, c->m->info.limit,
-					 c->addrs, c->n);
+	const sym_module *m = c->m;
+	return ember__symindex_scan_into_src(&c->m->ix, m->dm, m->dm ? NULL : &m->syms_src,
+					     m->info.start, m->info.limit, c->addrs, c->n);
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -624,10 +462,12 @@ int ember__symbolizer_prefetch(ember__symbolizer *s, uint64_t *addrs, size_t n)
 		if (k && addrs[k - 1] == addrs[i])
 			continue;
 		ptrdiff_t idx = find_module(s, addrs[i]);
-		if (idx < 0 || cache_get(s, addrs[i]))
+		if (idx < 0 || ember__symbolizer_cache_get(s, addrs[i]))
 			continue;
 		const sym_module *m = s->mods[idx];
-		if (m->dm && !m->elf_failed && !m->ix.syms_built &&
+		/* libdwfl's module, or the libelf path's that stays there */
+		int named = m->dm || (m->syms_src.main && !ember__symbolizer_elf_needs_dwfl(s, m));
+		if (named && !m->elf_failed && !m->ix.syms_built &&
 		    !(s->flags & EMBER__SYM_ADDRESSES_ONLY) &&
 		    m->ix.scans < EMBER_SYMINDEX_MAX_SCANS)
 			addrs[k++] = addrs[i];
@@ -654,7 +494,7 @@ int ember__symbolizer_prefetch(ember__symbolizer *s, uint64_t *addrs, size_t n)
 
 int ember__symbolizer_covers(const ember__symbolizer *s, uint64_t addr)
 {
-	return s && (find_module(s, addr) >= 0 || find_jit(s, addr) >= 0);
+	return s && (find_module(s, addr) >= 0 || ember__symbolizer_find_jit(s, addr) >= 0);
 }
 
 size_t ember__symbolizer_modules(const ember__symbolizer *s, const ember__module_info **out)
@@ -671,30 +511,6 @@ static char *default_debuginfo_path = NULL; /* NULL: the standard search path */
 
 /* libdwfl's own finder, called through the lazily loaded table
  * (util/dep_elfutils.h): a static initializer cannot name it. */
-/*
- * This process's vDSO image, copied once (never freed: a few KiB, for
- * the life of the process): another process's vDSO is the same image on
- * this kernel, and a process that has exited has no memory to read it
- * from. NULL and *size 0 if there is none.
- */
-static const char *own_vdso_copy(size_t *size)
-{
-	static char *copy;
-	static size_t len;
-	if (!copy) {
-		size_t n;
-		const void *img = ember__vdso_image(&n);
-		char *c = img ? malloc(n) : NULL;
-		if (c) {
-			memcpy(c, img, n);
-			copy = c;
-			len = n;
-		}
-	}
-	*size = len;
-	return copy;
-}
-
 static int find_elf(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr base,
 		    char **file_name, Elf **elfp)
 {
@@ -702,7 +518,7 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_A
 	int pid;
 	if (sscanf(name, "[vdso: %d]", &pid) == 1 && pid != (int)getpid()) {
 		size_t size;
-		const char *img = own_vdso_copy(&size);
+		const char *img = ember__symbolizer_vdso_copy(&size);
 		*elfp = img ? elf_memory((char *)img, size) : NULL;
 		if (*elfp)
 			return -1; /* no file descriptor: the image is in memory */
@@ -1005,7 +821,7 @@ static int rebuild_modules(ember__symbolizer *s, const ember__procmaps *maps)
 	 * cache (unmapping is rare; refilling it is cheap). */
 	for (size_t i = 0; i < s->nmods; i++) {
 		if (!s->mods[i]->seen) {
-			cache_clear(s);
+			ember__symbolizer_cache_clear(s);
 			break;
 		}
 	}
@@ -1029,7 +845,7 @@ static int rebuild_modules(ember__symbolizer *s, const ember__procmaps *maps)
  * Called when elfutils gave up inside a guarded call: the module it was
  * working on (s->busy) is never handed to it again, and the Dwfl, which
  * may hold that half-built state and held locks, is leaked and replaced
- * (none after MAX_ELF_FAILURES). Modules are detached; refresh()
+ * (none after EMBER__SYM_MAX_ELF_FAILURES). Modules are detached; refresh()
  * re-attaches them.
  */
 static void elfutils_gave_up(ember__symbolizer *s, const char *why)
@@ -1051,7 +867,10 @@ static void elfutils_gave_up(ember__symbolizer *s, const char *why)
 		m->dm = NULL;
 		m->dm_low = m->dm_high = 0;
 	}
-	s->dwfl = !s->elf_only && s->elf_failures < MAX_ELF_FAILURES ? dwfl_begin(&callbacks) : NULL;
+	s->dwfl = !s->elf_only && (!s->lazy || s->dwfl_started) &&
+				  s->elf_failures < EMBER__SYM_MAX_ELF_FAILURES
+			  ? dwfl_begin(&callbacks)
+			  : NULL;
 }
 
 struct refresh_call {
@@ -1085,7 +904,7 @@ static int refresh_cb(void *arg)
 	}
 	for (size_t i = 0; i < s->nmods; i++)
 		s->mods[i]->keep = 0; /* report_dwfl decides again; none without a Dwfl */
-	int rerr = s->dwfl || s->elf_only ? report_dwfl(s, use) : 0;
+	int rerr = s->dwfl || s->elf_only || s->lazy ? report_dwfl(s, use) : 0;
 
 	/* libdwfl may have freed modules it no longer saw: re-attach every
 	 * surviving module before anything else can fail. */
@@ -1098,11 +917,11 @@ static int refresh_cb(void *arg)
 	/* Cached frames of a re-attached module came from the old one's data
 	 * (or from none): resolve them again. */
 	if (replaced)
-		cache_clear(s);
+		ember__symbolizer_cache_clear(s);
 	if (c->modules) {
 		err = rebuild_modules(s, use);
 		if (!err)
-			err = rebuild_jits(s, use);
+			err = ember__symbolizer_jit_rebuild(s, use);
 		s->nclosed = 0; /* in the table now, or of no use */
 	}
 	ember__procmaps_free(&maps);
@@ -1228,10 +1047,13 @@ static int symbolizer_new(ember__symbolizer **out, pid_t pid, const ember__procm
 			  unsigned flags)
 {
 	*out = NULL;
-	/* Addresses only, of this process: libelf is enough (module_load_elf) */
+	/* Addresses only, of this process: libelf is enough; names for this
+	 * process: libelf first, libdw when a module needs it (lazy,
+	 * symbolizer_elf.c). The tools' hooks (debugfile.h) are libdwfl's. */
 	int elf_only = (flags & EMBER__SYM_ADDRESSES_ONLY) && !maps;
+	int lazy = !elf_only && !maps && !ember__debugfile_get_hooks();
 	int lrc = ember__lazydep_load(&ember__libelf);
-	if (lrc == 0 && !elf_only)
+	if (lrc == 0 && !elf_only && !lazy)
 		lrc = ember__lazydep_load(&ember__elfutils);
 	if (lrc < 0)
 		return lrc;
@@ -1242,6 +1064,7 @@ static int symbolizer_new(ember__symbolizer **out, pid_t pid, const ember__procm
 	s->remote = maps != NULL;
 	s->flags = flags;
 	s->elf_only = elf_only;
+	s->lazy = lazy;
 	s->pmf.target = maps ? pid : 0;
 	s->next_id = 1;
 	if (maps && ember__procmaps_copy(&s->layout, maps) != 0) {
@@ -1249,8 +1072,8 @@ static int symbolizer_new(ember__symbolizer **out, pid_t pid, const ember__procm
 		return EMBER_ERR_NOMEM;
 	}
 	elf_version(EV_CURRENT); /* libdwfl does this too; we call libelf directly */
-	s->dwfl = elf_only ? NULL : dwfl_begin(&callbacks);
-	if (!s->dwfl && !elf_only) {
+	s->dwfl = elf_only || lazy ? NULL : dwfl_begin(&callbacks);
+	if (!s->dwfl && !elf_only && !lazy) {
 		ember__procmaps_free(&s->layout);
 		free(s);
 		return ember__error(EMBER_ERR_SYS, "dwfl_begin failed: %s", dwfl_errmsg(-1));
@@ -1268,7 +1091,7 @@ void ember__symbolizer_free(ember__symbolizer *s)
 {
 	if (!s)
 		return;
-	cache_clear(s);
+	ember__symbolizer_cache_clear(s);
 	free(s->cache);
 	for (size_t i = 0; i < s->nmods; i++)
 		module_free(s->mods[i]);

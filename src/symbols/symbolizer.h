@@ -301,4 +301,12 @@ enum {
  */
 void ember__symbolizer_set_lines(ember__symbolizer *s, int policy);
 
+/*
+ * Whether module i of the table (ember__symbolizer_modules) is named on the
+ * libelf path (symbolizer_elf.c: no libdwfl for it), and if so its load
+ * bias in *bias (the runtime address of link-time address 0). For tests
+ * and the log. Agent thread; not async-signal-safe.
+ */
+int ember__symbolizer_elf_bias(const ember__symbolizer *s, size_t i, uint64_t *bias);
+
 #endif

@@ -2,9 +2,11 @@
 /*
  * symbolizer_internal.h - the symbolizer's state (symbolizer.h), shared by
  * symbolizer.c (the module table kept in step with libdwfl's, the address
- * cache, JIT code, refreshing) and symbolizer_resolve.c (one address of a
+ * refreshing; symbolizer_cache.c the address cache, symbolizer_jit.c JIT
+ * code), symbolizer_resolve.c (one address of a
  * module into frames: symbol, file and line, inlined calls, demangled
- * names interned into the module). Private to src/symbols/. Agent thread
+ * names interned into the module) and symbolizer_elf.c (modules read with
+ * libelf alone, named without libdwfl when they need no DWARF). Private to src/symbols/. Agent thread
  * only; nothing here is async-signal-safe.
  */
 #ifndef EMBER_SYMBOLS_SYMBOLIZER_INTERNAL_H
@@ -42,7 +44,28 @@ typedef struct sym_module {
 	ember__symindex ix;      /* symbols and functions of dm, built lazily */
 	ember__fdetab fdes;      /* its FDE ranges, for addresses no symbol names:
 				  * built on the first one (symbolizer_resolve.c) */
+	/* The libelf path (symbolizer_elf.c): the module's file and debug
+	 * file (fds -1 and Elf NULL when not open), the symbol table libdwfl
+	 * would choose (syms_src.main NULL: none loaded), the load bias, what
+	 * the files hold (EMBER__MOD_*), and whether it was handed to libdwfl
+	 * (a lazy symbolizer, on its first lookup that needs it): 1, or 2
+	 * when libdwfl could not read it (it keeps its libelf names) */
+	int elf_fd, dbg_fd;
+	Elf *elf, *dbg;
+	ember__symtab_src syms_src;
+	uint64_t bias;
+	unsigned debug;
+	int use_dwfl;
 } sym_module;
+
+/* sym_module.debug: what the module's files hold */
+#define EMBER__MOD_DWARF 0x1u      /* .debug_info or .debug_line (file or debug file) */
+#define EMBER__MOD_MDI 0x2u        /* .gnu_debugdata (MiniDebugInfo) */
+#define EMBER__MOD_OTHER 0x4u      /* anything libelf alone does not read as libdwfl does */
+#define EMBER__MOD_DEBUG_FILE 0x8u /* a separate debug file was found */
+
+/* After this many failures inside elfutils, no more elfutils (symbolizer.c) */
+#define EMBER__SYM_MAX_ELF_FAILURES 4
 
 /* A JIT mapping: gone is 0 if it was mapped at the last refresh, else the
  * refresh it went at (kept named for a while: see rebuild_jits). */
@@ -85,6 +108,11 @@ struct ember__symbolizer {
 	 * read with libelf alone (module_load_elf), no Dwfl, so libdw and what
 	 * it brings (liblzma, libbz2) are never loaded */
 	int elf_only;
+	/* Names for this process (not addresses only), no tools' hooks: each
+	 * module read with libelf first (symbolizer_elf.c); the Dwfl is begun
+	 * (libdw loaded) on the first lookup in a module that needs it.
+	 * dwfl_started: it was; dwfl_refused: libdw could not be loaded. */
+	int lazy, dwfl_started, dwfl_refused;
 	char *main_path; /* remote: the main executable, or NULL */
 	ember__perfmap_file pmf;
 	/* Modules whose ELF file could not be read (their frames stay
@@ -135,6 +163,55 @@ const ember__dlclosed_rec *ember__symbolizer_closed_map(const ember__symbolizer 
  * it among the unreadable files and detaches m for good (no names). */
 void ember__symbolizer_closed_check(ember__symbolizer *s, const ember__dlclosed_rec *r,
 				    sym_module *m);
+
+/* ---- symbolizer_cache.c: resolved addresses ---- */
+
+/* Empties the cache (frees the frame arrays, never the strings). */
+void ember__symbolizer_cache_clear(ember__symbolizer *s);
+/* The entry of addr, or NULL. */
+cache_entry *ember__symbolizer_cache_get(ember__symbolizer *s, uint64_t addr);
+/* Takes ownership of e->rest. Never fails: when it cannot grow, it empties. */
+void ember__symbolizer_cache_put(ember__symbolizer *s, cache_entry *e);
+
+/* ---- symbolizer_jit.c: JIT code ---- */
+
+/* The JIT mappings of `maps`, keeping the ids of those seen before and
+ * the recently gone ones. 0 or EMBER_ERR_NOMEM. */
+int ember__symbolizer_jit_rebuild(ember__symbolizer *s, const ember__procmaps *maps);
+/* Index of the JIT mapping containing addr, or -1. */
+ptrdiff_t ember__symbolizer_find_jit(const ember__symbolizer *s, uint64_t addr);
+/* addr in no module: named from the perf map if in JIT code. 0 or an ember_err. */
+int ember__symbolizer_jit_lookup(ember__symbolizer *s, uint64_t addr, ember__symbol_info *out);
+
+/* ---- symbolizer_elf.c: the libelf path ---- */
+
+/* Reads module m with libelf: its build id (checked against the one the
+ * dlclose journal gave it, if any); with names (a lazy symbolizer), also
+ * what it holds, its debug file, its symbol table and load bias, and
+ * has_symbols. An unreadable file is counted (s->unreadable). 0 or
+ * EMBER_ERR_NOMEM. */
+int ember__symbolizer_elf_load(ember__symbolizer *s, sym_module *m, int names);
+
+/* Closes m's files (the symbol index built from them must be reset first). */
+void ember__symbolizer_elf_close(sym_module *m);
+
+/* Does m need libdwfl: MiniDebugInfo, something libelf alone does not
+ * read, or DWARF the line policy wants for it? */
+int ember__symbolizer_elf_needs_dwfl(const ember__symbolizer *s, const sym_module *m);
+
+/* Builds m's symbol index from its libelf symbol table (symindex.h). */
+int ember__symbolizer_elf_syms(sym_module *m);
+
+/* This process's vDSO image, copied once (never freed: a few KiB): another
+ * process's vDSO is the same image on this kernel. NULL, *size 0: none. */
+const char *ember__symbolizer_vdso_copy(size_t *size);
+
+/* m->info.build_id from the build id's bytes (arena-owned hex). 0 or
+ * EMBER_ERR_NOMEM (symbolizer.c). */
+int ember__symbolizer_set_build_id(sym_module *m, const unsigned char *bits, size_t n);
+
+/* Does the line policy want m's DWARF (symbolizer_resolve.c)? */
+int ember__symbolizer_wants_dwarf(const ember__symbolizer *s, const sym_module *m);
 
 /*
  * Resolves addr in module m into a new cache entry (not yet inserted):

@@ -130,7 +130,7 @@ static int system_path(const char *path)
 	return path[0] == '['; /* [vdso] and friends */
 }
 
-static int wants_dwarf(const ember__symbolizer *s, const sym_module *m)
+int ember__symbolizer_wants_dwarf(const ember__symbolizer *s, const sym_module *m)
 {
 	switch (s->lines) {
 	case EMBER__LINES_ALL:
@@ -150,6 +150,16 @@ void ember__symbolizer_set_lines(ember__symbolizer *s, int policy)
 /* ---------------------------------------------------------------------- */
 /* Functions without symbols                                               */
 
+/* The module's own ELF file and its load bias: libdwfl's, or the libelf
+ * path's (symbolizer_elf.c). NULL if neither has it. */
+static Elf *module_elf(const sym_module *m, uint64_t *bias)
+{
+	Dwarf_Addr b = 0;
+	Elf *elf = m->dm ? dwfl_module_getelf(m->dm, &b) : m->syms_src.main;
+	*bias = m->dm ? b : m->bias;
+	return elf;
+}
+
 /*
  * The start of the function holding addr by the module's FDEs (ELF
  * virtual address, fdetab.h), reading the table on the module's first
@@ -158,8 +168,8 @@ void ember__symbolizer_set_lines(ember__symbolizer *s, int policy)
  */
 static int fde_start(ember__symbolizer *s, sym_module *m, uint64_t addr, uint64_t *start)
 {
-	Dwarf_Addr bias = 0;
-	Elf *elf = dwfl_module_getelf(m->dm, &bias);
+	uint64_t bias = 0;
+	Elf *elf = module_elf(m, &bias);
 	if (!m->fdes.built) {
 		int err = ember__fdetab_build_file(&m->fdes, elf, m->info.path);
 		if (err)
@@ -203,8 +213,8 @@ static int nearest_start(ember__symbolizer *s, sym_module *m, uint64_t addr, con
 		return found;
 	if (!found)
 		return 0; /* no FDE to compare with: what the symbols say */
-	Dwarf_Addr bias = 0;
-	(void)dwfl_module_getelf(m->dm, &bias);
+	uint64_t bias = 0;
+	(void)module_elf(m, &bias);
 	if (has && fl.addr - bias >= *start) {
 		*symname = fl.name; /* the symbol starts closer */
 		return 0;
@@ -228,14 +238,17 @@ int ember__symbolizer_resolve(ember__symbolizer *s, sym_module *m, uint64_t addr
 	ember__raw_frame raw[EMBER_MAX_INLINE];
 	int n = 0;
 	*e = (cache_entry){.addr = addr, .mod = m};
-	if (!m->dm || (s->flags & EMBER__SYM_ADDRESSES_ONLY))
+	/* named through libdwfl, or with libelf alone (symbolizer_elf.c) */
+	int by_elf = !m->dm && m->syms_src.main && !m->elf_failed;
+	if ((!m->dm && !by_elf) || (s->flags & EMBER__SYM_ADDRESSES_ONLY))
 		return 0;
 
 	const char *symname = NULL;
 	if (m->ix.syms_built || !ember__symindex_scanned(&m->ix, addr, &symname)) {
 		if (!m->ix.syms_built) {
-			int err = ember__symindex_build_syms(&m->ix, m->dm, m->info.start,
-							     m->info.limit);
+			int err = by_elf ? ember__symbolizer_elf_syms(m)
+					 : ember__symindex_build_syms(&m->ix, m->dm, m->info.start,
+								      m->info.limit);
 			if (err)
 				return err;
 		}
@@ -248,7 +261,7 @@ int ember__symbolizer_resolve(ember__symbolizer *s, sym_module *m, uint64_t addr
 		return nerr;
 	const char *file = NULL;
 	int line = 0;
-	int dwarf = wants_dwarf(s, m);
+	int dwarf = !by_elf && ember__symbolizer_wants_dwarf(s, m); /* none there */
 	if (dwarf) {
 		/* Before libdw allocates anything for it: its own handler exits. */
 		Dwarf_Addr dwbias;

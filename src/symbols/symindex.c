@@ -99,13 +99,11 @@ static const char *unversioned(ember__symindex *ix, const char *name)
 	return ember__arena_strndup(&ix->names, name, (size_t)(at - name));
 }
 
-/* Appends the module's PLT stubs that lie in [start, limit) to v, which
- * has room for `room` more entries beyond *n (grown as needed). */
-static int add_plt_stubs(ember__symindex *ix, Dwfl_Module *dm, uint64_t start, uint64_t limit,
-			 ember__sym_entry **v, size_t *n)
+/* Appends the PLT stubs of the module's file elf (bias: its load bias)
+ * that lie in [start, limit) to v, which holds *n entries (grown). */
+static int add_plt_stubs(ember__symindex *ix, Elf *elf, uint64_t bias, uint64_t start,
+			 uint64_t limit, ember__sym_entry **v, size_t *n)
 {
-	Dwarf_Addr bias;
-	Elf *elf = dwfl_module_getelf(dm, &bias);
 	ember__plt_stub *stubs;
 	size_t ns;
 	int err = ember__plt_stubs(elf, &ix->names, &stubs, &ns);
@@ -183,7 +181,7 @@ static int raw_symbol(const sym_iter *it, int i, ember__sym_entry *out)
 	if (shndx == SHN_UNDEF || shndx == SHN_ABS || y->st_name >= it->nstr)
 		return 0;
 	if (shndx >= SHN_LORESERVE) /* (none but SHN_ABS in code: libdwfl's say) */
-		return code_symbol(it->dm, i, it->start, it->limit, out);
+		return it->dm ? code_symbol(it->dm, i, it->start, it->limit, out) : 0;
 	uint64_t addr = y->st_value;
 	if (shndx >= it->nsec || it->alloc[shndx])
 		addr += it->bias;
@@ -221,6 +219,38 @@ static int raw_agrees(const sym_iter *it, int total)
 	return 1;
 }
 
+/* Points it at table tab of elf (total entries, 64-bit) for reading in
+ * place, with bias added to the symbols of allocated sections. 1 if it
+ * can, else 0 (it->syms stays NULL). */
+static int sym_iter_table(sym_iter *it, Elf *elf, Elf_Scn *tab, size_t total, uint64_t bias)
+{
+	GElf_Shdr tsh, sh;
+	size_t nsec = 1;
+	for (Elf_Scn *scn = NULL; (scn = elf_nextscn(elf, scn)); nsec++)
+		if (!gelf_getshdr(scn, &sh))
+			return 0;
+	Elf_Data *d = tab ? elf_getdata(tab, NULL) : NULL;
+	if (!d || d->d_type != ELF_T_SYM || d->d_size < total * sizeof(Elf64_Sym) ||
+	    !gelf_getshdr(tab, &tsh))
+		return 0;
+	Elf_Scn *strscn = elf_getscn(elf, tsh.sh_link);
+	Elf_Data *sd = strscn ? elf_getdata(strscn, NULL) : NULL;
+	if (!sd || !sd->d_buf || sd->d_size == 0 || ((const char *)sd->d_buf)[sd->d_size - 1] != '\0')
+		return 0;
+	it->alloc = calloc(nsec, 1);
+	if (!it->alloc)
+		return 0;
+	size_t k = 1;
+	for (Elf_Scn *scn = NULL; (scn = elf_nextscn(elf, scn)) && k < nsec; k++)
+		it->alloc[k] = gelf_getshdr(scn, &sh) && (sh.sh_flags & SHF_ALLOC);
+	it->nsec = nsec;
+	it->syms = d->d_buf;
+	it->str = sd->d_buf;
+	it->nstr = sd->d_size;
+	it->bias = bias;
+	return 1;
+}
+
 static void sym_iter_init(sym_iter *it, Dwfl_Module *dm, int total, uint64_t start, uint64_t limit)
 {
 	*it = (sym_iter){.dm = dm, .start = start, .limit = limit};
@@ -234,9 +264,8 @@ static void sym_iter_init(sym_iter *it, Dwfl_Module *dm, int total, uint64_t sta
 	    !gelf_getehdr(elf, &eh) || eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_type == ET_REL)
 		return;
 	Elf_Scn *tab = NULL, *dyn = NULL;
-	GElf_Shdr tsh, sh;
-	size_t nsec = 1;
-	for (Elf_Scn *scn = NULL; (scn = elf_nextscn(elf, scn)); nsec++) {
+	GElf_Shdr sh;
+	for (Elf_Scn *scn = NULL; (scn = elf_nextscn(elf, scn));) {
 		if (!gelf_getshdr(scn, &sh))
 			return;
 		if (sh.sh_type == SHT_SYMTAB_SHNDX)
@@ -250,26 +279,7 @@ static void sym_iter_init(sym_iter *it, Dwfl_Module *dm, int total, uint64_t sta
 	}
 	if (!tab)
 		tab = dyn; /* libdwfl prefers .symtab, as here */
-	Elf_Data *d = tab ? elf_getdata(tab, NULL) : NULL;
-	if (!d || d->d_type != ELF_T_SYM || d->d_size < (size_t)total * sizeof(Elf64_Sym) ||
-	    !gelf_getshdr(tab, &tsh))
-		return;
-	Elf_Scn *strscn = elf_getscn(elf, tsh.sh_link);
-	Elf_Data *sd = strscn ? elf_getdata(strscn, NULL) : NULL;
-	if (!sd || !sd->d_buf || sd->d_size == 0 || ((const char *)sd->d_buf)[sd->d_size - 1] != '\0')
-		return;
-	it->alloc = calloc(nsec, 1);
-	if (!it->alloc)
-		return;
-	size_t k = 1;
-	for (Elf_Scn *scn = NULL; (scn = elf_nextscn(elf, scn)) && k < nsec; k++)
-		it->alloc[k] = gelf_getshdr(scn, &sh) && (sh.sh_flags & SHF_ALLOC);
-	it->nsec = nsec;
-	it->syms = d->d_buf;
-	it->str = sd->d_buf;
-	it->nstr = sd->d_size;
-	it->bias = bias;
-	if (!raw_agrees(it, total))
+	if (sym_iter_table(it, elf, tab, (size_t)total, bias) && !raw_agrees(it, total))
 		sym_iter_done(it);
 }
 
@@ -279,8 +289,41 @@ int ember__symindex_build_syms(ember__symindex *ix, Dwfl_Module *dm, uint64_t st
 	return ember__symindex_build_syms_ex(ix, dm, start, limit, 0);
 }
 
-int ember__symindex_build_syms_ex(ember__symindex *ix, Dwfl_Module *dm, uint64_t start,
-				  uint64_t limit, int via_dwfl)
+/* Opens the iteration over dm's symbols (through libdwfl, or in place
+ * when they agree), or with dm NULL over src's table (in place): *total
+ * entries (1 when there are none to read). */
+static void iter_open(sym_iter *it, Dwfl_Module *dm, const ember__symtab_src *src,
+		      uint64_t start, uint64_t limit, int via_dwfl, int *total)
+{
+	*total = dm ? dwfl_module_getsymtab(dm) : -1;
+	GElf_Shdr tsh;
+	if (!dm && src && src->tab && gelf_getshdr(src->tab, &tsh) &&
+	    tsh.sh_entsize == sizeof(Elf64_Sym) && tsh.sh_size / sizeof(Elf64_Sym) <= INT32_MAX)
+		*total = (int)(tsh.sh_size / sizeof(Elf64_Sym));
+	if (*total < 1)
+		*total = 1;
+	if (dm) {
+		sym_iter_init(it, dm, via_dwfl ? 0 : *total, start, limit);
+		return;
+	}
+	*it = (sym_iter){.start = start, .limit = limit};
+	if (*total < 2 || !sym_iter_table(it, src->elf, src->tab, (size_t)*total, src->bias))
+		*total = 1; /* nothing to read in place */
+}
+
+/* The module's own file and its load bias, for its PLT stubs. */
+static Elf *plt_file(Dwfl_Module *dm, const ember__symtab_src *src, uint64_t *bias)
+{
+	Dwarf_Addr b = 0;
+	Elf *elf = dm ? dwfl_module_getelf(dm, &b) : src ? src->main : NULL;
+	*bias = dm ? b : src ? src->main_bias : 0;
+	return elf;
+}
+
+/* The index from dm's symbols (through libdwfl, or read in place when
+ * they agree), or with dm NULL from src's table (read in place). */
+static int build_syms(ember__symindex *ix, Dwfl_Module *dm, const ember__symtab_src *src,
+		      uint64_t start, uint64_t limit, int via_dwfl)
 {
 	free(ix->syms);
 	ix->syms = NULL;
@@ -289,25 +332,26 @@ int ember__symindex_build_syms_ex(ember__symindex *ix, Dwfl_Module *dm, uint64_t
 	ember__u64map_free(&ix->scanned); /* (its names were in the arena) */
 	ember__u64map_free(&ix->scanned_floor);
 	ix->syms_built = 1;
-	int total = dm ? dwfl_module_getsymtab(dm) : -1;
-	if (total < 1)
-		total = 1; /* no symbol table: the PLT stubs may still be named */
+	int total; /* 1 without a symbol table: the PLT stubs may still be named */
+	sym_iter it;
+	iter_open(&it, dm, src, start, limit, via_dwfl, &total);
 	ember__sym_entry *v = malloc((size_t)total * sizeof(*v));
 	if (!v) {
+		sym_iter_done(&it);
 		ix->syms_built = 0;
 		return ember__error_oom("symbol index");
 	}
 	size_t n = 0;
 	int err = 0;
-	sym_iter it;
-	sym_iter_init(&it, dm, via_dwfl ? 0 : total, start, limit);
 	ix->syms_raw = it.syms != NULL;
 	for (int i = 1; i < total; i++)
 		if (sym_next(&it, i, &v[n]))
 			n++;
 	sym_iter_done(&it);
-	if (!err && dm)
-		err = add_plt_stubs(ix, dm, start, limit, &v, &n);
+	uint64_t bias;
+	Elf *main = plt_file(dm, src, &bias);
+	if (!err && (dm || main))
+		err = add_plt_stubs(ix, main, bias, start, limit, &v, &n);
 	if (err) {
 		free(v);
 		ember__arena_release(&ix->names);
@@ -324,6 +368,18 @@ int ember__symindex_build_syms_ex(ember__symindex *ix, Dwfl_Module *dm, uint64_t
 	ix->syms = v;
 	ix->nsyms = k;
 	return 0;
+}
+
+int ember__symindex_build_syms_ex(ember__symindex *ix, Dwfl_Module *dm, uint64_t start,
+				  uint64_t limit, int via_dwfl)
+{
+	return build_syms(ix, dm, NULL, start, limit, via_dwfl);
+}
+
+int ember__symindex_build_syms_elf(ember__symindex *ix, const ember__symtab_src *src,
+				   uint64_t start, uint64_t limit)
+{
+	return build_syms(ix, NULL, src, start, limit, 0);
 }
 
 /* How far back to look for a sized symbol enclosing a later one. */
@@ -444,30 +500,31 @@ static void scan_one(const ember__sym_entry *e, const uint64_t *addrs, size_t n,
 
 /* ember__symindex_scan, with floors[i] (if floors) the floor of addrs[i]
  * (name NULL: none). */
-static int scan(ember__symindex *ix, Dwfl_Module *dm, uint64_t start, uint64_t limit,
-		const uint64_t *addrs, size_t n, const char **names, ember__sym_floor *floors)
+static int scan(ember__symindex *ix, Dwfl_Module *dm, const ember__symtab_src *src,
+		uint64_t start, uint64_t limit, const uint64_t *addrs, size_t n, const char **names,
+		ember__sym_floor *floors)
 {
 	for (size_t i = 0; i < n; i++) {
 		names[i] = NULL;
 		if (floors)
 			floors[i] = (ember__sym_floor){0};
 	}
-	if (!n || !dm)
+	if (!n || (!dm && !src))
 		return 0;
 	ember__sym_entry *gap = calloc(2 * n, sizeof(*gap)), *enc = gap + n;
 	if (!gap)
 		return ember__error_oom("symbol scan");
-	int total = dwfl_module_getsymtab(dm);
+	int total;
 	sym_iter it;
-	sym_iter_init(&it, dm, total, start, limit);
+	iter_open(&it, dm, src, start, limit, 0, &total);
 	for (int i = 1; i < total; i++) {
 		ember__sym_entry e;
 		if (sym_next(&it, i, &e))
 			scan_one(&e, addrs, n, gap, enc);
 	}
 	sym_iter_done(&it);
-	Dwarf_Addr bias;
-	Elf *elf = dwfl_module_getelf(dm, &bias);
+	uint64_t bias;
+	Elf *elf = plt_file(dm, src, &bias);
 	ember__plt_stub *stubs;
 	size_t ns;
 	int err = ember__plt_stubs(elf, &ix->names, &stubs, &ns);
@@ -504,11 +561,18 @@ static int scan(ember__symindex *ix, Dwfl_Module *dm, uint64_t start, uint64_t l
 int ember__symindex_scan(ember__symindex *ix, Dwfl_Module *dm, uint64_t start, uint64_t limit,
 			 const uint64_t *addrs, size_t n, const char **names)
 {
-	return scan(ix, dm, start, limit, addrs, n, names, NULL);
+	return scan(ix, dm, NULL, start, limit, addrs, n, names, NULL);
 }
 
 int ember__symindex_scan_into(ember__symindex *ix, Dwfl_Module *dm, uint64_t start,
 			      uint64_t limit, const uint64_t *addrs, size_t n)
+{
+	return ember__symindex_scan_into_src(ix, dm, NULL, start, limit, addrs, n);
+}
+
+int ember__symindex_scan_into_src(ember__symindex *ix, Dwfl_Module *dm,
+				  const ember__symtab_src *src, uint64_t start, uint64_t limit,
+				  const uint64_t *addrs, size_t n)
 {
 	ember__u64map_free(&ix->scanned);
 	ember__u64map_free(&ix->scanned_floor);
@@ -522,7 +586,7 @@ int ember__symindex_scan_into(ember__symindex *ix, Dwfl_Module *dm, uint64_t sta
 		free(floors);
 		return ember__error_oom("symbol scan");
 	}
-	int err = scan(ix, dm, start, limit, addrs, n, names, floors);
+	int err = scan(ix, dm, src, start, limit, addrs, n, names, floors);
 	for (size_t i = 0; !err && i < n; i++) {
 		int inserted;
 		uint64_t *v = ember__u64map_put(&ix->scanned, addrs[i], &inserted);

@@ -12,8 +12,9 @@
  * binary search.
  *
  * An index points into data owned by libdwfl (symbol names, the Dwarf
- * handle and its DIEs), so it is valid only as long as the Dwfl_Module it
- * was built from; when that module is replaced, reset the index.
+ * handle and its DIEs), or by the libelf handles it was built from
+ * (ember__symtab_src), so it is valid only as long as the Dwfl_Module or
+ * those handles; when they are replaced or closed, reset the index.
  *
  * Used by the agent thread only; nothing here is async-signal-safe.
  */
@@ -108,6 +109,30 @@ int ember__symindex_build_syms_ex(ember__symindex *ix, Dwfl_Module *dm, uint64_t
 				  uint64_t limit, int via_dwfl);
 
 /*
+ * A module's symbol table as the symbolizer's libelf path chose it
+ * (symbolizer_elf.c), reproducing libdwfl's choice: the file's .symtab,
+ * else its debug file's, else the file's .dynsym. All borrowed; they must
+ * outlive the index, whose names point into them.
+ */
+typedef struct ember__symtab_src {
+	Elf *elf;           /* the file holding the table (64-bit, not ET_REL) */
+	Elf_Scn *tab;       /* its SHT_SYMTAB or SHT_DYNSYM; NULL: none */
+	uint64_t bias;      /* added to the values of symbols of allocated sections */
+	Elf *main;          /* the module's own file, for its PLT stubs (pltsyms.h) */
+	uint64_t main_bias; /* its load bias */
+} ember__symtab_src;
+
+/*
+ * ember__symindex_build_syms, from src instead of a Dwfl_Module: the same
+ * symbols (read in place, as libdwfl would enumerate them for a table
+ * without extended section indexes), the same PLT stubs, the same
+ * preference at one address. Sets syms_built; 0 or EMBER_ERR_NOMEM (the
+ * index then empty and unbuilt).
+ */
+int ember__symindex_build_syms_elf(ember__symindex *ix, const ember__symtab_src *src,
+				   uint64_t start, uint64_t limit);
+
+/*
  * The name of the symbol covering addr: the closest one at or below it if
  * it is sizeless (it then runs to the next symbol) or its size reaches
  * addr; else a nearby earlier symbol whose size encloses addr; else NULL.
@@ -138,6 +163,12 @@ int ember__symindex_scan(ember__symindex *ix, Dwfl_Module *dm, uint64_t start, u
  */
 int ember__symindex_scan_into(ember__symindex *ix, Dwfl_Module *dm, uint64_t start,
 			      uint64_t limit, const uint64_t *addrs, size_t n);
+
+/* The same, with dm NULL from src's table (ember__symindex_build_syms_elf's
+ * symbols): the libelf path's (symbolizer_elf.c). */
+int ember__symindex_scan_into_src(ember__symindex *ix, Dwfl_Module *dm,
+				  const ember__symtab_src *src, uint64_t start, uint64_t limit,
+				  const uint64_t *addrs, size_t n);
 
 /* Whether the last scan named addr; if so *name is its answer (NULL: no
  * symbol covers it). */

@@ -6,14 +6,18 @@
  * called through a table, and the first call loads its library:
  *   - elf_* and gelf_* through ember__libelf_fn: libelf.so.1, which needs
  *     only zlib. Reading ELF headers, sections, symbol tables and
- *     .eh_frame (the unwind tables, the symbolizer's direct readers) needs
- *     no more. Callers check ember__lazydep_load(&ember__libelf) first.
+ *     .eh_frame (the unwind tables, the symbolizer's direct readers, and
+ *     the names of every module without DWARF or MiniDebugInfo:
+ *     symbols/symbolizer_elf.c) needs no more. Callers check
+ *     ember__lazydep_load(&ember__libelf) first.
  *   - dwarf_*, dwfl_* and dwelf_* through ember__elfutils_fn: libdw.so.1,
  *     which brings liblzma and libbz2 (and libelf, the same instance when
  *     libelf.so.1 is loaded already, so Elf handles are shared). Callers
  *     check ember__lazydep_load(&ember__elfutils) first.
  * A process that only reads ELF (no DWARF, no MiniDebugInfo) so never maps
- * libdw, liblzma or libbz2.
+ * libdw, liblzma or libbz2: a profiled program whose agent names functions
+ * maps them only once a sample lands in a module whose DWARF it wants
+ * (file and line, inline frames) or that has only MiniDebugInfo.
  *
  * A function not listed here is an undefined symbol in libemberprof.so,
  * which is linked with --no-undefined: add it to both lists.

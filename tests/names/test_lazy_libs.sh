@@ -1,16 +1,18 @@
 # SPDX-License-Identifier: Apache-2.0
 # test_lazy_libs.sh - which of elfutils' libraries the preloaded agent
 # maps into a profiled program (util/dep_elfutils.h): libelf (which needs
-# only zlib) for the unwind tables and an addresses-only profile; libdw,
-# and with it liblzma and libbz2, only for names, lines and inline frames.
+# only zlib) for the unwind tables, an addresses-only profile and the names
+# of modules without DWARF (symbols/symbolizer_elf.c); libdw, and with it
+# liblzma and libbz2, only for lines, inline frames and MiniDebugInfo.
 # maps_prog prints what its own /proc/self/maps shows once the agent has
 # written a profile of its burn (maps_prog.c), so nothing here is timed.
-#   - stripped of DWARF, keeping .symtab, and stripped to .dynsym:
-#     --no-symbolize maps neither libdw, liblzma nor libbz2; symbolizing
-#     names maps_inner/maps_outer;
-#   - with DWARF: lines and the inlined maps_mix;
+#   - stripped of DWARF, keeping .symtab, and stripped to .dynsym: neither
+#     --no-symbolize nor a symbolizing run maps libdw, liblzma or libbz2;
+#     the symbolizing run names maps_inner/maps_outer as before (system
+#     libraries are named from their symbols: their DWARF is not wanted);
+#   - with DWARF: lines and the inlined maps_mix, libdw mapped;
 #   - stripped the Fedora way (MiniDebugInfo): named from .gnu_debugdata,
-#     liblzma mapped then.
+#     libdw and liblzma mapped then.
 . "$(dirname "$0")/lib.sh"
 need objcopy nm strip xz readelf gcc
 : "${EMBER_MAPS_PROG:?EMBER_MAPS_PROG must name maps_prog}"
@@ -53,6 +55,9 @@ for kind in symtab dynsym; do
 		check_no_grep "$kind, --no-symbolize" "$T/$kind-nosym.out" "mapped: $lib"
 	done
 	run "$kind-sym" "$T/$kind"
+	for lib in libdw liblzma libbz2; do
+		check_no_grep "$kind, symbolizing" "$T/$kind-sym.out" "mapped: $lib"
+	done
 	check_grep "$kind named" "$T/$kind-sym.names" "maps_inner"
 	check_grep "$kind named" "$T/$kind-sym.names" "maps_outer"
 	check_no_grep "$kind: no inline frame without DWARF" "$T/$kind-sym.names" "maps_mix"
@@ -70,4 +75,5 @@ minidebuginfo "$T/dwarf" "$T/mdi"
 run mdi-run "$T/mdi"
 check_grep "MiniDebugInfo named" "$T/mdi-run.names" "maps_inner"
 check_grep "MiniDebugInfo: liblzma loaded" "$T/mdi-run.out" "mapped: liblzma"
+check_grep "MiniDebugInfo: libdw loaded" "$T/mdi-run.out" "mapped: libdw"
 done_tests

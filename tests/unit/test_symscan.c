@@ -9,13 +9,15 @@
  *    their ends and between them;
  *  - the symbolizer's prefetch names a window's addresses as its lookups
  *    would without it, and leaves the module's index unbuilt, until the
- *    module has had its scans.
+ *    module has had its scans: through libdwfl, and on the libelf path
+ *    (symbolizer_elf.c), where this process's libc is named.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
+#include "self_dwfl.h"
 #include "symbols/symbolizer.h"
 #include "symbols/symbolizer_internal.h"
 #include "symbols/symindex.h"
@@ -110,8 +112,8 @@ static void check_module(sym_module *m, size_t *modules, size_t *raw_modules,
 
 static void test_scan_and_raw_match_libdwfl(void)
 {
-	ember__symbolizer *s = NULL;
-	CHECK_EQ_INT(ember__symbolizer_new(&s), 0);
+	ember__symbolizer *s = ember_test_dwfl_symbolizer();
+	CHECK(s != NULL);
 	if (!s)
 		return;
 	size_t modules = 0, raw_modules = 0, syms = 0, addrs = 0;
@@ -127,21 +129,28 @@ static void test_scan_and_raw_match_libdwfl(void)
 	ember__symbolizer_free(s);
 }
 
-/* The libc module of s, or NULL. */
-static sym_module *libc_module(ember__symbolizer *s)
+/* The libc module of s, named through libdwfl (dwfl) or with libelf, or NULL. */
+static sym_module *libc_module(ember__symbolizer *s, int dwfl)
 {
 	for (size_t i = 0; i < s->nmods; i++)
-		if (s->mods[i]->dm && strstr(s->mods[i]->info.path, "/libc.so"))
+		if ((dwfl ? s->mods[i]->dm != NULL : s->mods[i]->syms_src.main != NULL) &&
+		    strstr(s->mods[i]->info.path, "/libc.so"))
 			return s->mods[i];
 	return NULL;
 }
 
-static void test_prefetch(void)
+/* dwfl: both symbolizers name libc through libdwfl, else with libelf. */
+static void prefetch_case(int dwfl)
 {
 	ember__symbolizer *a = NULL, *b = NULL;
-	CHECK_EQ_INT(ember__symbolizer_new(&a), 0);
-	CHECK_EQ_INT(ember__symbolizer_new(&b), 0);
-	sym_module *ma = a ? libc_module(a) : NULL, *mb = b ? libc_module(b) : NULL;
+	if (dwfl) {
+		a = ember_test_dwfl_symbolizer();
+		b = ember_test_dwfl_symbolizer();
+	} else {
+		CHECK_EQ_INT(ember__symbolizer_new(&a), 0);
+		CHECK_EQ_INT(ember__symbolizer_new(&b), 0);
+	}
+	sym_module *ma = a ? libc_module(a, dwfl) : NULL, *mb = b ? libc_module(b, dwfl) : NULL;
 	CHECK(ma && mb);
 	if (!ma || !mb) {
 		ember__symbolizer_free(a);
@@ -150,7 +159,12 @@ static void test_prefetch(void)
 	}
 	/* addresses of libc's functions, as a window's frames would be */
 	ember__symindex ix = EMBER_SYMINDEX_INIT;
-	CHECK_EQ_INT(ember__symindex_build_syms(&ix, ma->dm, ma->info.start, ma->info.limit), 0);
+	if (dwfl)
+		CHECK_EQ_INT(ember__symindex_build_syms(&ix, ma->dm, ma->info.start, ma->info.limit), 0);
+	else
+		CHECK_EQ_INT(ember__symindex_build_syms_elf(&ix, &ma->syms_src, ma->info.start,
+							    ma->info.limit),
+			     0);
 	size_t n = 0;
 	uint64_t *v = probe_addrs(&ix, ma->info.start, ma->info.limit, 97, &n);
 	ember__symindex_reset(&ix);
@@ -194,9 +208,20 @@ static void test_prefetch(void)
 	ember__symbolizer_free(b);
 }
 
+static void test_prefetch(void)
+{
+	prefetch_case(1);
+}
+
+static void test_prefetch_libelf(void)
+{
+	prefetch_case(0);
+}
+
 int main(void)
 {
 	RUN(test_scan_and_raw_match_libdwfl);
 	RUN(test_prefetch);
+	RUN(test_prefetch_libelf);
 	return CHECK_DONE();
 }
