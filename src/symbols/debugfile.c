@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "util/elfdebug.h"
+#include "util/ownfd.h"
 
 /* mod's build id's bytes in id[64]: their number (0: none). */
 static size_t module_build_id(Dwfl_Module *mod, uint8_t *id)
@@ -91,5 +92,7 @@ int ember__debugfile_find(Dwfl_Module *mod, void **userdata, const char *modname
 	}
 	if (fd < 0)
 		fd = try_hook(mod, modname, file_name, debuginfo_file_name);
-	return fd;
+	/* libdwfl keeps it open as long as the module: out of the program's
+	 * low numbers and not inherited by what it execs (util/ownfd.h) */
+	return ember__ownfd_raise(fd);
 }

@@ -75,6 +75,7 @@
 #include "util/arena.h"
 #include "util/dep_elfutils.h"
 #include "util/elfnote.h"
+#include "util/elfopen.h"
 #include "util/error.h"
 #include "util/sort.h"
 
@@ -121,7 +122,6 @@ static sym_module *module_new(ember__symbolizer *s, const ember__procmap *pm)
 	if (!m)
 		return NULL;
 	m->arena = (ember__arena)EMBER_ARENA_INIT;
-	m->elf_fd = m->dbg_fd = -1;
 	m->info.path = ember__arena_strdup(&m->arena, pm->path);
 	if (!m->info.path) {
 		module_free(m);
@@ -539,6 +539,25 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_A
 		*elfp = elf;
 		return fd;
 	}
+	/* A regular file by its path: read with no descriptor kept
+	 * (util/elfopen.h). libdwfl's own finder would keep one open for the
+	 * module's life, without O_CLOEXEC, at a number the program expects
+	 * its own open() to return; and elfutils 0.188's returns ENOMEM as a
+	 * descriptor when its strdup fails. */
+	struct stat st;
+	if (name[0] == '/' && stat(name, &st) == 0 && S_ISREG(st.st_mode)) {
+		const char *why;
+		char *copy = strdup(name);
+		Elf *elf = copy ? ember__elf_open_detached(name, &why) : NULL;
+		if (!elf) {
+			free(copy);
+			return -1; /* no file for this module: no names */
+		}
+		*file_name = copy;
+		*elfp = elf;
+		return -1; /* no descriptor: the Elf is all libdwfl needs */
+	}
+	/* the rest ("(deleted)" files, read through /proc; our vDSO) */
 	return dwfl_linux_proc_find_elf(mod, userdata, name, base, file_name, elfp);
 }
 

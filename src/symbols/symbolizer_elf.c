@@ -35,6 +35,7 @@
 
 #include "util/elfdebug.h"
 #include "util/elfnote.h"
+#include "util/elfopen.h"
 #include "util/error.h"
 #include "util/vdso.h"
 
@@ -62,14 +63,9 @@ void ember__symbolizer_elf_close(sym_module *m)
 {
 	if (m->dbg)
 		elf_end(m->dbg);
-	if (m->dbg_fd >= 0)
-		close(m->dbg_fd);
 	if (m->elf)
 		elf_end(m->elf);
-	if (m->elf_fd >= 0)
-		close(m->elf_fd);
 	m->elf = m->dbg = NULL;
-	m->elf_fd = m->dbg_fd = -1;
 	m->syms_src = (ember__symtab_src){0};
 }
 
@@ -134,18 +130,17 @@ static unsigned open_debug(sym_module *m, const uint8_t *id, size_t idlen, Elf_S
 		link = NULL;
 	char *found = NULL;
 	int fd = ember__elf_debug_open(m->info.path, id, idlen, link, crc, &found);
-	free(found);
 	if (fd < 0)
 		return 0;
-	Elf *d = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	free(found);
+	const char *why;
+	Elf *d = ember__elf_begin_detached(fd, &why); /* no descriptor kept */
 	if (!d || elf_kind(d) != ELF_K_ELF) {
 		if (d)
 			elf_end(d);
-		close(fd);
 		return 0;
 	}
 	m->dbg = d;
-	m->dbg_fd = fd;
 	return scan_sections(d, symtab, dynsym) | EMBER__MOD_DEBUG_FILE;
 }
 
@@ -185,7 +180,6 @@ int ember__symbolizer_elf_load(ember__symbolizer *s, sym_module *m, int names)
 		return 0;
 	if (!names && m->info.build_id[0])
 		return 0; /* a module of the dlclose journal: its record's */
-	int fd = -1;
 	Elf *elf = NULL;
 	const char *why = NULL;
 	if (strcmp(m->info.path, "[vdso]") == 0) {
@@ -194,20 +188,15 @@ int ember__symbolizer_elf_load(ember__symbolizer *s, sym_module *m, int names)
 		elf = img ? elf_memory((char *)img, n) : NULL;
 		why = img ? NULL : "no vDSO image";
 	} else {
-		fd = open(m->info.path, O_RDONLY | O_CLOEXEC);
-		elf = fd >= 0 ? elf_begin(fd, ELF_C_READ_MMAP, NULL) : NULL;
-		why = fd < 0 ? strerror(errno) : NULL;
+		elf = ember__elf_open_detached(m->info.path, &why); /* no descriptor kept */
 	}
 	if (!elf || elf_kind(elf) != ELF_K_ELF) {
 		unreadable(s, m, why ? why : elf ? "not an ELF file" : elf_errmsg(-1));
 		if (elf)
 			elf_end(elf);
-		if (fd >= 0)
-			close(fd);
 		return 0;
 	}
 	m->elf = elf;
-	m->elf_fd = fd;
 	uint8_t id[BUILD_ID_MAX];
 	size_t idlen = ember__elf_build_id(elf, id, sizeof(id));
 	int err = 0;
@@ -244,9 +233,7 @@ int ember__symbolizer_elf_load(ember__symbolizer *s, sym_module *m, int names)
 	if (m->syms_src.elf != m->dbg && m->dbg) {
 		/* its table is not used: only whether it has DWARF matters */
 		elf_end(m->dbg);
-		close(m->dbg_fd);
 		m->dbg = NULL;
-		m->dbg_fd = -1;
 	}
 	GElf_Shdr sh;
 	m->info.has_symbols = (m->syms_src.tab && gelf_getshdr(m->syms_src.tab, &sh) &&

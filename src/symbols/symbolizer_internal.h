@@ -45,12 +45,12 @@ typedef struct sym_module {
 	ember__fdetab fdes;      /* its FDE ranges, for addresses no symbol names:
 				  * built on the first one (symbolizer_resolve.c) */
 	/* The libelf path (symbolizer_elf.c): the module's file and debug
-	 * file (fds -1 and Elf NULL when not open), the symbol table libdwfl
+	 * file (NULL when not open; read with no descriptor kept:
+	 * util/elfopen.h), the symbol table libdwfl
 	 * would choose (syms_src.main NULL: none loaded), the load bias, what
 	 * the files hold (EMBER__MOD_*), and whether it was handed to libdwfl
 	 * (a lazy symbolizer, on its first lookup that needs it): 1, or 2
 	 * when libdwfl could not read it (it keeps its libelf names) */
-	int elf_fd, dbg_fd;
 	Elf *elf, *dbg;
 	ember__symtab_src syms_src;
 	uint64_t bias;

@@ -50,7 +50,7 @@
 
 /* libelf's (libelf.so.1). */
 #define EMBER__LIBELF_FNS(X) \
-	X(elf_begin) X(elf_compress) X(elf_end) X(elf_errmsg) X(elf_errno) X(elf_getdata) X(elf_getdata_rawchunk) X(elf_getphdrnum) \
+	X(elf_begin) X(elf_cntl) X(elf_compress) X(elf_end) X(elf_errmsg) X(elf_errno) X(elf_getdata) X(elf_getdata_rawchunk) X(elf_getphdrnum) \
 	X(elf_getscn) X(elf_getshdrstrndx) X(elf_kind) X(elf_memory) X(elf_nextscn) \
 	X(elf_rawfile) X(elf_strptr) X(elf_version) X(gelf_getehdr) X(gelf_getnote) \
 	X(gelf_getphdr) X(gelf_getrel) X(gelf_getrela) X(gelf_getshdr) X(gelf_getsym)
@@ -127,6 +127,7 @@ void ember__elfutils_thread_init(void);
 #define dwfl_report_module           EMBER__ELFUTILS_CALL(dwfl_report_module)
 #define dwfl_version                 EMBER__ELFUTILS_CALL(dwfl_version)
 #define elf_begin                    EMBER__LIBELF_CALL(elf_begin)
+#define elf_cntl                     EMBER__LIBELF_CALL(elf_cntl)
 #define elf_compress                 EMBER__LIBELF_CALL(elf_compress)
 #define elf_end                      EMBER__LIBELF_CALL(elf_end)
 #define elf_errno                    EMBER__LIBELF_CALL(elf_errno)

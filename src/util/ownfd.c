@@ -9,9 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int ember__ownfd_adopt(ember__ownfd *o, int fd)
+int ember__ownfd_raise(int fd)
 {
-	o->fd = -1;
 	if (fd < 0)
 		return -1;
 	if (fd < EMBER_OWNFD_MIN) {
@@ -24,6 +23,15 @@ int ember__ownfd_adopt(ember__ownfd *o, int fd)
 	int fl = fcntl(fd, F_GETFD);
 	if (fl >= 0 && !(fl & FD_CLOEXEC))
 		fcntl(fd, F_SETFD, fl | FD_CLOEXEC);
+	return fd;
+}
+
+int ember__ownfd_adopt(ember__ownfd *o, int fd)
+{
+	o->fd = -1;
+	if (fd < 0)
+		return -1;
+	fd = ember__ownfd_raise(fd);
 	struct stat st;
 	if (fstat(fd, &st) < 0) {
 		int e = errno;

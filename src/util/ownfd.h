@@ -39,6 +39,16 @@ typedef struct ember__ownfd {
 #define EMBER_OWNFD_NONE {-1, 0, 0}
 
 /*
+ * Moves fd to EMBER_OWNFD_MIN or above and sets FD_CLOEXEC, for a
+ * descriptor a library keeps for us (libdwfl's debug files) whose identity
+ * we cannot check before its uses: out of the low numbers a program
+ * expects its own open() to return, and never inherited by what it execs.
+ * Returns the descriptor now to use (fd itself when it cannot be moved);
+ * -1 for -1.
+ */
+int ember__ownfd_raise(int fd);
+
+/*
  * Takes ownership of fd (closed on failure): moves it to EMBER_OWNFD_MIN
  * or above with FD_CLOEXEC where possible (else keeps it where it is) and
  * records its identity. Returns the descriptor now in o->fd, or -1 with
