@@ -16,9 +16,11 @@
 # (/usr/bin/time), all threads, exit included. Per round: on/base and
 # off/base of CPU, off/on of CPU and of RSS, RSS on-base and off-base in
 # MB; then the median over rounds (min..max for off/on). The workloads:
-# bench/workload.c (2 threads; a small program) and python3 running a
-# loop (a big interpreter, libm, libz, libexpat... mapped). A benchmark:
-# it judges nothing.
+# bench/workload.c (2 threads; a small program), python3 running a
+# loop (a big interpreter, libm, libz, libexpat... mapped) and Debian's
+# gzip, a stripped program without DWARF (named from .dynsym and FDE
+# placeholders: a symbolizing agent maps libelf only, no libdw). A
+# benchmark: it judges nothing.
 #
 #     bash bench/symbolize_agent.sh BUILD_DIR [ROUNDS]    (ROUNDS default 5)
 set -euo pipefail
@@ -92,3 +94,5 @@ s = 0
 for i in range(500000):
     s += len(json.dumps({"k": i, "v": math.sqrt(i)})) + zlib.crc32(b"%d" % i) % 7
 print(s)'
+awk 'BEGIN { x = 7; for (i = 0; i < 600000; i++) { x = (x * 1103515245 + 12345) % 2147483648; printf "%d %x line %d\n", x % 1000, x, i % 77 } }' >"$T/data"
+bench gzip gzip -9 -c "$T/data"
