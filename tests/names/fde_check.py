@@ -16,7 +16,8 @@ file's program headers, from `readelf -lW`), and it is checked that:
     (src/symbols/pltsyms.h); PLT names are not counted per FDE, since one
     FDE covers a whole PLT section;
   - START is the start of the FDE covering the address (or, where no FDE
-    covers it, the end of the FDE below it);
+    covers it, the end of the FDE below it); an address below every FDE
+    (.init's _init) has no name at all;
   - the nearest start wins (src/symbols/symbolizer.h): a placeholder
     is given only where no .dynsym function starts between its FDE's
     start and the address;
@@ -115,6 +116,7 @@ def main():
     names = {}      # name -> the FDE indexes of its addresses
     touched = set()
     nlocs = 0
+    unnamed = 0
     pat = re.compile(re.escape(base) + r"\+0x([0-9a-f]+)$")
     for raw in sys.argv[3:]:
         for addr, (start, off), name in parse_raw(open(raw).read(), os.path.realpath(path)):
@@ -126,6 +128,11 @@ def main():
             if plt and (name.endswith("@plt") or name == plt[0]):
                 for i in cover:
                     touched.add(i)
+                continue
+            if not m and name == "" and va is not None and not any(lo <= va for lo, hi in table):
+                # below every FDE (.init's _init): left unnamed, as
+                # src/symbols/fdetab.h says (nothing to group it with)
+                unnamed += 1
                 continue
             if not m and name in exported:
                 # named from .dynsym: one name per FDE still
@@ -178,7 +185,7 @@ def main():
               f"(and {splits} .dynsym functions inside them)")
         failures += 1
     print(f"{base}: {nlocs} locations, {len(distinct)} functions, {len(touched)} FDEs "
-          f"touched of {len(table)}")
+          f"touched of {len(table)}" + (f", {unnamed} below every FDE (unnamed)" if unnamed else ""))
     if nlocs == 0:
         print(f"FAIL: no location in {path}")
         failures += 1

@@ -18,6 +18,7 @@
 /* First, before anything here loads libdw. */
 static void test_no_libdw(void)
 {
+	int unmapped_ok = ember_test_unmapped_checkable("test_no_libdw");
 	ember__symbolizer *s = NULL;
 	CHECK_EQ_INT(ember__symbolizer_new_opts(&s, EMBER__SYM_ADDRESSES_ONLY), 0);
 	CHECK(s != NULL);
@@ -34,9 +35,9 @@ static void test_no_libdw(void)
 	CHECK(si.module != NULL && si.nframes == 0);
 	CHECK_EQ_INT(ember__symbolizer_refresh(s), 0);
 	CHECK(ember_test_mapped("/libelf"));
-	CHECK(!ember_test_mapped("/libdw"));
-	CHECK(!ember_test_mapped("/liblzma"));
-	CHECK(!ember_test_mapped("/libbz2"));
+	CHECK(!unmapped_ok || !ember_test_mapped("/libdw"));
+	CHECK(!unmapped_ok || !ember_test_mapped("/liblzma"));
+	CHECK(!unmapped_ok || !ember_test_mapped("/libbz2"));
 	CHECK(atomic_load(&ember__elfutils.state) == 0);
 	ember__symbolizer_free(s);
 }

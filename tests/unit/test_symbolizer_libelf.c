@@ -34,6 +34,7 @@ static const char *last_name(const ember__symbol_info *si)
 /* First, before anything here loads libdw. */
 static void test_libc_without_libdw(void)
 {
+	int unmapped_ok = ember_test_unmapped_checkable("test_libc_without_libdw");
 	ember__symbolizer *s = NULL;
 	CHECK_EQ_INT(ember__symbolizer_new(&s), 0);
 	if (!s)
@@ -47,9 +48,9 @@ static void test_libc_without_libdw(void)
 	CHECK(si.module && si.module->has_symbols);
 	uint64_t bias;
 	CHECK(si.module && ember__symbolizer_elf_bias(s, si.module - s->infos, &bias));
-	CHECK(!ember_test_mapped("/libdw"));
-	CHECK(!ember_test_mapped("/liblzma"));
-	CHECK(!ember_test_mapped("/libbz2"));
+	CHECK(!unmapped_ok || !ember_test_mapped("/libdw"));
+	CHECK(!unmapped_ok || !ember_test_mapped("/liblzma"));
+	CHECK(!unmapped_ok || !ember_test_mapped("/libbz2"));
 	CHECK(atomic_load(&ember__elfutils.state) == 0);
 	ember__symbolizer_free(s);
 }
