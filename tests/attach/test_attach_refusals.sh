@@ -88,7 +88,8 @@ fi
 stop_target
 
 # a process profiled already: the library preloaded, its agent running
-LD_PRELOAD="$EMBER_TEST_LIB" EMBERPROF_OUTPUT_DIR="$T/pre" sleep 60 &
+# (after the sanitizer build's libasan, which must come first: cli/lib.sh)
+LD_PRELOAD="${LD_PRELOAD:+$LD_PRELOAD:}$EMBER_TEST_LIB" EMBERPROF_OUTPUT_DIR="$T/pre" sleep 60 &
 pre=$!
 i=0
 while ! grep -qx emberprof /proc/"$pre"/task/*/comm 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
