@@ -11,6 +11,15 @@
 . "$(dirname "$0")/lib_attach.sh"
 need nginx curl python3
 command -v go >/dev/null 2>&1 || { echo "go not installed: profiles cannot be checked"; exit 77; }
+case "${EMBER_TEST_SANITIZE:-OFF}" in
+ON | on | 1 | TRUE | true)
+	# The sanitized library can only be attached to a process that has
+	# libasan loaded first (cli/lib.sh preloads it), and nginx started so
+	# never answered its first request here (before any attach).
+	echo "skipped in the sanitizer build: nginx with libasan preloaded does not serve"
+	exit 77
+	;;
+esac
 attach_probe
 
 . "$(dirname "$0")/../tree/nginx_conf.sh"
@@ -19,14 +28,14 @@ nginx_conf "$W"
 (cd "$W" && exec nginx -e stderr -p . -c nginx.conf) >"$W/nginx.out" 2>&1 &
 NG=$!
 i=0
-until [ -s "$W/nginx.pid" ] && curl -s -o /dev/null "http://127.0.0.1:$port/"; do
+until [ -s "$W/nginx.pid" ] && curl -s -m 5 -o /dev/null "http://127.0.0.1:$port/"; do
 	i=$((i + 1))
 	[ $i -gt 600 ] && { fail "nginx did not start"; cat "$W/nginx.out" >&2; kill $NG; done_tests; }
 	sleep 0.05
 done
 master=$(cat "$W/nginx.pid")
 workers=$(ps -o pid= --ppid "$master" | tr -d ' ')
-curl -s "http://127.0.0.1:$port/index.html" >before.html
+curl -s -m 30 "http://127.0.0.1:$port/index.html" >before.html
 
 "$EMBERPROF" attach -o prof "$master" >attach.err 2>&1 &
 EP=$!
@@ -56,7 +65,7 @@ done
 python3 -c "import sys; c, p = map(float, sys.argv[1:]); sys.exit(0 if c >= 0.3 and abs(p - c) <= 0.1 * c else 1)" "$counted" "$prof" &&
 	ok "nginx workers: $prof s in their profiles of the $counted s /proc counted over the load" ||
 	fail "nginx workers: $prof s in their profiles, /proc counted $counted s over the load (10 %; at least 0.3 s)"
-curl -s "http://127.0.0.1:$port/index.html" >after.html
+curl -s -m 30 "http://127.0.0.1:$port/index.html" >after.html
 cmp -s before.html after.html && ok "nginx serves the same page after detach" || fail "nginx's page changed after detach"
 kill -QUIT "$master"
 wait $NG
