@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -141,6 +142,12 @@ static void compare_module(ember__symbolizer *l, ember__symbolizer *d, sym_modul
 			GElf_Off off = 0;
 			GElf_Sym sym;
 			const char *ai = addrinfo(md->dm, probe[k], &off, &sym, NULL, NULL, NULL);
+			/* aarch64's mapping symbols ($x code, $d data) are no
+			 * function names, but addrinfo may answer with one (seen in
+			 * .plt under qemu, where both our paths give the stub's
+			 * name): no reference there */
+			if (ai && ai[0] == '$')
+				ai = NULL;
 			/* addrinfo names the symbol at probe - off; ours is it or an alias */
 			int agrees = ai && nl && (same_base(ai, nl) ||
 						  symbol_at(md->dm, probe[k] - off, nl));
@@ -201,7 +208,8 @@ static void test_same_as_libdwfl(void)
 		"against dwfl_module_addrinfo), %zu differences\n",
 		c.modules, c.entries, c.addrs, c.addrinfo, c.bad);
 	CHECK(libc);
-	CHECK(vdso);
+	/* (qemu-user gives an emulated process no vDSO) */
+	CHECK(vdso || getauxval(AT_SYSINFO_EHDR) == 0);
 	CHECK(c.modules >= 3); /* libc, libelf, libz, the vDSO... */
 	CHECK(c.entries > 2000);
 	CHECK(c.addrs > 2000 && c.addrinfo > 2000);
