@@ -72,14 +72,15 @@ static int same_base(const char *a, const char *b)
 }
 
 /* Is `name` a function symbol of dm at address at (relocated)? */
-static int symbol_at(Dwfl_Module *dm, uint64_t at, const char *name)
+/* Is there a symbol called `name` at an address in [lo, hi]? */
+static int symbol_in(Dwfl_Module *dm, uint64_t lo, uint64_t hi, const char *name)
 {
 	int n = dwfl_module_getsymtab(dm);
 	for (int i = 1; i < n; i++) {
 		GElf_Sym sym;
 		GElf_Addr a;
 		const char *nm = dwfl_module_getsym_info(dm, i, &sym, &a, NULL, NULL, NULL);
-		if (nm && a == at && same_base(nm, name))
+		if (nm && a >= lo && a <= hi && same_base(nm, name))
 			return 1;
 	}
 	return 0;
@@ -149,8 +150,12 @@ static void compare_module(ember__symbolizer *l, ember__symbolizer *d, sym_modul
 			if (ai && ai[0] == '$')
 				ai = NULL;
 			/* addrinfo names the symbol at probe - off; ours is it or an alias */
+			/* or a symbol starting between addrinfo's and the
+			 * address, nearer: the nearest start wins in ours
+			 * (symbolizer.h; seen: ld.so's _dl_start_user inside
+			 * _start on aarch64, for both our paths) */
 			int agrees = ai && nl && (same_base(ai, nl) ||
-						  symbol_at(md->dm, probe[k] - off, nl));
+						  symbol_in(md->dm, probe[k] - off, probe[k], nl));
 			if (ai && nl)
 				c->addrinfo++;
 			if (!same || (ai && nl && !agrees)) {
