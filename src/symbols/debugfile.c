@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "util/elfdebug.h"
+#include "util/elfnote.h"
 #include "util/ownfd.h"
 
 /* mod's build id's bytes in id[64]: their number (0: none). */
@@ -54,9 +55,8 @@ static int try_hook(Dwfl_Module *mod, const char *modname, const char *file_name
 		return -1;
 	uint8_t id[64];
 	size_t n = module_build_id(mod, id);
-	char hex[2 * 64 + 1] = "";
-	for (size_t i = 0; i < n; i++)
-		snprintf(hex + 2 * i, 3, "%02x", id[i]);
+	char hex[2 * 64 + 1];
+	ember__build_id_hex(id, n, hex);
 	char *path = hooks.find_debug(hooks.arg, file_name ? file_name : modname, hex);
 	if (!path)
 		return -1;

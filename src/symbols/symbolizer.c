@@ -210,8 +210,7 @@ int ember__symbolizer_set_build_id(sym_module *m, const unsigned char *bits, siz
 	char *hex = ember__arena_alloc(&m->arena, n * 2 + 1);
 	if (!hex)
 		return ember__error_oom("build id");
-	for (size_t i = 0; i < n; i++)
-		snprintf(hex + 2 * i, 3, "%02x", bits[i]);
+	ember__build_id_hex(bits, n, hex);
 	m->info.build_id = hex;
 	return 0;
 }
@@ -321,9 +320,8 @@ static int getelf_cb(void *arg)
 	Elf *elf = dwfl_module_getelf(c->m->dm, &bias);
 	uint8_t id[64];
 	size_t n = elf ? ember__elf_build_id(elf, id, sizeof(id)) : 0;
-	char hex[2 * sizeof(id) + 1] = "";
-	for (size_t i = 0; i < n; i++)
-		snprintf(hex + 2 * i, 3, "%02x", id[i]);
+	char hex[2 * sizeof(id) + 1];
+	ember__build_id_hex(id, n, hex);
 	c->ok = elf ? (strcmp(hex, c->m->info.build_id) == 0 ? 1 : -1) : 0;
 	return 0;
 }

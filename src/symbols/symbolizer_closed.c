@@ -26,6 +26,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "util/elfnote.h"
 #include "util/error.h"
 
 static uint64_t page_size(void)
@@ -219,8 +220,7 @@ void ember__symbolizer_closed_check(ember__symbolizer *s, const ember__dlclosed_
 	 * that matches. */
 	char *hex = ember__arena_alloc(&m->arena, (size_t)r->build_id_len * 2 + 1);
 	if (hex) {
-		for (uint32_t i = 0; i < r->build_id_len; i++)
-			snprintf(hex + 2 * i, 3, "%02x", r->build_id[i]);
+		ember__build_id_hex(r->build_id, r->build_id_len, hex);
 		m->info.build_id = hex;
 	}
 	if (!m->dm)

@@ -26,12 +26,9 @@
  */
 #include "symbols/symbolizer_internal.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "util/elfdebug.h"
 #include "util/elfnote.h"
@@ -203,9 +200,8 @@ int ember__symbolizer_elf_load(ember__symbolizer *s, sym_module *m, int names)
 	if (m->info.build_id[0]) {
 		/* from the dlclose journal's record (symbolizer_closed.c): the
 		 * file at that path must still be that library */
-		char hex[2 * BUILD_ID_MAX + 1] = "";
-		for (size_t i = 0; i < idlen; i++)
-			snprintf(hex + 2 * i, 3, "%02x", id[i]);
+		char hex[2 * BUILD_ID_MAX + 1];
+		ember__build_id_hex(id, idlen, hex);
 		if (strcmp(hex, m->info.build_id) != 0) {
 			unreadable(s, m, "not the library that was dlclose'd (its build id differs: "
 					 "replaced since)");

@@ -55,3 +55,13 @@ size_t ember__elf_build_id(Elf *e, uint8_t *out, size_t max)
 	}
 	return 0;
 }
+
+void ember__build_id_hex(const uint8_t *id, size_t n, char *out)
+{
+	static const char digits[] = "0123456789abcdef";
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = digits[id[i] >> 4];
+		out[2 * i + 1] = digits[id[i] & 15];
+	}
+	out[2 * n] = '\0';
+}

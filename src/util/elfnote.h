@@ -20,4 +20,8 @@
  * or empty). e stays the caller's. */
 size_t ember__elf_build_id(Elf *e, uint8_t *out, size_t max);
 
+/* The hex form of a build id's n bytes into out (2 * n + 1 bytes, NUL
+ * ended; "" for n 0). Any thread; async-signal-safe (no libc call). */
+void ember__build_id_hex(const uint8_t *id, size_t n, char *out);
+
 #endif
