@@ -86,6 +86,7 @@ struct trampoline {
 	int internal; /* an emberprof thread: its allocations are never profiled */
 	int sig_blocked; /* the creator virtually blocks the sampling signal (sigvirt.h) */
 	const char *name; /* emberprof's own threads: their name (static), else NULL */
+	int env_own; /* created by one of emberprof's threads (util/envsnap.h) */
 };
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -139,7 +140,7 @@ int ember__real_pthread_create(pthread_t *th, const pthread_attr_t *attr,
 	struct trampoline *tr = malloc(sizeof(*tr));
 	if (!tr) /* ENOMEM, not pthread_create's EAGAIN: the message then says why */
 		return ENOMEM;
-	*tr = (struct trampoline){fn, arg, 1, 0, name};
+	*tr = (struct trampoline){fn, arg, 1, 0, name, 1};
 	int rc = f(th, attr, internal_thread_start, tr);
 	if (rc != 0)
 		free(tr);
@@ -152,6 +153,8 @@ static void *ember_thread_start(void *p)
 	free(p);
 	ember__heap_set_internal(tr.internal);
 	ember__sigvirt_set_blocked(tr.sig_blocked); /* inherited, as a real mask is */
+	if (tr.env_own) /* libcurl's resolver reads the start-up environment too */
+		ember__env_own_thread();
 	pthread_once(&key_once, make_key);
 	pthread_setspecific(exit_key, (void *)(uintptr_t)tr.fn);
 	ember__threads_on_start();
@@ -173,6 +176,7 @@ int ember__hooked_pthread_create(pthread_t *th, const pthread_attr_t *attr,
 	tr->internal = ember__heap_internal();
 	tr->sig_blocked = ember__sigvirt_blocked();
 	tr->name = NULL;
+	tr->env_own = ember__env_is_own_thread();
 	int rc = real(th, attr, ember_thread_start, tr);
 	if (rc != 0)
 		free(tr);

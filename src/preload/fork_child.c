@@ -208,6 +208,10 @@ EMBER_HOT_TEXT static void *helper_main(void *arg)
 	}
 	/* (not before: most helpers end at an exec within a millisecond) */
 	ember__heap_set_internal(1); /* our allocations are never profiled */
+	/* Every getenv on this thread, the libraries' the start loads
+	 * included (libcurl, OpenSSL, GnuTLS), reads the copy taken before
+	 * main() (preload/getenv_hook.c): the program may be calling setenv. */
+	ember__env_own_thread();
 	pthread_setname_np(pthread_self(), "emberprof-fork");
 	int (*start)(void) = __atomic_load_n(&g_start, __ATOMIC_ACQUIRE);
 	if (start && start() == 0)

@@ -16,8 +16,9 @@ extern char **environ;
  * children inherit it. */
 static char **g_snap EMBER_HOT_DATA;
 static _Atomic int g_use EMBER_HOT_DATA;
-/* This thread is emberprof's own (ember__env_own_thread). */
-static __thread int t_own;
+/* This thread is emberprof's own (ember__env_own_thread). Initial-exec:
+ * read by the getenv of every thread of the program (preload/getenv_hook.c). */
+static __thread int t_own __attribute__((tls_model("initial-exec")));
 
 EMBER_HOT_TEXT void ember__env_snapshot_take(void)
 {
@@ -88,6 +89,11 @@ EMBER_HOT_TEXT void ember__env_snapshot_use(void)
 void ember__env_own_thread(void)
 {
 	t_own = 1;
+}
+
+EMBER_HOT_TEXT int ember__env_is_own_thread(void)
+{
+	return t_own;
 }
 
 EMBER_HOT_TEXT const char *ember__getenv(const char *name)

@@ -45,6 +45,11 @@ int ember__env_snapshot_set(const char *settings);
  * async-signal-safe (thread-local store; call it from the thread's start). */
 void ember__env_own_thread(void);
 
+/* Whether ember__env_own_thread() marked the calling thread (threads
+ * that such a thread creates are marked too: engine/thread_hook.c).
+ * Async-signal-safe. */
+int ember__env_is_own_thread(void);
+
 /* getenv(), or the copy's value after ember__env_snapshot_use() or on a
  * thread marked by ember__env_own_thread(). The string is owned by the
  * environment (or the copy); do not free it. */
