@@ -173,6 +173,56 @@ static int walk_end(const ember__unwind_snapshot *snap, const uint64_t *pcs, int
 	return WALK_ENDED;
 }
 
+/*
+ * Where the call before return address ra went, when its code says so:
+ * a direct call's target, followed through a PLT stub's code pointer, or
+ * the code pointer a call through memory read; 0 when it cannot tell (a
+ * call through a register, an undecoded architecture, unreadable code).
+ */
+static uintptr_t call_target(uintptr_t ra)
+{
+	uint8_t c[16];
+	uintptr_t dest;
+	ra &= EMBER_ARCH_PC_MASK;
+	if (ra < 4096 + 8 || !read_self(ra - 8, c, 8))
+		return 0;
+	int kind = ember__regs_call_dest(c, ra, &dest);
+	if (kind == 0)
+		return 0;
+	if (kind == 1 && (!read_self(dest, c, sizeof(c)) || !ember__regs_plt_slot(c, dest, &dest)))
+		return dest; /* code, not a stub */
+	uint64_t to = 0;
+	return read_self(dest, &to, sizeof(to)) ? (uintptr_t)to & EMBER_ARCH_PC_MASK : 0;
+}
+
+/*
+ * How near the call before a frame record's return address ra went to
+ * callee (the pc of the frame below it): the distance between its target
+ * and callee when the target lies in callee's module, else UINTPTR_MAX
+ * (the code does not say: a call through a register, another module).
+ * The call that made the frame below went to the start of the function
+ * holding callee, or to a stub beside it that jumps there (ASan's read()
+ * into its read.part.0 just below): of two records whose walks disagree,
+ * the one whose call went nearer is the true one.
+ */
+static uintptr_t call_distance(const ember__unwind_snapshot *snap, uintptr_t ra, uintptr_t callee)
+{
+	uintptr_t t = call_target(ra);
+	callee &= EMBER_ARCH_PC_MASK;
+	const ember__unwind_module *m = module_of(snap, callee);
+	if (!t || !m || module_of(snap, t) != m)
+		return UINTPTR_MAX;
+	return t > callee ? t - callee : callee - t;
+}
+
+/* Whether hi[0..nh) is the end of lo[0..nl). */
+static int walk_suffix(const uint64_t *hi, int nh, const uint64_t *lo, int nl)
+{
+	if (nh <= 0 || nh > nl)
+		return 0;
+	return memcmp(hi, lo + (nl - nh), (size_t)nh * sizeof(uint64_t)) == 0;
+}
+
 /* Whether every caller in a walk (pcs[1..n)) was reached by a call. */
 static int walk_plausible(const uint64_t *pcs, int n)
 {
@@ -301,12 +351,22 @@ int ember__wall_remote_sample(ember__wall_remote *w, ember__sigstate *st, ember_
 		 * into its module (call_reaches). Frames below a big frame
 		 * (ASan's interceptors keep 2 KiB of buffers) leave stale
 		 * records in it whose walks end early at a zero word, or at
-		 * the outermost frame through callers long returned: with
-		 * unwind tables, the first walk that reaches the outermost
-		 * frame a table marks and passes both checks wins, else the
-		 * best ended, deepest one; without tables, the first that
-		 * ends, as before. */
+		 * the outermost frame through callers long returned. With
+		 * unwind tables, of the walks that pass both checks the best
+		 * ended wins (the outermost frame a table marks, then a zero
+		 * word); among equals, records are tried lowest first and a
+		 * lower one is kept when the higher one's walk is the end of
+		 * its own (the lower is a deeper record of the same chain),
+		 * else the record whose call went nearer the frame below it
+		 * (call_distance: ASan's ppoll interceptor keeps, below its own
+		 * record, a stale chain of free()'s callees whose walk also
+		 * reaches clone3; only the true record's call went to the
+		 * interceptor), else the lower for walks that reached the
+		 * outermost frame and the deeper for the others.
+		 * Without tables, the first that ends, as before. */
 		int n0 = n > 0 ? n : 1, best = WALK_TRUNCATED, tried = 0;
+		int taken = 0;
+		uintptr_t best_dist = UINTPTR_MAX;
 		for (size_t i = 0; i + 1 < nw && tried < FP_CANDIDATES; i++) {
 			uint64_t saved = w->copy[i], ra = w->copy[i + 1];
 			/* the caller's saved fp: 0, garbage (code without frame
@@ -320,15 +380,33 @@ int ember__wall_remote_sample(ember__wall_remote *w, ember__sigstate *st, ember_
 			int m = ember__unwind(st->unwind_mode, snap, &regs, &cb, w->alt, w->max_depth,
 					      &f);
 			int end = walk_end(snap, w->alt, m, f);
-			if (end < best || (end == best && m <= n) || !walk_plausible(w->alt, m) ||
+			if (end < best || !walk_plausible(w->alt, m) ||
 			    (snap && m > n0 && !call_reaches(snap, (uintptr_t)w->alt[n0],
 							     (uintptr_t)w->alt[n0 - 1])))
 				continue;
+			uintptr_t dist = snap && m > n0 ? call_distance(snap, (uintptr_t)w->alt[n0],
+									(uintptr_t)w->alt[n0 - 1])
+							: UINTPTR_MAX;
+			if (end == best) {
+				int take;
+				if (!taken || !snap)
+					take = m > n;
+				else if (m > n0 && walk_suffix(w->alt + n0, m - n0, w->pcs, n))
+					take = 0; /* the kept record is a deeper one of this chain */
+				else if (dist != best_dist)
+					take = dist < best_dist;
+				else
+					take = end != WALK_OUTERMOST && m > n;
+				if (!take)
+					continue;
+			}
 			memcpy(w->pcs, w->alt, (size_t)m * sizeof(uint64_t));
 			n = m;
 			flags = f;
 			best = end;
-			if (end == WALK_OUTERMOST || (!snap && end == WALK_ENDED))
+			taken = 1;
+			best_dist = dist;
+			if (!snap && end == WALK_ENDED)
 				break;
 		}
 	}

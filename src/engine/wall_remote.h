@@ -16,9 +16,11 @@
  * syscall file gives no frame pointer: where the walk needs one (code
  * built with frame pointers above libc's wrappers, which keep the
  * caller's), candidates from the copy - a slot holding a higher stack
- * address followed by a code address - are tried, lowest first, and the
- * first walk that reaches the thread's outermost frame is kept (else the
- * deepest). The thread's CPU time is read before and after: if it moved,
+ * address followed by a code address - are tried, lowest first, and a
+ * walk that reaches the thread's outermost frame is kept (else the
+ * deepest); of two that both do and disagree, the one whose record's call
+ * went nearer the frame below it (a stale chain in a big frame's unwritten
+ * buffer also reaches it: wall_remote.c). The thread's CPU time is read before and after: if it moved,
  * the thread ran meanwhile and the sample is given up for this tick
  * (its time goes to its next sample: the weights tile the thread's time).
  *
