@@ -26,29 +26,48 @@
  * after libc's and nothing is interposed: docs/design/host.md says what
  * that leaves open.
  *
- * Not covered by any interposer: the C library's own reads through its
- * internal names (TZ in the time functions, the resolver's LOCALDOMAIN and
- * RES_OPTIONS); docs/design/host.md lists them and how we avoid them.
+ * glibc's time functions read TZ through its internal getenv, which no
+ * interposer reaches: gmtime_r and gmtime at their first call in a
+ * process (they load the zone for its leap seconds), and OpenSSL calls
+ * gmtime_r on the uploader thread to check a certificate's dates.
+ * host.test_envstress saw that crash too (SIGSEGV in getenv under
+ * tzset_internal under OPENSSL_gmtime, the program's thread in setenv),
+ * in a program that had not called a time function itself. So gmtime_r
+ * and gmtime are here as well: on our threads they convert UTC without
+ * any zone (util/utctime.h: what glibc gives for every zone but the
+ * "right/" ones, whose leap seconds are not applied on our threads), on
+ * the program's threads they are the C library's. The resolver's own reads
+ * (LOCALDOMAIN, RES_OPTIONS) remain: docs/design/fork-and-exec.md.
  */
 #include <dlfcn.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <errno.h>
+#include <limits.h>
+#include <time.h>
 
 #include "util/envsnap.h"
 #include "util/hotpage.h"
+#include "util/utctime.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
-/* <stdlib.h> declares both; exported here. */
+/* <stdlib.h> and <time.h> declare them; exported here. */
 EXPORT char *getenv(const char *name);
 EXPORT char *secure_getenv(const char *name);
+EXPORT struct tm *gmtime_r(const time_t *t, struct tm *tm);
+EXPORT struct tm *gmtime(const time_t *t);
 
 typedef char *(*getenv_fn)(const char *);
+typedef struct tm *(*gmtime_r_fn)(const time_t *, struct tm *);
+typedef struct tm *(*gmtime_fn)(const time_t *);
 
 static getenv_fn real_getenv EMBER_HOT_DATA;
 static getenv_fn real_secure_getenv EMBER_HOT_DATA;
+static gmtime_r_fn real_gmtime_r EMBER_HOT_DATA;
+static gmtime_fn real_gmtime EMBER_HOT_DATA;
 
 extern char **environ;
 
@@ -78,6 +97,10 @@ __attribute__((constructor(101))) static void resolve_getenv(void)
 {
 	next(&real_getenv, "getenv");
 	next(&real_secure_getenv, "secure_getenv");
+	if (!real_gmtime_r)
+		real_gmtime_r = (gmtime_r_fn)dlsym(RTLD_NEXT, "gmtime_r");
+	if (!real_gmtime)
+		real_gmtime = (gmtime_fn)dlsym(RTLD_NEXT, "gmtime");
 }
 
 /* Same contract as the C library's: the string belongs to the environment
@@ -97,4 +120,64 @@ EXPORT char *secure_getenv(const char *name)
 		return (char *)ember__secure_getenv(name);
 	getenv_fn f = next(&real_secure_getenv, "secure_getenv");
 	return f ? f(name) : getauxval(AT_SECURE) ? NULL : walk_environ(name);
+}
+
+/* UTC broken down as glibc's gmtime_r does it, without a zone. NULL and
+ * EOVERFLOW when the year does not fit an int. */
+static struct tm *utc_tm(time_t t, struct tm *tm)
+{
+	ember__utc u;
+	ember__utc_from_unix((int64_t)t, &u);
+	if (u.year - 1900 > INT_MAX || u.year - 1900 < INT_MIN) {
+		errno = EOVERFLOW;
+		return NULL;
+	}
+	ember__utc jan1 = {u.year, 1, 1, 0, 0, 0};
+	int64_t day = ((int64_t)t - (int64_t)u.hour * 3600 - u.min * 60 - u.sec) / 86400;
+	int64_t wday = (day + 4) % 7; /* 1970-01-01 was a Thursday */
+	memset(tm, 0, sizeof(*tm));
+	tm->tm_year = (int)(u.year - 1900);
+	tm->tm_mon = u.mon - 1;
+	tm->tm_mday = u.mday;
+	tm->tm_hour = u.hour;
+	tm->tm_min = u.min;
+	tm->tm_sec = u.sec;
+	tm->tm_wday = (int)(wday < 0 ? wday + 7 : wday);
+	tm->tm_yday = (int)(day - ember__utc_to_unix(&jan1) / 86400);
+	tm->tm_isdst = 0;
+	tm->tm_gmtoff = 0;
+	tm->tm_zone = "GMT";
+	return tm;
+}
+
+/* Same contract as the C library's; *tm is the caller's. Not
+ * async-signal-safe (as glibc's is not). */
+EXPORT struct tm *gmtime_r(const time_t *t, struct tm *tm)
+{
+	if (ember__env_is_own_thread())
+		return utc_tm(*t, tm);
+	gmtime_r_fn f = __atomic_load_n(&real_gmtime_r, __ATOMIC_ACQUIRE);
+	if (!f) {
+		f = (gmtime_r_fn)dlsym(RTLD_NEXT, "gmtime_r");
+		if (f)
+			__atomic_store_n(&real_gmtime_r, f, __ATOMIC_RELEASE);
+	}
+	return f ? f(t, tm) : utc_tm(*t, tm);
+}
+
+/* On our threads, a buffer of the thread's own rather than glibc's one
+ * static struct (which the program's threads share). */
+static __thread struct tm t_gmtime_buf __attribute__((tls_model("initial-exec")));
+
+EXPORT struct tm *gmtime(const time_t *t)
+{
+	if (ember__env_is_own_thread())
+		return utc_tm(*t, &t_gmtime_buf);
+	gmtime_fn g = __atomic_load_n(&real_gmtime, __ATOMIC_ACQUIRE);
+	if (!g) {
+		g = (gmtime_fn)dlsym(RTLD_NEXT, "gmtime");
+		if (g)
+			__atomic_store_n(&real_gmtime, g, __ATOMIC_RELEASE);
+	}
+	return g ? g(t) : utc_tm(*t, &t_gmtime_buf);
 }

@@ -20,11 +20,13 @@
  * same holds for TZ, which glibc's time functions read at their first
  * call in a process (gmtime_r, localtime_r, timegm) or at every call
  * (localtime, mktime, strftime, tzset): those functions themselves are
- * wrapped, and a call of one from libemberprof's code on our threads is
+ * wrapped, and a call of one that reaches the C library on our threads,
+ * from any caller (our code, libcurl, OpenSSL's certificate checks), is
  * recorded as "tz_getenv FUNCTION THREAD" (host.test_setenv once crashed
- * in getenv under gmtime_r on the agent thread). Calls from the libraries
- * we load (OpenSSL checks certificate times with gmtime_r) are not
- * recorded: see docs/design/host.md.
+ * in getenv under gmtime_r on the agent thread, host.test_envstress under
+ * OpenSSL's gmtime_r on the uploader). libemberprof's own gmtime and
+ * gmtime_r (src/preload/getenv_hook.c) sit in front of these and answer
+ * our threads' calls without the C library.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -116,17 +118,10 @@ EXPORT char *secure_getenv(const char *name)
 	return audited("secure_getenv", &real, name);
 }
 
-/* Whether the return address `ra` is in libemberprof's code. */
-static int from_emberprof(void *ra)
-{
-	Dl_info di;
-	return dladdr(ra, &di) && di.dli_fname && strstr(di.dli_fname, "libemberprof");
-}
-
-#define TZ_AUDIT(fn)                                                       \
-	do {                                                               \
-		if (ours() && from_emberprof(__builtin_return_address(0))) \
-			record("tz_getenv", fn);                           \
+#define TZ_AUDIT(fn)                               \
+	do {                                       \
+		if (ours())                        \
+			record("tz_getenv", fn);   \
 	} while (0)
 #define REAL(type, fn) static type real_##fn; if (!real_##fn) real_##fn = (type)dlsym(RTLD_NEXT, #fn)
 
