@@ -23,8 +23,8 @@
  * library's), unchanged. Preloaded or linked ahead of libc, the library's
  * definitions come first in the symbol search order, so the libraries'
  * calls reach them. Loaded by `emberprof attach` (dlopen), they come
- * after libc's and nothing is interposed: docs/design/host.md says what
- * that leaves open.
+ * after libc's and nothing is interposed: docs/design/fork-and-exec.md
+ * says what that leaves open.
  *
  * glibc's time functions read TZ through its internal getenv, which no
  * interposer reaches: gmtime_r and gmtime at their first call in a
