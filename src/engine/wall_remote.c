@@ -119,6 +119,38 @@ static const ember__unwind_module *module_of(const ember__unwind_snapshot *snap,
 }
 
 /*
+ * The call before return address ra, decoded: 0 when its code cannot
+ * tell (a call through a register, an undecoded architecture, unreadable
+ * code), else 1 with *first where the call instruction went (a direct
+ * call's target; 0 for a call through memory) and *target where that led:
+ * *first itself unless it is a PLT stub, else the code pointer the stub
+ * or the call's memory operand reads (0 when that cannot be read).
+ */
+static int call_decode(uintptr_t ra, uintptr_t *first, uintptr_t *target)
+{
+	uint8_t c[16];
+	uintptr_t dest;
+	uint64_t to = 0;
+	ra &= EMBER_ARCH_PC_MASK;
+	*first = *target = 0;
+	if (ra < 4096 + 8 || !read_self(ra - 8, c, 8))
+		return 0;
+	int kind = ember__regs_call_dest(c, ra, &dest);
+	if (kind == 0)
+		return 0;
+	if (kind == 1) {
+		*first = dest;
+		if (!read_self(dest, c, sizeof(c)) || !ember__regs_plt_slot(c, dest, &dest)) {
+			*target = dest; /* code, not a stub */
+			return 1;
+		}
+	}
+	if (read_self(dest, &to, sizeof(to)))
+		*target = (uintptr_t)to & EMBER_ARCH_PC_MASK;
+	return 1;
+}
+
+/*
  * Whether the call before return address ra can have entered the module
  * holding `callee` (the pc of the frame below ra's): 0 when its code says
  * it went elsewhere - a direct call into another module's code that is not
@@ -131,28 +163,21 @@ static const ember__unwind_module *module_of(const ember__unwind_snapshot *snap,
 static int call_reaches(const ember__unwind_snapshot *snap, uintptr_t ra, uintptr_t callee)
 {
 	const ember__unwind_module *want = module_of(snap, callee);
-	uint8_t c[16];
-	uintptr_t dest;
-	ra &= EMBER_ARCH_PC_MASK;
-	if (!want || ra < 4096 + 8 || !read_self(ra - 8, c, 8))
+	uintptr_t first, target;
+	if (!want || !call_decode(ra, &first, &target))
 		return 1;
-	int kind = ember__regs_call_dest(c, ra, &dest);
-	if (kind == 0)
-		return 1;
-	if (kind == 1) {
-		const ember__unwind_module *m = module_of(snap, dest);
+	if (first) {
+		const ember__unwind_module *m = module_of(snap, first);
 		if (m == want)
 			return 1;
-		/* a PLT stub: where its pointer leads */
-		if (!read_self(dest, c, sizeof(c)) || !ember__regs_plt_slot(c, dest, &dest))
+		if (target == first) /* code, not a stub */
 			return m == NULL;
 	}
-	uint64_t to = 0;
-	if (!read_self(dest, &to, sizeof(to)))
+	if (!target)
 		return 1;
-	const ember__unwind_module *tm = module_of(snap, (uintptr_t)to);
+	const ember__unwind_module *tm = module_of(snap, target);
 	/* a lazy slot still points back into the caller's own module */
-	return tm == want || tm == NULL || tm == module_of(snap, ra);
+	return tm == want || tm == NULL || tm == module_of(snap, ra & EMBER_ARCH_PC_MASK);
 }
 
 /* How a walk ended, from least to most trusted: cut short; at a zero
@@ -174,25 +199,13 @@ static int walk_end(const ember__unwind_snapshot *snap, const uint64_t *pcs, int
 }
 
 /*
- * Where the call before return address ra went, when its code says so:
- * a direct call's target, followed through a PLT stub's code pointer, or
- * the code pointer a call through memory read; 0 when it cannot tell (a
- * call through a register, an undecoded architecture, unreadable code).
+ * Where the call before return address ra went, when its code says so
+ * (call_decode's target); 0 when it cannot tell.
  */
 static uintptr_t call_target(uintptr_t ra)
 {
-	uint8_t c[16];
-	uintptr_t dest;
-	ra &= EMBER_ARCH_PC_MASK;
-	if (ra < 4096 + 8 || !read_self(ra - 8, c, 8))
-		return 0;
-	int kind = ember__regs_call_dest(c, ra, &dest);
-	if (kind == 0)
-		return 0;
-	if (kind == 1 && (!read_self(dest, c, sizeof(c)) || !ember__regs_plt_slot(c, dest, &dest)))
-		return dest; /* code, not a stub */
-	uint64_t to = 0;
-	return read_self(dest, &to, sizeof(to)) ? (uintptr_t)to & EMBER_ARCH_PC_MASK : 0;
+	uintptr_t first, target;
+	return call_decode(ra, &first, &target) ? target : 0;
 }
 
 /*

@@ -64,29 +64,29 @@ typedef char *(*getenv_fn)(const char *);
 typedef struct tm *(*gmtime_r_fn)(const time_t *, struct tm *);
 typedef struct tm *(*gmtime_fn)(const time_t *);
 
-static getenv_fn real_getenv EMBER_HOT_DATA;
-static getenv_fn real_secure_getenv EMBER_HOT_DATA;
-static gmtime_r_fn real_gmtime_r EMBER_HOT_DATA;
-static gmtime_fn real_gmtime EMBER_HOT_DATA;
+/* The next definitions (the C library's), found at the first call or by
+ * the constructor, whichever comes first. */
+static void *real_getenv EMBER_HOT_DATA;
+static void *real_secure_getenv EMBER_HOT_DATA;
+static void *real_gmtime_r EMBER_HOT_DATA;
+static void *real_gmtime EMBER_HOT_DATA;
 
 extern char **environ;
 
 /* Before the next definition is known (a library's constructor that runs
- * before ours): the walk glibc's getenv does. */
+ * before ours): the walk glibc's getenv does, over the live array. */
 static char *walk_environ(const char *name)
 {
-	size_t n = strlen(name);
-	for (char **e = environ; e && *e; e++)
-		if (!strncmp(*e, name, n) && (*e)[n] == '=')
-			return *e + n + 1;
-	return NULL;
+	return (char *)ember__env_find(environ, name);
 }
 
-static getenv_fn next(getenv_fn *slot, const char *sym)
+/* The next definition of `sym`, cached in *slot; NULL if there is none
+ * (yet). */
+static void *next(void **slot, const char *sym)
 {
-	getenv_fn f = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+	void *f = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
 	if (!f) {
-		f = (getenv_fn)dlsym(RTLD_NEXT, sym);
+		f = dlsym(RTLD_NEXT, sym);
 		if (f)
 			__atomic_store_n(slot, f, __ATOMIC_RELEASE);
 	}
@@ -97,10 +97,8 @@ __attribute__((constructor(101))) static void resolve_getenv(void)
 {
 	next(&real_getenv, "getenv");
 	next(&real_secure_getenv, "secure_getenv");
-	if (!real_gmtime_r)
-		real_gmtime_r = (gmtime_r_fn)dlsym(RTLD_NEXT, "gmtime_r");
-	if (!real_gmtime)
-		real_gmtime = (gmtime_fn)dlsym(RTLD_NEXT, "gmtime");
+	next(&real_gmtime_r, "gmtime_r");
+	next(&real_gmtime, "gmtime");
 }
 
 /* Same contract as the C library's: the string belongs to the environment
@@ -110,7 +108,7 @@ EXPORT char *getenv(const char *name)
 {
 	if (ember__env_is_own_thread())
 		return (char *)ember__getenv(name);
-	getenv_fn f = next(&real_getenv, "getenv");
+	getenv_fn f = (getenv_fn)next(&real_getenv, "getenv");
 	return f ? f(name) : walk_environ(name);
 }
 
@@ -118,7 +116,7 @@ EXPORT char *secure_getenv(const char *name)
 {
 	if (ember__env_is_own_thread())
 		return (char *)ember__secure_getenv(name);
-	getenv_fn f = next(&real_secure_getenv, "secure_getenv");
+	getenv_fn f = (getenv_fn)next(&real_secure_getenv, "secure_getenv");
 	return f ? f(name) : getauxval(AT_SECURE) ? NULL : walk_environ(name);
 }
 
@@ -156,12 +154,7 @@ EXPORT struct tm *gmtime_r(const time_t *t, struct tm *tm)
 {
 	if (ember__env_is_own_thread())
 		return utc_tm(*t, tm);
-	gmtime_r_fn f = __atomic_load_n(&real_gmtime_r, __ATOMIC_ACQUIRE);
-	if (!f) {
-		f = (gmtime_r_fn)dlsym(RTLD_NEXT, "gmtime_r");
-		if (f)
-			__atomic_store_n(&real_gmtime_r, f, __ATOMIC_RELEASE);
-	}
+	gmtime_r_fn f = (gmtime_r_fn)next(&real_gmtime_r, "gmtime_r");
 	return f ? f(t, tm) : utc_tm(*t, tm);
 }
 
@@ -173,11 +166,6 @@ EXPORT struct tm *gmtime(const time_t *t)
 {
 	if (ember__env_is_own_thread())
 		return utc_tm(*t, &t_gmtime_buf);
-	gmtime_fn g = __atomic_load_n(&real_gmtime, __ATOMIC_ACQUIRE);
-	if (!g) {
-		g = (gmtime_fn)dlsym(RTLD_NEXT, "gmtime");
-		if (g)
-			__atomic_store_n(&real_gmtime, g, __ATOMIC_RELEASE);
-	}
+	gmtime_fn g = (gmtime_fn)next(&real_gmtime, "gmtime");
 	return g ? g(t) : utc_tm(*t, &t_gmtime_buf);
 }

@@ -100,10 +100,14 @@ EMBER_HOT_TEXT const char *ember__getenv(const char *name)
 {
 	if (!atomic_load(&g_use) && !t_own)
 		return getenv(name);
-	if (!g_snap)
-		return NULL; /* our thread, no copy: never the live environment */
+	/* our thread and no copy: NULL, never the live environment */
+	return ember__env_find(g_snap, name);
+}
+
+EMBER_HOT_TEXT const char *ember__env_find(char *const *env, const char *name)
+{
 	size_t n = strlen(name);
-	for (char **e = g_snap; *e; e++)
+	for (char *const *e = env; e && *e; e++)
 		if (!strncmp(*e, name, n) && (*e)[n] == '=')
 			return *e + n + 1;
 	return NULL;

@@ -55,6 +55,11 @@ int ember__env_is_own_thread(void);
  * environment (or the copy); do not free it. */
 const char *ember__getenv(const char *name);
 
+/* The value of `name` in `env` (a NULL-terminated "NAME=value" array,
+ * may be NULL), or NULL. The string is owned by `env`. Async-signal-safe
+ * (reads only); the caller keeps `env` alive and unchanged meanwhile. */
+const char *ember__env_find(char *const *env, const char *name);
+
 /* secure_getenv() in the same way (NULL in a set-user-ID program). */
 const char *ember__secure_getenv(const char *name);
 
