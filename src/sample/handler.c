@@ -63,12 +63,19 @@ static void answer_probe(ember__sigstate *st, void *uc)
 	atomic_fetch_add_explicit(&st->probes, 1, memory_order_relaxed);
 }
 
-/* Whether the interrupted thread was blocked in a system call: 1, 0
- * (running) or -1 (cannot tell). The instruction-set part lives in
- * regs_<arch>.c (ember__regs_in_syscall). */
-static int in_syscall(void *uc, uintptr_t pc)
+/* Not read yet (in_syscall's memo). */
+#define SYS_UNREAD (-100)
+
+/* Whether the interrupted thread was in a system call: 1 (blocked, to be
+ * restarted), 2 (interrupted, failing with EINTR), 0 (running) or -1
+ * (cannot tell). The instruction-set part lives in regs_<arch>.c
+ * (ember__regs_in_syscall); read once per signal into *memo, which the
+ * handler starts at SYS_UNREAD. */
+static int in_syscall(void *uc, uintptr_t pc, int *memo)
 {
-	return ember__regs_in_syscall(uc, pc);
+	if (*memo == SYS_UNREAD)
+		*memo = ember__regs_in_syscall(uc, pc);
+	return *memo;
 }
 
 static int64_t mono_ns(void)
@@ -131,7 +138,7 @@ static uint32_t next_wall_seq(ember__sigstate *st)
  * dropped_full, as a wall signal's sample). Async-signal-safe.
  */
 static void wall_from_cpu(ember__sigstate *st, ember__thread_ent *self, int32_t tid,
-			  const ember__sample_rec *cpu, int nk, void *uc, uintptr_t pc)
+			  const ember__sample_rec *cpu, int nk, void *uc, uintptr_t pc, int *sysmemo)
 {
 	if (ember__tls_exiting || !atomic_load_explicit(&self->wall_want_ns, memory_order_relaxed))
 		return;
@@ -145,7 +152,7 @@ static void wall_from_cpu(ember__sigstate *st, ember__thread_ent *self, int32_t 
 		atomic_fetch_add_explicit(&st->dropped_full, 1, memory_order_relaxed);
 		return;
 	}
-	int sys = in_syscall(uc, pc);
+	int sys = in_syscall(uc, pc, sysmemo);
 	unsigned kind = EMBER_SAMPLE_WALL |
 			(sys > 0 ? EMBER_SAMPLE_SLEEPING : sys == 0 ? EMBER_SAMPLE_RUNNING : 0);
 	uint32_t depth = cpu->depth > (uint32_t)nk ? cpu->depth - (uint32_t)nk : 0;
@@ -172,9 +179,9 @@ static void wall_from_cpu(ember__sigstate *st, ember__thread_ent *self, int32_t 
 
 /* Claims a slot, unwinds into it and publishes it. `kind` holds the
  * EMBER_SAMPLE_* bits; `weight` is in nanoseconds; kips[0..nk): kernel
- * frames (perf events), put below the user stack. */
+ * frames (perf events), put below the user stack; *sysmemo: in_syscall's. */
 static void take_sample(ember__sigstate *st, uint64_t weight, unsigned kind, void *uc,
-			const uint64_t *kips, int nk)
+			const uint64_t *kips, int nk, int *sysmemo)
 {
 	int32_t tid = current_tid();
 	if (kind & EMBER_SAMPLE_WALL) {
@@ -202,7 +209,7 @@ static void take_sample(ember__sigstate *st, uint64_t weight, unsigned kind, voi
 	ember__regs regs;
 	ember__regs_from_ucontext(uc, &regs);
 	if (kind & EMBER_SAMPLE_WALL) {
-		int sys = in_syscall(uc, regs.pc);
+		int sys = in_syscall(uc, regs.pc, sysmemo);
 		kind |= sys > 0 ? EMBER_SAMPLE_SLEEPING : sys == 0 ? EMBER_SAMPLE_RUNNING : 0;
 	}
 	ember__stack_bounds bounds = {0, 0};
@@ -238,7 +245,7 @@ static void take_sample(ember__sigstate *st, uint64_t weight, unsigned kind, voi
 	 * sample too, sharing this unwind (before this record's commit: the
 	 * agent may take and reuse a committed slot). */
 	if (self && !(kind & EMBER_SAMPLE_WALL))
-		wall_from_cpu(st, self, tid, r, nk, uc, regs.pc);
+		wall_from_cpu(st, self, tid, r, nk, uc, regs.pc, sysmemo);
 	ember__sampbuf_commit(r);
 	if (wall_seq) /* after the commit: a repeat is claimed after this sample */
 		note_wall_state(st, tid, (kind & EMBER_SAMPLE_SLEEPING) ? wall_seq : 0, wall_seq);
@@ -273,7 +280,7 @@ static void take_sample(ember__sigstate *st, uint64_t weight, unsigned kind, voi
  * With kernel frames on, the thread's ring holds the overflow's kernel
  * callchain (sample/kring.h), read before the stack is unwound.
  */
-static void perf_sample(ember__sigstate *st, int fd, void *uc)
+static void perf_sample(ember__sigstate *st, int fd, void *uc, int *sysmemo)
 {
 	ember__threadtab *tab = atomic_load_explicit(&st->tab, memory_order_acquire);
 	ember__thread_ent *e = tab ? ember__threadtab_find(tab, current_tid()) : NULL;
@@ -296,7 +303,7 @@ static void perf_sample(ember__sigstate *st, int fd, void *uc)
 	}
 	/* Signed: the agent starts `last` half a period below zero (threads.c). */
 	int64_t d = (int64_t)(count - atomic_load_explicit(&e->perf_last, memory_order_relaxed));
-	take_sample(st, d > 0 ? (uint64_t)d : 0, 0, uc, kips, nk);
+	take_sample(st, d > 0 ? (uint64_t)d : 0, 0, uc, kips, nk, sysmemo);
 	int64_t spent = mono_ns() - t0;
 	atomic_store_explicit(&e->perf_last, count + (uint64_t)(spent > 0 ? spent : 0),
 			      memory_order_relaxed);
@@ -312,7 +319,7 @@ void ember__sigpath_handler(int sig, siginfo_t *si, void *uc)
 {
 	ember__regs_note_sigreturn((uintptr_t)__builtin_return_address(0)); /* regs_<arch>.c */
 	int saved_errno = errno;
-	int foreign = 0, redeliver = 0;
+	int foreign = 0, redeliver = 0, sys = SYS_UNREAD;
 	ember__sig_depth++;
 	/* seq_cst: pairs with the agent's store of a new unwind snapshot and
 	 * its fence before reading the count (unwind_tables.c). */
@@ -341,16 +348,16 @@ void ember__sigpath_handler(int sig, siginfo_t *si, void *uc)
 		if ((uintptr_t)si->si_value.sival_ptr == EMBER_TIMER_VALUE) {
 			int ov = si->si_overrun;
 			uint64_t periods = 1u + (uint64_t)(ov < 0 ? 0 : ov > 100000 ? 100000 : ov);
-			take_sample(st, periods * sample_period(st), 0, uc, NULL, 0);
+			take_sample(st, periods * sample_period(st), 0, uc, NULL, 0, &sys);
 		} else {
 			foreign = 1;
 		}
 	} else if (si->si_code == SI_KERNEL &&
 		   atomic_load_explicit(&st->accept_itimer, memory_order_relaxed)) {
-		take_sample(st, sample_period(st), 0, uc, NULL, 0); /* setitimer(ITIMER_PROF) */
+		take_sample(st, sample_period(st), 0, uc, NULL, 0, &sys); /* setitimer(ITIMER_PROF) */
 	} else if (si->si_code >= POLL_IN && si->si_code <= POLL_HUP &&
 		   atomic_load_explicit(&st->accept_perf, memory_order_relaxed)) {
-		perf_sample(st, si->si_fd, uc); /* F_SETSIG from a perf event */
+		perf_sample(st, si->si_fd, uc, &sys); /* F_SETSIG from a perf event */
 	} else if (si->si_code == SI_QUEUE && si->si_pid == getpid()) {
 		uint64_t v = (uint64_t)(uintptr_t)si->si_value.sival_ptr;
 		if (si->si_value.sival_int == EMBER_PROBE_MAGIC && (v >> 32) == 0)
@@ -359,7 +366,7 @@ void ember__sigpath_handler(int sig, siginfo_t *si, void *uc)
 			redeliver = 1;
 		else if ((v >> EMBER_WALL_SHIFT) == EMBER_WALL_TAG)
 			take_sample(st, v & ((1ull << EMBER_WALL_SHIFT) - 1), EMBER_SAMPLE_WALL, uc,
-				    NULL, 0);
+				    NULL, 0, &sys);
 		else
 			foreign = 1;
 	} else {
@@ -371,9 +378,12 @@ void ember__sigpath_handler(int sig, siginfo_t *si, void *uc)
 	} else {
 		ember__sigvirt_count_ours();
 		if (!redeliver) {
-			ember__regs r;
-			ember__regs_from_ucontext(uc, &r);
-			if (ember__regs_in_syscall(uc, r.pc) == 2)
+			if (sys == SYS_UNREAD) { /* not read by the sample */
+				ember__regs r;
+				ember__regs_from_ucontext(uc, &r);
+				in_syscall(uc, r.pc, &sys);
+			}
+			if (sys == 2)
 				atomic_fetch_add_explicit(&st->interrupted_calls, 1,
 							  memory_order_relaxed);
 		}
