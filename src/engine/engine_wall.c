@@ -114,21 +114,32 @@ void ember__wall_record_repeat(ember__sigstate *st, int32_t tid, int64_t weight_
 			 seq, 0, 0);
 }
 
+/*
+ * Takes the time ticks found thread entry `e` running for and left to a
+ * CPU sample that never came (wall_want_ns): when there is some, it is
+ * counted in wall_want_left, and in wall_want_lost too unless `kept` (the
+ * caller has a sample to record it in). Returns it, or 0.
+ */
+static int64_t take_want(ember__sigstate *st, ember__thread_ent *e, int kept)
+{
+	int64_t want = atomic_exchange(&e->wall_want_ns, 0);
+	if (want <= 0)
+		return 0;
+	atomic_fetch_add_explicit(&st->wall_want_left, 1, memory_order_relaxed);
+	if (!kept)
+		atomic_fetch_add_explicit(&st->wall_want_lost, 1, memory_order_relaxed);
+	return want;
+}
+
 int ember__wall_record_last(ember__sigstate *st, ember__thread_ent *e, int32_t tid,
 			    uint64_t start_pc)
 {
 	uint32_t seq = atomic_load_explicit(&e->wall_last_seq, memory_order_acquire);
-	/* time found running that no CPU sample took (wall_want_ns) */
-	int64_t want = atomic_exchange(&e->wall_want_ns, 0);
-	if (want > 0)
-		atomic_fetch_add_explicit(&st->wall_want_left, 1, memory_order_relaxed);
-	if (!seq && !start_pc) {
-		if (want > 0)
-			atomic_fetch_add_explicit(&st->wall_want_lost, 1, memory_order_relaxed);
+	int64_t want = take_want(st, e, seq || start_pc);
+	if (!seq && !start_pc)
 		return 0;
-	}
 	int64_t now = mono_ns(), last = atomic_exchange(&e->wall_last_ns, now);
-	int64_t d = (last > 0 && now > last ? now - last : 0) + (want > 0 ? want : 0);
+	int64_t d = (last > 0 && now > last ? now - last : 0) + want;
 	if (d > 0) {
 		if (seq)
 			ember__wall_record_repeat(st, tid, d, seq);
@@ -153,15 +164,10 @@ static ember__thread_ent *entry_of(ember__wall *w, int32_t tid)
  */
 static void settle_want(ember__sigstate *st, ember__thread_ent *e, int32_t tid)
 {
-	int64_t want = atomic_exchange(&e->wall_want_ns, 0);
-	if (want <= 0)
-		return;
-	atomic_fetch_add_explicit(&st->wall_want_left, 1, memory_order_relaxed);
 	uint32_t seq = atomic_load_explicit(&e->wall_last_seq, memory_order_acquire);
-	if (seq)
+	int64_t want = take_want(st, e, seq != 0);
+	if (want > 0 && seq)
 		ember__wall_record_repeat(st, tid, want, seq);
-	else
-		atomic_fetch_add_explicit(&st->wall_want_lost, 1, memory_order_relaxed);
 }
 
 /*
