@@ -62,6 +62,11 @@ static int late_mode;
  * between), stop called */
 static double t_starting, t_started, t_stopping;
 static double born[NB], died[NB];
+/* monotonic: before its pthread_create, after its join returned (for
+ * b_nanosleep, which b_join joins: b_join's death). The thread's life as a
+ * thread lies between these: on a loaded machine it may wait long for a
+ * CPU before `born` and between `died` and its exit. */
+static double created[NB], joined[NB];
 static atomic_int eintr[NB], ready;
 static int pipe_fd[2], poll_pipe[2], sock_pair[2], listen_fd, epfd;
 static char sock_path[108];
@@ -318,9 +323,11 @@ int main(int argc, char **argv)
 			;
 		_exit(0);
 	}
-	for (int k = 0; k < NB; k++)
+	for (int k = 0; k < NB; k++) {
+		created[k] = mono();
 		IT_CHECK(pthread_create(&th[k], NULL, thread_main, (void *)(intptr_t)k) == 0,
 			 "thread %d", k);
+	}
 	while (atomic_load(&ready) < NB)
 		sched_yield();
 	double t_created = mono();
@@ -340,8 +347,11 @@ int main(int argc, char **argv)
 	pthread_mutex_unlock(&held);
 	pthread_kill(th[B_SIGWAIT], SIGUSR2);
 	for (int k = 0; k < NB; k++)
-		if (k != B_NANOSLEEP) /* b_join joins it */
+		if (k != B_NANOSLEEP) { /* b_join joins it */
 			pthread_join(th[k], NULL);
+			joined[k] = mono();
+		}
+	joined[B_NANOSLEEP] = died[B_JOIN];
 	close(cfd);
 	t_stopping = mono();
 	IT_CHECK(ember_running_stop(&a, run) == 0, "stop: %s", ember_last_error());
@@ -463,9 +473,11 @@ int main(int argc, char **argv)
 	double sum = 0, sum_life = 0, sum_life_hi = 0, jsum = 0;
 	for (int k = 0; k < NB; k++) {
 		/* profiled from its adoption, somewhere in start (late), or from
-		 * its birth: between these bounds */
+		 * its start (which the thread reaches between `created` and
+		 * `born`) to its exit (between `died` and `joined`): between
+		 * these bounds */
 		double life = died[k] - (born[k] > t_started ? born[k] : t_started);
-		double life_hi = died[k] - (born[k] > t_starting ? born[k] : t_starting);
+		double life_hi = joined[k] - (created[k] > t_starting ? created[k] : t_starting);
 		sum += total[k];
 		jsum += jtotal[k];
 		sum_life += life;
