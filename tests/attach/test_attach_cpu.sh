@@ -86,9 +86,15 @@ for follow in yes no; do
 	stop_target
 done
 
-# --pid-of NAME, as pgrep -x: the name as /proc/PID/comm has it
+# --pid-of NAME, as pgrep -x: the name as /proc/PID/comm has it. Started
+# through a link of its own name (comm is the name exec'd): another run of
+# this test on the machine (a second build's) has a target of the same
+# binary, and both would be found.
+ln -s "$EMBER_ATTACH_WORK" "$T/eaw$$" || exit 1
+EMBER_ATTACH_WORK=$T/eaw$$
 start_target idle
 comm=$(cat /proc/$TPID/comm)
+[ "$comm" = "eaw$$" ] || fail "the target's name is '$comm', not eaw$$"
 "$EMBERPROF" attach -q --duration 200ms --pid-of "$comm" -o byname >/dev/null 2>byname.err
 check_exit "--pid-of $comm" 0 $?
 check_grep "--pid-of $comm" byname.err "attached to 1 process"
