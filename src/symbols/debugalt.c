@@ -58,6 +58,18 @@ static int try_alt(const char *path, const uint8_t *id, size_t id_len, char **fo
 	return fd;
 }
 
+/* link, relative to the directory of the file at file_name. */
+static int try_relative(const char *file_name, const char *link, const uint8_t *id,
+			size_t id_len, char **found)
+{
+	const char *slash = strrchr(file_name, '/');
+	char path[PATH_MAX];
+	int n = slash ? snprintf(path, sizeof(path), "%.*s/%s", (int)(slash - file_name), file_name,
+				 link)
+		      : snprintf(path, sizeof(path), "%s", link);
+	return n > 0 && (size_t)n < sizeof(path) ? try_alt(path, id, id_len, found) : -1;
+}
+
 int ember__debugalt_open(const char *file_name, const char *link, const uint8_t *id,
 			 size_t id_len, char **found)
 {
@@ -67,13 +79,13 @@ int ember__debugalt_open(const char *file_name, const char *link, const uint8_t 
 	if (link[0] == '/') {
 		fd = try_alt(link, id, id_len, found);
 	} else {
-		const char *slash = strrchr(file_name, '/');
-		char path[PATH_MAX];
-		int n = slash ? snprintf(path, sizeof(path), "%.*s/%s", (int)(slash - file_name),
-					 file_name, link)
-			      : snprintf(path, sizeof(path), "%s", link);
-		if (n > 0 && (size_t)n < sizeof(path))
-			fd = try_alt(path, id, id_len, found);
+		fd = try_relative(file_name, link, id, id_len, found);
+		/* libdw resolves it from the file it has open, symbolic links
+		 * followed (a build-id tree's link to the debug file) */
+		char *real = fd < 0 ? realpath(file_name, NULL) : NULL;
+		if (real && strcmp(real, file_name) != 0)
+			fd = try_relative(real, link, id, id_len, found);
+		free(real);
 	}
 	/* the build-id tree alone (no main file, no debuglink) */
 	if (fd < 0)

@@ -31,7 +31,8 @@ size_t ember__debugalt_id(const char *file_name, const char *link, uint8_t *id, 
 /*
  * Opens the alt file `link` of the ELF file at file_name where libdw's
  * own fallback looks: link itself when absolute, else relative to
- * file_name's directory; then /usr/lib/debug/.build-id/xx/yyyy.debug of
+ * file_name's directory (as given, then with symbolic links resolved, as
+ * libdw sees it); then /usr/lib/debug/.build-id/xx/yyyy.debug of
  * the alt's build id id[0..id_len). Each candidate is accepted only when
  * its build id is that one. Returns a read-only descriptor (the caller's)
  * and *found, a malloc'd copy of its path (the caller frees it); or -1

@@ -5,8 +5,9 @@
  * malformed section is exactly what the case says):
  *  - a debug file whose .gnu_debugaltlink names "alt.debug" and a build id:
  *    the request is recognised and the id read; another name is not it;
- *  - the alt file is found relative to the debug file's directory, and by
- *    an absolute path, only when its build id is the recorded one;
+ *  - the alt file is found relative to the debug file's directory (also
+ *    when the debug file is reached through a symbolic link elsewhere),
+ *    and by an absolute path, only when its build id is the recorded one;
  *  - malformed sections (no NUL after the name, no build id, an id longer
  *    than the caller's room, no section, not an ELF file, no file) are
  *    "not an alt request", never a crash.
@@ -133,6 +134,33 @@ static void test_recognised_and_found_relative(void)
 	free(found);
 }
 
+/* The debug file reached through a symbolic link elsewhere (a build-id
+ * tree's): its relative alt path is resolved from where the file is. */
+static void test_relative_through_symlink(void)
+{
+	char dbg[PATH_MAX], lnk[PATH_MAX], alt[PATH_MAX];
+	path_of(dbg, "lib");
+	CHECK_EQ_INT(mkdir(dbg, 0700), 0);
+	path_of(dbg, "ids");
+	CHECK_EQ_INT(mkdir(dbg, 0700), 0);
+	path_of(alt, "lib/alt.debug");
+	write_alt("lib/alt.debug", alt_id);
+	write_debug("lib/foo.debug", "alt.debug", alt_id, sizeof(alt_id));
+	path_of(dbg, "lib/foo.debug");
+	path_of(lnk, "ids/ab.debug");
+	CHECK_EQ_INT(symlink(dbg, lnk), 0);
+	uint8_t id[64];
+	size_t n = ember__debugalt_id(lnk, "alt.debug", id, sizeof(id));
+	CHECK_EQ_INT(n, sizeof(alt_id));
+	char *found = NULL;
+	int fd = ember__debugalt_open(lnk, "alt.debug", id, n, &found);
+	CHECK(fd >= 0);
+	CHECK(found && strstr(found, "/lib/alt.debug"));
+	if (fd >= 0)
+		close(fd);
+	free(found);
+}
+
 static void test_absolute_and_checked_by_build_id(void)
 {
 	char dbg[PATH_MAX], alt[PATH_MAX];
@@ -218,6 +246,7 @@ int main(void)
 		return 1;
 	}
 	RUN(test_recognised_and_found_relative);
+	RUN(test_relative_through_symlink);
 	RUN(test_absolute_and_checked_by_build_id);
 	RUN(test_malformed_is_not_an_alt);
 	check_rm_rf(dir);
