@@ -10,8 +10,8 @@
  * It notes the descriptors open at start, burns CPU in burn_cpu (which
  * inlines dwzalt_spin) until DIR holds a finished profile (the agent
  * symbolized a window: a file ending in .pb.gz, renamed into place when
- * complete), then lists every descriptor that was not open at the start:
- * each must be numbered 256 or above with FD_CLOEXEC (util/ownfd.h).
+ * complete), then lists every descriptor that was not open at the start
+ * (host_fdlist.h): each must be numbered 256 or above with FD_CLOEXEC.
  * Prints "agent's fd N -> TARGET" for each one that is, "fd N -> TARGET"
  * for each one that is not and exits 3; prints "fds ok, N new" and exits
  * 0; exits 4 if no profile came in a bound of burn rounds far beyond
@@ -21,13 +21,10 @@
  */
 #define _GNU_SOURCE
 #include <dirent.h>
-#include <fcntl.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#define MAX_FD 4096
+#include "host_fdlist.h"
 
 /* shared by both builds: dwz moves its description to the alt file */
 struct dwzalt_acc {
@@ -69,32 +66,14 @@ static int has_profile(const char *dir)
 	return found;
 }
 
-/* open[fd] = 1 for each descriptor open now (the listing's own excepted). */
-static void open_fds(unsigned char *open)
-{
-	DIR *d = opendir("/proc/self/fd");
-	if (!d) {
-		perror("host_dwzalt: /proc/self/fd");
-		exit(1);
-	}
-	int self = dirfd(d);
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		int fd = atoi(e->d_name);
-		if (e->d_name[0] != '.' && fd != self && fd >= 0 && fd < MAX_FD)
-			open[fd] = 1;
-	}
-	closedir(d);
-}
-
 int main(int argc, char **argv)
 {
-	static unsigned char before[MAX_FD], after[MAX_FD];
+	static unsigned char before[HOST_MAX_FD];
 	if (argc != 2) {
 		fprintf(stderr, "usage: host_dwzalt DIR\n");
 		return 2;
 	}
-	open_fds(before);
+	host_open_fds(before);
 	struct dwzalt_acc acc = {0};
 	/* 2e6 additions a round: a million rounds is hours of CPU */
 	while (!has_profile(argv[1]))
@@ -104,27 +83,5 @@ int main(int argc, char **argv)
 		} else {
 			burn_cpu(&acc);
 		}
-	open_fds(after);
-	int bad = 0, fresh = 0;
-	for (int fd = 0; fd < MAX_FD; fd++) {
-		if (!after[fd] || before[fd])
-			continue;
-		fresh++;
-		int fl = fcntl(fd, F_GETFD);
-		char path[64], target[512];
-		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-		ssize_t n = readlink(path, target, sizeof(target) - 1);
-		target[n > 0 ? n : 0] = '\0';
-		if (fd >= 256 && fl >= 0 && (fl & FD_CLOEXEC)) {
-			printf("agent's fd %d -> %s\n", fd, target);
-			continue;
-		}
-		printf("fd %d -> %s%s\n", fd, target,
-		       fl >= 0 && !(fl & FD_CLOEXEC) ? " (inherited by exec)" : "");
-		bad++;
-	}
-	if (bad)
-		return 3;
-	printf("fds ok, %d new\n", fresh);
-	return 0;
+	return host_check_new_fds(before, 1);
 }
