@@ -14,6 +14,7 @@ PKGS=(
   python3                               # the tests' fake Pyroscope server (stdlib only)
   libiberty-dev                         # C++/Rust demangler
   binutils                              # readelf, used by tests
+  dwz                                   # tests only: host.test_dwzalt makes a dwz alt file (.gnu_debugaltlink) as distributions' debug packages ship them
   golang-go                             # `go tool pprof` checks every pprof we write
   protobuf-compiler python3-protobuf    # tests only: the OTLP test receiver decodes with modules protoc generates from the pinned opentelemetry-proto
   google-perftools libgoogle-perftools-dev  # gperftools: the benchmark's peer

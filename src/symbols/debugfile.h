@@ -9,6 +9,8 @@
  * to the file, in its .debug subdirectory and under /usr/lib/debug/<dir>.
  * A candidate found by name is accepted only if it matches the module: by
  * build id when the module has one, else by the CRC-32 in .gnu_debuglink.
+ * libdwfl's request for a module's dwz alt file (.gnu_debugaltlink) is
+ * told apart and searched by the alt's own build id (symbols/debugalt.h).
  *
  * It exists so that the profiled process never calls
  * dwfl_standard_find_debuginfo: elfutils 0.188 ends that search by

@@ -44,7 +44,8 @@ int ember__elf_debug_matches(int fd, const uint8_t *id, size_t id_len, uint32_t 
  * Opens the debug file of the ELF file at main_path (absolute), whose build
  * id is id[0..id_len) (id_len 0: none) and whose .gnu_debuglink is
  * link/crc (link NULL: none): the build-id tree first (only with an id of
- * 2 bytes or more), then the debuglink places. Returns an open read-only
+ * 2 bytes or more), then the debuglink places. main_path and link NULL:
+ * the build-id tree alone (a dwz alt file: symbols/debugalt.c). Returns an open read-only
  * descriptor (the caller's) and *found, a malloc'd copy of its path (the
  * caller frees it); or -1 (nothing to release).
  */
