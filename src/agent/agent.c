@@ -208,6 +208,7 @@ static void set_window_start(ember__core *c)
 	int64_t interval = (int64_t)c->cfg.interval_ms * 1000000;
 	c->win_start = now_ns(CLOCK_REALTIME);
 	c->win_end = (c->win_start / interval + 1) * interval;
+	c->clock_off = c->win_start - now_ns(CLOCK_MONOTONIC);
 }
 
 static void *agent_main(void *arg)
@@ -346,6 +347,7 @@ static void *agent_main(void *arg)
 		if (c->sym && ember__symbolizer_poll(c->sym) < 0)
 			ember__log(&c->cfg, EMBER_LOG_DEBUG, "symbolizer refresh: %s", ember_last_error());
 		rt = now_ns(CLOCK_REALTIME);
+		ember__core_follow_clock(c, rt, now_ns(CLOCK_MONOTONIC));
 		while (rt >= c->win_end + ember__core_wall_grace_ns(c)) {
 			ember__core_close_window(c, c->win_end, 0);
 			c->win_end += interval;

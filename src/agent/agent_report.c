@@ -372,6 +372,8 @@ void ember__core_final_window(ember__core *c)
 	c->stopping = 1;
 	ember__core_drain(c);
 	int64_t end = now_ns(CLOCK_REALTIME);
+	if (ember__core_follow_clock(c, end, now_ns(CLOCK_MONOTONIC)))
+		c->sampling_end = 0; /* read on the old clock */
 	if (c->sampling_end > 0 && c->sampling_end < end)
 		end = c->sampling_end;
 	int64_t interval = (int64_t)c->cfg.interval_ms * 1000000;
@@ -380,4 +382,29 @@ void ember__core_final_window(ember__core *c)
 		c->win_end += interval;
 	}
 	c->final_rc = ember__core_close_window(c, end, 1);
+}
+
+int ember__core_follow_clock(ember__core *c, int64_t rt, int64_t mono)
+{
+	int64_t off = rt - mono, step = off - c->clock_off;
+	if (step > -1000000000 && step < 1000000000) {
+		c->clock_off = off; /* slewing, followed as it goes */
+		return 0;
+	}
+	int64_t interval = (int64_t)c->cfg.interval_ms * 1000000;
+	int64_t old_now = mono + c->clock_off; /* now, as the old clock reads it */
+	ember__log(&c->cfg, EMBER_LOG_INFO,
+		   "the wall clock was set %s by %.3f s: window %" PRIu32
+		   " ends now, and windows start again on the new clock",
+		   step > 0 ? "forward" : "back", (double)(step > 0 ? step : -step) / 1e9, c->seq);
+	while (old_now >= c->win_end) {
+		ember__core_close_window(c, c->win_end, 0);
+		c->win_end += interval;
+	}
+	if (old_now > c->win_start)
+		ember__core_close_window(c, old_now, 0);
+	c->clock_off = off;
+	c->win_start = rt;
+	c->win_end = (rt / interval + 1) * interval;
+	return 1;
 }

@@ -92,6 +92,9 @@ typedef struct ember__core {
 	int32_t starter_tid;        /* the thread that called start, and its TCB */
 	uintptr_t starter_self;
 	int64_t win_start, win_end;
+	/* CLOCK_REALTIME less CLOCK_MONOTONIC when last looked at: a jump
+	 * in it is the wall clock being set (ember__core_follow_clock). */
+	int64_t clock_off;
 	/* CLOCK_REALTIME when stop() ended the sampling (0: not stopped that
 	 * way): the final window's end, rather than the time its last drain
 	 * finished. Written before the agent thread is told to stop. */
@@ -186,5 +189,16 @@ int ember__core_close_window(ember__core *c, int64_t end, int final);
 /* After stop silenced sampling: the last drain, the windows that ended
  * meanwhile, then the final partial window (its result in final_rc). */
 void ember__core_final_window(ember__core *c);
+/*
+ * Whether the wall clock was set (stepped, by more than a second: not
+ * NTP's slewing) since the last look, given the clocks read now (rt, mono);
+ * if so the window in progress ends now as the old clock reads it, and
+ * windows start again from now on the new clock, aligned to the interval
+ * again. Without it a clock set back would hold every profile until the
+ * clock came back to the window's end (an hour set back: an hour without
+ * profiles), and the run's last window would end before it began.
+ * Returns 1 if it was set. Agent thread, after a drain.
+ */
+int ember__core_follow_clock(ember__core *c, int64_t rt, int64_t mono);
 
 #endif
