@@ -102,7 +102,7 @@ int ember__tree_new(ember__tree **out, ember__config *cfg)
 		return ember__error_oom("tree engine");
 	}
 	t->mono_to_epoch = clock_ns(CLOCK_REALTIME) - clock_ns(CLOCK_MONOTONIC);
-	t->win_start = clock_ns(CLOCK_REALTIME);
+	t->win_start = clock_ns(CLOCK_MONOTONIC) + t->mono_to_epoch;
 	t->interval_ns = (int64_t)(cfg->interval_ms ? cfg->interval_ms : 1) * 1000000;
 	/* windows end on whole multiples of the interval since the epoch, as
 	 * the library's do (src/agent/agent.c): the first one is shorter */
@@ -767,10 +767,22 @@ int ember__tree_started_by(int pid, int64_t fork_mono_ns)
 	return start > forked + 2 ? 0 : 1;
 }
 
+/*
+ * Now, on the engine's clock: the monotonic clock moved to the epoch by
+ * the offset read at start, as every record's time is. The wall clock
+ * itself would disagree with the records' times once it is set (stepped):
+ * a step back held every window for that long, one forward closed windows
+ * before their records came.
+ */
+static int64_t tree_now(const ember__tree *t)
+{
+	return clock_ns(CLOCK_MONOTONIC) + t->mono_to_epoch;
+}
+
 size_t ember__tree_alive(ember__tree *t)
 {
 	size_t alive = 0;
-	int64_t now = clock_ns(CLOCK_REALTIME);
+	int64_t now = tree_now(t);
 	for (size_t i = 0; i < t->procs.cap; i++) {
 		ember__u64map_slot *s = &t->procs.slots[i];
 		tproc *p = s->used ? (tproc *)(uintptr_t)s->value : NULL;
@@ -814,7 +826,7 @@ static int drain(ember__tree *t, int final, int all)
 {
 	t->err = 0;
 	t->st.records += ember__ptree_drain(t->pt, final || all, on_record, t);
-	int64_t now = clock_ns(CLOCK_REALTIME);
+	int64_t now = tree_now(t);
 	if (final) {
 		/* what the command's process used itself: the events' total
 		 * less what every exited thread's READ record took */
