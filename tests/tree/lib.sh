@@ -38,8 +38,9 @@ sanitized() {
 	return 1
 }
 
-# check_cover WHAT PROFILED TRUE LOW HIGH : PROFILED / TRUE in [LOW, HIGH]
-# (in a sanitizer build: PROFILED > 0).
+# check_cover WHAT PROFILED TRUE LOW HIGH [LOG] : PROFILED / TRUE in
+# [LOW, HIGH] (in a sanitizer build: PROFILED > 0); on a failure the
+# run's stderr LOG is printed (records lost, CPU in no sample).
 check_cover() {
 	if sanitized; then
 		if python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) > 0 else 1)" "$2"; then
@@ -53,6 +54,7 @@ check_cover() {
 		ok "$1: $2 s of $3 s in the profiles ($(python3 -c "import sys; print('%.1f' % (100 * float(sys.argv[1]) / float(sys.argv[2])))" "$2" "$3") %)"
 	else
 		fail "$1: $2 s of $3 s of CPU in the profiles, expected a share in [$4, $5]"
+		[ -n "${6:-}" ] && [ -r "$6" ] && sed 's/^/    /' "$6" >&2
 	fi
 }
 
