@@ -22,6 +22,7 @@
 #include "util/envsnap.h"
 #include "util/error.h"
 #include "util/log.h"
+#include "util/ownfd.h"
 
 struct ember__table_cache {
 	const ember__logger *log;
@@ -678,7 +679,10 @@ int ember__table_cache_store(ember__table_cache *c, const ember__build_id *id,
 	int fd = -1;
 	for (int tries = 0; fd < 0 && tries < 8; tries++) {
 		snprintf(tmp, sizeof(tmp), "%s.tmp.%ld.%u", path, (long)getpid(), c->tmp_seq++);
-		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY, 0600);
+		/* above the program's numbers while a table is written
+		 * (report/local.c says why) */
+		fd = ember__ownfd_raise(
+			open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY, 0600));
 		if (fd < 0 && errno != EEXIST)
 			break;
 	}

@@ -126,8 +126,12 @@ static int open_temp(local_state *st, char *tmp, size_t cap)
 		snprintf(tmp, cap, ".emberprof-%ld-%u.tmp", (long)getpid(), st->tmp_count++);
 		int fd = openat(st->dfd.fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 				0600);
+		/* above the program's numbers while it is written: a write
+		 * takes long on a loaded machine (host.test_fds under two CPU
+		 * hogs found it at fd 4), and a program that closed and reused
+		 * the number meanwhile would get our bytes */
 		if (fd >= 0 || errno != EEXIST)
-			return fd;
+			return ember__ownfd_raise(fd);
 	}
 	errno = EEXIST;
 	return -1;

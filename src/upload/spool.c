@@ -342,7 +342,9 @@ int ember__spool_put(ember__spool *s, const ember__upload_item *it, const char *
 		 (long)getpid(), s->counter);
 	snprintf(tmp, sizeof(tmp), TMP_PREFIX "%ld-%u", (long)getpid(), s->counter);
 	s->counter++;
-	int fd = openat(s->dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	/* above the program's numbers while it is written (local.c says why) */
+	int fd = ember__ownfd_raise(
+		openat(s->dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
 	if (fd < 0)
 		return ember__error_errno(EMBER_ERR_IO, errno, "spool: cannot create a file in '%s'",
 					  s->dir);
@@ -409,7 +411,7 @@ int ember__spool_load_oldest(ember__spool *s, ember__upload_item **out)
 	if (rc < 0)
 		return rc;
 	const char *name = s->files[0].name;
-	int fd = openat(s->dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = ember__ownfd_raise(openat(s->dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
 	if (fd < 0) {
 		if (errno == ENOENT)
 			return corrupt(s, 0, "it disappeared");
