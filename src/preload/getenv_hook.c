@@ -48,6 +48,7 @@
 #include <limits.h>
 #include <time.h>
 
+#include "preload/nextsym.h"
 #include "util/envsnap.h"
 #include "util/hotpage.h"
 #include "util/utctime.h"
@@ -80,25 +81,12 @@ static char *walk_environ(const char *name)
 	return (char *)ember__env_find(environ, name);
 }
 
-/* The next definition of `sym`, cached in *slot; NULL if there is none
- * (yet). */
-static void *next(void **slot, const char *sym)
-{
-	void *f = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
-	if (!f) {
-		f = dlsym(RTLD_NEXT, sym);
-		if (f)
-			__atomic_store_n(slot, f, __ATOMIC_RELEASE);
-	}
-	return f;
-}
-
 __attribute__((constructor(101))) static void resolve_getenv(void)
 {
-	next(&real_getenv, "getenv");
-	next(&real_secure_getenv, "secure_getenv");
-	next(&real_gmtime_r, "gmtime_r");
-	next(&real_gmtime, "gmtime");
+	ember__next_sym(&real_getenv, "getenv");
+	ember__next_sym(&real_secure_getenv, "secure_getenv");
+	ember__next_sym(&real_gmtime_r, "gmtime_r");
+	ember__next_sym(&real_gmtime, "gmtime");
 }
 
 /* Same contract as the C library's: the string belongs to the environment
@@ -108,7 +96,7 @@ EXPORT char *getenv(const char *name)
 {
 	if (ember__env_is_own_thread())
 		return (char *)ember__getenv(name);
-	getenv_fn f = (getenv_fn)next(&real_getenv, "getenv");
+	getenv_fn f = (getenv_fn)ember__next_sym(&real_getenv, "getenv");
 	return f ? f(name) : walk_environ(name);
 }
 
@@ -116,7 +104,7 @@ EXPORT char *secure_getenv(const char *name)
 {
 	if (ember__env_is_own_thread())
 		return (char *)ember__secure_getenv(name);
-	getenv_fn f = (getenv_fn)next(&real_secure_getenv, "secure_getenv");
+	getenv_fn f = (getenv_fn)ember__next_sym(&real_secure_getenv, "secure_getenv");
 	return f ? f(name) : getauxval(AT_SECURE) ? NULL : walk_environ(name);
 }
 
@@ -154,7 +142,7 @@ EXPORT struct tm *gmtime_r(const time_t *t, struct tm *tm)
 {
 	if (ember__env_is_own_thread())
 		return utc_tm(*t, tm);
-	gmtime_r_fn f = (gmtime_r_fn)next(&real_gmtime_r, "gmtime_r");
+	gmtime_r_fn f = (gmtime_r_fn)ember__next_sym(&real_gmtime_r, "gmtime_r");
 	return f ? f(t, tm) : utc_tm(*t, tm);
 }
 
@@ -166,6 +154,6 @@ EXPORT struct tm *gmtime(const time_t *t)
 {
 	if (ember__env_is_own_thread())
 		return utc_tm(*t, &t_gmtime_buf);
-	gmtime_fn g = (gmtime_fn)next(&real_gmtime, "gmtime");
+	gmtime_fn g = (gmtime_fn)ember__next_sym(&real_gmtime, "gmtime");
 	return g ? g(t) : utc_tm(*t, &t_gmtime_buf);
 }

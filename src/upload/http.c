@@ -47,8 +47,11 @@
 #include <string.h>
 #include <strings.h>
 
+#include <sys/socket.h>
+
 #include "util/envsnap.h"
 #include "util/error.h"
+#include "util/ownfd.h"
 #include "util/redact.h"
 #include "util/forkguard.h"
 
@@ -216,6 +219,23 @@ static int on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_
 	return h->cancel && atomic_load(h->cancel) ? 1 : 0;
 }
 
+/*
+ * The connection's socket, made here rather than by libcurl: closed on
+ * exec and at 256 or above (util/ownfd.h), out of the program's way for
+ * as long as the connection is kept alive (from one upload to the next):
+ * libcurl's own was a low number without FD_CLOEXEC, passed to every
+ * command the program ran, and a daemon that closed and reused it would
+ * have had our requests written into its file. Its wake-up socket pair is
+ * the library's (preload/fd_hook.c).
+ */
+static curl_socket_t open_socket(void *ud, curlsocktype purpose, struct curl_sockaddr *a)
+{
+	(void)ud;
+	(void)purpose;
+	int fd = socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+	return fd < 0 ? CURL_SOCKET_BAD : ember__ownfd_raise(fd);
+}
+
 /* ---- handle ---- */
 
 int ember__http_new(ember__http **out, const ember__http_opts *o)
@@ -238,6 +258,7 @@ int ember__http_new(ember__http **out, const ember__http_opts *o)
 	if (e == CURLE_OK) \
 	e = C.easy_setopt(c, opt, val)
 	SET(CURLOPT_NOSIGNAL, 1L);
+	SET(CURLOPT_OPENSOCKETFUNCTION, open_socket);
 	SET(CURLOPT_FOLLOWLOCATION, 0L);
 	SET(CURLOPT_CONNECTTIMEOUT_MS, (long)o->connect_timeout_ms);
 	SET(CURLOPT_TIMEOUT_MS, (long)o->timeout_ms);

@@ -62,7 +62,7 @@ soname=$(readelf -d "$P/$LIBDIR/libemberprof.so" | sed -n 's/.*(SONAME).*\[\(.*\
 readelf --dyn-syms -W "$P/$LIBDIR/libemberprof.so" | grep -q ' ember_agent_start@@' ||
 	fail "ember_agent_start is not exported with a symbol version"
 if readelf --dyn-syms -W "$P/$LIBDIR/libemberprof.so" | awk '$5 == "GLOBAL" && $7 != "UND" && $7 != "ABS" {print $8}' |
-	grep -v -E '^(ember_|EMBER)|^(malloc|free|calloc|realloc|memalign|posix_memalign|aligned_alloc|valloc|pvalloc|pthread_create|malloc_usable_size|cfree|reallocarray|_exit|_Exit|sigaction|signal|bsd_signal|sysv_signal|sigprocmask|pthread_sigmask|sigwait|sigwaitinfo|sigtimedwait|signalfd|dlclose|raise|pthread_kill|__assert_fail|getenv|secure_getenv|gmtime|gmtime_r|execve|execv|execvp|execvpe|execl|execle|execlp|fexecve|execveat)@' |
+	grep -v -E '^(ember_|EMBER)|^(malloc|free|calloc|realloc|memalign|posix_memalign|aligned_alloc|valloc|pvalloc|pthread_create|malloc_usable_size|cfree|reallocarray|_exit|_Exit|sigaction|signal|bsd_signal|sysv_signal|sigprocmask|pthread_sigmask|sigwait|sigwaitinfo|sigtimedwait|signalfd|dlclose|raise|pthread_kill|__assert_fail|getenv|secure_getenv|gmtime|gmtime_r|socketpair|execve|execv|execvp|execvpe|execl|execle|execlp|fexecve|execveat)@' |
 	grep -q .; then
 	fail "libemberprof.so exports names outside its API"
 fi
