@@ -43,6 +43,7 @@ enum { BOUNDS_UNKNOWN = 0, BOUNDS_PROBED = 1, BOUNDS_KNOWN = 2, BOUNDS_FAILED = 
 static _Atomic(ember__threads *) g_threads EMBER_HOT_DATA;
 /* ember__threads_catch_up_from's mark, for the process g_catch_pid. */
 static _Atomic pid_t g_catch_pid EMBER_HOT_DATA;
+static _Atomic int32_t g_catch_tid EMBER_HOT_DATA;
 static _Atomic uint64_t g_catch_cpu0 EMBER_HOT_DATA;
 
 /* ---- records ---- */
@@ -494,10 +495,11 @@ size_t ember__threads_count(ember__threads *t)
 	return n;
 }
 
-void ember__threads_catch_up_from(pid_t pid, uint64_t cpu0_ns)
+void ember__threads_catch_up_from(int32_t tid, uint64_t cpu0_ns)
 {
+	atomic_store(&g_catch_tid, tid);
 	atomic_store(&g_catch_cpu0, cpu0_ns);
-	atomic_store(&g_catch_pid, pid);
+	atomic_store(&g_catch_pid, (pid_t)syscall(SYS_getpid));
 }
 
 int ember__threads_start(ember__threads *t, ember__sigstate *sig, int signo, int64_t period_ns,
@@ -539,7 +541,7 @@ int ember__threads_start(ember__threads *t, ember__sigstate *sig, int signo, int
 	pid_t mark = t->pid;
 	if (atomic_compare_exchange_strong(&g_catch_pid, &mark, 0)) { /* this start only */
 		t->catch_up = 1;
-		t->catch_tid = (int32_t)t->pid; /* the image's one thread then */
+		t->catch_tid = atomic_load(&g_catch_tid);
 		t->catch_cpu0_ns = atomic_load(&g_catch_cpu0);
 	}
 	pthread_mutex_lock(&t->mu);

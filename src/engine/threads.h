@@ -183,16 +183,15 @@ int ember__threads_start(ember__threads *t, ember__sigstate *sig, int signo, int
 			 int engine, int perf_refuse, int kernel, int32_t agent_tid);
 
 /*
- * This process image, `pid`, began (a fork child, an image exec'd in the
- * profiled tree) with one thread (whose tid is the pid), whose CPU clock
- * then read `cpu0_ns`, and
+ * This process image began (a fork child, an image exec'd in the profiled
+ * tree) with one thread, `tid`, whose CPU clock then read `cpu0_ns`, and
  * its agent starts lazily, later: the next ember__threads_start in this
  * process (only that one) adds the CPU each thread it adopts used since
  * the image began to the weight of that thread's first CPU sample (the
  * stack it is in then) instead of leaving it in no sample. Async-signal-safe
  * (atomic stores: fork_child.c calls it in its atfork child handler).
  */
-void ember__threads_catch_up_from(pid_t pid, uint64_t cpu0_ns);
+void ember__threads_catch_up_from(int32_t tid, uint64_t cpu0_ns);
 
 /* The engine in use: "perf_events", "per-thread CPU timers" or "setitimer(ITIMER_PROF)". */
 const char *ember__threads_engine_name(const ember__threads *t);

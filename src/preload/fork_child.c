@@ -335,7 +335,7 @@ EMBER_HOT_TEXT static void arm_helper(void)
 	/* The process has this one thread: its clock reads the process's.
 	 * What it runs from here until its timer is armed goes to its first
 	 * sample (threads.h). */
-	ember__threads_catch_up_from(atomic_load(&g_pid), (uint64_t)g_cpu0_ns);
+	ember__threads_catch_up_from((int32_t)syscall(SYS_gettid), (uint64_t)g_cpu0_ns);
 	atomic_store(&g_probing, 0);
 	atomic_store(&g_probed, 0); /* a fork child probes its own lock again */
 	atomic_store(&g_probe_in, 0);
