@@ -408,7 +408,6 @@ static void add_sig_totals(ember__core *c)
 	atomic_fetch_add(&c->cpu_unsampled_ns, c->threads.unsampled_cpu_ns);
 	atomic_fetch_add(&c->tail_cpu_ns, c->threads.tail_cpu_ns);
 	atomic_fetch_add(&c->tail_weight_ns, c->threads.tail_weight_ns);
-	atomic_fetch_add(&c->catchup_ns, c->threads.catchup_ns);
 	atomic_fetch_add(&c->perf_events, c->threads.perf_events);
 	atomic_fetch_add(&c->wall_samples, atomic_load(&c->sig.wall_samples));
 	atomic_fetch_add(&c->interrupted_calls, atomic_load(&c->sig.interrupted_calls));
@@ -630,13 +629,6 @@ static void log_perfmap_stats(const ember__core *c)
  * the program, and the profile's totals are what it qualifies. */
 static void log_tail(const ember__core *c)
 {
-	uint64_t early = atomic_load(&c->catchup_ns);
-	if (early)
-		ember__log(&c->cfg, EMBER_LOG_INFO,
-			   "CPU before sampling began: %.1f ms, used by this process's threads while "
-			   "its agent started (a fork child or an image exec'd in the profiled tree), "
-			   "added to each thread's first sample",
-			   (double)early / 1e6);
 	uint64_t used = atomic_load(&c->tail_cpu_ns), weight = atomic_load(&c->tail_weight_ns);
 	if (!used)
 		return;

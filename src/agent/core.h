@@ -110,7 +110,6 @@ typedef struct ember__core {
 	/* sampled threads measured as they left or sampling stopped: their CPU,
 	 * and what their samples weigh (engine/threads.h) */
 	_Atomic uint64_t tail_cpu_ns, tail_weight_ns;
-	_Atomic uint64_t catchup_ns; /* engine/threads.h: catch_up */
 	_Atomic uint64_t perf_events, wall_samples, wall_signals, wall_max_per_tick;
 	_Atomic uint64_t fd_reopens; /* /proc/self/task reopened (threads.c) */
 	_Atomic uint64_t wall_asleep, wall_unweighed;

@@ -114,14 +114,6 @@ typedef struct ember__threads {
 	_Atomic int suspended;
 	pthread_mutex_t gate;
 	int wall_final; /* the wall-clock engine runs: an exiting thread records its last wall time */
-	/* The start adopts the threads of a lazily started process
-	 * (ember__threads_catch_up_from): the CPU each used before it is armed
-	 * goes to its first sample. catch_tid's clock read catch_cpu0_ns when
-	 * the process image began (fork, exec); every other thread began
-	 * after. */
-	int catch_up;
-	int32_t catch_tid;
-	uint64_t catch_cpu0_ns;
 	/* counters */
 	_Atomic uint64_t threads_seen, timer_failures, probe_failures, table_full, perf_events;
 	/* CPU time of threads that really block the sampling signal (through
@@ -134,9 +126,6 @@ typedef struct ember__threads {
 	 * sample: expirations the kernel had not checked yet when a thread
 	 * left, many under heavy CPU contention (docs/design/limits.md). */
 	_Atomic uint64_t tail_cpu_ns, tail_weight_ns;
-	/* CPU a lazily started process's threads used before they were armed,
-	 * given to their first samples (catch_up) */
-	_Atomic uint64_t catchup_ns;
 	/* For the agent's log (ember__threads_take_blocked): threads found
 	 * blocking, and blocking threads gone with CPU time unsampled. */
 	ember__blocked_note notes[8];
@@ -181,17 +170,6 @@ void ember__threads_atfork_init(void);
 
 int ember__threads_start(ember__threads *t, ember__sigstate *sig, int signo, int64_t period_ns,
 			 int engine, int perf_refuse, int kernel, int32_t agent_tid);
-
-/*
- * This process image began (a fork child, an image exec'd in the profiled
- * tree) with one thread, `tid`, whose CPU clock then read `cpu0_ns`, and
- * its agent starts lazily, later: the next ember__threads_start in this
- * process (only that one) adds the CPU each thread it adopts used since
- * the image began to the weight of that thread's first CPU sample (the
- * stack it is in then) instead of leaving it in no sample. Async-signal-safe
- * (atomic stores: fork_child.c calls it in its atfork child handler).
- */
-void ember__threads_catch_up_from(int32_t tid, uint64_t cpu0_ns);
 
 /* The engine in use: "perf_events", "per-thread CPU timers" or "setitimer(ITIMER_PROF)". */
 const char *ember__threads_engine_name(const ember__threads *t);

@@ -163,25 +163,11 @@ void ember__threads_arm_thread(ember__threads *t, ember__thread_rec *r, ember__t
 		r->parked = 1;
 		return;
 	}
-	/* A lazily started process's thread: the CPU it used before now goes
-	 * to its first sample (set before a signal can come) */
-	uint64_t base = 0, catchup = 0;
-	if (t->catch_up) {
-		uint64_t cpu = ember__thread_cpu_ns(r->tid);
-		base = r->tid == t->catch_tid ? t->catch_cpu0_ns : 0;
-		catchup = cpu > base ? cpu - base : 0;
-	}
-	atomic_store_explicit(&e->cpu_catchup_ns, catchup, memory_order_relaxed);
 	int rc = t->perf ? ember__threads_arm_perf(t, r, e) : ember__threads_arm_timer(t, r);
-	if (rc) {
-		atomic_store_explicit(&e->cpu_catchup_ns, 0, memory_order_relaxed);
+	if (rc)
 		ember__threads_note_timer_failure(t, r->tid, -rc);
-		return;
-	}
-	ember__threads_measure_tail(t, r, 1);
-	if (catchup) /* measured from where the catch-up begins */
-		r->cpu_base_ns = base + 1;
-	atomic_fetch_add_explicit(&t->catchup_ns, catchup, memory_order_relaxed);
+	else
+		ember__threads_measure_tail(t, r, 1);
 }
 
 /* Closes r's perf descriptor unless the program closed it and took its

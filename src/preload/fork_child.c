@@ -37,9 +37,7 @@
  *
  * Cost per fork that execs at once: the helper's creation (measured in
  * docs/BENCHMARKS.md "fork"). What a child runs before its agent starts
- * (at most 2 ms of its CPU plus the agent's start-up) is not sampled: its
- * CPU time is added to the weight of each thread's first sample
- * (ember__threads_catch_up_from).
+ * is not sampled: at most 2 ms of its CPU plus the agent's start-up.
  *
  * The exec wrappers (signal_wrap.c) hold a lazy start while an exec is
  * under way (released if it fails) and wait for a start in progress, so
@@ -332,10 +330,6 @@ EMBER_HOT_TEXT static void arm_helper(void)
 {
 	g_forked_ns = clock_ns(CLOCK_MONOTONIC);
 	g_cpu0_ns = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
-	/* The process has this one thread: its clock reads the process's.
-	 * What it runs from here until its timer is armed goes to its first
-	 * sample (threads.h). */
-	ember__threads_catch_up_from((int32_t)syscall(SYS_gettid), (uint64_t)g_cpu0_ns);
 	atomic_store(&g_probing, 0);
 	atomic_store(&g_probed, 0); /* a fork child probes its own lock again */
 	atomic_store(&g_probe_in, 0);

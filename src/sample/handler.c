@@ -199,14 +199,8 @@ static void take_sample(ember__sigstate *st, uint64_t weight, unsigned kind, voi
 	ember__thread_ent *self = tab ? ember__threadtab_find(tab, tid) : NULL;
 	/* The signal reached this thread, whether or not it is recorded: the
 	 * thread does not block it (threads_blocked.c). */
-	if (self && !(kind & EMBER_SAMPLE_WALL)) {
-		/* the CPU it used before it was armed (a lazily started
-		 * process), on its first sample */
-		if (atomic_load_explicit(&self->cpu_catchup_ns, memory_order_relaxed))
-			weight += atomic_exchange_explicit(&self->cpu_catchup_ns, 0,
-							   memory_order_relaxed);
+	if (self && !(kind & EMBER_SAMPLE_WALL))
 		atomic_fetch_add_explicit(&self->cpu_signal_ns, weight, memory_order_relaxed);
-	}
 	ember__sample_rec *r = ember__sampbuf_claim(&st->buf);
 	if (!r) {
 		atomic_fetch_add_explicit(&st->dropped_full, 1, memory_order_relaxed);

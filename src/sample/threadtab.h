@@ -77,13 +77,6 @@ typedef struct ember__thread_ent {
 	 * the thread), against the thread's CPU clock when the thread leaves
 	 * or sampling stops: the CPU in no sample (threads_blocked.c). */
 	_Atomic uint64_t cpu_weight_ns;
-	/* CPU time (ns) the thread used in this process image before its
-	 * timer or perf event was armed, in a process whose agent started
-	 * lazily (a fork child, an image exec'd in the profiled tree:
-	 * ember__threads_catch_up_from): set by the agent before it arms the
-	 * thread; the handler adds it to the weight of the thread's next CPU
-	 * sample (exchange to 0). */
-	_Atomic uint64_t cpu_catchup_ns;
 } ember__thread_ent;
 
 typedef struct ember__threadtab {

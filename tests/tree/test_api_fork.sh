@@ -6,8 +6,6 @@
 # their CPU (the child's own getrusage(RUSAGE_THREAD)) within 10 %, into
 # the reporter the program's callback gave them. A callback that declines
 # leaves the child unprofiled, and so does a builder without following.
-# The CPU a child used before its agent started is in its first sample,
-# and its agent says how much.
 . "$(dirname "$0")/lib.sh"
 : "${EMBER_TREE_WORK_API:?EMBER_TREE_WORK_API must name tree_work built with EMBER_TREE_API}"
 
@@ -48,21 +46,6 @@ for mode in fork-exit fork-_exit daemon; do
 	fi
 	check_no_grep "$mode: nothing from emberprof on stderr" "$T/$mode.err" "emberprof"
 done
-
-# What the child ran before its agent started (the helper waits for 2 ms
-# of its CPU, then starts the agent while it runs on) is given to its
-# first sample, and the child's agent says how much at info level.
-rm -f "$T/child.log"
-run_mode fork-exit EMBER_TREE_API_LOG="$T/child.log" && {
-	early=$(sed -n 's/.*CPU before sampling began: \([0-9.]*\) ms.*/\1/p' "$T/child.log" 2>/dev/null | head -1)
-	if python3 -c "import sys; sys.exit(0 if float(sys.argv[1] or 0) >= 1.5 else 1)" "$early"; then
-		ok "fork-exit: the child's $early ms of CPU before its agent started are in its profile"
-	else
-		fail "fork-exit: the child's agent did not give its CPU before sampling began (>= 1.5 ms) to a sample; its log:"
-		sed 's/^/    /' "$T/child.log" >&2 2>/dev/null
-	fi
-	check_cover "fork-exit (logged): child $pid" "$profiled" "$cpu" 0.9 1.1
-}
 
 run_mode fork-exit EMBER_TREE_API_DECLINE=1 && {
 	if [ "$nfiles" = 0 ]; then ok "declined: child $pid not profiled"; else fail "declined: $nfiles files of child $pid"; fi

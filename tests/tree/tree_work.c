@@ -88,30 +88,11 @@ static void note(const char *out)
 }
 
 #ifdef EMBER_TREE_API
-/* The child agent's log, appended to the file EMBER_TREE_API_LOG names
- * (on the agent's thread). */
-static void api_log(void *path, ember_log_level level, const char *msg)
-{
-	(void)level;
-	FILE *f = fopen(path, "a");
-	if (f) {
-		fprintf(f, "%s\n", msg);
-		fclose(f);
-	}
-}
-
 static int api_child(void *dir, ember_builder *b)
 {
 	const char *decline = getenv("EMBER_TREE_API_DECLINE");
 	if (decline && !strcmp(decline, "1"))
 		return -1;
-	static char log_path[4096];
-	const char *log = getenv("EMBER_TREE_API_LOG");
-	if (log && *log) {
-		snprintf(log_path, sizeof(log_path), "%s", log);
-		if (ember_builder_set_log(b, api_log, log_path, EMBER_LOG_INFO) < 0)
-			return -1;
-	}
 	ember_reporter r;
 	if (ember_reporter_local(&r, dir) < 0 || ember_builder_add_reporter(b, &r) < 0) {
 		fprintf(stderr, "tree_work: child reporter: %s\n", ember_last_error());
