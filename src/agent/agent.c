@@ -290,7 +290,6 @@ static void *agent_main(void *arg)
 				     "(perf_event_paranoid >= 2 without CAP_PERFMON)"
 				   : "kernel frames from the perf events' callchains");
 
-	int64_t interval = (int64_t)c->cfg.interval_ms * 1000000;
 	/* A new thread should be covered within a sampling period; with the
 	 * hook in effect the scan is a safety net for threads started behind
 	 * its back (libc's pthread_create called directly, raw clone): 250 ms,
@@ -348,10 +347,7 @@ static void *agent_main(void *arg)
 			ember__log(&c->cfg, EMBER_LOG_DEBUG, "symbolizer refresh: %s", ember_last_error());
 		rt = now_ns(CLOCK_REALTIME);
 		ember__core_follow_clock(c, rt, now_ns(CLOCK_MONOTONIC));
-		while (rt >= c->win_end + ember__core_wall_grace_ns(c)) {
-			ember__core_close_window(c, c->win_end, 0);
-			c->win_end += interval;
-		}
+		ember__core_close_until(c, rt - ember__core_wall_grace_ns(c));
 		pthread_mutex_lock(&c->mu);
 	}
 	pthread_mutex_unlock(&c->mu);

@@ -376,12 +376,17 @@ void ember__core_final_window(ember__core *c)
 		c->sampling_end = 0; /* read on the old clock */
 	if (c->sampling_end > 0 && c->sampling_end < end)
 		end = c->sampling_end;
+	ember__core_close_until(c, end);
+	c->final_rc = ember__core_close_window(c, end, 1);
+}
+
+void ember__core_close_until(ember__core *c, int64_t t)
+{
 	int64_t interval = (int64_t)c->cfg.interval_ms * 1000000;
-	while (end >= c->win_end) {
+	while (t >= c->win_end) {
 		ember__core_close_window(c, c->win_end, 0);
 		c->win_end += interval;
 	}
-	c->final_rc = ember__core_close_window(c, end, 1);
 }
 
 int ember__core_follow_clock(ember__core *c, int64_t rt, int64_t mono)
@@ -397,10 +402,7 @@ int ember__core_follow_clock(ember__core *c, int64_t rt, int64_t mono)
 		   "the wall clock was set %s by %.3f s: window %" PRIu32
 		   " ends now, and windows start again on the new clock",
 		   step > 0 ? "forward" : "back", (double)(step > 0 ? step : -step) / 1e9, c->seq);
-	while (old_now >= c->win_end) {
-		ember__core_close_window(c, c->win_end, 0);
-		c->win_end += interval;
-	}
+	ember__core_close_until(c, old_now);
 	if (old_now > c->win_start)
 		ember__core_close_window(c, old_now, 0);
 	c->clock_off = off;

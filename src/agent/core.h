@@ -189,6 +189,9 @@ int ember__core_close_window(ember__core *c, int64_t end, int final);
 /* After stop silenced sampling: the last drain, the windows that ended
  * meanwhile, then the final partial window (its result in final_rc). */
 void ember__core_final_window(ember__core *c);
+/* Reports every window that ended by `t` (wall-clock ns): the current one
+ * and each interval after it whose end is <= t. */
+void ember__core_close_until(ember__core *c, int64_t t);
 /*
  * Whether the wall clock was set (stepped, by more than a second: not
  * NTP's slewing) since the last look, given the clocks read now (rt, mono);
