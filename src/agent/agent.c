@@ -200,6 +200,9 @@ static void log_blocked_threads(ember__core *c, int at_stop)
 	}
 }
 
+/* The network reporters' summary at the end of a run (defined below). */
+static void log_upload_stats(ember__core *c);
+
 /* The current window starts now; it ends at the next multiple of the
  * window interval (windows are wall-clock aligned). Agent state: the
  * thread calling start before the agent thread runs, then that thread. */
@@ -359,8 +362,12 @@ static void *agent_main(void *arg)
 			   (unsigned long long)atomic_load(&c->sig.kernel_samples),
 			   (unsigned long long)atomic_load(&c->sig.kernel_missing));
 	ember__core_final_window(c);
-	if (atomic_load(&c->exit_req))
+	if (atomic_load(&c->exit_req)) {
+		/* The process ends without a stop (_exit, exec): its uploads'
+		 * summary is said here, once, or never (a shell ends so). */
+		log_upload_stats(c);
 		atomic_store(&c->exit_done, 1);
+	}
 	return NULL;
 }
 
@@ -559,6 +566,7 @@ EMBER_API int ember_agent_start(ember_running **out, ember_agent *a)
 		ember__sampbuf_destroy(&c->sig.buf);
 		return ember__error(rc, "%s", c->start_err);
 	}
+	c->uploads_logged = 0; /* this run says its own */
 	c->state = STATE_RUNNING;
 	*out = &c->running;
 	/* Fork children from now on (their agents are their own): a failure
@@ -577,8 +585,11 @@ static void add_reporter_stats(const ember__core *c, ember_stats *s)
 			c->cfg.reporters[i].stats(c->cfg.reporters[i].userdata, s);
 }
 
-static void log_upload_stats(const ember__core *c)
+static void log_upload_stats(ember__core *c)
 {
+	if (c->uploads_logged)
+		return; /* at an exit flush; an exec that failed stops later */
+	c->uploads_logged = 1;
 	int any = 0;
 	for (size_t i = 0; i < c->cfg.nreporters; i++)
 		any |= c->cfg.reporters[i].stats != NULL;
@@ -684,6 +695,7 @@ static int asprof_agent_start(ember_running **out, ember__core *c)
 	int rc = ember__asprof_run_start(&c->asprof, &rcfg, c->seq, asprof_deliver, c);
 	if (rc)
 		return rc;
+	c->uploads_logged = 0; /* this run says its own */
 	c->state = STATE_RUNNING;
 	*out = &c->running;
 	return 0;

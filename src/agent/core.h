@@ -110,6 +110,7 @@ typedef struct ember__core {
 	/* sampled threads measured as they left or sampling stopped: their CPU,
 	 * and what their samples weigh (engine/threads.h) */
 	_Atomic uint64_t tail_cpu_ns, tail_weight_ns;
+	int uploads_logged; /* the uploads' summary was said (agent.c) */
 	_Atomic uint64_t perf_events, wall_samples, wall_signals, wall_max_per_tick;
 	_Atomic uint64_t fd_reopens; /* /proc/self/task reopened (threads.c) */
 	_Atomic uint64_t wall_asleep, wall_unweighed;
