@@ -200,6 +200,23 @@ static void log_blocked_threads(ember__core *c, int at_stop)
 	}
 }
 
+/* The CPU this process used before its agent armed its threads (a fork
+ * child or an image exec'd in the profiled tree starts its agent lazily:
+ * engine/threads.h, catch-up), kept for the next CPU profile. */
+static void take_early(ember__core *c)
+{
+	c->nearly = (unsigned)ember__threads_take_early(&c->threads, c->early);
+	uint64_t ns = 0;
+	for (unsigned i = 0; i < c->nearly; i++)
+		ns += c->early[i].ns;
+	if (ns)
+		ember__log(&c->cfg, EMBER_LOG_INFO,
+			   "CPU before sampling began: %.1f ms, used by %u thread%s while this "
+			   "process's agent started (a fork child or an image exec'd in the profiled "
+			   "tree); in the next CPU profile as " EMBER__EARLY_FRAME,
+			   (double)ns / 1e6, c->nearly, c->nearly == 1 ? "" : "s");
+}
+
 /* The network reporters' summary at the end of a run (defined below). */
 static void log_upload_stats(ember__core *c);
 
@@ -277,6 +294,7 @@ static void *agent_main(void *arg)
 
 	if (c->threads.engine_note[0])
 		ember__log(&c->cfg, EMBER_LOG_INFO, "perf_events not used: %s", c->threads.engine_note);
+	take_early(c);
 	char wall[64] = "";
 	if (c->cfg.wall_ms)
 		snprintf(wall, sizeof(wall), "; wall clock every %u ms", c->cfg.wall_ms);

@@ -18,7 +18,7 @@
  * thread that lived and died between two drains without the hook,
  * "thread-TID": never a placeholder such as "?".
  */
-static void read_thread_name(ember__core *c, int32_t tid, char *buf, size_t len)
+void ember__core_thread_name(ember__core *c, int32_t tid, char *buf, size_t len)
 {
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/self/task/%d/comm", (int)tid);
@@ -83,7 +83,7 @@ static void log_event(ember__core *c, ember__agg *a, int64_t time_ns, int32_t ti
 		       wall ? EMBER_JFR_WALL : EMBER_JFR_CPU, state);
 	if (!ember__agg_has_name(a, tid)) {
 		char name[32];
-		read_thread_name(c, tid, name, sizeof(name));
+		ember__core_thread_name(c, tid, name, sizeof(name));
 		ember__agg_set_name(a, tid, name);
 	}
 }
@@ -130,7 +130,7 @@ static void add_sample(ember__core *c, int32_t agg_tid, int32_t tid, uint32_t fl
 		log_event(c, a, time_ns, tid, weight, flags, wall);
 	if (c->cfg.thread_labels && !ember__agg_has_name(a, agg_tid)) {
 		char name[32];
-		read_thread_name(c, agg_tid, name, sizeof(name));
+		ember__core_thread_name(c, agg_tid, name, sizeof(name));
 		ember__agg_set_name(a, agg_tid, name);
 	}
 }

@@ -6,6 +6,8 @@
  * reporter; an empty final window reports nothing.
  */
 #include "agent/core.h"
+
+#include <limits.h>
 #include "encode/gzstore.h"
 #include "report/otlp.h"
 #include "util/dep_zlib.h"
@@ -130,6 +132,31 @@ static ember__kallsyms *kernel_names(ember__core *c)
 	return c->kallsyms;
 }
 
+/* The CPU before sampling began (core.h, early[]) as one sample per
+ * thread on the EMBER__EARLY_FRAME stack of p, the window's CPU profile;
+ * then forgotten. Not in a JFR recording, whose samples are events. */
+static int add_early(ember__core *c, const ember__window_cfg *wcfg, const ember__agg *a,
+		     ember__profile *p)
+{
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	exe[n > 0 ? n : 0] = '\0';
+	int rc = 0;
+	for (unsigned i = 0; i < c->nearly && rc == 0; i++) {
+		const ember__early_cpu *x = &c->early[i];
+		char comm[32];
+		const char *name = ember__agg_name(a, x->tid);
+		if (!name) {
+			ember__core_thread_name(c, x->tid, comm, sizeof(comm));
+			name = comm;
+		}
+		rc = ember__window_add_pseudo(p, wcfg, exe[0] ? exe : NULL, EMBER__EARLY_FRAME,
+					      x->tid, name, x->ns);
+	}
+	c->nearly = 0;
+	return rc;
+}
+
 /*
  * Symbolizes, encodes and reports one profile of the current window. With
  * `keep`, the profile is handed to the caller (for the JFR recording)
@@ -142,6 +169,8 @@ static int report_profile(ember__core *c, const ember__agg *a, int kind, int64_t
 	ember__window_cfg wcfg = ember__config_window(&c->cfg);
 	wcfg.kallsyms = kernel_names(c);
 	int rc = ember__window_profile(a, c->sym, &wcfg, kind, c->win_start, end, &p);
+	if (rc == 0 && kind == EMBER__PROFILE_CPU && c->nearly)
+		rc = add_early(c, &wcfg, a, p);
 	return deliver_profile(c, rc, p, kind == EMBER__PROFILE_WALL ? "wall" : "cpu", a->samples,
 			       end, final, keep);
 }

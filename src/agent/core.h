@@ -110,6 +110,13 @@ typedef struct ember__core {
 	/* sampled threads measured as they left or sampling stopped: their CPU,
 	 * and what their samples weigh (engine/threads.h) */
 	_Atomic uint64_t tail_cpu_ns, tail_weight_ns;
+	/* A lazily started process's CPU before its threads were armed
+	 * (engine/threads.h, catch-up): taken at start, reported on a
+	 * "[before sampling]" stack in the next CPU profile the agent sends
+	 * (agent_report.c), then cleared. */
+#define EMBER__EARLY_FRAME "[before sampling]"
+	ember__early_cpu early[EMBER__EARLY_MAX];
+	unsigned nearly;
 	int uploads_logged; /* the uploads' summary was said (agent.c) */
 	_Atomic uint64_t perf_events, wall_samples, wall_signals, wall_max_per_tick;
 	_Atomic uint64_t fd_reopens; /* /proc/self/task reopened (threads.c) */
@@ -168,6 +175,9 @@ static inline int64_t now_ns(clockid_t clk)
 
 /* The unwind tables if this run uses them (kept, unused, in mode fp). */
 ember__unwind_tables *ember__core_active_utab(const ember__core *c);
+/* Thread tid's name for the thread_name label (its comm while it runs,
+ * else one remembered, else "thread-TID"), into buf (len bytes). */
+void ember__core_thread_name(ember__core *c, int32_t tid, char *buf, size_t len);
 /* How long a window stays open after its end (wall-clock samples). */
 int64_t ember__core_wall_grace_ns(const ember__core *c);
 /* Releases the samples of polls that ended, and, with `flush_before`,

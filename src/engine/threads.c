@@ -41,6 +41,9 @@ enum { BOUNDS_UNKNOWN = 0, BOUNDS_PROBED = 1, BOUNDS_KNOWN = 2, BOUNDS_FAILED = 
  * sampling runs; the hook runs on arbitrary application threads, which is
  * why this one pointer has to be global. */
 static _Atomic(ember__threads *) g_threads EMBER_HOT_DATA;
+/* ember__threads_catch_up_from's mark, for the process g_catch_pid. */
+static _Atomic pid_t g_catch_pid EMBER_HOT_DATA;
+static _Atomic uint64_t g_catch_cpu0 EMBER_HOT_DATA;
 
 /* ---- records ---- */
 
@@ -491,6 +494,22 @@ size_t ember__threads_count(ember__threads *t)
 	return n;
 }
 
+void ember__threads_catch_up_from(pid_t pid, uint64_t cpu0_ns)
+{
+	atomic_store(&g_catch_cpu0, cpu0_ns);
+	atomic_store(&g_catch_pid, pid);
+}
+
+size_t ember__threads_take_early(ember__threads *t, ember__early_cpu *out)
+{
+	pthread_mutex_lock(&t->mu);
+	size_t n = t->nearly;
+	memcpy(out, t->early, n * sizeof(*out));
+	t->nearly = 0;
+	pthread_mutex_unlock(&t->mu);
+	return n;
+}
+
 int ember__threads_start(ember__threads *t, ember__sigstate *sig, int signo, int64_t period_ns,
 			 int engine, int perf_refuse, int kernel, int32_t agent_tid)
 {
@@ -527,9 +546,15 @@ int ember__threads_start(ember__threads *t, ember__sigstate *sig, int signo, int
 		return ember__error_errno(EMBER_ERR_SYS, errno, "cannot open /proc/self/task");
 
 	pthread_once(&atfork_once, install_atfork);
+	pid_t mark = t->pid;
+	if (atomic_compare_exchange_strong(&g_catch_pid, &mark, 0)) { /* this start only */
+		t->catch_up = 1;
+		t->catch_cpu0_ns = atomic_load(&g_catch_cpu0);
+	}
 	pthread_mutex_lock(&t->mu);
 	atomic_store(&g_threads, t);
 	scan_tasks(t);
+	t->catch_up = 0; /* threads created from now on are armed as they start */
 	pthread_mutex_unlock(&t->mu);
 
 	if (!t->process_timer && t->timer_failures && t->threads_seen == t->timer_failures) {

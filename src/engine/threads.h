@@ -61,6 +61,16 @@ typedef struct ember__thread_rec {
 	uint64_t seen_gen;
 } ember__thread_rec;
 
+/* CPU a thread used before sampling began (a lazily started process:
+ * ember__threads_catch_up_from), in no sample. */
+typedef struct ember__early_cpu {
+	int32_t tid;
+	uint64_t ns;
+} ember__early_cpu;
+/* Threads recorded one by one; the CPU of any more is added to the
+ * image's first thread's (tid == pid) entry, or the first entry. */
+#define EMBER__EARLY_MAX 8
+
 /* A thread that really blocks the sampling signal (threads.c). */
 typedef struct ember__blocked_note {
 	int32_t tid;
@@ -126,6 +136,16 @@ typedef struct ember__threads {
 	 * sample: expirations the kernel had not checked yet when a thread
 	 * left, many under heavy CPU contention (docs/design/limits.md). */
 	_Atomic uint64_t tail_cpu_ns, tail_weight_ns;
+	/* A lazily started process's first start (ember__threads_catch_up_from):
+	 * while catch_up is set (the start's first scan), each thread armed
+	 * records the CPU it used in this image before it was armed, which no
+	 * sample covers, in early[] (the agent takes it: ember__threads_take_early).
+	 * catch_cpu0_ns: the image's one thread's (tid == pid) CPU clock when
+	 * the image began; every other thread began after. */
+	int catch_up;
+	uint64_t catch_cpu0_ns;
+	ember__early_cpu early[EMBER__EARLY_MAX];
+	unsigned nearly;
 	/* For the agent's log (ember__threads_take_blocked): threads found
 	 * blocking, and blocking threads gone with CPU time unsampled. */
 	ember__blocked_note notes[8];
@@ -170,6 +190,25 @@ void ember__threads_atfork_init(void);
 
 int ember__threads_start(ember__threads *t, ember__sigstate *sig, int signo, int64_t period_ns,
 			 int engine, int perf_refuse, int kernel, int32_t agent_tid);
+
+/*
+ * This process image, `pid`, began (a fork child, an image exec'd in the
+ * profiled tree) with one thread (its tid is the pid), whose CPU clock then
+ * read `cpu0_ns`, and its agent starts lazily, later. The next
+ * ember__threads_start in this process (only that one) records the CPU each
+ * thread it adopts used since then: what no sample covers, which the agent
+ * reports on a stack of its own ("[before sampling]") instead of leaving it
+ * out. Async-signal-safe (atomic stores: fork_child.c calls it in its
+ * atfork child handler).
+ */
+void ember__threads_catch_up_from(pid_t pid, uint64_t cpu0_ns);
+
+/*
+ * Copies the CPU recorded by the start's catch-up (see above) into out
+ * (room for EMBER__EARLY_MAX) and forgets it: a second call gives 0.
+ * Returns how many entries were written. Agent thread; takes `mu`.
+ */
+size_t ember__threads_take_early(ember__threads *t, ember__early_cpu *out);
 
 /* The engine in use: "perf_events", "per-thread CPU timers" or "setitimer(ITIMER_PROF)". */
 const char *ember__threads_engine_name(const ember__threads *t);

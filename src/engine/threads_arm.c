@@ -150,6 +150,31 @@ int ember__threads_arm_perf(ember__threads *t, ember__thread_rec *r, ember__thre
 	return 0;
 }
 
+/* The start of a lazily started process (t->catch_up): records the CPU
+ * thread tid used in this image before now, which no sample covers
+ * (threads.h, early[]). The image's first thread counts from the clock it
+ * read when the image began; a thread created since, from its creation. */
+static void note_early(ember__threads *t, int32_t tid)
+{
+	if (!t->catch_up)
+		return;
+	uint64_t cpu = ember__thread_cpu_ns(tid);
+	uint64_t base = tid == (int32_t)t->pid ? t->catch_cpu0_ns : 0;
+	if (cpu <= base)
+		return;
+	ember__early_cpu *x = NULL;
+	if (t->nearly < EMBER__EARLY_MAX) {
+		x = &t->early[t->nearly++];
+		*x = (ember__early_cpu){tid, 0};
+	} else {
+		x = &t->early[0];
+		for (unsigned i = 0; i < t->nearly; i++)
+			if (t->early[i].tid == (int32_t)t->pid)
+				x = &t->early[i];
+	}
+	x->ns += cpu - base;
+}
+
 /* Arms the thread's engine (nothing to do in setitimer mode). */
 void ember__threads_arm_thread(ember__threads *t, ember__thread_rec *r, ember__thread_ent *e)
 {
@@ -157,17 +182,21 @@ void ember__threads_arm_thread(ember__threads *t, ember__thread_rec *r, ember__t
 		return;
 	r->armed = 1;
 	atomic_fetch_add_explicit(&t->threads_seen, 1, memory_order_relaxed);
-	if (t->process_timer)
+	if (t->process_timer) {
+		note_early(t, r->tid);
 		return;
+	}
 	if (t->suspended) { /* armed when the exec fails */
 		r->parked = 1;
 		return;
 	}
 	int rc = t->perf ? ember__threads_arm_perf(t, r, e) : ember__threads_arm_timer(t, r);
-	if (rc)
+	if (rc) {
 		ember__threads_note_timer_failure(t, r->tid, -rc);
-	else
-		ember__threads_measure_tail(t, r, 1);
+		return;
+	}
+	ember__threads_measure_tail(t, r, 1);
+	note_early(t, r->tid);
 }
 
 /* Closes r's perf descriptor unless the program closed it and took its

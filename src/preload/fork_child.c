@@ -37,7 +37,9 @@
  *
  * Cost per fork that execs at once: the helper's creation (measured in
  * docs/BENCHMARKS.md "fork"). What a child runs before its agent starts
- * is not sampled: at most 2 ms of its CPU plus the agent's start-up.
+ * (2 ms of its CPU plus the agent's start-up) is not sampled; the mark
+ * arm_helper sets lets the agent measure it and report it as
+ * "[before sampling]" (engine/threads.h, catch-up).
  *
  * The exec wrappers (signal_wrap.c) hold a lazy start while an exec is
  * under way (released if it fails) and wait for a start in progress, so
@@ -220,7 +222,7 @@ EMBER_HOT_TEXT static void *helper_main(void *arg)
 	return NULL;
 }
 
-static void arm_helper(void);
+static void arm_helper(int64_t thread_cpu0);
 
 /* "emberprof: warning: process PID" and `rest` (which ends the line), on
  * stderr as the agent's log is written. Async-signal-safe. */
@@ -320,16 +322,21 @@ EMBER_HOT_TEXT static void atfork_child(void)
 	if (!__atomic_load_n(&g_start, __ATOMIC_ACQUIRE))
 		return;
 	ember__env_snapshot_use();
-	arm_helper();
+	arm_helper(-1); /* a new process: its one thread's clock is the process's */
 }
 
 /* Creates the helper that starts this process's agent lazily. On the
  * process's only thread (the atfork child handler) or its main thread
- * before main (the constructor). */
-EMBER_HOT_TEXT static void arm_helper(void)
+ * before main (the constructor). thread_cpu0: that thread's CPU clock
+ * now, or -1 where the process's clock reads the same (a fork child). */
+EMBER_HOT_TEXT static void arm_helper(int64_t thread_cpu0)
 {
 	g_forked_ns = clock_ns(CLOCK_MONOTONIC);
 	g_cpu0_ns = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+	/* What the thread runs from here until its engine is armed is in no
+	 * sample; the agent's start measures it (threads.h, catch-up). */
+	ember__threads_catch_up_from(atomic_load(&g_pid),
+				     (uint64_t)(thread_cpu0 >= 0 ? thread_cpu0 : g_cpu0_ns));
 	atomic_store(&g_probing, 0);
 	atomic_store(&g_probed, 0); /* a fork child probes its own lock again */
 	atomic_store(&g_probe_in, 0);
@@ -421,7 +428,9 @@ EMBER_HOT_TEXT void ember__fork_lazy_start(int (*start)(void))
 	 * is read instead. */
 	ember__env_snapshot_use();
 	atomic_store(&g_pid, raw_getpid());
-	arm_helper();
+	/* an exec'd image: the process clock also holds what the threads
+	 * before the exec used */
+	arm_helper(clock_ns(CLOCK_THREAD_CPUTIME_ID));
 }
 
 /* Is this the process the lazy-start state belongs to? (Not a vfork

@@ -106,6 +106,17 @@ uint32_t ember__profile_add_location(ember__profile *p, const ember__location *l
 uint32_t ember__profile_add_sample(ember__profile *p, const ember__sample *s);
 
 /*
+ * Appends a sample of `ns` (values[1]; values[0], the count, 0) for time
+ * that no sampled stack stands for, its stack two frames: `leaf` (such as
+ * "[unsampled]") called from the executable's name, the root. Both are
+ * in the mapping of `exe` (path; added, with no address range, unless
+ * present); without exe the root is `comm`. Labels are the caller's to
+ * add. Returns the sample's 1-based index, 0 on OOM (no error set).
+ */
+uint32_t ember__profile_add_pseudo(ember__profile *p, const char *exe, const char *comm,
+				   const char *leaf, int64_t ns);
+
+/*
  * Reads the file at path (at most max bytes) and decodes it with decode
  * (ember__pprof_read, ember__jfr_to_profile), naming the file in front of
  * a format error's message. *out as decode gives it. 0, EMBER_ERR_IO, or

@@ -293,6 +293,38 @@ static int has_key(const ember__label *l, uint32_t n, const char *key)
 	return 0;
 }
 
+/* Writes the static tags (but a key among the first ndyn labels, the
+ * sample's own, wins) and, with thread labels, thread tid's id and name
+ * (NULL: "thread-TID") to out from k on; returns the count after them,
+ * or 0 when out of memory. */
+static uint32_t config_labels(ember__profile *p, const ember__window_cfg *cfg, ember__label *out,
+			      uint32_t k, uint32_t ndyn, int32_t tid, const char *name)
+{
+	for (size_t i = 0; i < cfg->ntags; i++) {
+		if (has_key(out, ndyn, cfg->tags[i].key))
+			continue; /* a thread's own label beats a static tag */
+		out[k].key = ember__profile_strdup(p, cfg->tags[i].key);
+		out[k].str = ember__profile_strdup(p, cfg->tags[i].value);
+		k++;
+	}
+	if (cfg->thread_labels) {
+		char id[16];
+		snprintf(id, sizeof(id), "%d", (int)tid);
+		out[k].key = ember__profile_strdup(p, "thread_id");
+		out[k].str = ember__profile_strdup(p, id);
+		k++;
+		out[k].key = ember__profile_strdup(p, "thread_name");
+		char fallback[24]; /* the agent names every thread it saw; never "?" */
+		snprintf(fallback, sizeof(fallback), "thread-%d", (int)tid);
+		out[k].str = ember__profile_strdup(p, name ? name : fallback);
+		k++;
+	}
+	for (uint32_t i = ndyn; i < k; i++)
+		if (!out[i].key || !out[i].str)
+			return 0;
+	return k;
+}
+
 static int add_labels(builder *b, const ember__window_cfg *cfg, const ember__agg *a,
 		      const ember__agg_stack *s, ember__sample *out)
 {
@@ -301,29 +333,28 @@ static int add_labels(builder *b, const ember__window_cfg *cfg, const ember__agg
 	out->labels = ember__arena_alloc(&b->p->arena, n * sizeof(*out->labels));
 	if (!out->labels)
 		return EMBER_ERR_NOMEM;
-	uint32_t k = dynamic_labels(b, s, out->labels);
-	uint32_t ndyn = k;
-	for (size_t i = 0; i < cfg->ntags; i++) {
-		if (has_key(out->labels, ndyn, cfg->tags[i].key))
-			continue; /* a thread's own label beats a static tag */
-		out->labels[k].key = ember__profile_strdup(b->p, cfg->tags[i].key);
-		out->labels[k].str = ember__profile_strdup(b->p, cfg->tags[i].value);
-		k++;
-	}
-	if (cfg->thread_labels) {
-		char tid[16];
-		snprintf(tid, sizeof(tid), "%d", (int)s->tid);
-		const char *name = ember__agg_name(a, s->tid);
-		out->labels[k].key = ember__profile_strdup(b->p, "thread_id");
-		out->labels[k].str = ember__profile_strdup(b->p, tid);
-		k++;
-		out->labels[k].key = ember__profile_strdup(b->p, "thread_name");
-		char fallback[24]; /* the agent names every thread it saw; never "?" */
-		snprintf(fallback, sizeof(fallback), "thread-%d", (int)s->tid);
-		out->labels[k].str = ember__profile_strdup(b->p, name ? name : fallback);
-		k++;
-	}
-	out->nlabels = k;
+	uint32_t ndyn = dynamic_labels(b, s, out->labels);
+	uint32_t k = config_labels(b->p, cfg, out->labels, ndyn, ndyn, s->tid, ember__agg_name(a, s->tid));
+	if (!k && (cfg->ntags || cfg->thread_labels))
+		return EMBER_ERR_NOMEM;
+	out->nlabels = k ? k : ndyn;
+	return 0;
+}
+
+int ember__window_add_pseudo(ember__profile *p, const ember__window_cfg *cfg, const char *exe,
+			     const char *leaf, int32_t tid, const char *thread_name, uint64_t ns)
+{
+	uint32_t i = ember__profile_add_pseudo(p, exe, NULL, leaf, (int64_t)ns);
+	uint32_t n = (uint32_t)cfg->ntags + (cfg->thread_labels ? 2u : 0u);
+	ember__label *l = i && n ? ember__arena_alloc(&p->arena, n * sizeof(*l)) : NULL;
+	if (!i || (n && !l))
+		return ember__error_oom("profile");
+	ember__sample *s = &p->samples[i - 1];
+	s->labels = l;
+	s->nlabels = n ? config_labels(p, cfg, l, 0, 0, tid, thread_name) : 0;
+	if (n && !s->nlabels)
+		return ember__error_oom("profile");
+	s->values[0] = 0;
 	return 0;
 }
 

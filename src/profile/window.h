@@ -69,4 +69,15 @@ typedef struct ember__window_row {
 int ember__window_rows(ember__profile *p, ember__symbolizer *sym, const ember__window_cfg *cfg,
 		       const ember__window_row *rows, size_t n);
 
+/*
+ * Appends to p (a window profile from ember__window_profile) one sample of
+ * `ns` for time that no sampled stack stands for (count 0): its stack is
+ * `leaf` called from the executable's name (ember__profile_add_pseudo,
+ * `exe` the program's path or NULL), its labels what cfg gives every
+ * sample: the static tags and, with thread labels, thread `tid` named
+ * `thread_name` (NULL: "thread-TID"). 0 or EMBER_ERR_NOMEM.
+ */
+int ember__window_add_pseudo(ember__profile *p, const ember__window_cfg *cfg, const char *exe,
+			     const char *leaf, int32_t tid, const char *thread_name, uint64_t ns);
+
 #endif

@@ -37,52 +37,10 @@ int ember__tprof_label(ember__profile *p, pid_t pid, const char *comm)
 	return 0;
 }
 
-static uint32_t function_named(ember__profile *p, const char *name)
-{
-	for (uint32_t i = 0; i < p->nfunctions; i++)
-		if (!strcmp(p->functions[i].name, name) && !p->functions[i].filename[0])
-			return i + 1;
-	const char *n = ember__profile_strdup(p, name);
-	ember__function f = {n, n, ember__profile_strdup(p, ""), 0};
-	return n && f.filename ? ember__profile_add_function(p, &f) : 0;
-}
-
-static uint32_t location_of(ember__profile *p, uint32_t mapping, uint32_t function)
-{
-	ember__line *line = ember__arena_alloc(&p->arena, sizeof(*line));
-	if (!line || !function)
-		return 0;
-	*line = (ember__line){function, 0};
-	ember__location l = {0, mapping, 1, line};
-	return ember__profile_add_location(p, &l);
-}
-
 int ember__tprof_unsampled(ember__profile *p, const char *exe, const char *comm, uint64_t ns,
 			   const char *leaf)
 {
-	uint32_t mapping = 0;
-	for (uint32_t i = 0; exe && i < p->nmappings && !mapping; i++)
-		if (!strcmp(p->mappings[i].file, exe))
-			mapping = i + 1;
-	if (exe && !mapping) {
-		ember__mapping m = {0, 0, 0, ember__profile_strdup(p, exe), ember__profile_strdup(p, ""),
-				    1, 0, 0};
-		if (!m.file || !m.build_id || !(mapping = ember__profile_add_mapping(p, &m)))
-			return ember__error_oom("tree profile");
-	}
-	const char *base = exe ? strrchr(exe, '/') : NULL;
-	base = base ? base + 1 : exe ? exe : comm && *comm ? comm : "?";
-	uint32_t *locs = ember__arena_alloc(&p->arena, 2 * sizeof(*locs));
-	if (!locs)
-		return ember__error_oom("tree profile");
-	locs[0] = location_of(p, mapping, function_named(p, leaf));
-	locs[1] = location_of(p, mapping, function_named(p, base));
-	ember__sample s;
-	memset(&s, 0, sizeof(s));
-	s.locs = locs;
-	s.nlocs = 2;
-	s.values[1] = (int64_t)ns; /* samples 0, cpu ns */
-	if (!locs[0] || !locs[1] || !ember__profile_add_sample(p, &s))
+	if (!ember__profile_add_pseudo(p, exe, comm, leaf, (int64_t)ns))
 		return ember__error_oom("tree profile");
 	return 0;
 }
