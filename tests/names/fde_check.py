@@ -89,7 +89,11 @@ def parse_raw(text, path):
             if m:
                 name = re.sub(r" \S*:\d+ s=\d+$", "", m.group(3)).strip()
                 locs.append((int(m.group(1), 16), m.group(2), name))
-    return [(a, maps[mid], n) for a, mid, n in locs if mid in maps]
+    # A location at address 0 is no code: the frames the agents add for
+    # CPU time no sample stands for ("[before sampling]", the tree
+    # engine's "[unsampled]", and the program's name as their root) sit
+    # in the program's mapping at no address.
+    return [(a, maps[mid], n) for a, mid, n in locs if mid in maps and a != 0]
 
 
 def plt_sections(path):
