@@ -555,6 +555,7 @@ EMBER_API int ember_agent_start(ember_running **out, ember_agent *a)
 	c->sampling_end = 0;
 	c->stop_req = 0;
 	c->run_reported = 0;
+	c->heap_sampled0 = ember__core_heap_sampled(c);
 	c->stopping = 0;
 	c->start_rc = 1;
 	c->last_scan = now_ns(CLOCK_MONOTONIC);

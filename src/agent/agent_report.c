@@ -346,8 +346,14 @@ int ember__core_close_window(ember__core *c, int64_t end, int final)
 	/* the profiles kept for the JFR recording, by EMBER_JFR_* kind */
 	ember__profile *jfr[EMBER_JFR_NKINDS] = {NULL};
 	ember__core_resolve_polls(c, end);
-	if (final && !c->run_reported && !c->cur.samples && !c->wcur.samples)
-		final = 0; /* nothing this run: empty profiles are skipped */
+	/* Nothing this run (no CPU, wall or allocation sample): empty
+	 * profiles are skipped. An allocation profile with samples keeps the
+	 * window final, and the CPU profile comes next to it even if empty
+	 * (under load a program that mostly allocates and sleeps had no CPU
+	 * sample: its memory profile went out as not final). */
+	if (final && !c->run_reported && !c->cur.samples && !c->wcur.samples &&
+	    ember__core_heap_sampled(c) == c->heap_sampled0)
+		final = 0;
 	if (c->cur.samples || c->wcur.samples || c->heap)
 		ember__core_ensure_symbolizer(c);
 	if (c->cur.samples || final) {

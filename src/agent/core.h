@@ -128,6 +128,7 @@ typedef struct ember__core {
 	_Atomic uint64_t unwind_pending; /* samples walked by fp: table not built yet */
 	_Atomic uint64_t interrupted_calls; /* the program's calls our signals made return EINTR */
 	int run_reported; /* this run reported a window (ember__core_close_window) */
+	uint64_t heap_sampled0; /* allocations sampled before this run (ember__core_heap_sampled) */
 	int stopping;     /* ember__core_final_window: no more table builds */
 
 	/* pollcatch: samples taken in a poll wait here until the poll ends */
@@ -190,6 +191,16 @@ void ember__core_ensure_symbolizer(ember__core *c);
 void ember__core_drain(ember__core *c);
 
 /* ---- agent_report.c: closed windows to the reporters ---- */
+
+/* Allocations sampled since the allocation profiler was made (kept
+ * across runs); 0 without one. */
+static inline uint64_t ember__core_heap_sampled(const ember__core *c)
+{
+	ember__heap_stats hs = {0};
+	if (c->heap)
+		ember__heapprof_stats(c->heap, &hs);
+	return hs.sampled;
+}
 
 /* Hands one report to every reporter taking its format: 0 or the first
  * failure. The report is borrowed for the call. */
