@@ -17,6 +17,9 @@
 
 /* Thread `tid`'s CPU time in ns from its CPU clock, 0 if it is gone. */
 uint64_t ember__thread_cpu_ns(int32_t tid);
+/* The same into *ns: 0, or -1 when it cannot be read (the thread is
+ * gone); a thread that has not run yet reads 0. */
+int ember__thread_cpu_read(int32_t tid, uint64_t *ns);
 /* Queues a note for the agent's log about a thread that blocks the
  * signal (`gone`: it ended); dropped when the notes are full. */
 void ember__threads_note_blocked(ember__threads *t, const ember__thread_rec *r, int gone);
