@@ -115,9 +115,17 @@ static void test_signal_owned_by_app(void)
 			cpu_s += (double)p->samples[s].values[1] / 1e9;
 		ember__profile_free(p);
 	}
-	printf("SIGRTMIN+4: %llu samples, %.3f s of CPU in %zu window(s)\n",
-	       (unsigned long long)got, cpu_s, cap.n);
-	IT_CHECK(got >= 1 && cpu_s > 0.1, "samples on SIGRTMIN+4 (0.3 s burnt)");
+	/* What the samples' weights fall short of, the agent counts (the
+	 * CPU after the kernel's last timer check: under two CPU hogs one
+	 * sample weighed 0.09 s of the 0.3 s): the two together are the burn. */
+	ember_stats st;
+	ember_agent_stats(a, &st);
+	double tail_s = (double)st.cpu_tail_unsampled_ns / 1e9;
+	printf("SIGRTMIN+4: %llu samples, %.3f s of CPU in %zu window(s), %.3f s in no sample\n",
+	       (unsigned long long)got, cpu_s, cap.n, tail_s);
+	IT_CHECK(got >= 1 && cpu_s + tail_s > 0.25,
+		 "samples on SIGRTMIN+4 (0.3 s burnt: %.3f s sampled, %.3f s counted as in no sample)",
+		 cpu_s, tail_s);
 	struct sigaction after;
 	sigaction(SIGRTMIN + 4, NULL, &after);
 	/* glibc adds SA_RESTORER (0x04000000) to every action it installs. */
