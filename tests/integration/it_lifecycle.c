@@ -99,7 +99,19 @@ static void test_signal_owned_by_app(void)
 	struct sigaction before;
 	sigaction(SIGRTMIN + 4, NULL, &before);
 	IT_CHECK(ember_agent_start(&r, a) == 0, "start on SIGRTMIN+4: %s", ember_last_error());
+	/* 0.3 s, then on (up to 30 s) until the handler has recorded a
+	 * sample: under two CPU hogs one run had none in its 0.3 s (the
+	 * agent counted all of it as in no sample) */
+	double burnt = 0.3;
 	burn(0.3);
+	for (int i = 0; i < 300; i++) {
+		ember_stats sofar;
+		ember_running_stats(r, &sofar);
+		if (sofar.samples >= 1)
+			break;
+		burn(0.1);
+		burnt += 0.1;
+	}
 	raise(SIGPROF);
 	IT_CHECK(ember_running_stop(&a, r) == 0, "stop");
 	IT_CHECK(app_signals == 1, "the application's SIGPROF handler still runs");
@@ -117,15 +129,16 @@ static void test_signal_owned_by_app(void)
 	}
 	/* What the samples' weights fall short of, the agent counts (the
 	 * CPU after the kernel's last timer check: under two CPU hogs one
-	 * sample weighed 0.09 s of the 0.3 s): the two together are the burn. */
+	 * sample weighed 0.09 s of the 0.3 s): the two together are the burn
+	 * (the main thread's own work besides it is small). */
 	ember_stats st;
 	ember_agent_stats(a, &st);
 	double tail_s = (double)st.cpu_tail_unsampled_ns / 1e9;
 	printf("SIGRTMIN+4: %llu samples, %.3f s of CPU in %zu window(s), %.3f s in no sample\n",
 	       (unsigned long long)got, cpu_s, cap.n, tail_s);
-	IT_CHECK(got >= 1 && cpu_s + tail_s > 0.25,
-		 "samples on SIGRTMIN+4 (0.3 s burnt: %.3f s sampled, %.3f s counted as in no sample)",
-		 cpu_s, tail_s);
+	IT_CHECK(got >= 1 && cpu_s + tail_s > 0.8 * burnt,
+		 "samples on SIGRTMIN+4 (%.1f s burnt: %.3f s sampled, %.3f s counted as in no sample)",
+		 burnt, cpu_s, tail_s);
 	struct sigaction after;
 	sigaction(SIGRTMIN + 4, NULL, &after);
 	/* glibc adds SA_RESTORER (0x04000000) to every action it installs. */
