@@ -50,6 +50,10 @@
 
 enum { STATE_READY = 0, STATE_RUNNING = 1 };
 
+/* The stack, one frame called from the program's name, of a lazily
+ * started process's CPU before its threads were armed (early[] below). */
+#define EMBER__EARLY_FRAME "[before sampling]"
+
 typedef struct ember__core {
 	struct ember_agent ready;
 	struct ember_running running;
@@ -114,7 +118,6 @@ typedef struct ember__core {
 	 * (engine/threads.h, catch-up): taken at start, reported on a
 	 * "[before sampling]" stack in the next CPU profile the agent sends
 	 * (agent_report.c), then cleared. */
-#define EMBER__EARLY_FRAME "[before sampling]"
 	ember__early_cpu early[EMBER__EARLY_MAX];
 	unsigned nearly;
 	int uploads_logged; /* the uploads' summary was said (agent.c) */

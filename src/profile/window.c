@@ -293,13 +293,14 @@ static int has_key(const ember__label *l, uint32_t n, const char *key)
 	return 0;
 }
 
-/* Writes the static tags (but a key among the first ndyn labels, the
- * sample's own, wins) and, with thread labels, thread tid's id and name
- * (NULL: "thread-TID") to out from k on; returns the count after them,
- * or 0 when out of memory. */
-static uint32_t config_labels(ember__profile *p, const ember__window_cfg *cfg, ember__label *out,
-			      uint32_t k, uint32_t ndyn, int32_t tid, const char *name)
+/* Appends to out, which holds *n labels (the sample's own), the static
+ * tags (but a key among those, the sample's own, wins) and, with thread
+ * labels, thread tid's id and name (NULL: "thread-TID"); *n becomes the
+ * count. 0 or EMBER_ERR_NOMEM. */
+static int config_labels(ember__profile *p, const ember__window_cfg *cfg, ember__label *out,
+			 uint32_t *n, int32_t tid, const char *name)
 {
+	uint32_t ndyn = *n, k = ndyn;
 	for (size_t i = 0; i < cfg->ntags; i++) {
 		if (has_key(out, ndyn, cfg->tags[i].key))
 			continue; /* a thread's own label beats a static tag */
@@ -319,10 +320,11 @@ static uint32_t config_labels(ember__profile *p, const ember__window_cfg *cfg, e
 		out[k].str = ember__profile_strdup(p, name ? name : fallback);
 		k++;
 	}
+	*n = k;
 	for (uint32_t i = ndyn; i < k; i++)
 		if (!out[i].key || !out[i].str)
-			return 0;
-	return k;
+			return EMBER_ERR_NOMEM;
+	return 0;
 }
 
 static int add_labels(builder *b, const ember__window_cfg *cfg, const ember__agg *a,
@@ -333,12 +335,9 @@ static int add_labels(builder *b, const ember__window_cfg *cfg, const ember__agg
 	out->labels = ember__arena_alloc(&b->p->arena, n * sizeof(*out->labels));
 	if (!out->labels)
 		return EMBER_ERR_NOMEM;
-	uint32_t ndyn = dynamic_labels(b, s, out->labels);
-	uint32_t k = config_labels(b->p, cfg, out->labels, ndyn, ndyn, s->tid, ember__agg_name(a, s->tid));
-	if (!k && (cfg->ntags || cfg->thread_labels))
-		return EMBER_ERR_NOMEM;
-	out->nlabels = k ? k : ndyn;
-	return 0;
+	out->nlabels = dynamic_labels(b, s, out->labels);
+	return config_labels(b->p, cfg, out->labels, &out->nlabels, s->tid,
+			     ember__agg_name(a, s->tid));
 }
 
 int ember__window_add_pseudo(ember__profile *p, const ember__window_cfg *cfg, const char *exe,
@@ -351,10 +350,9 @@ int ember__window_add_pseudo(ember__profile *p, const ember__window_cfg *cfg, co
 		return ember__error_oom("profile");
 	ember__sample *s = &p->samples[i - 1];
 	s->labels = l;
-	s->nlabels = n ? config_labels(p, cfg, l, 0, 0, tid, thread_name) : 0;
-	if (n && !s->nlabels)
+	s->nlabels = 0;
+	if (n && config_labels(p, cfg, l, &s->nlabels, tid, thread_name) != 0)
 		return ember__error_oom("profile");
-	s->values[0] = 0;
 	return 0;
 }
 
