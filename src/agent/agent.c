@@ -667,6 +667,18 @@ static void log_tail(const ember__core *c)
 		   (double)weight / 1e6);
 }
 
+/* Threads that ran without a CPU timer (or perf event) of their own:
+ * their CPU is in no sample. A warning with the first reason; threads
+ * that left before they could be armed are not among them. */
+static void log_timer_failures(const ember__core *c)
+{
+	uint64_t n = atomic_load(&c->timer_failures);
+	if (n)
+		ember__log(&c->cfg, EMBER_LOG_WARN,
+			   "%" PRIu64 " thread%s could not be sampled (the first: %s)", n,
+			   n == 1 ? "" : "s", c->threads.first_error);
+}
+
 /* The program's system calls that returned EINTR because one of our
  * signals arrived as they began (the race in docs/design/limits.md: a
  * thread seen running, signalled, and in a call by the time the signal
@@ -781,6 +793,7 @@ EMBER_API int ember_running_stop(ember_agent **out, ember_running *r)
 		   atomic_load(&c->no_bounds), atomic_load(&c->windows), atomic_load(&c->report_failures));
 	log_unwind_stats(c);
 	log_tail(c);
+	log_timer_failures(c);
 	log_interrupted(c);
 	if (atomic_load(&c->jfr_events_dropped))
 		ember__log(&c->cfg, EMBER_LOG_WARN, "%" PRIu64 " samples left out of JFR recordings",

@@ -18,6 +18,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -68,8 +69,19 @@ int ember__threads_arm_timer(ember__threads *t, ember__thread_rec *r)
 	return 0;
 }
 
+/*
+ * A thread that could not be armed. A thread the scan listed can leave
+ * before its timer or event is made (timer_create: EINVAL, perf: ESRCH);
+ * it is gone, not missed, and not counted: the kernel drops its pid and
+ * its signal state together, so a thread that tgkill no longer finds
+ * was gone when the arm failed too.
+ */
 void ember__threads_note_timer_failure(ember__threads *t, int32_t tid, int err)
 {
+	if (tid > 0 && syscall(SYS_tgkill, (int)t->pid, (int)tid, 0) != 0 && errno == ESRCH) {
+		atomic_fetch_add_explicit(&t->gone_unarmed, 1, memory_order_relaxed);
+		return;
+	}
 	atomic_fetch_add_explicit(&t->timer_failures, 1, memory_order_relaxed);
 	if (!t->first_error[0])
 		snprintf(t->first_error, sizeof(t->first_error), "%s for thread %d: %s",
@@ -240,8 +252,9 @@ void ember__threads_check_perf(ember__threads *t, int full)
 			r->perf_ring = NULL;
 		}
 		atomic_fetch_add_explicit(&t->fd_reopens, 1, memory_order_relaxed);
-		if (e && ember__threads_arm_perf(t, r, e) != 0)
-			atomic_fetch_add_explicit(&t->timer_failures, 1, memory_order_relaxed);
+		int rc = e ? ember__threads_arm_perf(t, r, e) : 0;
+		if (rc)
+			ember__threads_note_timer_failure(t, r->tid, -rc);
 	}
 }
 
