@@ -95,11 +95,16 @@ if [ "${EMBER_AARCH64:-0}" = 1 ]; then
 fi
 # ---- end of the aarch64 block ----
 
+# Installed for this machine's architecture (or for all): the arm64 -dev
+# packages above have the same names, and must not count for the native ones.
+NATIVE=$(dpkg --print-architecture)
+installed() {
+  dpkg-query -W -f='${Status} ${Architecture}\n' "$1" 2>/dev/null |
+    grep -Eq "^install ok installed ($NATIVE|all)\$"
+}
 missing=()
 for p in "${PKGS[@]}"; do
-  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
-    missing+=("$p")
-  fi
+  installed "$p" || missing+=("$p:$NATIVE")
 done
 
 # npm packages of the S3 tests, from tests/s3/package-lock.json (never global);
@@ -131,8 +136,7 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get -o DPkg::Lock::Timeout=900 update -qq
 apt-get -o DPkg::Lock::Timeout=900 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 for p in "${missing[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || {
-    echo "emberprof: error: package $p failed to install" >&2; exit 1; }
+  installed "${p%:*}" || { echo "emberprof: error: package $p failed to install" >&2; exit 1; }
 done
 npm_ci
 npm_ci flame
