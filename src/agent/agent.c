@@ -555,6 +555,7 @@ EMBER_API int ember_agent_start(ember_running **out, ember_agent *a)
 	c->sampling_end = 0;
 	c->stop_req = 0;
 	c->run_reported = 0;
+	c->uploads_logged = 0; /* this run says its own (before its agent thread can) */
 	c->heap_sampled0 = ember__core_heap_sampled(c);
 	c->stopping = 0;
 	c->start_rc = 1;
@@ -585,7 +586,6 @@ EMBER_API int ember_agent_start(ember_running **out, ember_agent *a)
 		ember__sampbuf_destroy(&c->sig.buf);
 		return ember__error(rc, "%s", c->start_err);
 	}
-	c->uploads_logged = 0; /* this run says its own */
 	c->state = STATE_RUNNING;
 	*out = &c->running;
 	/* Fork children from now on (their agents are their own): a failure
@@ -723,10 +723,10 @@ static int asprof_deliver(void *ctx, const ember_report *rep)
 static int asprof_agent_start(ember_running **out, ember__core *c)
 {
 	ember__asprof_run_cfg rcfg = {&c->cfg.asprof, c->cfg.app_name, c->cfg.interval_ms, &c->cfg.log};
+	c->uploads_logged = 0; /* this run says its own (before its thread can) */
 	int rc = ember__asprof_run_start(&c->asprof, &rcfg, c->seq, asprof_deliver, c);
 	if (rc)
 		return rc;
-	c->uploads_logged = 0; /* this run says its own */
 	c->state = STATE_RUNNING;
 	*out = &c->running;
 	return 0;
