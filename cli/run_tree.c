@@ -83,13 +83,15 @@ static void print_stats(const ember__cli_tree *ct)
 		fprintf(stderr,
 			"emberprof: tree engine: the profiles hold %.3f s of CPU (%.3f s in no sample: "
 			"%.3f s spread over the stacks of its process, %.3f s as [unsampled]; "
-			"%.3f s that no event counted, as [uncounted]; %llu processes in %llu shared "
-			"profiles); the tree's processes emberprof waited for used %.3f s, "
+			"%.3f s that no event counted, as [uncounted]; %.3f s of samples' weight "
+			"beyond what their process counted, taken off its stacks; %llu processes in "
+			"%llu shared profiles); the tree's processes emberprof waited for used %.3f s, "
 			"emberprof itself %.3f s\n",
-			(double)(st.sampled_ns + st.unsampled_reported_ns + st.uncounted_ns) / 1e9,
+			(double)(st.sampled_ns - st.trimmed_ns + st.unsampled_reported_ns +
+				 st.uncounted_ns) / 1e9,
 			(double)st.unsampled_reported_ns / 1e9, (double)st.unsampled_spread_ns / 1e9,
 			(double)(st.unsampled_reported_ns - st.unsampled_spread_ns) / 1e9,
-			(double)st.uncounted_ns / 1e9,
+			(double)st.uncounted_ns / 1e9, (double)st.trimmed_ns / 1e9,
 			(unsigned long long)st.processes_shared,
 			(unsigned long long)st.shared_profiles, rusage_s(RUSAGE_CHILDREN),
 			rusage_s(RUSAGE_SELF));

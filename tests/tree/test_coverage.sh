@@ -59,7 +59,9 @@ bad = []
 if abs(total - held) > 0.01 * held + 0.002:
     bad.append("profiles %.3f s, the log says %.3f s" % (total, held))
 # (the sanitizer build once held 1.5 % more than it counted, make -j2:
-# 12.145 s against 10.625 + 1.335 s; not examined yet: 3 % there)
+# 12.145 s against 10.625 + 1.335 s, and the normal build 1.8 % once:
+# samples that weighed more than their process counted, which the engine
+# now takes off (trim_weight); 3 % kept there until measured again)
 sanitized = os.environ.get("EMBER_TEST_SANITIZE", "OFF").upper() in ("ON", "1", "TRUE")
 if abs(held - (counted + uncounted)) > (0.03 if sanitized else 0.01) * held + 0.003:
     bad.append("held %.3f s is not counted %.3f + uncounted %.3f" % (held, counted, uncounted))
@@ -137,9 +139,33 @@ check_exit "make -j2" 0 $?
 cover "make -j2" make make.err make.ru "$(cat make.pid)"
 # stacks wherever one can be had: the time after a process's last sample
 # goes to its stacks; only processes without a sample (the drivers, as,
-# collect2: a few ms each) are [unsampled]
+# collect2, and on a fast machine cc1 too: a few ms each) are [unsampled].
+# Checked per process, not as a share of the whole, which depends on how
+# fast the machine compiles (53.6 % on one, beside two CPU hogs).
 share=$(go tool pprof -top make/*.pb.gz 2>/dev/null | awk '$NF == "[unsampled]" { sub("%", "", $2); print $2 }')
-python3 -c "import sys; sys.exit(0 if float(sys.argv[1] or 100) < 50 else 1)" "${share:-100}" &&
-	ok "make -j2: ${share:-0} % of the CPU as [unsampled], the rest on stacks" ||
-	fail "make -j2: ${share:-?} % of the CPU as [unsampled]"
+# per profile (a process whose samples were all in an earlier window, one
+# that ran across a window's end, has only [unsampled] in its last one)
+nuns=0 mixed=
+for f in make/*.pb.gz; do
+	rm -rf one && mkdir one && ln -s "$PWD/$f" one/
+	python3 "$TREE_DIR/cpu_by_pid.py" one >one.bypid
+	python3 "$TREE_DIR/cpu_by_pid.py" one '[unsampled]' >one.uns
+	set -- $(python3 - one.bypid one.uns <<'PY'
+import sys
+total = dict(l.split() for l in open(sys.argv[1]))
+uns = dict(l.split() for l in open(sys.argv[2]))
+# [unsampled] beside samples of its own: more than rounding (1 ms) apart
+bad = [p for p, s in uns.items() if float(s) > 0 and float(total.get(p, 0)) - float(s) > 0.001]
+print(len(uns), *bad)
+PY
+	)
+	nuns=$((nuns + $1))
+	shift
+	[ $# -gt 0 ] && mixed="$mixed $f:$*"
+done
+if [ "$nuns" -gt 0 ] && [ -z "$mixed" ]; then
+	ok "make -j2: $nuns processes are [unsampled] where they have no sample (${share:-0} % of the CPU), none beside samples of their own"
+else
+	fail "make -j2: [unsampled] beside samples of the same process in one profile:${mixed:- none [unsampled] at all}"
+fi
 done_tests

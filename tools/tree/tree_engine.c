@@ -345,6 +345,32 @@ static void spread_weight(ember__agg *a, uint64_t ns)
 }
 
 /*
+ * The other way round: a process whose samples weigh more than it used
+ * (a cc1 of 9.5 ms with one sample of a 10 ms period: the period a sample
+ * carries is the event's, not what the process counted) gives the excess
+ * back, taken off the stacks of its last window in proportion to their
+ * weights, so that its profiles hold what it used. Returns what was taken
+ * (at most the window's weight).
+ */
+static uint64_t trim_weight(ember__agg *a, uint64_t ns)
+{
+	uint64_t total = a->weight, taken = 0;
+	if (ns > total)
+		ns = total;
+	for (size_t i = 0; i < a->n && total; i++) {
+		ember__agg_stack *s = a->stacks[i];
+		uint64_t share = i + 1 == a->n ? ns - taken
+					       : (uint64_t)((unsigned __int128)ns * s->weight / total);
+		if (share > s->weight)
+			share = s->weight;
+		s->weight -= share;
+		taken += share;
+	}
+	a->weight -= taken;
+	return taken;
+}
+
+/*
  * Reports p's window [p->win_start, end) if it has samples, or (`final`:
  * p's last) CPU time that no sample stands for, and starts the next one at
  * end. A process younger than the interval joins the window's shared
@@ -362,6 +388,10 @@ static void report_window(ember__tree *t, tproc *p, int64_t end, int final)
 	uint64_t spread = p->agg.weight ? unsampled : 0;
 	if (spread)
 		spread_weight(&p->agg, spread);
+	/* (no count at all: its READ records were lost; its samples stand) */
+	uint64_t trimmed = final && p->counted_ns && p->sampled_ns > p->counted_ns
+				   ? trim_weight(&p->agg, p->sampled_ns - p->counted_ns)
+				   : 0;
 	ember__profile *prof = NULL;
 	ember__window_cfg wcfg = ember__config_window(t->cfg);
 	int rc = ember__window_profile(&p->agg, p->agg.samples ? p->sym : NULL, &wcfg,
@@ -408,6 +438,7 @@ static void report_window(ember__tree *t, tproc *p, int64_t end, int final)
 		t->st.processes_shared += shared && !p->profiled;
 		t->st.unsampled_reported_ns += unsampled;
 		t->st.unsampled_spread_ns += spread;
+		t->st.trimmed_ns += trimmed;
 		if (final && p->pid == t->top)
 			t->st.uncounted_ns = t->uncounted_ns;
 		p->profiled = 1;

@@ -52,6 +52,8 @@ typedef struct ember__tree_stats {
 					   spread over a process's last stacks, or as its
 					   [unsampled] frame (tree_profile.h) */
 	uint64_t unsampled_spread_ns;   /* of it, spread over stacks */
+	uint64_t trimmed_ns;            /* samples' weight beyond their process's count,
+					   taken off its last stacks (not in the profiles) */
 	uint64_t uncounted_ns;          /* the tree's CPU by rusage no event counted,
 					   as [uncounted] (ember__tree_set_waited) */
 	uint64_t report_failures;    /* reporter calls or encodings that failed */
