@@ -7,7 +7,8 @@
  * agent's thread, and that `go tool pprof` reads every window.
  * Threads exist both before start (found by the scan) and after (hook).
  * 12 s of CPU at 100 Hz: ~1,200 samples put one standard deviation of the
- * split at 1.25 points (with 600, a run under load once measured 69.9 %).
+ * split by samples at 1.25 points (with 600, a run under load once
+ * measured 69.9 %).
  */
 #include "it_common.h"
 #include "cfi/unwind_tables.h"
@@ -98,14 +99,30 @@ int main(void)
 		}
 		ember__profile_free(p);
 	}
-	double frac = a_ns / (a_ns + b_ns);
-	printf("hot_a %.1f%% of hot_a+hot_b (truth 75%%); chains complete: hot_a %llu/%llu, "
-	       "hot_b %llu/%llu\n",
-	       100 * frac, (unsigned long long)a_chain, (unsigned long long)a_samples,
+	/* The split by samples: each sample is one look at where a thread
+	 * is, so with ~1,000 of them the share of hot_a has a standard
+	 * deviation of 1.4 points. By CPU time the samples' weights count: a
+	 * timer is checked only at a tick that finds its thread running, so
+	 * under CPU contention a thread can run through several periods
+	 * unchecked and its next sample weighs them all (overruns: 13 ms a
+	 * sample on average beside two CPU hogs). Those heavy samples make the
+	 * split by time vary more (in nine runs beside two hogs: 68.0 to
+	 * 80.0 % by time, 73.2 to 78.7 % by samples): it is checked with a
+	 * wider bound, which weights put on the wrong stacks would still
+	 * exceed. */
+	double frac = (double)a_samples / (double)(a_samples + b_samples);
+	double frac_ns = a_ns / (a_ns + b_ns);
+	printf("hot_a %.1f%% of the samples in hot_a+hot_b, %.1f%% of their CPU time (truth 75%%); "
+	       "chains complete: hot_a %llu/%llu, hot_b %llu/%llu\n",
+	       100 * frac, 100 * frac_ns, (unsigned long long)a_chain, (unsigned long long)a_samples,
 	       (unsigned long long)b_chain, (unsigned long long)b_samples);
-	printf("sampled CPU %.3f s, process CPU %.3f s (ratio %.3f)\n", total_ns / 1e9, cpu,
-	       total_ns / 1e9 / cpu);
-	IT_CHECK(fabs(frac - 0.75) <= 0.05, "split %.3f is not within 5 points of 0.75", frac);
+	printf("sampled CPU %.3f s, process CPU %.3f s (ratio %.3f), %.1f ms a sample\n",
+	       total_ns / 1e9, cpu, total_ns / 1e9 / cpu,
+	       total_ns / 1e6 / (double)(a_samples + b_samples));
+	IT_CHECK(fabs(frac - 0.75) <= 0.05, "split by samples %.3f is not within 5 points of 0.75",
+		 frac);
+	IT_CHECK(fabs(frac_ns - 0.75) <= 0.12, "split by CPU time %.3f is not within 12 points of 0.75",
+		 frac_ns);
 	IT_CHECK(a_samples > 100 && b_samples > 30, "too few samples in the hot functions");
 	/* Lazy unwind tables: a sample that lands in a module before its
 	 * table is built is walked by frame pointers (none here), and the
