@@ -19,10 +19,19 @@ unset EMBERPROF_ENGINE
 KF="$TREE_DIR/kernel_frames.py"
 ran=0
 
+# Each run needs 20 samples in read: dd copies for about a second
+# (6000 MiB took 2-3 s on the first machines, 0.24 s on a faster one,
+# which then had 11 samples). Sized here by one run of 2000 MiB.
+t0=$(date +%s%N)
+dd if=/dev/zero of=/dev/null bs=1M count=2000 2>/dev/null
+t1=$(date +%s%N)
+COUNT=$(python3 -c "import sys; ns = max(int(sys.argv[1]), 1); print(min(60000, max(6000, 2000 * 10**9 // ns)))" $((t1 - t0)))
+echo "dd: $COUNT MiB a run"
+
 dd_run() { # DIR [OPTIONS...]
 	d=$1
 	shift
-	"$EMBERPROF" run -q --engine tree "$@" -o "$d" -- dd if=/dev/zero of=/dev/null bs=1M count=6000 >"$d.out" 2>"$d.err"
+	"$EMBERPROF" run -q --engine tree "$@" -o "$d" -- dd if=/dev/zero of=/dev/null bs=1M count=$COUNT >"$d.out" 2>"$d.err"
 }
 
 paranoid=$(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null || echo 3)
@@ -84,7 +93,7 @@ if [ "$(id -u)" = 0 ] && [ "$paranoid" = 2 ] && command -v setpriv >/dev/null; t
 	chmod 711 "$T" # the scratch directory, for nobody to reach its own
 	mkdir user && chmod 777 user
 	(cd user && setpriv --reuid=nobody --regid=nogroup --clear-groups \
-		"$EMBERPROF" run -q --engine tree -o out -- dd if=/dev/zero of=/dev/null bs=1M count=6000 >out.txt 2>err.txt)
+		"$EMBERPROF" run -q --engine tree -o out -- dd if=/dev/zero of=/dev/null bs=1M count=$COUNT >out.txt 2>err.txt)
 	check_exit "dd as nobody (perf_event_paranoid 2)" 0 $?
 	check_profiles "dd as nobody" user/out user/err.txt
 	if go tool pprof -raw user/out/*.pb.gz 2>/dev/null | grep -q 'kernel.kallsyms'; then
