@@ -71,14 +71,16 @@ int ember__threads_arm_timer(ember__threads *t, ember__thread_rec *r)
 
 /*
  * A thread that could not be armed. A thread the scan listed can leave
- * before its timer or event is made (timer_create: EINVAL, perf: ESRCH);
- * it is gone, not missed, and not counted: the kernel drops its pid and
- * its signal state together, so a thread that tgkill no longer finds
- * was gone when the arm failed too.
+ * before its timer or event is made; it is gone, not missed, and not
+ * counted. perf_event_open says ESRCH for a thread that is exiting (its
+ * events already torn down) while tgkill still finds it (the soak saw
+ * three); timer_create says EINVAL for one the kernel has dropped, whose
+ * pid went with its signal state, so tgkill no longer finds it either.
  */
 void ember__threads_note_timer_failure(ember__threads *t, int32_t tid, int err)
 {
-	if (tid > 0 && syscall(SYS_tgkill, (int)t->pid, (int)tid, 0) != 0 && errno == ESRCH) {
+	if (tid > 0 && (err == ESRCH || (syscall(SYS_tgkill, (int)t->pid, (int)tid, 0) != 0 &&
+					 errno == ESRCH))) {
 		atomic_fetch_add_explicit(&t->gone_unarmed, 1, memory_order_relaxed);
 		return;
 	}

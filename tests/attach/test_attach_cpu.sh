@@ -53,7 +53,8 @@ for follow in yes no; do
 	if within10 "$m" "$p"; then
 		ok "($follow) attach_spin_a $a s, attach_spin_b $b s, attach_late_spin (a thread started after attach) $l s: $p s of the $m s they burnt"
 	else
-		fail "($follow) attach_spin_a $a s, attach_spin_b $b s, attach_late_spin $l s: $p s, burnt $m s (10 %)"
+		fail "($follow) attach_spin_a $a s, attach_spin_b $b s, attach_late_spin $l s: $p s, burnt $m s (10 %); emberprof said:"
+		sed 's/^/    /' err.$follow >&2
 	fi
 	python3 -c "import sys; sys.exit(0 if min(map(float, sys.argv[1:])) > 0 else 1)" "$a" "$b" "$l" ||
 		fail "($follow) a busy function is missing from the profiles"

@@ -388,8 +388,13 @@ static void report_window(ember__tree *t, tproc *p, int64_t end, int final)
 	uint64_t spread = p->agg.weight ? unsampled : 0;
 	if (spread)
 		spread_weight(&p->agg, spread);
-	/* (no count at all: its READ records were lost; its samples stand) */
-	uint64_t trimmed = final && p->counted_ns && p->sampled_ns > p->counted_ns
+	/* Only where its count is whole: each of its threads' events was
+	 * inherited (it began under the engine: a FORK record, or the command
+	 * of a run, whose count the final drain completes) and no record was
+	 * lost. The threads `emberprof attach` found running have events of
+	 * their own, which leave no READ record. */
+	int whole = (p->fork_mono || (t->top_counted && p->pid == t->top)) && !t->st.lost;
+	uint64_t trimmed = final && whole && p->counted_ns && p->sampled_ns > p->counted_ns
 				   ? trim_weight(&p->agg, p->sampled_ns - p->counted_ns)
 				   : 0;
 	ember__profile *prof = NULL;
