@@ -448,6 +448,15 @@ EMBER_HOT_TEXT static void atfork_parent(void)
 
 EMBER_HOT_TEXT static void atfork_child(void)
 {
+	/* First, a plain store: the handler asks the kernel for this thread's
+	 * id again, the child's, which no entry of the thread table has. A
+	 * signal handled in the child before this (ThreadSanitizer delivers
+	 * signals it deferred in the parent at the child's first atomic
+	 * operation, below) found the parent thread's entry, read the perf
+	 * ring it names, which is not mapped here (VM_DONTCOPY), and crashed
+	 * the child (it_lifecycle beside two CPU hogs: SIGSEGV in
+	 * ember__kring_take under atfork_child). */
+	ember__sigpath_forget_tid();
 	/* The child has no timers and no agent thread: sampling is off there.
 	 * Unlock the copy of the mutex so nothing in the child can deadlock. */
 	ember__threads *t = atomic_exchange(&g_threads, NULL);
@@ -462,7 +471,6 @@ EMBER_HOT_TEXT static void atfork_child(void)
 		}
 	}
 	ember__sigpath_forget();
-	ember__sigpath_forget_tid();
 }
 
 static pthread_once_t atfork_once EMBER_HOT_DATA = PTHREAD_ONCE_INIT;
