@@ -126,7 +126,6 @@ typedef struct ember__threads {
 	int wall_final; /* the wall-clock engine runs: an exiting thread records its last wall time */
 	/* counters */
 	_Atomic uint64_t threads_seen, timer_failures, probe_failures, table_full, perf_events;
-	_Atomic uint64_t gone_unarmed; /* left before their timer or event was made: not failures */
 	/* CPU time of threads that really block the sampling signal (through
 	 * a path emberprof's wrappers do not see: raw system calls, or masks
 	 * set before the agent started), measured at each scan */

@@ -80,10 +80,8 @@ int ember__threads_arm_timer(ember__threads *t, ember__thread_rec *r)
 void ember__threads_note_timer_failure(ember__threads *t, int32_t tid, int err)
 {
 	if (tid > 0 && (err == ESRCH || (syscall(SYS_tgkill, (int)t->pid, (int)tid, 0) != 0 &&
-					 errno == ESRCH))) {
-		atomic_fetch_add_explicit(&t->gone_unarmed, 1, memory_order_relaxed);
+					 errno == ESRCH)))
 		return;
-	}
 	atomic_fetch_add_explicit(&t->timer_failures, 1, memory_order_relaxed);
 	if (!t->first_error[0])
 		snprintf(t->first_error, sizeof(t->first_error), "%s for thread %d: %s",

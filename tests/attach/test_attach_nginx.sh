@@ -44,12 +44,7 @@ check_grep "the master and its 2 workers" attach.err "attached to 3 processes"
 # the workers' user + system ticks (their names hold no space)
 ticks() { for w in $workers; do cat "/proc/$w/stat"; done | awk '{ s += $14 + $15 } END { print s }'; }
 t0=$(ticks)
-clients=
-for c in 1 2 3 4 5 6 7 8; do
-	curl -s -o /dev/null "http://127.0.0.1:$port/index.html?[1-1500]" &
-	clients="$clients $!"
-done
-for p in $clients; do wait "$p"; done
+nginx_load 1500
 t1=$(ticks)
 kill -INT $EP
 wait $EP

@@ -28,3 +28,14 @@ http {
 }
 CEOF
 }
+
+# nginx_load N : 8 curl clients on kept-alive connections, N requests
+# each, to the server nginx_conf set up; returns when all are done
+nginx_load() {
+	_clients=
+	for _c in 1 2 3 4 5 6 7 8; do
+		curl -s -o /dev/null "http://127.0.0.1:$port/index.html?[1-$1]" &
+		_clients="$_clients $!"
+	done
+	for _p in $_clients; do wait "$_p"; done
+}

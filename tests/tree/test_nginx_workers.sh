@@ -39,12 +39,7 @@ worker_cpu() { # the workers' main threads' CPU, in seconds
 round=0
 while [ $round -lt 5 ]; do
 	round=$((round + 1))
-	clients=
-	for c in 1 2 3 4 5 6 7 8; do
-		curl -s -o /dev/null "http://127.0.0.1:$port/index.html?[1-750]" &
-		clients="$clients $!"
-	done
-	for p in $clients; do wait "$p"; done
+	nginx_load 750
 	python3 -c "import sys; sys.exit(0 if $(worker_cpu) >= 0.3 else 1)" && break
 done
 echo "load: $round round(s) of 8 x 750 requests"
