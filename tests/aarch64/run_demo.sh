@@ -4,10 +4,10 @@
 #: the aarch64 CLI (under qemu-aarch64) runs an aarch64 program
 # with its aarch64 libemberprof preloaded and writes pprof files; the
 # host's `go tool pprof` must read them with the program's symbols, the
-# CPU split of its two leaves must be 75 +- 5 %, and >= 99 % of the leaves'
-# samples must carry a complete chain through the thread function down to
-# glibc's start_thread (the tolerance widens past 5 points only when
-# fewer signals arrived than 3.5 binomial standard deviations allow).
+# split of its two leaves by signals must be 75 +- 5 % (wider only when
+# fewer signals arrived than 3.5 binomial standard deviations allow), by
+# CPU time 75 +- 12 %, and >= 99 % of the leaves' samples must carry a
+# complete chain through the thread function down to glibc's start_thread.
 # Two programs: the demo (hot_a : hot_b) and the
 # benchmark workload (bench/workload.c, 2 threads, 60 % of its default
 # work, sampled at 1 kHz: work_a : work_b under stage_one/stage_two and
@@ -62,24 +62,29 @@ complete = sum(w for w, s in hot if root in s and "start_thread" in s[s.index(ro
 total = sum(w for w, s in hot)
 if not total:
     sys.exit(f"FAIL: aarch64 {name}: no samples in {fa}/{fb} (symbols not resolved?)")
-share, comp = 100.0 * a / (a + b), 100.0 * complete / total
+n = sum(c for c, leaf in counts if leaf in (fa, fb))
+na = sum(c for c, leaf in counts if leaf == fa)
+share_n, share, comp = 100.0 * na / n, 100.0 * a / (a + b), 100.0 * complete / total
 others = {}
 for w, s in samples:
     if s and s[0] not in (fa, fb):
         others[s[0]] = others.get(s[0], 0) + w
 top = ", ".join(f"{k} {v}" for k, v in sorted(others.items(), key=lambda kv: -kv[1])[:5])
-# The split is measured with n signals (at 1 kHz a 250 Hz tick delivers
-# about one in four, each weighing the periods it stands for, and fewer
-# when the host is busy and qemu runs late): its noise is a binomial's,
-# so the tolerance is 5 points or 3.5 standard deviations, whichever is
-# wider (5.5 points at the ~750 signals of a quiet run).
-n = sum(c for c, leaf in counts if leaf in (fa, fb))
+# The split by signals (at 1 kHz a 250 Hz tick delivers about one in four,
+# fewer when the host is busy and qemu runs late) has a binomial's noise:
+# the tolerance is 5 points or 3.5 standard deviations, whichever is wider
+# (5.5 points at the ~750 signals of a quiet run). By CPU time each signal
+# weighs the periods it stands for; on a busy host a thread runs several
+# periods between the ticks that check its timer, so the weights vary and
+# the split by time varies more (it_split: 68-80 % beside two CPU hogs,
+# its split by samples 73-79 %): 12 points, as there, which weights put on
+# the wrong leaf would still exceed.
 tol = max(5.0, 3.5 * 100.0 * (0.75 * 0.25 / n) ** 0.5)
-print(f"aarch64 {name}: {fa} {share:.1f} % of {fa} + {fb} ({a} and {b} ns, {n} signals, "
-      f"tolerance {tol:.1f}), complete chains {comp:.1f} % of {len(hot)} stacks; other "
-      f"leaves: {top or 'none'}")
-ok = abs(share - 75) <= tol and comp >= 99
-sys.exit(0 if ok else f"FAIL: aarch64 {name}: want 75 +- {tol:.1f} % and >= 99 % complete")
+print(f"aarch64 {name}: {fa} {share_n:.1f} % of {fa} + {fb} signals ({na} of {n}, tolerance "
+      f"{tol:.1f}), {share:.1f} % of their CPU time ({a} and {b} ns), complete chains "
+      f"{comp:.1f} % of {len(hot)} stacks; other leaves: {top or 'none'}")
+ok = abs(share_n - 75) <= tol and abs(share - 75) <= 12 and comp >= 99
+sys.exit(0 if ok else f"FAIL: aarch64 {name}: want 75 +- {tol:.1f} % by signals, 75 +- 12 % by CPU time, >= 99 % complete")
 PY
 }
 
