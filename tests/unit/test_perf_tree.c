@@ -291,13 +291,15 @@ static void run_sys(int user_only)
 	}
 	/* In user mode only too: each thread ends in user mode
 	 * (in_kernel_then_user), so what no sample stands for is each
-	 * thread's time after its last sample, under one period; unweighed,
-	 * the samples would hold a quarter of it. Measured: 1.00 on an idle
-	 * machine, 0.70-0.99 with two CPU hogs on 2 cores (some kernel time
-	 * is then not followed by a user-mode sample of its thread; the tree
-	 * engine shows it as time no sample stands for): the floor tells
-	 * weighed from unweighed, not a loaded machine from an idle one. */
-	CHECK(sampled >= 0.6 * (user + sys) && sampled <= 1.2 * (user + sys));
+	 * thread's time after its last sample, under one period. Unweighed,
+	 * the samples would hold about the user-mode time only (a quarter).
+	 * Measured: the samples held 1.00 of the CPU on an idle machine; with
+	 * two CPU hogs on 2 cores 0.50-0.99 of it, and 1.7-8 times the
+	 * user-mode time in 11 runs (some kernel time is then not followed by
+	 * a user-mode sample of its thread; the tree engine shows it as time
+	 * no sample stands for). The floor tells weighed from unweighed, not
+	 * a loaded machine from an idle one. */
+	CHECK(sampled >= 1.4 * user && sampled <= 1.2 * (user + sys));
 }
 
 static void test_sys(void)
