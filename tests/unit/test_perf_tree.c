@@ -289,17 +289,23 @@ static void run_sys(int user_only)
 		       "(before Linux 6.12): kernel time is not weighed in user mode only\n");
 		return;
 	}
-	/* In user mode only too: each thread ends in user mode
-	 * (in_kernel_then_user), so what no sample stands for is each
-	 * thread's time after its last sample, under one period. Unweighed,
-	 * the samples would hold about the user-mode time only (a quarter).
-	 * Measured: the samples held 1.00 of the CPU on an idle machine; with
-	 * two CPU hogs on 2 cores 0.50-0.99 of it, and 1.7-8 times the
-	 * user-mode time in 11 runs (some kernel time is then not followed by
-	 * a user-mode sample of its thread; the tree engine shows it as time
-	 * no sample stands for). The floor tells weighed from unweighed, not
-	 * a loaded machine from an idle one. */
-	CHECK(sampled >= 1.4 * user && sampled <= 1.2 * (user + sys));
+	CHECK(sampled <= 1.2 * (user + sys));
+	if (!user_only) {
+		/* With kernel samples, what no sample stands for is each
+		 * thread's time after its last sample, under one period: the
+		 * samples hold nearly all of the tree's CPU, loaded or not. */
+		CHECK(sampled >= 0.6 * (user + sys));
+		return;
+	}
+	/* In user mode only, each thread ends in user mode
+	 * (in_kernel_then_user). Unweighed, the samples would hold about the
+	 * user-mode time only (a quarter). Measured: the samples held 1.00 of
+	 * the CPU on an idle machine; with two CPU hogs on 2 cores 0.50-0.99
+	 * of it, and 1.7-8 times the user-mode time in 11 runs (some kernel
+	 * time is then not followed by a user-mode sample of its thread; the
+	 * tree engine shows it as time no sample stands for). The floor tells
+	 * weighed from unweighed, not a loaded machine from an idle one. */
+	CHECK(sampled >= 1.4 * user);
 }
 
 static void test_sys(void)
