@@ -325,49 +325,35 @@ static void flush_shared(ember__tree *t, int64_t end, int final)
 }
 
 /*
- * The time a process used after its last sample (known at its end) goes
- * to the stacks of its last window in proportion to their weights: where
- * it was seen running is the best account of where it ran since (for the
- * processes of a few periods, most of their time). Sample counts stay as
- * taken.
+ * Moves ns of weight onto (take 0) or off (take 1) the stacks of a
+ * process's last window, in proportion to their weights; sample counts
+ * stay as taken. Returns what was moved: all of ns given, at most the
+ * window's weight taken, nothing on a window of no weight.
+ *
+ * Given: the time a process used after its last sample (known at its
+ * end). Where it was seen running is the best account of where it ran
+ * since (for the processes of a few periods, most of their time).
+ * Taken: the excess of a process whose samples weigh more than it used (a
+ * cc1 of 9.5 ms with one sample of a 10 ms period: the period a sample
+ * carries is the event's, not what the process counted), so that its
+ * profiles hold what it used.
  */
-static void spread_weight(ember__agg *a, uint64_t ns)
+static uint64_t move_weight(ember__agg *a, uint64_t ns, int take)
 {
-	uint64_t given = 0, total = a->weight;
-	for (size_t i = 0; i < a->n; i++) {
-		ember__agg_stack *s = a->stacks[i];
-		uint64_t share = i + 1 == a->n ? ns - given
-					       : (uint64_t)((unsigned __int128)ns * s->weight / total);
-		s->weight += share;
-		given += share;
-	}
-	a->weight += ns;
-}
-
-/*
- * The other way round: a process whose samples weigh more than it used
- * (a cc1 of 9.5 ms with one sample of a 10 ms period: the period a sample
- * carries is the event's, not what the process counted) gives the excess
- * back, taken off the stacks of its last window in proportion to their
- * weights, so that its profiles hold what it used. Returns what was taken
- * (at most the window's weight).
- */
-static uint64_t trim_weight(ember__agg *a, uint64_t ns)
-{
-	uint64_t total = a->weight, taken = 0;
-	if (ns > total)
+	uint64_t total = a->weight, moved = 0;
+	if (take && ns > total)
 		ns = total;
 	for (size_t i = 0; i < a->n && total; i++) {
 		ember__agg_stack *s = a->stacks[i];
-		uint64_t share = i + 1 == a->n ? ns - taken
+		uint64_t share = i + 1 == a->n ? ns - moved
 					       : (uint64_t)((unsigned __int128)ns * s->weight / total);
-		if (share > s->weight)
+		if (take && share > s->weight)
 			share = s->weight;
-		s->weight -= share;
-		taken += share;
+		s->weight = take ? s->weight - share : s->weight + share;
+		moved += share;
 	}
-	a->weight -= taken;
-	return taken;
+	a->weight = take ? a->weight - moved : a->weight + moved;
+	return moved;
 }
 
 /*
@@ -387,7 +373,7 @@ static void report_window(ember__tree *t, tproc *p, int64_t end, int final)
 		symbolizer_for(t, p);
 	uint64_t spread = p->agg.weight ? unsampled : 0;
 	if (spread)
-		spread_weight(&p->agg, spread);
+		move_weight(&p->agg, spread, 0);
 	/* Only where its count is whole: each of its threads' events was
 	 * inherited (it began under the engine: a FORK record, or the command
 	 * of a run, whose count the final drain completes) and no record was
@@ -395,7 +381,7 @@ static void report_window(ember__tree *t, tproc *p, int64_t end, int final)
 	 * their own, which leave no READ record. */
 	int whole = (p->fork_mono || (t->top_counted && p->pid == t->top)) && !t->st.lost;
 	uint64_t trimmed = final && whole && p->counted_ns && p->sampled_ns > p->counted_ns
-				   ? trim_weight(&p->agg, p->sampled_ns - p->counted_ns)
+				   ? move_weight(&p->agg, p->sampled_ns - p->counted_ns, 1)
 				   : 0;
 	ember__profile *prof = NULL;
 	ember__window_cfg wcfg = ember__config_window(t->cfg);
