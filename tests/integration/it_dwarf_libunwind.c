@@ -23,6 +23,7 @@
 #include "it_common.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <time.h>
@@ -61,6 +62,11 @@ static __thread ember__stack_bounds t_bounds;
  * through a signal frame): the run goes on until there are enough. */
 static __thread volatile sig_atomic_t t_in_usr1;
 static atomic_int g_in_usr1;
+
+/* Which unwinder this thread is in, for on_fault. */
+enum { IN_NEITHER, IN_OURS, IN_LU_INIT, IN_LU_STEP };
+static __thread volatile sig_atomic_t t_phase;
+static __thread volatile int t_signal_ctx;
 
 static __thread timer_t t_timer;
 static __thread int t_has_timer;
@@ -116,13 +122,19 @@ static void record(void *uc, int signal_ctx)
 	ember__regs regs;
 	ember__regs_from_ucontext(uc, &regs);
 	r->flags = 0;
+	t_signal_ctx = signal_ctx;
+	t_phase = IN_OURS;
 	r->n_ours = ember__unwind_dwarf(g_snap, 1, &regs, &t_bounds, r->ours, MAXD, &r->flags);
 	unw_cursor_t cur;
+	t_phase = IN_LU_INIT;
 	int rc = signal_ctx ? unw_init_local2(&cur, (unw_context_t *)uc, UNW_INIT_SIGNAL_FRAME)
 			    : unw_init_local(&cur, (unw_context_t *)uc);
 	r->n_lu = 0;
-	if (rc != 0)
+	t_phase = IN_LU_STEP;
+	if (rc != 0) {
+		t_phase = IN_NEITHER;
 		return;
+	}
 	int after_tramp = 0;
 	(void)after_tramp;
 	while (r->n_lu < MAXD) {
@@ -146,6 +158,64 @@ static void record(void *uc, int signal_ctx)
 		if (unw_step(&cur) <= 0)
 			break;
 	}
+	t_phase = IN_NEITHER;
+}
+
+/* A crash of this test names where it happened: which unwinder (or
+ * neither), the faulting PC and address, and the mappings. CI saw one
+ * SIGSEGV under qemu-aarch64 0.16 s into a run, in 1 of about 200 runs,
+ * with nothing else to go on. Not async-signal-safe (snprintf, dladdr):
+ * the process is ending anyway; the fault is then taken again, by
+ * default. */
+static void name_pc(const char *what, uintptr_t pc)
+{
+	Dl_info di;
+	char line[256];
+	int n;
+	if (pc && dladdr((void *)pc, &di) && di.dli_fname)
+		n = snprintf(line, sizeof(line), "  %s %#lx = %s+%#lx (%s)\n", what, (unsigned long)pc,
+			     di.dli_fname, (unsigned long)(pc - (uintptr_t)di.dli_fbase),
+			     di.dli_sname ? di.dli_sname : "?");
+	else
+		n = snprintf(line, sizeof(line), "  %s %#lx\n", what, (unsigned long)pc);
+	if (n > 0 && write(2, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1) < 0)
+		return;
+}
+
+static void on_fault(int sig, siginfo_t *si, void *ucv)
+{
+	static const char *const phases[] = {"outside both unwinders", "in ours (ember__unwind_dwarf)",
+					     "in libunwind's unw_init_local", "in libunwind's unw_step"};
+	ucontext_t *uc = ucv;
+	uintptr_t pc = 0, lr = 0, sp = 0;
+#if defined(__aarch64__)
+	pc = uc->uc_mcontext.pc;
+	lr = uc->uc_mcontext.regs[30];
+	sp = uc->uc_mcontext.sp;
+#elif defined(__x86_64__)
+	pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+	sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
+#endif
+	char line[256];
+	int n = snprintf(line, sizeof(line),
+			 "it_dwarf_libunwind: signal %d (code %d) at address %#lx, %s (%s context), "
+			 "sp %#lx, thread stack [%#lx, %#lx), record %d\n",
+			 sig, si->si_code, (unsigned long)(uintptr_t)si->si_addr, phases[t_phase],
+			 t_signal_ctx ? "signal" : "getcontext", (unsigned long)sp,
+			 (unsigned long)t_bounds.lo, (unsigned long)t_bounds.hi, atomic_load(&g_nrec));
+	if (n > 0 && write(2, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1) < 0)
+		n = 0;
+	name_pc("pc", pc);
+	name_pc("lr", lr);
+	int fd = open("/proc/self/maps", O_RDONLY);
+	char buf[4096];
+	ssize_t got;
+	while (fd >= 0 && (got = read(fd, buf, sizeof(buf))) > 0)
+		if (write(2, buf, (size_t)got) < 0)
+			break;
+	signal(sig, SIG_DFL);
+	if (si->si_code <= 0) /* sent, not a fault: nothing to take again */
+		raise(sig);
 }
 
 static void on_sigprof(int sig, siginfo_t *si, void *uc)
@@ -361,6 +431,12 @@ static void show(const rec *r)
 
 int main(void)
 {
+	struct sigaction fault;
+	memset(&fault, 0, sizeof(fault));
+	fault.sa_flags = SA_SIGINFO | SA_RESETHAND;
+	fault.sa_sigaction = on_fault;
+	sigaction(SIGSEGV, &fault, NULL);
+	sigaction(SIGBUS, &fault, NULL);
 	unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
 	void *h1 = dlopen(EMBER_DWARF_LIB, RTLD_NOW | RTLD_LOCAL);
 	IT_CHECK(h1, "dlopen: %s", dlerror());
