@@ -130,11 +130,11 @@ static void record(void *uc, int signal_ctx)
 	int rc = signal_ctx ? unw_init_local2(&cur, (unw_context_t *)uc, UNW_INIT_SIGNAL_FRAME)
 			    : unw_init_local(&cur, (unw_context_t *)uc);
 	r->n_lu = 0;
-	t_phase = IN_LU_STEP;
 	if (rc != 0) {
 		t_phase = IN_NEITHER;
 		return;
 	}
+	t_phase = IN_LU_STEP;
 	int after_tramp = 0;
 	(void)after_tramp;
 	while (r->n_lu < MAXD) {
@@ -163,23 +163,29 @@ static void record(void *uc, int signal_ctx)
 
 /* A crash of this test names where it happened: which unwinder (or
  * neither), the faulting PC and address, and the mappings. CI saw one
- * SIGSEGV under qemu-aarch64 0.16 s into a run, in 1 of about 200 runs,
- * with nothing else to go on. Not async-signal-safe (snprintf, dladdr):
- * the process is ending anyway; the fault is then taken again, by
- * default. */
+ * SIGSEGV under qemu-aarch64 0.16 s into a run with nothing else to go
+ * on (once in about 15 CI runs; not again in 780 runs here). Not
+ * async-signal-safe (snprintf, dladdr): the process is ending anyway; the
+ * fault is then taken again, by default. */
+/* Writes what snprintf put into line (cap bytes): n as it returned. */
+static void say(const char *line, int n, size_t cap)
+{
+	if (n > 0 && write(2, line, (size_t)n < cap ? (size_t)n : cap - 1) < 0)
+		return;
+}
+
 static void name_pc(const char *what, uintptr_t pc)
 {
 	Dl_info di;
 	char line[256];
-	int n;
 	if (pc && dladdr((void *)pc, &di) && di.dli_fname)
-		n = snprintf(line, sizeof(line), "  %s %#lx = %s+%#lx (%s)\n", what, (unsigned long)pc,
+		say(line,
+		    snprintf(line, sizeof(line), "  %s %#lx = %s+%#lx (%s)\n", what, (unsigned long)pc,
 			     di.dli_fname, (unsigned long)(pc - (uintptr_t)di.dli_fbase),
-			     di.dli_sname ? di.dli_sname : "?");
+			     di.dli_sname ? di.dli_sname : "?"),
+		    sizeof(line));
 	else
-		n = snprintf(line, sizeof(line), "  %s %#lx\n", what, (unsigned long)pc);
-	if (n > 0 && write(2, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1) < 0)
-		return;
+		say(line, snprintf(line, sizeof(line), "  %s %#lx\n", what, (unsigned long)pc), sizeof(line));
 }
 
 static void on_fault(int sig, siginfo_t *si, void *ucv)
@@ -197,14 +203,13 @@ static void on_fault(int sig, siginfo_t *si, void *ucv)
 	sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
 #endif
 	char line[256];
-	int n = snprintf(line, sizeof(line),
+	say(line, snprintf(line, sizeof(line),
 			 "it_dwarf_libunwind: signal %d (code %d) at address %#lx, %s (%s context), "
 			 "sp %#lx, thread stack [%#lx, %#lx), record %d\n",
 			 sig, si->si_code, (unsigned long)(uintptr_t)si->si_addr, phases[t_phase],
 			 t_signal_ctx ? "signal" : "getcontext", (unsigned long)sp,
-			 (unsigned long)t_bounds.lo, (unsigned long)t_bounds.hi, atomic_load(&g_nrec));
-	if (n > 0 && write(2, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1) < 0)
-		n = 0;
+			 (unsigned long)t_bounds.lo, (unsigned long)t_bounds.hi, atomic_load(&g_nrec)),
+	    sizeof(line));
 	name_pc("pc", pc);
 	name_pc("lr", lr);
 	int fd = open("/proc/self/maps", O_RDONLY);

@@ -372,8 +372,7 @@ static void report_window(ember__tree *t, tproc *p, int64_t end, int final)
 	if (p->agg.samples)
 		symbolizer_for(t, p);
 	uint64_t spread = p->agg.weight ? unsampled : 0;
-	if (spread)
-		move_weight(&p->agg, spread, 0);
+	move_weight(&p->agg, spread, 0);
 	/* Only where its count is whole: each of its threads' events was
 	 * inherited (it began under the engine: a FORK record, or the command
 	 * of a run, whose count the final drain completes) and no record was
